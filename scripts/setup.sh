@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, everything conclave needs to build, test and
+# benchmark. Safe to run again: it installs only what is missing. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  libcaf-dev            # actors, middleman, test coordinator (0.17.6)
+  libboost-dev          # Boost.Outcome: result<T> without exceptions
+  prometheus-cpp-dev    # metrics exposer
+  libcli11-dev          # command line: subcommands, env vars, config files
+  nlohmann-json3-dev    # JSON output and reports
+  googletest libgtest-dev libgmock-dev
+  libbenchmark-dev
+  gnuplot-nox           # plots of simulation runs
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q >&2
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+else
+  echo "setup: all packages present" >&2
+fi
