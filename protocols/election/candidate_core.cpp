@@ -1,0 +1,548 @@
+#include "protocols/election/candidate_core.hpp"
+
+#include <algorithm>
+
+namespace conclave::election {
+
+// -- names -------------------------------------------------------------------
+
+std::string_view to_string(election_reason r) {
+  switch (r) {
+  case election_reason::startup:
+    return "startup";
+  case election_reason::no_leader:
+    return "no_leader";
+  case election_reason::leader_down:
+    return "leader_down";
+  case election_reason::leader_suspected:
+    return "leader_suspected";
+  case election_reason::leader_resigned:
+    return "leader_resigned";
+  case election_reason::election_received:
+    return "election_received";
+  case election_reason::election_timeout:
+    return "election_timeout";
+  case election_reason::preempt:
+    return "preempt";
+  case election_reason::requested:
+    return "requested";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(event_kind k) {
+  switch (k) {
+  case event_kind::election_started:
+    return "election_started";
+  case event_kind::became_leader:
+    return "became_leader";
+  case event_kind::lost_leadership:
+    return "lost_leadership";
+  case event_kind::leader_changed:
+    return "leader_changed";
+  case event_kind::acting_started:
+    return "acting_started";
+  case event_kind::acting_stopped:
+    return "acting_stopped";
+  case event_kind::peer_suspected:
+    return "peer_suspected";
+  case event_kind::peer_trusted:
+    return "peer_trusted";
+  case event_kind::stale_claim_rejected:
+    return "stale_claim_rejected";
+  case event_kind::heartbeat_rtt:
+    return "heartbeat_rtt";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(loss_reason r) {
+  switch (r) {
+  case loss_reason::higher_term:
+    return "higher_term";
+  case loss_reason::resigned:
+    return "resigned";
+  case loss_reason::quorum_lost:
+    return "quorum_lost";
+  case loss_reason::shutdown:
+    return "shutdown";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(peer_state s) {
+  switch (s) {
+  case peer_state::alive:
+    return "alive";
+  case peer_state::suspected:
+    return "suspected";
+  case peer_state::down:
+    return "down";
+  }
+  return "unknown";
+}
+
+// -- construction --------------------------------------------------------------
+
+candidate_core::candidate_core(node_id self, std::vector<node_id> peers,
+                               election_config cfg)
+    : self_(self), cfg_(cfg), detector_(cfg.detector, cfg.heartbeat_interval) {
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  peers.erase(std::remove(peers.begin(), peers.end(), self), peers.end());
+  peers_ = std::move(peers);
+  members_ = peers_;
+  members_.insert(std::lower_bound(members_.begin(), members_.end(), self), self);
+  status_.resize(peers_.size());
+}
+
+candidate_core::peer_status* candidate_core::status(node_id p) {
+  auto i = std::lower_bound(peers_.begin(), peers_.end(), p);
+  if (i == peers_.end() || *i != p)
+    return nullptr;
+  return &status_[static_cast<size_t>(i - peers_.begin())];
+}
+
+const candidate_core::peer_status* candidate_core::status(node_id p) const {
+  return const_cast<candidate_core*>(this)->status(p);
+}
+
+bool candidate_core::is_down(node_id p) const {
+  auto s = status(p);
+  return s != nullptr && s->down;
+}
+
+bool candidate_core::is_suspected(node_id p) const {
+  auto s = status(p);
+  return s != nullptr && (s->down || s->suspected);
+}
+
+void candidate_core::mark_suspected(node_id p) {
+  if (auto s = status(p); s != nullptr && !s->suspected) {
+    s->suspected = true;
+    emit({event_kind::peer_suspected, term_, p});
+  }
+}
+
+// -- inputs ----------------------------------------------------------------------
+
+void candidate_core::start(timestamp now) {
+  if (started_ || stopped_)
+    return;
+  started_ = true;
+  detector_.reset(now);
+  // A restarted candidate may have renewed a lease just before it crashed.
+  if (cfg_.guard.enabled)
+    promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
+  for (auto& s : status_)
+    s.last_heard = now;
+  if (peers_.empty()) {
+    start_election(election_reason::startup, now);
+  } else if (cfg_.preempt) {
+    start_election(election_reason::startup, now);
+  } else {
+    leaderless_deadline_ = now + cfg_.election_wait;
+  }
+}
+
+void candidate_core::handle(const message& m, timestamp now) {
+  if (stopped_ || !started_)
+    return;
+  auto from = sender(m);
+  if (status(from) == nullptr)
+    return; // not a member: the host counts and drops such messages earlier
+  ++stats_.received[m.index()];
+  heard_from(from, now);
+  switch (m.index()) {
+  case message_index<heartbeat_msg>:
+    on_heartbeat(std::get<heartbeat_msg>(m), now);
+    break;
+  case message_index<heartbeat_ack_msg>:
+    on_heartbeat_ack(std::get<heartbeat_ack_msg>(m), now);
+    break;
+  case message_index<resign_msg>:
+    on_resign(std::get<resign_msg>(m), now);
+    break;
+  default:
+    on_algorithm_message(m, now);
+  }
+}
+
+void candidate_core::heard_from(node_id p, timestamp now) {
+  auto s = status(p);
+  s->last_heard = now;
+  if (s->down || s->suspected) {
+    s->down = false;
+    s->suspected = false;
+    emit({event_kind::peer_trusted, term_, p});
+  }
+}
+
+void candidate_core::peer_down(node_id p, timestamp now) {
+  if (stopped_ || !started_)
+    return;
+  auto s = status(p);
+  if (s == nullptr || s->down)
+    return;
+  s->down = true;
+  emit({event_kind::peer_suspected, term_, p});
+  on_peer_down_hook(p, now);
+  if (role_ == role::follower && leader_ == p)
+    leader_lost(election_reason::leader_down, now);
+}
+
+void candidate_core::peer_up(node_id p, timestamp now) {
+  if (stopped_ || status(p) == nullptr)
+    return;
+  heard_from(p, now);
+}
+
+void candidate_core::tick(timestamp now) {
+  if (stopped_ || !started_)
+    return;
+  if (role_ == role::leader) {
+    update_acting(now);
+    if (role_ == role::leader && now >= heartbeat_due_)
+      send_heartbeats(now);
+  } else if (leader_ != no_node) {
+    if (now >= detector_.suspect_at()) {
+      emit({event_kind::peer_suspected, term_, leader_});
+      if (auto s = status(leader_))
+        s->suspected = true;
+      leader_lost(election_reason::leader_suspected, now);
+    }
+  } else if (leaderless_deadline_ && now >= *leaderless_deadline_ && !in_election()) {
+    leaderless_deadline_.reset();
+    start_election(election_reason::no_leader, now);
+  }
+  on_algorithm_tick(now);
+}
+
+bool candidate_core::resign(timestamp now) {
+  if (stopped_ || role_ != role::leader)
+    return false;
+  for (auto p : peers_)
+    send(p, resign_msg{self_, term_});
+  step_down(loss_reason::resigned, now);
+  // Stay out of the election that follows; rejoin as soon as a new leader is
+  // known, or after a while if none shows up.
+  abstain_until_ =
+      now + cfg_.election_wait + cfg_.coordinator_timeout + cfg_.detector.timeout;
+  leaderless_deadline_ = abstain_until_;
+  return true;
+}
+
+void candidate_core::request_election(timestamp now) {
+  if (stopped_ || !started_)
+    return;
+  start_election(election_reason::requested, now);
+}
+
+void candidate_core::stop(timestamp now) {
+  if (stopped_)
+    return;
+  if (role_ == role::leader) {
+    for (auto p : peers_)
+      send(p, resign_msg{self_, term_});
+    step_down(loss_reason::shutdown, now);
+  }
+  end_election();
+  leaderless_deadline_.reset();
+  stopped_ = true;
+}
+
+// -- outputs -----------------------------------------------------------------------
+
+std::optional<timestamp> candidate_core::next_deadline() const {
+  if (stopped_ || !started_)
+    return std::nullopt;
+  std::optional<timestamp> result;
+  auto consider = [&](timestamp t) {
+    if (!result || t < *result)
+      result = t;
+  };
+  if (role_ == role::leader) {
+    consider(heartbeat_due_);
+    if (cfg_.guard.enabled) {
+      if (acting_)
+        consider(lease_until_);
+      consider(std::max(leader_since_, renewed_round_sent_) + cfg_.detector.timeout);
+    }
+  } else if (leader_ != no_node) {
+    consider(detector_.suspect_at());
+  } else if (leaderless_deadline_ && !in_election()) {
+    consider(*leaderless_deadline_);
+  }
+  if (auto t = algorithm_deadline())
+    consider(*t);
+  return result;
+}
+
+std::vector<participant> candidate_core::participants(timestamp now) const {
+  std::vector<participant> result;
+  result.reserve(members_.size());
+  for (auto m : members_) {
+    participant p{m, peer_state::alive};
+    if (auto s = status(m)) {
+      if (s->down)
+        p.state = peer_state::down;
+      else if (s->suspected)
+        p.state = peer_state::suspected;
+      else if (role_ == role::leader && now - s->last_heard > cfg_.detector.timeout)
+        p.state = peer_state::suspected; // the leader hears from everyone
+    }
+    result.push_back(p);
+  }
+  return result;
+}
+
+double candidate_core::leader_phi(timestamp now) const {
+  if (role_ != role::follower || leader_ == no_node)
+    return 0;
+  return detector_.phi(now);
+}
+
+// -- helpers -------------------------------------------------------------------------
+
+void candidate_core::send(node_id to, message m) {
+  ++stats_.sent[m.index()];
+  outbox_.push_back({to, std::move(m)});
+}
+
+void candidate_core::start_election(election_reason reason, timestamp now) {
+  if (stopped_)
+    return;
+  if (abstaining(now) && reason != election_reason::requested)
+    return;
+  abstain_until_ = timestamp{0};
+  ++stats_.elections_started;
+  leaderless_deadline_.reset();
+  if (role_ == role::follower)
+    leader_ = no_node; // electing means no longer following
+  emit({event_kind::election_started, term_, no_node, reason});
+  begin_election(now);
+}
+
+void candidate_core::leader_lost(election_reason reason, timestamp now) {
+  leader_ = no_node;
+  start_election(reason, now);
+  if (!in_election() && leader_ == no_node && role_ != role::leader)
+    leaderless_deadline_ = now + cfg_.election_wait;
+}
+
+bool candidate_core::accept_claim(const term& t, node_id claimant, timestamp now) {
+  if (t < highest_) {
+    ++stats_.stale_rejected;
+    emit({event_kind::stale_claim_rejected, t, claimant});
+    return false;
+  }
+  observe_epoch(t.epoch);
+  if (t == term_ && leader_ == t.leader)
+    return true; // already known
+  if (t.leader == self_) {
+    become_leader(t, now);
+  } else {
+    if (role_ == role::leader)
+      step_down(loss_reason::higher_term, now);
+    follow(t, now);
+  }
+  return true;
+}
+
+term candidate_core::take_leadership(timestamp now) {
+  term t{std::max(max_epoch_, highest_.epoch) + 1, self_};
+  become_leader(t, now);
+  return t;
+}
+
+void candidate_core::become_leader(const term& t, timestamp now) {
+  end_election();
+  leaderless_deadline_.reset();
+  abstain_until_ = timestamp{0};
+  bool was_leader = role_ == role::leader;
+  if (was_leader && acting_) {
+    acting_ = false;
+    emit({event_kind::acting_stopped, term_});
+  }
+  if (leader_ != self_)
+    ++stats_.leader_changes;
+  role_ = role::leader;
+  leader_ = self_;
+  term_ = t;
+  highest_ = std::max(highest_, t);
+  observe_epoch(t.epoch);
+  leader_since_ = now;
+  lease_until_ = timestamp{0};
+  renewed_round_sent_ = timestamp{0};
+  rounds_.fill({});
+  emit({event_kind::became_leader, t});
+  emit({event_kind::leader_changed, t, self_});
+  send_heartbeats(now); // announces the term and starts renewing the lease
+  update_acting(now);
+  if (!cfg_.guard.enabled || majority() == 1) {
+    lease_until_ = timestamp::max();
+    update_acting(now);
+  }
+}
+
+void candidate_core::follow(const term& t, timestamp now) {
+  end_election();
+  leaderless_deadline_.reset();
+  abstain_until_ = timestamp{0};
+  if (leader_ != t.leader)
+    ++stats_.leader_changes;
+  leader_ = t.leader;
+  term_ = t;
+  highest_ = std::max(highest_, t);
+  detector_.reset(now);
+  emit({event_kind::leader_changed, t, t.leader});
+  if (cfg_.preempt && t.leader < self_)
+    start_election(election_reason::preempt, now);
+}
+
+void candidate_core::step_down(loss_reason why, timestamp now) {
+  if (role_ != role::leader)
+    return;
+  if (acting_) {
+    acting_ = false;
+    emit({event_kind::acting_stopped, term_});
+  }
+  role_ = role::follower;
+  leader_ = no_node;
+  election_event e{event_kind::lost_leadership, term_};
+  e.why = why;
+  emit(e);
+  leaderless_deadline_ = now + cfg_.election_wait;
+}
+
+void candidate_core::update_acting(timestamp now) {
+  if (role_ != role::leader)
+    return;
+  bool should = now < lease_until_;
+  if (should && !acting_) {
+    acting_ = true;
+    emit({event_kind::acting_started, term_});
+  } else if (!should && acting_) {
+    acting_ = false;
+    emit({event_kind::acting_stopped, term_});
+  }
+  if (cfg_.guard.enabled && majority() > 1
+      && now >= std::max(leader_since_, renewed_round_sent_) + cfg_.detector.timeout)
+    step_down(loss_reason::quorum_lost, now); // a minority leader
+}
+
+void candidate_core::send_heartbeats(timestamp now) {
+  auto seq = ++heartbeat_seq_;
+  auto& r = rounds_[seq % rounds_.size()];
+  // The leader's own vote counts unless it promised another leader's lease.
+  bool self_vote = !cfg_.guard.enabled || promised_to_ == self_ || now >= promise_until_;
+  r = {seq, now, self_vote ? size_t{1} : size_t{0}};
+  for (auto p : peers_) {
+    send(p, heartbeat_msg{self_, term_, seq});
+    if (auto s = status(p); !s->down && !s->suspected
+                            && now - s->last_heard > cfg_.detector.timeout
+                            && now - leader_since_ > cfg_.detector.timeout) {
+      s->suspected = true;
+      emit({event_kind::peer_suspected, term_, p});
+    }
+  }
+  heartbeat_due_ = now + cfg_.heartbeat_interval;
+}
+
+void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
+  if (m.t < highest_) {
+    ++stats_.stale_rejected;
+    emit({event_kind::stale_claim_rejected, m.t, m.from});
+    send(m.from, heartbeat_ack_msg{self_, highest_, m.seq, false});
+    return;
+  }
+  if (m.t.leader != m.from)
+    return; // only a leader speaks for its term
+  accept_claim(m.t, m.from, now);
+  if (role_ == role::follower && leader_ == m.from) {
+    detector_.heartbeat(now);
+    if (auto s = status(m.from))
+      s->suspected = false;
+  }
+  // Quorum guard: an ack renews a lease, so it is a promise not to renew anyone
+  // else's lease for lease + drift. A follower that recently renewed another
+  // leader's lease answers a new leader without granting; together with majority
+  // intersection this keeps the acting intervals of two leaders disjoint even when
+  // some followers suspect the old leader early (they missed its last round).
+  bool grant = true;
+  if (cfg_.guard.enabled) {
+    if (m.from != promised_to_ && now < promise_until_)
+      grant = false;
+    else {
+      promised_to_ = m.from;
+      promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
+    }
+  }
+  send(m.from, heartbeat_ack_msg{self_, term_, m.seq, grant});
+}
+
+void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now) {
+  if (m.t > highest_) {
+    // Someone knows a newer leader: stop at once, follow it.
+    accept_claim(m.t, m.from, now);
+    return;
+  }
+  observe_epoch(m.t.epoch);
+  if (role_ != role::leader || !m.accepted || m.t != term_)
+    return;
+  auto& r = rounds_[m.seq % rounds_.size()];
+  if (r.seq != m.seq)
+    return; // too old
+  emit({event_kind::heartbeat_rtt, term_, m.from, election_reason::requested,
+        loss_reason::higher_term, now - r.sent_at});
+  if (++r.acks == majority() && r.sent_at >= renewed_round_sent_) {
+    renewed_round_sent_ = r.sent_at;
+    if (cfg_.guard.enabled)
+      lease_until_ = std::max(lease_until_, r.sent_at + cfg_.guard.lease);
+    update_acting(now);
+  }
+}
+
+void candidate_core::on_resign(const resign_msg& m, timestamp now) {
+  if (m.t != term_ || m.t.leader != m.from || role_ == role::leader)
+    return;
+  if (auto s = status(m.from))
+    s->suspected = true; // keep the resigning one out of the coming election
+  leader_lost(election_reason::leader_resigned, now);
+}
+
+outcome::result<void, std::string> validate(const election_config& cfg) {
+  using namespace std::chrono;
+  if (cfg.heartbeat_interval <= duration{0})
+    return std::string{"heartbeat interval must be positive"};
+  if (cfg.detector.timeout <= cfg.heartbeat_interval)
+    return std::string{"detector timeout must be longer than the heartbeat interval"};
+  if (cfg.detector.kind == detector_kind::phi && cfg.detector.phi_threshold <= 0)
+    return std::string{"phi threshold must be positive"};
+  if (cfg.answer_timeout <= duration{0} || cfg.coordinator_timeout <= duration{0}
+      || cfg.hop_timeout <= duration{0} || cfg.election_wait <= duration{0})
+    return std::string{"election timeouts must be positive"};
+  if (cfg.guard.enabled
+      && cfg.guard.lease + cfg.guard.max_clock_drift >= cfg.detector.timeout)
+    return std::string{"quorum guard lease + clock drift must be shorter than the "
+                       "detector timeout (followers would elect while the old "
+                       "leader still acts)"};
+  if (cfg.guard.enabled && cfg.guard.lease <= cfg.heartbeat_interval)
+    return std::string{"quorum guard lease must be longer than the heartbeat interval "
+                       "(the lease would lapse between rounds)"};
+  return outcome::success();
+}
+
+std::string_view to_string(algorithm a) {
+  return a == algorithm::bully ? "bully" : "ring";
+}
+
+outcome::result<algorithm, std::string> parse_algorithm(std::string_view text) {
+  if (text == "bully")
+    return algorithm::bully;
+  if (text == "ring")
+    return algorithm::ring;
+  return "unknown algorithm '" + std::string{text} + "' (expected bully or ring)";
+}
+
+} // namespace conclave::election

@@ -1,0 +1,274 @@
+// candidate_core: what every election algorithm shares — terms and fencing, the
+// leader's heartbeats, the followers' failure detector, the quorum guard, resign,
+// and the outputs a host turns into sends, timers and notifications.
+//
+// Pure state machine (see etcd's raft for the shape): no I/O, no clock, no CAF
+// scheduling. The host calls start/handle/peer_down/peer_up/tick/resign/stop with
+// the current time, then drains outbox() (messages to send) and events()
+// (notifications), and arms one timer for next_deadline(), calling tick() when it
+// fires. Timers may fire late or spuriously: tick() only acts on what is due.
+//
+// Guarantees (given unique ids):
+// - Fencing: a claim (coordinator, heartbeat, ring coordinator) whose term is lower
+//   than the highest term this candidate has seen is rejected and reported; a
+//   leader that learns of a higher term steps down at once.
+// - Terms grow: a new leader's epoch exceeds every epoch its election saw.
+// - Without the quorum guard, Bully and Ring are the classic algorithms: they assume
+//   reliable links and may elect one leader per side of a partition (two leaders
+//   then hold different terms; the higher wins when the partition heals).
+// - With the quorum guard, the leader "acts" only until t_send + lease of the latest
+//   heartbeat round a majority (itself included) acknowledged. Followers wait at
+//   least the detector's timeout after the last heartbeat before electing, and the
+//   lease is shorter than that minus the clock-drift bound; and a follower that
+//   renewed one leader's lease grants no other leader's for lease + drift (the
+//   majorities intersect), so two candidates never act at the same instant. A
+//   leader that cannot renew steps down.
+//
+// Failure model: crash-stop and crash-recover candidates, message loss,
+// duplication and reordering, partitions. Lost election messages are recovered by
+// timeouts (restart of the election); lost coordinator messages by the leader's
+// heartbeats, which announce the leader to anyone who missed it.
+#pragma once
+
+#include "protocols/election/config.hpp"
+#include "protocols/election/detector.hpp"
+#include "protocols/election/messages.hpp"
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace conclave::election {
+
+enum class role { follower, leader };
+
+/// Why an election started.
+enum class election_reason {
+  startup,           ///< preempting candidate starting up
+  no_leader,         ///< no heartbeat heard within election_wait
+  leader_down,       ///< the transport reported the leader's connection dropped
+  leader_suspected,  ///< the heartbeat detector suspected the leader
+  leader_resigned,   ///< the leader handed over
+  election_received, ///< Bully: a lower id started one
+  election_timeout,  ///< the previous attempt did not finish in time
+  preempt,           ///< a higher id deposing a lower leader (preempt on)
+  requested,         ///< the host asked
+};
+std::string_view to_string(election_reason r);
+
+enum class event_kind {
+  election_started,     ///< reason
+  became_leader,        ///< t
+  lost_leadership,      ///< t (the term given up), reason in `why`
+  leader_changed,       ///< t, peer = new leader
+  acting_started,       ///< t
+  acting_stopped,       ///< t
+  peer_suspected,       ///< peer
+  peer_trusted,         ///< peer
+  stale_claim_rejected, ///< peer = claimant, t = its stale term
+  heartbeat_rtt,        ///< peer, rtt
+};
+std::string_view to_string(event_kind k);
+
+/// Why leadership was lost.
+enum class loss_reason { higher_term, resigned, quorum_lost, shutdown };
+std::string_view to_string(loss_reason r);
+
+struct election_event {
+  event_kind kind;
+  term t;
+  node_id peer = no_node;
+  election_reason reason = election_reason::requested;
+  loss_reason why = loss_reason::higher_term;
+  duration rtt{0};
+};
+
+struct outgoing {
+  node_id to;
+  message msg;
+};
+
+enum class peer_state { alive, suspected, down };
+std::string_view to_string(peer_state s);
+
+struct participant {
+  node_id id;
+  peer_state state = peer_state::alive;
+};
+
+/// Counters kept by every core; hosts export them, tests and the simulator read them.
+struct core_stats {
+  std::array<uint64_t, message_type_count> sent{};
+  std::array<uint64_t, message_type_count> received{};
+  uint64_t elections_started = 0;
+  uint64_t leader_changes = 0;
+  uint64_t stale_rejected = 0;
+};
+
+class candidate_core {
+public:
+  candidate_core(node_id self, std::vector<node_id> peers, election_config cfg);
+  virtual ~candidate_core() = default;
+
+  candidate_core(const candidate_core&) = delete;
+  candidate_core& operator=(const candidate_core&) = delete;
+
+  // -- inputs ---------------------------------------------------------------
+
+  /// Joins the group. A preempting candidate elects at once; otherwise it listens
+  /// for a leader's heartbeat for election_wait first.
+  void start(timestamp now);
+
+  /// A message from a peer.
+  void handle(const message& m, timestamp now);
+
+  /// The transport reports that the connection to `peer` dropped (or it crashed).
+  void peer_down(node_id peer, timestamp now);
+
+  /// The transport reports that `peer` is reachable again.
+  void peer_up(node_id peer, timestamp now);
+
+  /// Timer: processes everything due at `now`.
+  void tick(timestamp now);
+
+  /// Leader: hands over at once (the others elect without waiting for detection);
+  /// this candidate stays out of that election. Returns false if not leader.
+  bool resign(timestamp now);
+
+  /// Starts an election now, whatever the state.
+  void request_election(timestamp now);
+
+  /// Leaves the group: resigns if leader, then ignores every input.
+  void stop(timestamp now);
+
+  // -- outputs --------------------------------------------------------------
+
+  /// The earliest time tick() has something to do, if any.
+  std::optional<timestamp> next_deadline() const;
+
+  std::vector<outgoing>& outbox() { return outbox_; }
+  std::vector<election_event>& events() { return events_; }
+
+  // -- state ----------------------------------------------------------------
+
+  node_id id() const { return self_; }
+  role current_role() const { return role_; }
+  bool is_leader() const { return role_ == role::leader; }
+  /// Whether this candidate may act as leader now (quorum guard: inside the lease).
+  bool acting() const { return acting_; }
+  /// The leader this candidate follows or is (no_node while unknown).
+  node_id leader() const { return leader_; }
+  /// The term of the current leader, or the last one known.
+  term current_term() const { return term_; }
+  /// Every member id, this one included, ascending.
+  const std::vector<node_id>& members() const { return members_; }
+  std::vector<participant> participants(timestamp now) const;
+  const core_stats& stats() const { return stats_; }
+  const election_config& config() const { return cfg_; }
+  size_t majority() const { return members_.size() / 2 + 1; }
+  /// Follower: phi (or silence/timeout) of the current leader, 0 otherwise.
+  double leader_phi(timestamp now) const;
+  bool stopped() const { return stopped_; }
+
+protected:
+  // -- algorithm hooks ------------------------------------------------------
+
+  /// Starts this algorithm's election round (bookkeeping already done).
+  virtual void begin_election(timestamp now) = 0;
+  /// Messages the base does not handle itself.
+  virtual void on_algorithm_message(const message& m, timestamp now) = 0;
+  virtual void on_algorithm_tick(timestamp now) = 0;
+  virtual std::optional<timestamp> algorithm_deadline() const = 0;
+  /// The election (if any) ended: a leader was adopted or this candidate leads.
+  virtual void end_election() = 0;
+  /// Whether this candidate is running an election round.
+  virtual bool in_election() const = 0;
+  virtual void on_peer_down_hook(node_id, timestamp) {}
+
+  // -- helpers for algorithms -----------------------------------------------
+
+  void send(node_id to, message m);
+  void start_election(election_reason reason, timestamp now);
+  /// Adopts `t` if it is not lower than the highest term seen (becoming leader if
+  /// t.leader is this candidate). Returns false, and reports, if stale.
+  bool accept_claim(const term& t, node_id claimant, timestamp now);
+  /// Becomes leader with a fresh term (max epoch seen + 1).
+  term take_leadership(timestamp now);
+  void observe_epoch(uint64_t e) { max_epoch_ = std::max(max_epoch_, e); }
+  uint64_t max_epoch() const { return max_epoch_; }
+  bool is_down(node_id p) const;
+  bool is_suspected(node_id p) const;
+  void mark_suspected(node_id p);
+  const std::vector<node_id>& peers() const { return peers_; }
+  bool abstaining(timestamp now) const { return now < abstain_until_; }
+  /// Follows a leader it has not suspected (nor been told is down).
+  bool following_live_leader() const {
+    return role_ == role::follower && leader_ != no_node && !is_suspected(leader_);
+  }
+
+  node_id self_;
+  election_config cfg_;
+
+private:
+  struct peer_status {
+    bool down = false;
+    bool suspected = false;
+    timestamp last_heard{0};
+  };
+  struct heartbeat_round {
+    uint64_t seq = 0;
+    timestamp sent_at{0};
+    size_t acks = 0;
+  };
+
+  void heard_from(node_id p, timestamp now);
+  void on_heartbeat(const heartbeat_msg& m, timestamp now);
+  void on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now);
+  void on_resign(const resign_msg& m, timestamp now);
+  void become_leader(const term& t, timestamp now);
+  void follow(const term& t, timestamp now);
+  void step_down(loss_reason why, timestamp now);
+  void send_heartbeats(timestamp now);
+  void update_acting(timestamp now);
+  void leader_lost(election_reason reason, timestamp now);
+  void emit(election_event e) { events_.push_back(e); }
+  peer_status* status(node_id p);
+  const peer_status* status(node_id p) const;
+
+  std::vector<node_id> peers_;   ///< ascending, without self
+  std::vector<node_id> members_; ///< ascending, with self
+  std::vector<peer_status> status_;
+
+  role role_ = role::follower;
+  bool acting_ = false;
+  bool started_ = false;
+  bool stopped_ = false;
+  node_id leader_ = no_node;
+  term term_;    ///< term of the current (or last known) leader
+  term highest_; ///< highest term ever accepted
+  uint64_t max_epoch_ = 0;
+
+  failure_detector detector_;
+  std::optional<timestamp> leaderless_deadline_;
+  timestamp abstain_until_{0};
+
+  // leader state
+  timestamp heartbeat_due_{0};
+  uint64_t heartbeat_seq_ = 0;
+  std::array<heartbeat_round, 16> rounds_{};
+  timestamp leader_since_{0};
+  timestamp lease_until_{0};
+  timestamp renewed_round_sent_{0};
+
+  // follower state (quorum guard): whose lease this candidate renewed, until when
+  node_id promised_to_ = no_node;
+  timestamp promise_until_{0};
+
+  std::vector<outgoing> outbox_;
+  std::vector<election_event> events_;
+  core_stats stats_;
+};
+
+} // namespace conclave::election

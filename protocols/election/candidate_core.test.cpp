@@ -1,0 +1,232 @@
+// Behaviour shared by both algorithms: the quorum guard, participants, fencing of
+// a paused leader, shutdown, configuration checks.
+#include "protocols/election/candidate_core.hpp"
+
+#include "tests/support/election_network.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace std::chrono_literals;
+using conclave::testing::election_network;
+namespace el = conclave::election;
+
+namespace {
+
+el::node_id id(uint64_t x) {
+  return el::node_id{x};
+}
+
+el::election_config guarded(el::algorithm a) {
+  el::election_config cfg;
+  cfg.algo = a;
+  cfg.guard.enabled = true;
+  cfg.guard.lease = 100ms;
+  cfg.guard.max_clock_drift = 10ms;
+  cfg.detector.timeout = 150ms;
+  return cfg;
+}
+
+size_t acting_count(election_network& net) {
+  size_t n = 0;
+  for (auto i : net.ids())
+    n += net.alive(i) && net.node(i).acting();
+  return n;
+}
+
+} // namespace
+
+class both_algorithms : public ::testing::TestWithParam<el::algorithm> {};
+
+TEST_P(both_algorithms, guarded_leader_acts_only_after_a_majority_acknowledged) {
+  election_network net(5, guarded(GetParam()));
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.node(5).is_leader(); }, 3s));
+  EXPECT_FALSE(net.node(5).acting()); // heartbeats sent, no ack back yet
+  ASSERT_TRUE(net.run_until([&] { return net.node(5).acting(); }, 100ms));
+}
+
+TEST_P(both_algorithms, minority_leader_steps_down_under_the_quorum_guard) {
+  election_network net(5, guarded(GetParam()));
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 3s));
+  net.partition({{id(1), id(2), id(3)}, {id(4), id(5)}});
+  bool overlap = false;
+  auto both = [&] {
+    overlap |= acting_count(net) > 1;
+    return net.node(3).acting() && !net.node(5).is_leader();
+  };
+  ASSERT_TRUE(net.run_until(both, 3s));
+  EXPECT_FALSE(overlap);
+  bool quorum_lost = false;
+  for (auto& e : net.events(id(5)))
+    quorum_lost |= e.kind == el::event_kind::lost_leadership
+                   && e.why == el::loss_reason::quorum_lost;
+  EXPECT_TRUE(quorum_lost);
+  // The minority keeps trying but never acts.
+  for (int i = 0; i < 300; ++i) {
+    net.run_for(10ms);
+    EXPECT_FALSE(net.node(4).acting() || net.node(5).acting());
+    EXPECT_LE(acting_count(net), 1u);
+  }
+  net.heal();
+  ASSERT_TRUE(net.run_until(
+      [&] {
+        overlap |= acting_count(net) > 1;
+        return net.agreed_leader() != el::no_node;
+      },
+      3s));
+  EXPECT_FALSE(overlap);
+}
+
+TEST_P(both_algorithms, without_the_guard_a_partition_yields_two_leaders) {
+  el::election_config cfg;
+  cfg.algo = GetParam();
+  election_network net(5, cfg);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 3s));
+  net.partition({{id(1), id(2), id(3)}, {id(4), id(5)}});
+  ASSERT_TRUE(net.run_until([&] { return net.node(3).is_leader(); }, 3s));
+  EXPECT_TRUE(net.node(5).acting()); // split brain: the classic algorithms' finding
+  net.heal();
+  ASSERT_TRUE(net.run_until([&] { return net.leaders().size() == 1; }, 3s));
+}
+
+TEST_P(both_algorithms, quorum_guard_never_lets_two_candidates_act_at_once) {
+  // Random partitions, crashes and restarts; the invariant is checked after every
+  // single event.
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    std::mt19937_64 rng(seed);
+    size_t n = 3 + rng() % 5;
+    election_network net(n, guarded(GetParam()));
+    std::mt19937_64 loss_rng(seed * 7919);
+    bool lossy = true;
+    net.set_drop([&](el::node_id, el::node_id, const el::message&) {
+      return lossy && loss_rng() % 100 < 5; // 5 % loss while faults last
+    });
+    net.start_all();
+    bool violated = false;
+    auto check = [&] {
+      violated |= acting_count(net) > 1;
+      return false;
+    };
+    for (int phase = 0; phase < 12 && !violated; ++phase) {
+      auto r = rng() % 4;
+      if (r == 0) {
+        std::vector<std::vector<el::node_id>> groups(2);
+        for (auto i : net.ids())
+          groups[rng() % 2].push_back(i);
+        net.partition(groups);
+      } else if (r == 1) {
+        net.heal();
+      } else if (r == 2) {
+        auto victim = net.ids()[rng() % n];
+        if (net.alive(victim))
+          net.crash(victim, rng() % 2 == 0);
+        else
+          net.restart(victim);
+      }
+      net.run_until(check, std::chrono::milliseconds(50 + rng() % 400));
+    }
+    EXPECT_FALSE(violated) << "seed " << seed;
+    // Liveness once every fault is healed.
+    lossy = false;
+    net.heal();
+    for (auto i : net.ids())
+      if (!net.alive(i))
+        net.restart(i);
+    EXPECT_TRUE(net.run_until(
+        [&] {
+          check();
+          return net.agreed_leader() != el::no_node;
+        },
+        5s))
+        << "seed " << seed;
+    EXPECT_FALSE(violated) << "seed " << seed;
+  }
+}
+
+TEST_P(both_algorithms, a_single_candidate_leads_itself) {
+  election_network net(1, guarded(GetParam()));
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(1); }, 1s));
+  EXPECT_TRUE(net.node(1).acting());
+}
+
+TEST_P(both_algorithms, stop_resigns_a_leader_and_ignores_later_input) {
+  el::election_config cfg;
+  cfg.algo = GetParam();
+  election_network net(3, cfg);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  net.node(3).stop(net.now());
+  EXPECT_FALSE(net.node(3).is_leader());
+  EXPECT_FALSE(net.node(3).next_deadline().has_value());
+  net.run_for(0ms);        // the resign messages leave
+  net.crash(id(3), false); // gone from the network too
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(2); }, 100ms));
+}
+
+INSTANTIATE_TEST_SUITE_P(election, both_algorithms,
+                         ::testing::Values(el::algorithm::bully, el::algorithm::ring),
+                         [](const auto& info) {
+                           return std::string{el::to_string(info.param)};
+                         });
+
+TEST(candidate_core, leader_lists_silent_followers_as_suspected_and_trusts_them_again) {
+  election_network net(4, el::election_config{});
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 3s));
+  net.partition({{id(1), id(2), id(4)}, {id(3)}});
+  net.run_for(400ms);
+  auto state_of = [&](uint64_t who) {
+    for (auto& p : net.node(4).participants(net.now()))
+      if (p.id == id(who))
+        return p.state;
+    return el::peer_state::down;
+  };
+  EXPECT_EQ(state_of(3), el::peer_state::suspected);
+  EXPECT_EQ(state_of(1), el::peer_state::alive);
+  net.heal();
+  net.run_for(200ms);
+  EXPECT_EQ(state_of(3), el::peer_state::alive);
+}
+
+TEST(candidate_core, peer_down_marks_a_participant_down) {
+  election_network net(3, el::election_config{});
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  net.notify_down(id(3), id(1));
+  auto parts = net.node(3).participants(net.now());
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].id, id(1));
+  EXPECT_EQ(parts[0].state, el::peer_state::down);
+}
+
+TEST(candidate_core, validate_rejects_a_lease_as_long_as_the_detector_timeout) {
+  el::election_config cfg;
+  cfg.guard.enabled = true;
+  cfg.guard.lease = 145ms;
+  cfg.guard.max_clock_drift = 10ms;
+  cfg.detector.timeout = 150ms;
+  auto r = el::validate(cfg);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("lease"), std::string::npos);
+  cfg.guard.lease = 100ms;
+  EXPECT_TRUE(el::validate(cfg));
+}
+
+TEST(candidate_core, validate_rejects_a_detector_faster_than_heartbeats) {
+  el::election_config cfg;
+  cfg.heartbeat_interval = 200ms;
+  cfg.detector.timeout = 150ms;
+  EXPECT_FALSE(el::validate(cfg));
+}
+
+TEST(candidate_core, parse_algorithm_names_the_bad_value) {
+  EXPECT_EQ(el::parse_algorithm("ring").value(), el::algorithm::ring);
+  auto r = el::parse_algorithm("raft");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("raft"), std::string::npos);
+}

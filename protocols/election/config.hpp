@@ -1,0 +1,79 @@
+// Settings of a candidate: algorithm, timeouts, failure detector, options.
+#pragma once
+
+#include "protocols/election/types.hpp"
+
+#include <boost/outcome.hpp>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace conclave::election {
+
+namespace outcome = BOOST_OUTCOME_V2_NAMESPACE;
+
+enum class algorithm { bully, ring };
+
+std::string_view to_string(algorithm a);
+/// Parses "bully" or "ring".
+outcome::result<algorithm, std::string> parse_algorithm(std::string_view text);
+
+/// How a follower decides that the leader is gone when it is silent.
+enum class detector_kind {
+  fixed, ///< suspect after `timeout` without a heartbeat
+  phi,   ///< phi accrual (Hayashibara et al.): adapts to the observed arrival jitter
+};
+
+struct detector_config {
+  detector_kind kind = detector_kind::fixed;
+  /// fixed: the silence after which the leader is suspected.
+  /// phi: the earliest suspicion (phi never suspects before this silence).
+  duration timeout = std::chrono::milliseconds(150);
+  /// phi: suspect when phi reaches this value (8 ≈ one false suspicion in 10^8).
+  double phi_threshold = 8.0;
+  /// phi: floor for the standard deviation of inter-arrival times.
+  duration min_std_dev = std::chrono::milliseconds(5);
+  /// phi: extra silence tolerated on top of the estimate (GC pauses and the like).
+  duration acceptable_pause = std::chrono::milliseconds(0);
+  /// phi: number of inter-arrival samples kept.
+  size_t window = 100;
+};
+
+struct quorum_guard_config {
+  bool enabled = false;
+  /// How long a majority acknowledgement of a heartbeat round lets the leader act,
+  /// counted from when that round was sent. Must be shorter than the detector's
+  /// (minimum) timeout minus `max_clock_drift`.
+  duration lease = std::chrono::milliseconds(100);
+  duration max_clock_drift = std::chrono::milliseconds(10);
+};
+
+struct election_config {
+  algorithm algo = algorithm::bully;
+  duration heartbeat_interval = std::chrono::milliseconds(50);
+  detector_config detector;
+  /// Without a known leader (start-up, lost coordinator), how long a candidate
+  /// listens for a heartbeat before it starts an election itself. Ignored with
+  /// `preempt` (a preempting candidate elects at once).
+  duration election_wait = std::chrono::milliseconds(150);
+  /// Bully: how long an initiator waits for an answer from a higher id.
+  duration answer_timeout = std::chrono::milliseconds(50);
+  /// Bully: after an answer, how long to wait for the coordinator message.
+  duration coordinator_timeout = std::chrono::milliseconds(200);
+  /// Ring: how long a sender waits for the successor's ack before retrying.
+  duration hop_timeout = std::chrono::milliseconds(20);
+  /// Ring: how many times a silent successor is retried before it is skipped.
+  unsigned hop_retries = 1;
+  /// Classic Bully: a higher id that (re)joins deposes a lower leader. Off by
+  /// default: a healthy leader keeps its role until it fails or resigns.
+  bool preempt = false;
+  quorum_guard_config guard;
+};
+
+/// Checks the settings for contradictions (e.g. a lease longer than the time
+/// followers wait before electing); the error says which setting to change.
+outcome::result<void, std::string> validate(const election_config& cfg);
+
+} // namespace conclave::election

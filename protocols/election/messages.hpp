@@ -1,0 +1,167 @@
+// Wire messages of the election protocols.
+//
+// Every message names its sender (`from`): transports deliver payloads, not
+// connection identities, and the simulator routes the same structs. Bully uses
+// election/answer/coordinator; Ring uses ring_election/ring_coordinator/ring_ack;
+// both use heartbeat/heartbeat_ack (leader liveness, the quorum guard, and
+// fencing of stale leaders) and resign (hand-over without waiting for detection).
+// The CAF type-ID block for these types is in type_ids.hpp.
+#pragma once
+
+#include "protocols/election/types.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+namespace conclave::election {
+
+/// Bully: "I am holding an election" — sent to every higher id not known down.
+/// `epoch` is the highest epoch the sender has seen.
+struct election_msg {
+  node_id from;
+  uint64_t epoch = 0;
+};
+
+/// Bully: "I am alive and higher than you; stand back."
+struct answer_msg {
+  node_id from;
+  uint64_t epoch = 0;
+};
+
+/// Bully: "I lead term `t`."
+struct coordinator_msg {
+  node_id from;
+  term t;
+};
+
+/// Ring: the election token travelling the ring, collecting the ids of live
+/// candidates and the highest epoch any of them has seen.
+struct ring_election_msg {
+  node_id from;
+  node_id initiator;
+  uint64_t hop = 0; ///< per-sender sequence number, echoed by ring_ack
+  uint64_t epoch = 0;
+  std::vector<node_id> alive;
+};
+
+/// Ring: the announcement travelling the ring once more: "the leader is t.leader".
+struct ring_coordinator_msg {
+  node_id from;
+  node_id initiator;
+  uint64_t hop = 0;
+  term t;
+};
+
+/// Ring: "I received hop `hop` from you" — lets the sender skip a dead successor.
+struct ring_ack_msg {
+  node_id from;
+  uint64_t hop = 0;
+};
+
+/// Leader → everyone, every heartbeat interval. Also announces the leader to a
+/// member that missed the election (joined late, lost the coordinator message).
+struct heartbeat_msg {
+  node_id from;
+  term t;
+  uint64_t seq = 0;
+};
+
+/// Follower → leader. `t` is the follower's current term: a leader that reads a
+/// higher term there learns it has been replaced and steps down. `accepted` is
+/// false when the follower rejected the heartbeat as stale.
+struct heartbeat_ack_msg {
+  node_id from;
+  term t;
+  uint64_t seq = 0;
+  bool accepted = false;
+};
+
+/// Leader → everyone: "I give up term t; elect someone else now."
+struct resign_msg {
+  node_id from;
+  term t;
+};
+
+/// Every message a candidate core consumes or produces.
+using message = std::variant<election_msg, answer_msg, coordinator_msg, ring_election_msg,
+                             ring_coordinator_msg, ring_ack_msg, heartbeat_msg,
+                             heartbeat_ack_msg, resign_msg>;
+
+constexpr size_t message_type_count = std::variant_size_v<message>;
+
+namespace detail {
+template <class T, class Variant>
+struct index_in;
+template <class T, class... Ts>
+struct index_in<T, std::variant<Ts...>> {
+  static constexpr size_t value = [] {
+    constexpr bool same[] = {std::is_same_v<T, Ts>...};
+    for (size_t i = 0; i < sizeof...(Ts); ++i)
+      if (same[i])
+        return i;
+    return sizeof...(Ts);
+  }();
+};
+} // namespace detail
+
+/// The index of message type T in `message` (counters, metric labels).
+template <class T>
+constexpr size_t message_index = detail::index_in<T, message>::value;
+
+/// Stable names of the message types, indexed like `message` (metric labels,
+/// simulator reports).
+constexpr std::array<std::string_view, message_type_count> message_type_names{
+    "election", "answer",    "coordinator",   "ring_election", "ring_coordinator",
+    "ring_ack", "heartbeat", "heartbeat_ack", "resign"};
+
+inline node_id sender(const message& m) {
+  return std::visit([](const auto& x) { return x.from; }, m);
+}
+
+// -- CAF serialization (0.17 inspect API) ------------------------------------
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, election_msg& x) {
+  return f(caf::meta::type_name("election_msg"), x.from, x.epoch);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, answer_msg& x) {
+  return f(caf::meta::type_name("answer_msg"), x.from, x.epoch);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, coordinator_msg& x) {
+  return f(caf::meta::type_name("coordinator_msg"), x.from, x.t);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ring_election_msg& x) {
+  return f(caf::meta::type_name("ring_election_msg"), x.from, x.initiator, x.hop, x.epoch,
+           x.alive);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ring_coordinator_msg& x) {
+  return f(caf::meta::type_name("ring_coordinator_msg"), x.from, x.initiator, x.hop, x.t);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ring_ack_msg& x) {
+  return f(caf::meta::type_name("ring_ack_msg"), x.from, x.hop);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, heartbeat_msg& x) {
+  return f(caf::meta::type_name("heartbeat_msg"), x.from, x.t, x.seq);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, heartbeat_ack_msg& x) {
+  return f(caf::meta::type_name("heartbeat_ack_msg"), x.from, x.t, x.seq, x.accepted);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, resign_msg& x) {
+  return f(caf::meta::type_name("resign_msg"), x.from, x.t);
+}
+
+} // namespace conclave::election

@@ -1,0 +1,194 @@
+#include "protocols/election/ring.hpp"
+
+#include <algorithm>
+
+namespace conclave::election {
+
+namespace {
+
+node_id initiator_of(const message& m) {
+  if (auto e = std::get_if<ring_election_msg>(&m))
+    return e->initiator;
+  return std::get<ring_coordinator_msg>(m).initiator;
+}
+
+void set_hop(message& m, uint64_t hop) {
+  if (auto e = std::get_if<ring_election_msg>(&m))
+    e->hop = hop;
+  else
+    std::get<ring_coordinator_msg>(m).hop = hop;
+}
+
+} // namespace
+
+duration ring_core::round_timeout() const {
+  return cfg_.hop_timeout * (cfg_.hop_retries + 1) * 2
+         * static_cast<int64_t>(members().size());
+}
+
+void ring_core::begin_election(timestamp now) {
+  participating_ = self_;
+  round_deadline_ = now + round_timeout();
+  forward(ring_election_msg{self_, self_, 0, max_epoch(), {self_}}, now);
+}
+
+void ring_core::end_election() {
+  participating_ = no_node;
+  round_deadline_.reset();
+}
+
+void ring_core::forward(message m, timestamp now) {
+  const bool is_election = std::holds_alternative<ring_election_msg>(m);
+  const auto initiator = initiator_of(m);
+  const auto& ms = members();
+  auto self_pos = std::lower_bound(ms.begin(), ms.end(), self_) - ms.begin();
+  const auto n = static_cast<std::ptrdiff_t>(ms.size());
+  for (std::ptrdiff_t i = 1; i < n; ++i) {
+    auto c = ms[static_cast<size_t>((self_pos + i) % n)];
+    if (!is_suspected(c)) {
+      if (next_hop_ < static_cast<uint64_t>(now.count()))
+        next_hop_ = static_cast<uint64_t>(now.count());
+      auto hop = ++next_hop_;
+      set_hop(m, hop);
+      send(c, m);
+      pending_.push_back({hop, c, std::move(m), 0, now + cfg_.hop_timeout});
+      return;
+    }
+    if (c == initiator) {
+      // The initiator is gone: whoever must skip it completes its round.
+      if (is_election)
+        finalize(std::get<ring_election_msg>(m), now);
+      return;
+    }
+  }
+  // Nobody else is alive: the token is back at us.
+  if (is_election)
+    finalize(std::get<ring_election_msg>(m), now);
+}
+
+void ring_core::finalize(const ring_election_msg& m, timestamp now) {
+  node_id leader = abstaining(now) ? no_node : self_;
+  for (auto id : m.alive)
+    leader = std::max(leader, id);
+  end_election();
+  if (leader == no_node)
+    return; // only resigning members left; they rejoin after abstaining
+  term t{std::max(m.epoch, max_epoch()) + 1, leader};
+  if (!accept_claim(t, self_, now))
+    return;
+  forward(ring_coordinator_msg{self_, self_, 0, t}, now);
+}
+
+bool ring_core::duplicate(node_id from, uint64_t hop) {
+  for (auto& [id, last] : last_hop_from_) {
+    if (id == from) {
+      if (hop <= last)
+        return true;
+      last = hop;
+      return false;
+    }
+  }
+  last_hop_from_.emplace_back(from, hop);
+  return false;
+}
+
+void ring_core::on_algorithm_message(const message& m, timestamp now) {
+  if (auto e = std::get_if<ring_election_msg>(&m)) {
+    on_election(*e, now);
+  } else if (auto c = std::get_if<ring_coordinator_msg>(&m)) {
+    on_coordinator(*c, now);
+  } else if (auto a = std::get_if<ring_ack_msg>(&m)) {
+    auto i = std::find_if(pending_.begin(), pending_.end(), [&](const pending_hop& p) {
+      return p.hop == a->hop && p.target == a->from;
+    });
+    if (i != pending_.end())
+      pending_.erase(i);
+  }
+  // Bully messages are not ours: a misconfigured peer. Ignored.
+}
+
+void ring_core::on_election(const ring_election_msg& m, timestamp now) {
+  send(m.from, ring_ack_msg{self_, m.hop});
+  if (duplicate(m.from, m.hop))
+    return;
+  observe_epoch(m.epoch);
+  if (m.initiator == self_
+      || std::find(m.alive.begin(), m.alive.end(), self_) != m.alive.end()) {
+    finalize(m, now);
+    return;
+  }
+  if (participating_ != no_node && m.initiator < participating_)
+    return; // extinction: a higher initiator's round is under way
+  participating_ = std::max(participating_, m.initiator);
+  if (!round_deadline_)
+    round_deadline_ = now + round_timeout();
+  ring_election_msg next = m;
+  next.from = self_;
+  if (!abstaining(now))
+    next.alive.push_back(self_);
+  next.epoch = std::max(next.epoch, max_epoch());
+  forward(std::move(next), now);
+}
+
+void ring_core::on_coordinator(const ring_coordinator_msg& m, timestamp now) {
+  send(m.from, ring_ack_msg{self_, m.hop});
+  if (duplicate(m.from, m.hop) || m.initiator == self_)
+    return; // a duplicate, or the announcement went all the way round
+  if (!accept_claim(m.t, m.from, now))
+    return; // stale: stop spreading it
+  ring_coordinator_msg next = m;
+  next.from = self_;
+  forward(std::move(next), now);
+}
+
+void ring_core::on_algorithm_tick(timestamp now) {
+  // Retry or skip silent successors. forward() may append to pending_.
+  std::vector<pending_hop> due;
+  for (auto i = pending_.begin(); i != pending_.end();) {
+    if (i->deadline <= now) {
+      due.push_back(std::move(*i));
+      i = pending_.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  for (auto& p : due) {
+    if (p.tries < cfg_.hop_retries && !is_suspected(p.target)) {
+      send(p.target, p.msg);
+      p.tries += 1;
+      p.deadline = now + cfg_.hop_timeout;
+      pending_.push_back(std::move(p));
+    } else {
+      mark_suspected(p.target);
+      forward(std::move(p.msg), now);
+    }
+  }
+  if (round_deadline_ && now >= *round_deadline_) {
+    end_election();
+    start_election(election_reason::election_timeout, now);
+  }
+}
+
+void ring_core::on_peer_down_hook(node_id p, timestamp now) {
+  std::vector<pending_hop> lost;
+  for (auto i = pending_.begin(); i != pending_.end();) {
+    if (i->target == p) {
+      lost.push_back(std::move(*i));
+      i = pending_.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  for (auto& h : lost)
+    forward(std::move(h.msg), now);
+}
+
+std::optional<timestamp> ring_core::algorithm_deadline() const {
+  std::optional<timestamp> result = round_deadline_;
+  for (auto& p : pending_)
+    if (!result || p.deadline < *result)
+      result = p.deadline;
+  return result;
+}
+
+} // namespace conclave::election

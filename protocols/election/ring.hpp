@@ -1,0 +1,69 @@
+// Ring election (Chang & Roberts, CACM 1979; in the form of Tanenbaum & van
+// Steen, "Distributed Systems", §6.5: the token collects every live id), with
+// terms and per-hop acknowledgements.
+//
+// Members are ordered by id; each one's successor is the next higher id, wrapping.
+// Message flow. The initiator sends RING_ELECTION{initiator, alive=[self]} to its
+// successor; each member appends its id and forwards. When the token is back at
+// the initiator, the leader is the highest id in `alive` and the term is
+// (highest epoch the token saw + 1, leader); RING_COORDINATOR then travels the ring
+// once, every member adopting the term as it passes, until it is back at the
+// initiator. With everyone alive: n election hops and n coordinator hops.
+//
+// Failures. Every hop is acknowledged (RING_ACK); a successor that does not ack
+// within hop_timeout is retried hop_retries times, then suspected and skipped. A
+// member that would have to skip the initiator itself completes the round in the
+// initiator's place. A member trusts a suspected peer again as soon as it hears
+// from it. An initiator or forwarder that sees no coordinator within the round
+// timeout starts over.
+//
+// Concurrent initiators (Chang-Roberts extinction): a member drops election tokens
+// of initiators lower than the highest initiator it has already forwarded, so only
+// the highest initiator's round completes; the timeout covers that initiator dying.
+#pragma once
+
+#include "protocols/election/candidate_core.hpp"
+
+#include <utility>
+
+namespace conclave::election {
+
+class ring_core final : public candidate_core {
+public:
+  using candidate_core::candidate_core;
+
+private:
+  struct pending_hop {
+    uint64_t hop;
+    node_id target;
+    message msg; // ring_election_msg or ring_coordinator_msg, `from` = self
+    unsigned tries;
+    timestamp deadline;
+  };
+
+  void begin_election(timestamp now) override;
+  void on_algorithm_message(const message& m, timestamp now) override;
+  void on_algorithm_tick(timestamp now) override;
+  std::optional<timestamp> algorithm_deadline() const override;
+  void end_election() override;
+  bool in_election() const override { return participating_ != no_node; }
+  void on_peer_down_hook(node_id p, timestamp now) override;
+
+  void on_election(const ring_election_msg& m, timestamp now);
+  void on_coordinator(const ring_coordinator_msg& m, timestamp now);
+  /// Completes a round: picks the leader from `alive`, announces it.
+  void finalize(const ring_election_msg& m, timestamp now);
+  /// Sends `m` to the next live successor; handles "no one left" and "the
+  /// initiator is gone".
+  void forward(message m, timestamp now);
+  bool duplicate(node_id from, uint64_t hop);
+  duration round_timeout() const;
+
+  node_id participating_ = no_node; ///< highest initiator forwarded this round
+  std::optional<timestamp> round_deadline_;
+  std::vector<pending_hop> pending_;
+  uint64_t next_hop_ = 0;
+  std::vector<std::pair<node_id, uint64_t>> last_hop_from_;
+};
+
+} // namespace conclave::election

@@ -1,0 +1,151 @@
+#include "protocols/election/ring.hpp"
+
+#include "tests/support/election_network.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace std::chrono_literals;
+using conclave::testing::election_network;
+namespace el = conclave::election;
+
+namespace {
+
+el::election_config ring_config() {
+  el::election_config cfg;
+  cfg.algo = el::algorithm::ring;
+  return cfg;
+}
+
+el::node_id id(uint64_t x) {
+  return el::node_id{x};
+}
+
+constexpr size_t ring_election_type = election_network::index_of<el::ring_election_msg>();
+constexpr size_t ring_coordinator_type =
+    election_network::index_of<el::ring_coordinator_msg>();
+
+} // namespace
+
+TEST(ring, highest_alive_id_wins_at_startup) {
+  election_network net(6, ring_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 3s));
+  EXPECT_EQ(net.agreed_leader(), id(6));
+  net.run_for(1s);
+  EXPECT_EQ(net.leaders(), std::vector<el::node_id>{id(6)});
+}
+
+TEST(ring, leader_crash_elects_next_highest_with_higher_term) {
+  election_network net(5, ring_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 3s));
+  auto old_term = net.node(5).current_term();
+  net.crash(id(5));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 3s));
+  EXPECT_GT(net.node(4).current_term(), old_term);
+}
+
+TEST(ring, skips_a_successor_known_to_be_down) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  election_network net(5, cfg);
+  net.start_all();
+  net.crash(id(3)); // everyone is told
+  net.node(2).request_election(net.now());
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 1s));
+  // 2 -> 4 -> 5 -> 1 -> 2: four election hops, never one to 3.
+  EXPECT_EQ(net.sent(ring_election_type), 4u);
+}
+
+TEST(ring, skips_a_silent_successor_after_its_hop_times_out) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  election_network net(5, cfg);
+  net.start_all();
+  net.crash(id(3), /*notify=*/false); // no one is told
+  net.node(2).request_election(net.now());
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 1s));
+  bool suspected = false;
+  for (auto& p : net.node(2).participants(net.now()))
+    suspected |= p.id == id(3) && p.state == el::peer_state::suspected;
+  EXPECT_TRUE(suspected);
+  // Two tries (hop_retries = 1) of the election hop to 3 before skipping.
+  EXPECT_GE(net.sent(ring_election_type), 4u + 2u);
+}
+
+TEST(ring, initiator_crash_mid_round_is_completed_by_its_predecessor) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  election_network net(5, cfg);
+  net.start_all();
+  net.node(2).request_election(net.now());
+  net.run_for(1500us); // token is at 3
+  net.crash(id(2), /*notify=*/false);
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  EXPECT_EQ(net.node(1).leader(), id(5));
+}
+
+TEST(ring, concurrent_initiators_converge_on_one_leader) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  election_network net(8, cfg);
+  net.start_all();
+  for (uint64_t i = 1; i <= 8; ++i)
+    net.node(i).request_election(net.now());
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 2s));
+  EXPECT_EQ(net.agreed_leader(), id(8));
+  net.run_for(1s);
+  EXPECT_EQ(net.leaders(), std::vector<el::node_id>{id(8)});
+  // Extinction: fewer election hops than 8 full rounds (8 * 8).
+  EXPECT_LT(net.sent(ring_election_type), 64u);
+  auto t = net.node(8).current_term();
+  for (uint64_t i = 1; i <= 8; ++i)
+    EXPECT_EQ(net.node(i).current_term(), t);
+}
+
+TEST(ring, rejoining_higher_id_does_not_preempt_by_default) {
+  election_network net(4, ring_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 3s));
+  net.crash(id(4));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  net.restart(id(4));
+  net.run_for(2s);
+  EXPECT_EQ(net.agreed_leader(), id(3));
+}
+
+TEST(ring, rejoining_higher_id_preempts_when_asked) {
+  auto cfg = ring_config();
+  cfg.preempt = true;
+  election_network net(4, cfg);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 3s));
+  net.crash(id(4));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  net.restart(id(4));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 3s));
+}
+
+TEST(ring, stale_ring_coordinator_is_rejected_and_not_forwarded) {
+  election_network net(4, ring_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 3s));
+  net.run_for(100ms);
+  net.reset_counts();
+  auto t = net.node(1).current_term();
+  net.node(1).handle(
+      el::ring_coordinator_msg{id(4), id(3), ~uint64_t{0}, {t.epoch - 1, id(2)}},
+      net.now());
+  EXPECT_EQ(net.node(1).leader(), id(4));
+  EXPECT_EQ(net.node(1).stats().stale_rejected, 1u);
+  net.run_for(10ms);
+  EXPECT_EQ(net.sent(ring_coordinator_type), 0u);
+}
+
+TEST(ring, resign_hands_over_to_the_next_highest) {
+  election_network net(5, ring_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 3s));
+  ASSERT_TRUE(net.node(5).resign(net.now()));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 2s));
+}
