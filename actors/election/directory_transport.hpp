@@ -1,0 +1,33 @@
+// A transport over CAF actor handles: a directory maps node ids to candidate
+// handles, local or remote (middleman proxies look the same), and watching is a
+// CAF monitor. Used for in-process groups, and by nodes once they have connected
+// to their peers. The directory may change while candidates run (a peer
+// reconnects): it is guarded by a mutex.
+#pragma once
+
+#include "actors/election/candidate_actor.hpp"
+#include "actors/election/host.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace conclave::election {
+
+class directory_transport final : public transport {
+public:
+  /// Registers (or replaces) the handle of `id`.
+  void put(node_id id, candidate_actor handle);
+  void erase(node_id id);
+  candidate_actor get(node_id id) const;
+
+  void send(caf::local_actor* self, node_id to, const message& m) override;
+  void watch(caf::local_actor* self, node_id peer) override;
+  std::optional<node_id> node_of(const caf::actor_addr& addr) const override;
+
+private:
+  mutable std::mutex mtx_;
+  std::map<node_id, candidate_actor> handles_;
+};
+
+} // namespace conclave::election

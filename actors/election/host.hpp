@@ -1,0 +1,49 @@
+// How a candidate actor reaches the world: a transport to address peers by node
+// id and to watch them, and a clock to read time and arm timers. Candidates never
+// touch sockets or the wall clock themselves, so the same actor runs in-process,
+// across processes (CAF middleman) and in the simulator (virtual network and time).
+#pragma once
+
+#include "protocols/election/messages.hpp"
+
+#include <caf/actor_addr.hpp>
+#include <caf/fwd.hpp>
+
+#include <optional>
+
+namespace conclave::election {
+
+class transport {
+public:
+  virtual ~transport() = default;
+
+  /// Sends `m` from `self` to peer `to`. An unknown or unreachable peer: the
+  /// message is dropped (the protocols retransmit or time out).
+  virtual void send(caf::local_actor* self, node_id to, const message& m) = 0;
+
+  /// Watches `peer`: when it goes down, `self` receives a caf::down_msg whose
+  /// source node_of() maps to `peer`, or (peer_down_atom, peer).
+  virtual void watch(caf::local_actor* self, node_id peer) = 0;
+
+  /// The member behind an actor address (for down messages), if known.
+  virtual std::optional<node_id> node_of(const caf::actor_addr& addr) const = 0;
+};
+
+class election_clock {
+public:
+  virtual ~election_clock() = default;
+
+  virtual timestamp now(caf::local_actor* self) = 0;
+
+  /// Delivers (timer_atom, generation) to `self` after `after`.
+  virtual void schedule(caf::local_actor* self, duration after, uint64_t generation) = 0;
+};
+
+/// CAF's own clock: real time, or virtual time under the test coordinator.
+class caf_clock final : public election_clock {
+public:
+  timestamp now(caf::local_actor* self) override;
+  void schedule(caf::local_actor* self, duration after, uint64_t generation) override;
+};
+
+} // namespace conclave::election
