@@ -1,0 +1,11 @@
+// Every subcommand of `conclave`, registered by main.cpp. One line per command;
+// each is implemented in its own file next to the code it drives.
+#pragma once
+
+#include "runtime/cli/command.hpp"
+
+namespace conclave::cli {
+
+void add_version_command(command_registry& reg);
+
+} // namespace conclave::cli

@@ -1,0 +1,10 @@
+// conclave: the command-line entry point. See command.hpp for the conventions.
+#include "runtime/cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  using namespace conclave::cli;
+  command_registry reg{"conclave", "conclave: leader election, workflows and reliable "
+                                   "collections on CAF"};
+  add_version_command(reg);
+  return reg.run(argc, argv);
+}
