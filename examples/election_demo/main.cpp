@@ -61,13 +61,13 @@ caf::behavior aggregator(caf::event_based_actor* self, el::leader_context ctx,
     };
     for (auto& [id, w] : *workers) {
       self->request(w, 200ms, caf::get_atom::value)
-        .then(
-          [=](uint64_t partial) {
-            *total += partial;
-            ++*answered;
-            report();
-          },
-          [=](caf::error&) { report(); }); // a dead member's slice is missing
+          .then(
+              [=](uint64_t partial) {
+                *total += partial;
+                ++*answered;
+                report();
+              },
+              [=](caf::error&) { report(); }); // a dead member's slice is missing
     }
   };
   round();
@@ -118,13 +118,14 @@ el::leadership_event wait_for_leader(caf::scoped_actor& me, el::node_id not_this
   bool done = false;
   while (!done) {
     me->receive(
-      [&](const el::leadership_event& e) {
-        if (e.what == el::leadership_event::kind::acting_started && e.self != not_this) {
-          result = e;
-          done = true;
-        }
-      },
-      caf::after(5s) >> [&] { done = true; });
+        [&](const el::leadership_event& e) {
+          if (e.what == el::leadership_event::kind::acting_started
+              && e.self != not_this) {
+            result = e;
+            done = true;
+          }
+        },
+        caf::after(5s) >> [&] { done = true; });
   }
   return result;
 }
@@ -146,9 +147,9 @@ int main(int argc, char** argv) {
     (*workers)[i] = sys.spawn(worker, i, opt.nodes);
 
   auto task = std::make_shared<const el::leader_task>(el::leader_task::from_actor(
-    [workers](caf::actor_system& s, el::leader_context ctx) {
-      return s.spawn(aggregator, ctx, workers);
-    }));
+      [workers](caf::actor_system& s, el::leader_context ctx) {
+        return s.spawn(aggregator, ctx, workers);
+      }));
 
   auto net = std::make_shared<el::directory_transport>();
   std::vector<el::node_id> ids;
