@@ -190,3 +190,26 @@ TEST(bully, terms_grow_across_successive_failures) {
     last = t;
   }
 }
+
+TEST(bully, restarted_leader_never_reuses_a_term_of_its_earlier_life) {
+  auto cfg = bully_config();
+  election_network net(3, cfg);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 2s));
+  // Push the epoch up a few times so the old term is well above 1.
+  for (int i = 0; i < 3; ++i) {
+    net.node(3).request_election(net.now());
+    net.run_for(100ms);
+  }
+  auto old_term = net.node(3).current_term();
+  ASSERT_GT(old_term.epoch, 1u);
+  // 3 crashes silently and comes back before anyone suspects it: it elects itself
+  // knowing nothing, and learns its old term from the followers' acks.
+  net.crash(id(3), /*notify=*/false);
+  net.restart(id(3));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 2s));
+  net.run_for(200ms); // the fresh term reaches everyone with the next heartbeat
+  EXPECT_GT(net.node(3).current_term(), old_term);
+  EXPECT_EQ(net.node(1).current_term(), net.node(3).current_term());
+  EXPECT_EQ(net.agreed_leader(), id(3));
+}

@@ -483,6 +483,15 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
 
 void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now) {
   if (m.t > highest_) {
+    if (m.t.leader == self_) {
+      // A term of an earlier incarnation of this candidate (it crashed and
+      // restarted). Never reuse it: lead, if at all, in a fresh, higher term.
+      observe_epoch(m.t.epoch);
+      highest_ = m.t;
+      if (role_ == role::leader)
+        take_leadership(now);
+      return;
+    }
     // Someone knows a newer leader: stop at once, follow it.
     accept_claim(m.t, m.from, now);
     return;
