@@ -128,7 +128,7 @@ void start(self_pointer self) {
     if (p != st.opts.id)
       st.opts.net->watch(self, p);
   auto now = now_of(self);
-  st.core->start(now);
+  st.core->start(now, st.opts.incarnation);
   flush(self, now);
 }
 

@@ -58,6 +58,9 @@ struct candidate_options {
   std::shared_ptr<const leader_task> task;
   /// Start at once instead of waiting for start_atom.
   bool start_immediately = false;
+  /// Must grow from one start of this member to the next (a restarted process);
+  /// 0 derives it from the clock at start, which does for processes on one host.
+  uint64_t incarnation = 0;
 };
 
 /// Spawns a candidate. It joins the group on start_atom (so that a directory of

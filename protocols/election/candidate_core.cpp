@@ -126,10 +126,11 @@ void candidate_core::mark_suspected(node_id p) {
 
 // -- inputs ----------------------------------------------------------------------
 
-void candidate_core::start(timestamp now) {
+void candidate_core::start(timestamp now, uint64_t incarnation) {
   if (started_ || stopped_)
     return;
   started_ = true;
+  incarnation_ = incarnation != 0 ? incarnation : static_cast<uint64_t>(now.count()) + 1;
   detector_.reset(now);
   // A restarted candidate may have renewed a lease just before it crashed.
   if (cfg_.guard.enabled)
@@ -337,6 +338,14 @@ bool candidate_core::accept_claim(const term& t, node_id claimant, timestamp now
     return false;
   }
   observe_epoch(t.epoch);
+  if (t.leader == self_ && t.incarnation != incarnation_) {
+    // A term of an earlier life of this candidate (it crashed and restarted):
+    // never lead under it. Remember it, and outrank it if leading now.
+    highest_ = std::max(highest_, t);
+    if (role_ == role::leader && term_ < t)
+      take_leadership(now);
+    return false;
+  }
   if (t == term_ && leader_ == t.leader)
     return true; // already known
   if (t.leader == self_) {
@@ -350,7 +359,7 @@ bool candidate_core::accept_claim(const term& t, node_id claimant, timestamp now
 }
 
 term candidate_core::take_leadership(timestamp now) {
-  term t{std::max(max_epoch_, highest_.epoch) + 1, self_};
+  term t{std::max(max_epoch_, highest_.epoch) + 1, self_, incarnation_};
   become_leader(t, now);
   return t;
 }
@@ -483,15 +492,6 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
 
 void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now) {
   if (m.t > highest_) {
-    if (m.t.leader == self_) {
-      // A term of an earlier incarnation of this candidate (it crashed and
-      // restarted). Never reuse it: lead, if at all, in a fresh, higher term.
-      observe_epoch(m.t.epoch);
-      highest_ = m.t;
-      if (role_ == role::leader)
-        take_leadership(now);
-      return;
-    }
     // Someone knows a newer leader: stop at once, follow it.
     accept_claim(m.t, m.from, now);
     return;
@@ -502,6 +502,11 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
   auto& r = rounds_[m.seq % rounds_.size()];
   if (r.seq != m.seq)
     return; // too old
+  // Count each follower once per round: a duplicated ack must not fake a majority.
+  auto* ps = status(m.from);
+  if (ps->last_ack_seq >= m.seq)
+    return;
+  ps->last_ack_seq = m.seq;
   emit({event_kind::heartbeat_rtt, term_, m.from, election_reason::requested,
         loss_reason::higher_term, now - r.sent_at});
   if (++r.acks == majority() && r.sent_at >= renewed_round_sent_) {

@@ -118,8 +118,9 @@ public:
   // -- inputs ---------------------------------------------------------------
 
   /// Joins the group. A preempting candidate elects at once; otherwise it listens
-  /// for a leader's heartbeat for election_wait first.
-  void start(timestamp now);
+  /// for a leader's heartbeat for election_wait first. `incarnation` must grow
+  /// from one start of this candidate to the next (0: derived from `now`).
+  void start(timestamp now, uint64_t incarnation = 0);
 
   /// A message from a peer.
   void handle(const message& m, timestamp now);
@@ -154,10 +155,15 @@ public:
   // -- state ----------------------------------------------------------------
 
   node_id id() const { return self_; }
+  uint64_t incarnation() const { return incarnation_; }
   role current_role() const { return role_; }
   bool is_leader() const { return role_ == role::leader; }
-  /// Whether this candidate may act as leader now (quorum guard: inside the lease).
+  /// Whether this candidate may act as leader (quorum guard: inside the lease).
+  /// Updated when the core runs; see lease_expiry() for the exact end.
   bool acting() const { return acting_; }
+  /// Leader: when acting must end if the lease is not renewed (max without the
+  /// guard). A host that was frozen compares this with the time before acting.
+  timestamp lease_expiry() const { return lease_until_; }
   /// The leader this candidate follows or is (no_node while unknown).
   node_id leader() const { return leader_; }
   /// The term of the current leader, or the last one known.
@@ -210,12 +216,14 @@ protected:
 
   node_id self_;
   election_config cfg_;
+  uint64_t incarnation_ = 0;
 
 private:
   struct peer_status {
     bool down = false;
     bool suspected = false;
     timestamp last_heard{0};
+    uint64_t last_ack_seq = 0; ///< leader: newest heartbeat round this peer acked
   };
   struct heartbeat_round {
     uint64_t seq = 0;

@@ -48,6 +48,7 @@ struct ring_election_msg {
   uint64_t hop = 0; ///< per-sender sequence number, echoed by ring_ack
   uint64_t epoch = 0;
   std::vector<node_id> alive;
+  std::vector<uint64_t> incarnations; ///< of the members in `alive`, same order
 };
 
 /// Ring: the announcement travelling the ring once more: "the leader is t.leader".
@@ -141,7 +142,7 @@ typename Inspector::result_type inspect(Inspector& f, coordinator_msg& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_election_msg& x) {
   return f(caf::meta::type_name("ring_election_msg"), x.from, x.initiator, x.hop, x.epoch,
-           x.alive);
+           x.alive, x.incarnations);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_coordinator_msg& x) {

@@ -29,7 +29,7 @@ duration ring_core::round_timeout() const {
 void ring_core::begin_election(timestamp now) {
   participating_ = self_;
   round_deadline_ = now + round_timeout();
-  forward(ring_election_msg{self_, self_, 0, max_epoch(), {self_}}, now);
+  forward(ring_election_msg{self_, self_, 0, max_epoch(), {self_}, {incarnation_}}, now);
 }
 
 void ring_core::end_election() {
@@ -68,12 +68,17 @@ void ring_core::forward(message m, timestamp now) {
 
 void ring_core::finalize(const ring_election_msg& m, timestamp now) {
   node_id leader = abstaining(now) ? no_node : self_;
-  for (auto id : m.alive)
-    leader = std::max(leader, id);
+  uint64_t incarnation = incarnation_;
+  for (size_t i = 0; i < m.alive.size(); ++i) {
+    if (m.alive[i] > leader) {
+      leader = m.alive[i];
+      incarnation = i < m.incarnations.size() ? m.incarnations[i] : 0;
+    }
+  }
   end_election();
   if (leader == no_node)
     return; // only resigning members left; they rejoin after abstaining
-  term t{std::max(m.epoch, max_epoch()) + 1, leader};
+  term t{std::max(m.epoch, max_epoch()) + 1, leader, incarnation};
   if (!accept_claim(t, self_, now))
     return;
   forward(ring_coordinator_msg{self_, self_, 0, t}, now);
@@ -124,8 +129,10 @@ void ring_core::on_election(const ring_election_msg& m, timestamp now) {
     round_deadline_ = now + round_timeout();
   ring_election_msg next = m;
   next.from = self_;
-  if (!abstaining(now))
+  if (!abstaining(now)) {
     next.alive.push_back(self_);
+    next.incarnations.push_back(incarnation_);
+  }
   next.epoch = std::max(next.epoch, max_epoch());
   forward(std::move(next), now);
 }

@@ -1,11 +1,14 @@
 // Strong types shared by every election algorithm: node ids, terms, time.
 //
-// A term is the pair (epoch, leader id), ordered lexicographically. Every
-// completed election raises the epoch above the highest one its winner has seen,
-// and the leader id keeps two leaders elected concurrently (on two sides of a
-// partition, or by two racing initiators) distinct and totally ordered. Terms are
-// fencing tokens: a candidate never accepts a leadership claim whose term is lower
-// than the highest term it has seen.
+// A term is (epoch, leader id, leader incarnation), ordered lexicographically.
+// Every completed election raises the epoch above the highest one its winner has
+// seen, and the leader id keeps two leaders elected concurrently (on two sides of a
+// partition, or by two racing initiators) distinct and totally ordered. The
+// incarnation (fixed when a candidate starts; later starts get larger values)
+// keeps a restarted candidate, which remembers nothing, from leading again under
+// a term of its previous life: without it, two lives could stamp actions with one
+// fencing token. Terms are fencing tokens: a candidate never accepts a leadership
+// claim whose term is lower than the highest term it has seen.
 #pragma once
 
 #include <chrono>
@@ -49,13 +52,18 @@ inline std::string to_string(node_id x) {
 struct term {
   uint64_t epoch = 0;
   node_id leader = no_node;
+  uint64_t incarnation = 0;
 
   friend constexpr bool operator==(const term& a, const term& b) {
-    return a.epoch == b.epoch && a.leader == b.leader;
+    return a.epoch == b.epoch && a.leader == b.leader && a.incarnation == b.incarnation;
   }
   friend constexpr bool operator!=(const term& a, const term& b) { return !(a == b); }
   friend constexpr bool operator<(const term& a, const term& b) {
-    return a.epoch != b.epoch ? a.epoch < b.epoch : a.leader < b.leader;
+    if (a.epoch != b.epoch)
+      return a.epoch < b.epoch;
+    if (a.leader != b.leader)
+      return a.leader < b.leader;
+    return a.incarnation < b.incarnation;
   }
   friend constexpr bool operator>(const term& a, const term& b) { return b < a; }
   friend constexpr bool operator<=(const term& a, const term& b) { return !(b < a); }
@@ -63,10 +71,11 @@ struct term {
 
   template <class Inspector>
   friend typename Inspector::result_type inspect(Inspector& f, term& x) {
-    return f(x.epoch, x.leader);
+    return f(x.epoch, x.leader, x.incarnation);
   }
 };
 
+/// "epoch/leader" — the incarnation is left out for readability.
 inline std::string to_string(const term& t) {
   return std::to_string(t.epoch) + "/" + to_string(t.leader);
 }

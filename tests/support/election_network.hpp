@@ -41,7 +41,7 @@ public:
   }
 
   void start(el::node_id id) {
-    nodes_[id]->start(now_);
+    nodes_[id]->start(now_, ++starts_);
     flush(id);
   }
 
@@ -247,6 +247,7 @@ private:
   el::duration latency_;
   el::timestamp now_{0};
   uint64_t seq_ = 0;
+  uint64_t starts_ = 0; ///< incarnations grow with every (re)start
   std::vector<el::node_id> ids_;
   std::map<el::node_id, std::unique_ptr<el::candidate_core>> nodes_;
   std::set<el::node_id> crashed_;
