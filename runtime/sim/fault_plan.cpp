@@ -189,7 +189,8 @@ outcome::result<void, std::string> parse_item(std::string_view item, fault_plan&
     if (!(r = need_window()) || !(r = need_node()))
       return r;
   } else if (kind == "crash-leader" || kind == "restart-leader") {
-    f.what = kind == "crash-leader" ? fault::kind::crash_leader : fault::kind::restart_leader;
+    f.what =
+        kind == "crash-leader" ? fault::kind::crash_leader : fault::kind::restart_leader;
     if (!(r = need_time()))
       return r;
   } else if (kind == "pause-leader") {
@@ -225,7 +226,8 @@ outcome::result<void, std::string> parse_item(std::string_view item, fault_plan&
 
 outcome::result<duration, std::string> parse_duration(std::string_view text) {
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+  while (i < text.size()
+         && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
     ++i;
   auto num = text.substr(0, i);
   auto unit = text.substr(i);
@@ -278,8 +280,8 @@ outcome::result<fault_plan, std::string> parse_fault_spec(std::string_view spec)
 outcome::result<void, std::string> validate(const fault_plan& plan, size_t nodes) {
   auto check = [&](node_id id) -> outcome::result<void, std::string> {
     if (id.value < 1 || id.value > nodes)
-      return "fault names node " + std::to_string(id.value) + " but the group has nodes 1.."
-             + std::to_string(nodes);
+      return "fault names node " + std::to_string(id.value)
+             + " but the group has nodes 1.." + std::to_string(nodes);
     return outcome::success();
   };
   for (auto& f : plan.faults) {
@@ -313,8 +315,8 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng) {
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>{lo, hi}(rng);
   };
-  auto horizon_ms = std::max<int64_t>(
-    200, std::chrono::duration_cast<ms>(plan.horizon).count());
+  auto horizon_ms =
+      std::max<int64_t>(200, std::chrono::duration_cast<ms>(plan.horizon).count());
   for (unsigned i = 0; i < plan.random_faults; ++i) {
     fault f;
     auto start = timestamp{ms{uniform(0, horizon_ms * 3 / 4)}};
@@ -322,38 +324,38 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng) {
                         start + ms{uniform(50, std::max<int64_t>(60, horizon_ms / 2))});
     auto some_node = [&] { return node_id{static_cast<uint64_t>(uniform(1, nodes))}; };
     switch (uniform(0, 3)) {
-      case 0: { // crash, then restart the same node
-        f.what = fault::kind::crash;
-        f.at = start;
-        f.node = some_node();
-        fault r = f;
-        r.what = fault::kind::restart;
-        r.at = end;
-        plan.faults.push_back(f);
-        plan.faults.push_back(r);
-        continue;
-      }
-      case 1:
-        f.what = fault::kind::pause;
-        f.node = some_node();
-        break;
-      case 2: {
-        f.what = fault::kind::partition;
-        f.groups.resize(2);
-        for (uint64_t n = 1; n <= nodes; ++n)
-          f.groups[static_cast<size_t>(uniform(0, 1))].push_back(node_id{n});
-        break;
-      }
-      default: { // crash the leader, restart it later
-        f.what = fault::kind::crash_leader;
-        f.at = start;
-        fault r;
-        r.what = fault::kind::restart_leader;
-        r.at = end;
-        plan.faults.push_back(f);
-        plan.faults.push_back(r);
-        continue;
-      }
+    case 0: { // crash, then restart the same node
+      f.what = fault::kind::crash;
+      f.at = start;
+      f.node = some_node();
+      fault r = f;
+      r.what = fault::kind::restart;
+      r.at = end;
+      plan.faults.push_back(f);
+      plan.faults.push_back(r);
+      continue;
+    }
+    case 1:
+      f.what = fault::kind::pause;
+      f.node = some_node();
+      break;
+    case 2: {
+      f.what = fault::kind::partition;
+      f.groups.resize(2);
+      for (uint64_t n = 1; n <= nodes; ++n)
+        f.groups[static_cast<size_t>(uniform(0, 1))].push_back(node_id{n});
+      break;
+    }
+    default: { // crash the leader, restart it later
+      f.what = fault::kind::crash_leader;
+      f.at = start;
+      fault r;
+      r.what = fault::kind::restart_leader;
+      r.at = end;
+      plan.faults.push_back(f);
+      plan.faults.push_back(r);
+      continue;
+    }
     }
     f.at = start;
     f.until = end;

@@ -8,7 +8,7 @@ using sim::fault;
 
 TEST(fault_spec, parses_the_documented_example) {
   auto r = sim::parse_fault_spec(
-    "crash-leader@1s,partition@2s-4s:1-3|4-5,loss=0.01,delay=1ms..5ms");
+      "crash-leader@1s,partition@2s-4s:1-3|4-5,loss=0.01,delay=1ms..5ms");
   ASSERT_TRUE(r) << r.error();
   auto& p = r.value();
   ASSERT_EQ(p.faults.size(), 2u);
@@ -60,13 +60,14 @@ TEST_P(fault_spec_errors, bad_specs_are_rejected_with_a_clear_reason) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-  all, fault_spec_errors,
-  ::testing::Values(bad_spec{"crash@1:3", "unit"}, bad_spec{"explode@1s", "unknown fault"},
-                    bad_spec{"crash@1s", ":NODE"}, bad_spec{"partition@2s-1s:1|2", "ends before"},
-                    bad_spec{"partition@1s-2s:1-3", "two groups"}, bad_spec{"loss=2", "probability"},
-                    bad_spec{"delay=5ms..1ms", "reversed"}, bad_spec{"speed=3", "unknown setting"},
-                    bad_spec{"crash@1s:3,,", "empty item"}, bad_spec{"pause@1s:2", "window"},
-                    bad_spec{"cut@1s-2s:1>2>3", "exactly two"}, bad_spec{"crash", "KIND@TIME"}));
+    all, fault_spec_errors,
+    ::testing::Values(
+        bad_spec{"crash@1:3", "unit"}, bad_spec{"explode@1s", "unknown fault"},
+        bad_spec{"crash@1s", ":NODE"}, bad_spec{"partition@2s-1s:1|2", "ends before"},
+        bad_spec{"partition@1s-2s:1-3", "two groups"}, bad_spec{"loss=2", "probability"},
+        bad_spec{"delay=5ms..1ms", "reversed"}, bad_spec{"speed=3", "unknown setting"},
+        bad_spec{"crash@1s:3,,", "empty item"}, bad_spec{"pause@1s:2", "window"},
+        bad_spec{"cut@1s-2s:1>2>3", "exactly two"}, bad_spec{"crash", "KIND@TIME"}));
 
 TEST(fault_spec, validate_rejects_nodes_outside_the_group) {
   auto r = sim::parse_fault_spec("crash@1s:7");

@@ -11,6 +11,7 @@
 #include <caf/send.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 #include <random>
@@ -25,11 +26,12 @@ duration liveness_bound(const el::election_config& cfg, size_t nodes,
                         const fault_plan& plan) {
   auto n = static_cast<int64_t>(nodes);
   auto detector = cfg.detector.kind == el::detector_kind::phi ? cfg.detector.timeout * 4
-                                                               : cfg.detector.timeout;
+                                                              : cfg.detector.timeout;
   auto detect = std::max(cfg.election_wait, detector) + cfg.heartbeat_interval;
-  duration elect = cfg.algo == el::algorithm::bully
-                     ? cfg.answer_timeout + cfg.coordinator_timeout + plan.delay_max * 4
-                     : (cfg.hop_timeout * (cfg.hop_retries + 1) + plan.delay_max) * 2 * n;
+  duration elect =
+      cfg.algo == el::algorithm::bully
+          ? cfg.answer_timeout + cfg.coordinator_timeout + plan.delay_max * 4
+          : (cfg.hop_timeout * (cfg.hop_retries + 1) + plan.delay_max) * 2 * n;
   // A resigning or restarted candidate may abstain for a while.
   auto abstain = cfg.election_wait + cfg.coordinator_timeout + cfg.detector.timeout;
   return 3 * (detect + elect) + abstain;
@@ -48,8 +50,16 @@ struct sim_event {
   el::message msg;
 };
 
+/// What the heap orders: small, so that sifting is cheap; the event itself
+/// (with its message) stays put in a pool.
+struct queued {
+  timestamp at;
+  uint64_t seq;
+  uint32_t slot;
+};
+
 struct later {
-  bool operator()(const sim_event& a, const sim_event& b) const {
+  bool operator()(const queued& a, const queued& b) const {
     return a.at != b.at ? a.at > b.at : a.seq > b.seq;
   }
 };
@@ -145,10 +155,12 @@ public:
     check_agreement();
     while (!heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), later{});
-      sim_event e = std::move(heap_.back());
+      auto q = heap_.back();
       heap_.pop_back();
-      if (e.at > end_)
+      if (q.at > end_)
         break;
+      sim_event e = std::move(pool_[q.slot]);
+      free_.push_back(q.slot);
       now_ = e.at;
       ++report_.events;
       dispatch(e);
@@ -185,41 +197,48 @@ public:
   }
 
   void schedule(uint32_t node, duration after, uint64_t gen) {
-    push({now_ + after, 0, sim_event::kind::timer, node, slots_[node].incarnation, gen, {}});
+    push({now_ + after,
+          0,
+          sim_event::kind::timer,
+          node,
+          slots_[node].incarnation,
+          gen,
+          {}});
   }
 
   void on_event(uint32_t i, const el::election_event& e) {
     auto& s = slots_[i];
     switch (e.kind) {
-      case el::event_kind::leader_changed:
-        if (e.t < s.highest_adopted)
-          violation("node " + el::to_string(ids_[i]) + " adopted term " + el::to_string(e.t)
-                    + " after " + el::to_string(s.highest_adopted));
-        s.highest_adopted = std::max(s.highest_adopted, e.t);
-        break;
-      case el::event_kind::acting_started: {
-        auto key = std::make_tuple(e.t.epoch, e.t.leader.value, e.t.incarnation);
-        auto who = std::make_pair(i, s.incarnation);
-        auto [it, fresh] = acted_in_term_.emplace(key, who);
-        if (!fresh && it->second != who)
-          violation("two candidates acted in term " + el::to_string(e.t));
-        acting_.push_back(i);
-        break;
-      }
-      case el::event_kind::acting_stopped:
-        acting_.erase(std::remove(acting_.begin(), acting_.end(), i), acting_.end());
-        break;
-      case el::event_kind::election_started:
-      case el::event_kind::peer_suspected:
-        if (!episode_open_)
-          open_episode();
-        break;
-      default:
-        break;
+    case el::event_kind::leader_changed:
+      if (e.t < s.highest_adopted)
+        violation("node " + el::to_string(ids_[i]) + " adopted term " + el::to_string(e.t)
+                  + " after " + el::to_string(s.highest_adopted));
+      s.highest_adopted = std::max(s.highest_adopted, e.t);
+      break;
+    case el::event_kind::acting_started: {
+      auto key = std::make_tuple(e.t.epoch, e.t.leader.value, e.t.incarnation);
+      auto who = std::make_pair(i, s.incarnation);
+      auto [it, fresh] = acted_in_term_.emplace(key, who);
+      if (!fresh && it->second != who)
+        violation("two candidates acted in term " + el::to_string(e.t));
+      acting_.push_back(i);
+      break;
+    }
+    case el::event_kind::acting_stopped:
+      acting_.erase(std::remove(acting_.begin(), acting_.end(), i), acting_.end());
+      break;
+    case el::event_kind::election_started:
+    case el::event_kind::peer_suspected:
+      if (!episode_open_)
+        open_episode();
+      break;
+    default:
+      break;
     }
     if (s_.record_timeline && e.kind != el::event_kind::heartbeat_rtt
         && e.kind != el::event_kind::peer_trusted)
-      report_.timeline.push_back({now_, ids_[i], std::string{el::to_string(e.kind)}, e.t});
+      report_.timeline.push_back(
+          {now_, ids_[i], std::string{el::to_string(e.kind)}, e.t});
   }
 
   void on_state(uint32_t i, const el::candidate_core& c) {
@@ -227,8 +246,8 @@ public:
     s.is_leader = c.is_leader();
     s.acting = c.acting();
     s.lease = c.lease_expiry();
-    auto leader = c.leader() == el::no_node ? none
-                                            : static_cast<uint32_t>(c.leader().value - 1);
+    auto leader =
+        c.leader() == el::no_node ? none : static_cast<uint32_t>(c.leader().value - 1);
     if (leader != s.leader) {
       if (s.alive && s.leader != none)
         --follow_count_[s.leader];
@@ -264,13 +283,23 @@ private:
   duration delay() {
     if (plan_.delay_min == plan_.delay_max)
       return plan_.delay_min;
-    return duration{std::uniform_int_distribution<int64_t>{plan_.delay_min.count(),
-                                                           plan_.delay_max.count()}(rng_)};
+    return duration{std::uniform_int_distribution<int64_t>{
+        plan_.delay_min.count(), plan_.delay_max.count()}(rng_)};
   }
 
   void push(sim_event e) {
     e.seq = seq_++;
-    heap_.push_back(std::move(e));
+    uint32_t slot;
+    if (free_.empty()) {
+      slot = static_cast<uint32_t>(pool_.size());
+      pool_.push_back(std::move(e));
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+      pool_[slot] = std::move(e);
+    }
+    auto& stored = pool_[slot];
+    heap_.push_back({stored.at, stored.seq, slot});
     std::push_heap(heap_.begin(), heap_.end(), later{});
   }
 
@@ -304,7 +333,8 @@ private:
       return;
     if (e.what == sim_event::kind::timer && e.incarnation != s.incarnation)
       return;
-    if (e.what == sim_event::kind::deliver && blocked(static_cast<uint32_t>(e.arg), e.node))
+    if (e.what == sim_event::kind::deliver
+        && blocked(static_cast<uint32_t>(e.arg), e.node))
       return;
     if (paused(e.node)) { // frozen: everything waits for SIGCONT
       e.at = s.paused_until;
@@ -312,23 +342,23 @@ private:
       return;
     }
     switch (e.what) {
-      case sim_event::kind::deliver:
-        ++report_.messages_delivered;
-        std::visit([&](const auto& m) { caf::anon_send(s.handle, m); }, e.msg);
-        break;
-      case sim_event::kind::timer:
-        caf::anon_send(s.handle, conclave::election_atoms::timer_atom::value, e.arg);
-        break;
-      case sim_event::kind::peer_down:
-        caf::anon_send(s.handle, conclave::election_atoms::peer_down_atom::value,
-                       ids_[e.arg]);
-        break;
-      case sim_event::kind::peer_up:
-        caf::anon_send(s.handle, conclave::election_atoms::peer_up_atom::value,
-                       ids_[e.arg]);
-        break;
-      default:
-        break;
+    case sim_event::kind::deliver:
+      ++report_.messages_delivered;
+      std::visit([&](const auto& m) { caf::anon_send(s.handle, m); }, e.msg);
+      break;
+    case sim_event::kind::timer:
+      caf::anon_send(s.handle, conclave::election_atoms::timer_atom::value, e.arg);
+      break;
+    case sim_event::kind::peer_down:
+      caf::anon_send(s.handle, conclave::election_atoms::peer_down_atom::value,
+                     ids_[e.arg]);
+      break;
+    case sim_event::kind::peer_up:
+      caf::anon_send(s.handle, conclave::election_atoms::peer_up_atom::value,
+                     ids_[e.arg]);
+      break;
+    default:
+      break;
     }
     sched_->run();
   }
@@ -347,6 +377,7 @@ private:
     o.incarnation = s.incarnation + 1;
     s.handle = el::spawn_candidate(*sys_, std::move(o));
     s.alive = true;
+    ++live_;
     s.paused_until = timestamp{0};
     s.leader = none;
     s.is_leader = s.acting = false;
@@ -360,6 +391,7 @@ private:
     caf::anon_send_exit(s.handle, caf::exit_reason::kill);
     sched_->run();
     s.alive = false;
+    --live_;
     ++s.incarnation;
     if (s.leader != none)
       --follow_count_[s.leader];
@@ -398,48 +430,49 @@ private:
   void apply(const fault& f) {
     auto idx = static_cast<uint32_t>(f.node.value - 1);
     switch (f.what) {
-      case fault::kind::crash:
-        crash(idx);
-        break;
-      case fault::kind::restart:
-        restart(idx);
-        break;
-      case fault::kind::pause:
-        if (slots_[idx].alive)
-          slots_[idx].paused_until = f.until;
-        break;
-      case fault::kind::crash_leader:
-        if (auto l = current_leader(); l != none) {
-          crash(l);
-          crashed_leaders_.push_back(l);
-        }
-        break;
-      case fault::kind::restart_leader:
-        if (!crashed_leaders_.empty()) {
-          restart(crashed_leaders_.back());
-          crashed_leaders_.pop_back();
-        }
-        break;
-      case fault::kind::pause_leader:
-        if (auto l = current_leader(); l != none)
-          slots_[l].paused_until = f.until;
-        break;
-      case fault::kind::elect:
-        if (slots_[idx].alive) {
-          caf::anon_send(slots_[idx].handle, conclave::election_atoms::elect_atom::value);
-          sched_->run();
-        }
-        break;
-      case fault::kind::partition:
-      case fault::kind::cut:
-        break; // blocked() consults the windows
+    case fault::kind::crash:
+      crash(idx);
+      break;
+    case fault::kind::restart:
+      restart(idx);
+      break;
+    case fault::kind::pause:
+      if (slots_[idx].alive)
+        slots_[idx].paused_until = f.until;
+      break;
+    case fault::kind::crash_leader:
+      if (auto l = current_leader(); l != none) {
+        crash(l);
+        crashed_leaders_.push_back(l);
+      }
+      break;
+    case fault::kind::restart_leader:
+      if (!crashed_leaders_.empty()) {
+        restart(crashed_leaders_.back());
+        crashed_leaders_.pop_back();
+      }
+      break;
+    case fault::kind::pause_leader:
+      if (auto l = current_leader(); l != none)
+        slots_[l].paused_until = f.until;
+      break;
+    case fault::kind::elect:
+      if (slots_[idx].alive) {
+        caf::anon_send(slots_[idx].handle, conclave::election_atoms::elect_atom::value);
+        sched_->run();
+      }
+      break;
+    case fault::kind::partition:
+    case fault::kind::cut:
+      break; // blocked() consults the windows
     }
   }
 
   void violation(std::string what) {
     ++report_.safety_violations;
     if (report_.violations.size() < 5)
-      report_.violations.push_back("t=" + std::to_string(now_.count() / 1000) + "us: " + what);
+      report_.violations.push_back("t=" + std::to_string(now_.count() / 1000)
+                                   + "us: " + what);
   }
 
   void open_episode() {
@@ -470,9 +503,7 @@ private:
       close_split_brain();
     }
     // Agreement: every live candidate follows one leader, which acts.
-    size_t live = 0;
-    for (auto& s : slots_)
-      live += s.alive;
+    auto live = live_;
     bool agreed = false;
     if (last_changed_ != none && slots_[last_changed_].alive) {
       auto l = slots_[last_changed_].leader;
@@ -484,8 +515,9 @@ private:
         r.latency = now_ - episode_start_;
         for (size_t t = 0; t < r.by_type.size(); ++t) {
           r.by_type[t] = sent_by_type_[t] - episode_sent_[t];
-          if (t != el::message_index<el::heartbeat_msg>
-              && t != el::message_index<el::heartbeat_ack_msg>)
+          if (t
+                  != el::message_index<
+                      el::heartbeat_msg> && t != el::message_index<el::heartbeat_ack_msg>)
             r.messages += r.by_type[t];
         }
         report_.elections.push_back(r);
@@ -520,10 +552,10 @@ private:
       return; // no majority: no leader may act, by design
     if (!liveness_met_ || !agreed_) {
       report_.liveness_ok = false;
-      report_.violations.push_back(
-        "no single leader known to all live candidates within "
-        + std::to_string(bound_.count() / 1'000'000) + "ms after the faults healed at "
-        + std::to_string(heal_.count() / 1'000'000) + "ms");
+      report_.violations.push_back("no single leader known to all live candidates within "
+                                   + std::to_string(bound_.count() / 1'000'000)
+                                   + "ms after the faults healed at "
+                                   + std::to_string(heal_.count() / 1'000'000) + "ms");
     }
   }
 
@@ -541,16 +573,19 @@ private:
 
   std::vector<el::node_id> ids_;
   std::vector<slot> slots_;
-  std::vector<sim_event> heap_;
+  std::vector<queued> heap_;
+  std::deque<sim_event> pool_; ///< a deque: growing it never moves events
+  std::vector<uint32_t> free_;
   uint64_t seq_ = 0;
   timestamp now_{0};
 
   std::array<uint64_t, el::message_type_count> sent_by_type_{};
   std::vector<uint32_t> follow_count_;
+  size_t live_ = 0;
   uint32_t last_changed_ = none;
   std::vector<uint32_t> acting_;
   std::map<std::tuple<uint64_t, uint64_t, uint64_t>, std::pair<uint32_t, uint32_t>>
-    acted_in_term_;
+      acted_in_term_;
   std::vector<uint32_t> crashed_leaders_;
 
   bool agreed_ = false;

@@ -8,7 +8,8 @@ namespace el = conclave::election;
 
 namespace {
 
-sim::sim_settings settings(el::algorithm algo, size_t n, const char* spec, uint64_t seed = 1) {
+sim::sim_settings settings(el::algorithm algo, size_t n, const char* spec,
+                           uint64_t seed = 1) {
   sim::sim_settings s;
   s.config.algo = algo;
   s.nodes = n;
@@ -70,7 +71,8 @@ TEST_P(sim_both, a_partition_without_the_guard_shows_split_brain_and_heals) {
 }
 
 TEST_P(sim_both, a_partition_with_the_guard_never_has_two_acting_leaders) {
-  auto r = sim::run_simulation(guarded(settings(GetParam(), 5, "partition@1s-2s:1-2|3-5")));
+  auto r =
+      sim::run_simulation(guarded(settings(GetParam(), 5, "partition@1s-2s:1-2|3-5")));
   EXPECT_EQ(r.split_brain_windows, 0u);
   EXPECT_EQ(r.safety_violations, 0u) << (r.violations.empty() ? "" : r.violations[0]);
   EXPECT_TRUE(r.liveness_ok);
@@ -92,25 +94,27 @@ TEST_P(sim_both, a_crashed_and_restarted_leader_rejoins_without_taking_over) {
 TEST_P(sim_both, random_faults_with_the_guard_keep_safety_and_liveness) {
   // The property test: many schedules, every fault kind, loss and duplication.
   int runs = 0;
-  for (uint64_t seed = 1; seed <= 400; ++seed) {
-    auto s = guarded(settings(GetParam(), 3 + seed % 5,
+  for (uint64_t seed = 1; seed <= 2500; ++seed) {
+    auto s = guarded(settings(GetParam(), 3 + seed % 7,
                               "random=5,loss=0.02,dup=0.01,delay=1ms..4ms", seed));
     auto r = sim::run_simulation(s);
     ++runs;
     ASSERT_EQ(r.safety_violations, 0u)
-      << "replay: conclave sim --guard --algorithm " << el::to_string(GetParam())
-      << " --nodes " << s.nodes << " --runs 1 --seed " << seed << ": " << r.violations[0];
+        << "replay: conclave sim --guard --algorithm " << el::to_string(GetParam())
+        << " --nodes " << s.nodes << " --runs 1 --seed " << seed << ": "
+        << r.violations[0];
     ASSERT_TRUE(r.liveness_ok) << "replay: conclave sim --guard --algorithm "
                                << el::to_string(GetParam()) << " --nodes " << s.nodes
                                << " --runs 1 --seed " << seed << ": "
                                << r.violations.back();
   }
-  EXPECT_EQ(runs, 400);
+  EXPECT_EQ(runs, 2500);
 }
 
 TEST_P(sim_both, random_faults_without_the_guard_stay_live_and_fenced) {
-  for (uint64_t seed = 1; seed <= 400; ++seed) {
-    auto s = settings(GetParam(), 3 + seed % 5, "random=5,loss=0.02,delay=1ms..4ms", seed);
+  for (uint64_t seed = 1; seed <= 2500; ++seed) {
+    auto s =
+        settings(GetParam(), 3 + seed % 7, "random=6,loss=0.02,delay=1ms..4ms", seed);
     auto r = sim::run_simulation(s);
     ASSERT_EQ(r.safety_violations, 0u) << "seed " << seed << ": " << r.violations[0];
     ASSERT_TRUE(r.liveness_ok) << "seed " << seed << " nodes " << s.nodes << ": "
