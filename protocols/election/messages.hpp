@@ -121,6 +121,13 @@ constexpr std::array<std::string_view, message_type_count> message_type_names{
     "election", "answer",    "coordinator",   "ring_election", "ring_coordinator",
     "ring_ack", "heartbeat", "heartbeat_ack", "resign"};
 
+/// Heartbeats and their acks: the steady-state traffic, not election cost.
+constexpr bool is_heartbeat_type(size_t type_index) {
+  return type_index
+             == message_index<
+                 heartbeat_msg> || type_index == message_index<heartbeat_ack_msg>;
+}
+
 inline node_id sender(const message& m) {
   return std::visit([](const auto& x) { return x.from; }, m);
 }

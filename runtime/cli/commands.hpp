@@ -7,5 +7,6 @@
 namespace conclave::cli {
 
 void add_version_command(command_registry& reg);
+void add_sim_command(command_registry& reg);
 
 } // namespace conclave::cli

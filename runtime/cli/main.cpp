@@ -6,5 +6,6 @@ int main(int argc, char** argv) {
   command_registry reg{"conclave", "conclave: leader election, workflows and reliable "
                                    "collections on CAF"};
   add_version_command(reg);
+  add_sim_command(reg);
   return reg.run(argc, argv);
 }

@@ -228,8 +228,13 @@ public:
       acting_.erase(std::remove(acting_.begin(), acting_.end(), i), acting_.end());
       break;
     case el::event_kind::election_started:
-    case el::event_kind::peer_suspected:
       if (!episode_open_)
+        open_episode();
+      break;
+    case el::event_kind::peer_suspected:
+      // Suspicion of one's own leader starts the clock of an election; a leader
+      // suspecting a silent follower does not.
+      if (!episode_open_ && e.peer.value >= 1 && s.leader == e.peer.value - 1)
         open_episode();
       break;
     default:
@@ -390,6 +395,7 @@ private:
       return;
     caf::anon_send_exit(s.handle, caf::exit_reason::kill);
     sched_->run();
+    note(i, "crashed");
     s.alive = false;
     --live_;
     ++s.incarnation;
@@ -409,6 +415,7 @@ private:
     if (s.alive)
       return;
     ++s.incarnation;
+    note(i, "restarted");
     spawn(i);
     caf::anon_send(s.handle, conclave::election_atoms::start_atom::value);
     sched_->run();
@@ -437,8 +444,10 @@ private:
       restart(idx);
       break;
     case fault::kind::pause:
-      if (slots_[idx].alive)
+      if (slots_[idx].alive) {
         slots_[idx].paused_until = f.until;
+        note(idx, "paused");
+      }
       break;
     case fault::kind::crash_leader:
       if (auto l = current_leader(); l != none) {
@@ -453,8 +462,10 @@ private:
       }
       break;
     case fault::kind::pause_leader:
-      if (auto l = current_leader(); l != none)
+      if (auto l = current_leader(); l != none) {
         slots_[l].paused_until = f.until;
+        note(l, "paused");
+      }
       break;
     case fault::kind::elect:
       if (slots_[idx].alive) {
@@ -468,6 +479,12 @@ private:
     }
   }
 
+  /// A fault, on the timeline.
+  void note(uint32_t i, const char* what) {
+    if (s_.record_timeline)
+      report_.timeline.push_back({now_, ids_[i], what, el::term{}});
+  }
+
   void violation(std::string what) {
     ++report_.safety_violations;
     if (report_.violations.size() < 5)
@@ -477,6 +494,7 @@ private:
 
   void open_episode() {
     episode_open_ = true;
+    episode_broke_ = false;
     episode_start_ = now_;
     episode_sent_ = sent_by_type_;
   }
@@ -506,6 +524,26 @@ private:
     auto live = live_;
     bool agreed = false;
     if (last_changed_ != none && slots_[last_changed_].alive) {
+      auto l = slots_[last_changed_].leader;
+      agreed = l != none && follow_count_[l] == live && effectively_acting(l);
+    }
+    if (!agreed)
+      episode_broke_ = true;
+    if (agreed && episode_open_) {
+      election_record r;
+      r.latency = now_ - episode_start_;
+      for (size_t t = 0; t < r.by_type.size(); ++t) {
+        r.by_type[t] = sent_by_type_[t] - episode_sent_[t];
+        if (!el::is_heartbeat_type(t))
+          r.messages += r.by_type[t];
+      }
+      // An election that neither disturbed agreement nor sent anything (it was
+      // called off at once) is no election.
+      if (episode_broke_ || r.messages > 0)
+        report_.elections.push_back(r);
+      episode_open_ = false;
+    }
+    if (agreed && !agreed_) {
       auto l = slots_[last_changed_].leader;
       agreed = l != none && follow_count_[l] == live && effectively_acting(l);
     }
@@ -591,6 +629,7 @@ private:
   bool agreed_ = false;
   uint32_t agreed_leader_ = none;
   bool episode_open_ = false;
+  bool episode_broke_ = false;
   timestamp episode_start_{0};
   std::array<uint64_t, el::message_type_count> episode_sent_{};
   bool split_ = false;

@@ -47,9 +47,7 @@ struct counting_probe : el::election_probe {
   std::condition_variable cv;
 
   void message_sent(size_t type) override {
-    if (type
-            != el::message_index<
-                el::heartbeat_msg> && type != el::message_index<el::heartbeat_ack_msg>)
+    if (!el::is_heartbeat_type(type))
       messages.fetch_add(1, std::memory_order_relaxed);
   }
 

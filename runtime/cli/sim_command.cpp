@@ -1,0 +1,197 @@
+// conclave sim: deterministic simulation runs of the election algorithms.
+// See docs/simulation.md.
+#include "runtime/cli/commands.hpp"
+
+#include "runtime/sim/report.hpp"
+#include "runtime/sim/simulation.hpp"
+
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <unistd.h>
+
+namespace conclave::cli {
+
+namespace {
+
+namespace el = conclave::election;
+
+struct sim_options {
+  std::string algorithm = "all";
+  std::string nodes = "5";
+  size_t runs = 1;
+  uint64_t seed = 1;
+  std::string faults;
+  bool json = false;
+  std::string out;
+  bool guard = false;
+  bool preempt = false;
+  std::string detector = "fixed";
+};
+
+/// "5" or "4,8,16" → sizes.
+std::optional<std::vector<size_t>> parse_sizes(const std::string& text) {
+  std::vector<size_t> sizes;
+  std::stringstream ss{text};
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    try {
+      size_t used = 0;
+      auto v = std::stoul(part, &used);
+      if (used != part.size() || v < 1 || v > 10000)
+        return std::nullopt;
+      sizes.push_back(v);
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  if (sizes.empty())
+    return std::nullopt;
+  return sizes;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s)
+    r += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
+  return r + "'";
+}
+
+class progress_bar {
+public:
+  explicit progress_bar(size_t total) : total_(total), on_(total >= 50 && ::isatty(2)) {}
+  void step() {
+    if (!on_)
+      return;
+    ++done_;
+    auto pct = done_ * 100 / total_;
+    if (pct == last_ && done_ != total_)
+      return;
+    last_ = pct;
+    std::string bar(pct / 4, '#');
+    bar.resize(25, '.');
+    std::cerr << "\r[" << bar << "] " << pct << "% (" << done_ << '/' << total_
+              << " runs)" << std::flush;
+    if (done_ == total_)
+      std::cerr << '\n';
+  }
+
+private:
+  size_t total_;
+  bool on_;
+  size_t done_ = 0;
+  size_t last_ = 101;
+};
+
+int run_sim(const sim_options& o) {
+  std::vector<el::algorithm> algos;
+  if (o.algorithm == "all") {
+    algos = {el::algorithm::bully, el::algorithm::ring};
+  } else if (auto a = el::parse_algorithm(o.algorithm)) {
+    algos = {a.value()};
+  } else {
+    return bad_input("--algorithm: " + a.error() + " or all");
+  }
+  auto sizes = parse_sizes(o.nodes);
+  if (!sizes)
+    return bad_input(
+        "--nodes: expected a group size from 1 to 10000, or a list like 4,8,16; got '"
+        + o.nodes + "'");
+  if (o.runs < 1)
+    return bad_input("--runs: must be at least 1");
+  auto plan = sim::parse_fault_spec(o.faults);
+  if (!plan)
+    return bad_input("--faults: " + plan.error());
+  for (auto n : *sizes)
+    if (auto v = sim::validate(plan.value(), n); !v)
+      return bad_input("--faults: " + v.error());
+  el::election_config base;
+  if (o.detector == "phi")
+    base.detector.kind = el::detector_kind::phi;
+  else if (o.detector != "fixed")
+    return bad_input("--detector: expected fixed or phi, got '" + o.detector + "'");
+  base.preempt = o.preempt;
+  base.guard.enabled = o.guard;
+  if (auto v = el::validate(base); !v)
+    return bad_input(v.error());
+
+  sim::sim_summary summary;
+  sim::run_report timeline_run;
+  progress_bar bar{algos.size() * sizes->size() * o.runs};
+  for (auto algo : algos) {
+    std::string prefix = "conclave sim --algorithm " + std::string{el::to_string(algo)};
+    if (!o.faults.empty())
+      prefix += " --faults " + shell_quote(o.faults);
+    if (o.guard)
+      prefix += " --guard";
+    if (o.preempt)
+      prefix += " --preempt";
+    if (o.detector != "fixed")
+      prefix += " --detector " + o.detector;
+    for (auto n : *sizes) {
+      for (size_t k = 0; k < o.runs; ++k) {
+        sim::sim_settings s;
+        s.config = base;
+        s.config.algo = algo;
+        s.nodes = n;
+        s.plan = plan.value();
+        s.seed = o.seed + k;
+        s.record_timeline = !o.out.empty() && timeline_run.timeline.empty() && k == 0;
+        auto r = sim::run_simulation(s);
+        summary.add(r, prefix);
+        if (s.record_timeline)
+          timeline_run = std::move(r);
+        bar.step();
+      }
+    }
+  }
+  if (o.json) {
+    std::cout << summary.to_json(o.seed, o.runs, o.faults, o.guard) << '\n';
+  } else {
+    std::cout << "conclave sim: " << o.runs << " run(s) per algorithm and size, seeds "
+              << o.seed << ".." << o.seed + o.runs - 1 << ", faults '" << o.faults << "'"
+              << (o.guard ? ", quorum guard on" : "") << "\n";
+    summary.print_table(std::cout);
+  }
+  if (!o.out.empty()) {
+    if (auto w = summary.write_outputs(o.out, timeline_run); !w) {
+      std::cerr << "conclave: error: " << w.error() << '\n';
+      return exit_failure;
+    }
+    if (!o.json)
+      std::cout << "wrote CSV and SVG plots to " << o.out << '\n';
+  }
+  if (summary.safety_violated())
+    return exit_safety_violation;
+  if (summary.liveness_failed())
+    return exit_failure;
+  return exit_ok;
+}
+
+} // namespace
+
+void add_sim_command(command_registry& reg) {
+  auto o = std::make_shared<sim_options>();
+  auto* sub = reg.add("sim", "Run deterministic simulations of the election algorithms",
+                      [o] { return run_sim(*o); });
+  option(sub, "--algorithm", o->algorithm, "bully, ring or all")->capture_default_str();
+  option(sub, "--nodes", o->nodes, "candidates per run, or a list like 4,8,16")
+      ->capture_default_str();
+  option(sub, "--runs", o->runs, "runs per algorithm and size")->capture_default_str();
+  option(sub, "--seed", o->seed, "seed of the first run; run k uses seed+k")
+      ->capture_default_str();
+  option(sub, "--faults", o->faults,
+         "fault spec, e.g. crash-leader@1s,partition@2s-4s:1-3|4-5,loss=0.01,"
+         "delay=1ms..5ms (docs/simulation.md)");
+  option(sub, "--out", o->out, "directory for CSV files and SVG plots");
+  option(sub, "--detector", o->detector, "fixed or phi")->capture_default_str();
+  sub->add_flag("--json", o->json, "print one JSON document on stdout")
+      ->envname(env_name("--json"));
+  sub->add_flag("--guard", o->guard, "enable the quorum guard (leadership as a lease)")
+      ->envname(env_name("--guard"));
+  sub->add_flag("--preempt", o->preempt,
+                "classic Bully: a higher id takes over on rejoin")
+      ->envname(env_name("--preempt"));
+}
+
+} // namespace conclave::cli
