@@ -6,6 +6,7 @@
 #include "actors/election/directory_transport.hpp"
 #include "actors/election/election_probe.hpp"
 #include "actors/election/leader_task.hpp"
+#include "actors/election/local_group.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 
 #include <caf/event_based_actor.hpp>
@@ -94,21 +95,15 @@ protected:
                    std::shared_ptr<const el::leader_task> task = nullptr) {
     net = std::make_shared<muting_transport>();
     rec = std::make_shared<recording_probe>();
-    std::vector<el::node_id> ids;
-    for (uint64_t i = 1; i <= n; ++i)
-      ids.push_back(el::node_id{i});
-    for (auto id : ids) {
-      el::candidate_options o;
-      o.id = id;
-      o.peers = ids;
-      o.config = cfg;
-      o.net = net;
-      o.probe = std::make_shared<probe_for>(rec, id);
-      o.task = task;
-      auto h = track(el::spawn_candidate(sys(), o));
-      net->inner->put(id, h);
-      handles[id] = h;
-    }
+    el::candidate_options base;
+    base.config = cfg;
+    base.net = net;
+    base.task = task;
+    auto group = el::spawn_local_group(sys(), n, base, net->inner, [&](auto& o) {
+      o.probe = std::make_shared<probe_for>(rec, o.id);
+    });
+    for (auto& [id, h] : group.members)
+      handles[id] = track(h);
     for (auto& [id, h] : handles)
       caf::anon_send(h, atoms::start_atom::value);
     run();

@@ -8,8 +8,8 @@
 //
 //   election_demo [--nodes 5] [--algorithm bully|ring]
 #include "actors/election/candidate_actor.hpp"
-#include "actors/election/directory_transport.hpp"
 #include "actors/election/leader_task.hpp"
+#include "actors/election/local_group.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -151,23 +151,11 @@ int main(int argc, char** argv) {
         return s.spawn(aggregator, ctx, workers);
       }));
 
-  auto net = std::make_shared<el::directory_transport>();
-  std::vector<el::node_id> ids;
-  for (uint64_t i = 1; i <= opt.nodes; ++i)
-    ids.push_back(el::node_id{i});
-  el::election_config ecfg;
-  ecfg.algo = opt.algo;
-  std::map<el::node_id, el::candidate_actor> candidates;
-  for (auto id : ids) {
-    el::candidate_options o;
-    o.id = id;
-    o.peers = ids;
-    o.config = ecfg;
-    o.net = net;
-    o.task = task;
-    candidates[id] = el::spawn_candidate(sys, o);
-    net->put(id, candidates[id]);
-  }
+  el::candidate_options base;
+  base.config.algo = opt.algo;
+  base.task = task;
+  auto group = el::spawn_local_group(sys, opt.nodes, base);
+  auto& candidates = group.members;
 
   caf::scoped_actor me{sys};
   for (auto& [id, c] : candidates) {
@@ -208,8 +196,7 @@ int main(int argc, char** argv) {
               ms(steady::now() - t2));
   std::this_thread::sleep_for(700ms);
 
-  for (auto& [id, c] : candidates)
-    caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+  group.stop_all(caf::exit_reason::user_shutdown);
   for (auto& [id, w] : *workers)
     caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
   bool ok = first.self != el::no_node && second.self != el::no_node

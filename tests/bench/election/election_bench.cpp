@@ -8,8 +8,8 @@
 //
 //   election_bench [--reps 5] [--sizes 8,32,128,512] [--quick]
 #include "actors/election/candidate_actor.hpp"
-#include "actors/election/directory_transport.hpp"
 #include "actors/election/election_probe.hpp"
+#include "actors/election/local_group.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -89,22 +89,11 @@ result run_once(el::algorithm algo, size_t n, uint64_t initiator) {
 
   auto probe = std::make_shared<counting_probe>(n);
   probe->expected_leader = el::node_id{n};
-  auto net = std::make_shared<el::directory_transport>();
-  std::vector<el::node_id> ids;
-  for (uint64_t i = 1; i <= n; ++i)
-    ids.push_back(el::node_id{i});
-  std::vector<el::candidate_actor> handles;
-  for (auto id : ids) {
-    el::candidate_options o;
-    o.id = id;
-    o.peers = ids;
-    o.config = ecfg;
-    o.net = net;
-    o.probe = probe;
-    o.start_immediately = true;
-    handles.push_back(el::spawn_candidate(sys, o));
-    net->put(id, handles.back());
-  }
+  el::candidate_options base;
+  base.config = ecfg;
+  base.probe = probe;
+  base.start_immediately = true;
+  auto group = el::spawn_local_group(sys, n, base);
   {
     // Every candidate has started (and watched its n-1 peers) before we measure.
     std::unique_lock<std::mutex> lk{probe->mtx};
@@ -112,7 +101,8 @@ result run_once(el::algorithm algo, size_t n, uint64_t initiator) {
   }
   probe->messages = 0;
   auto t0 = std::chrono::steady_clock::now();
-  caf::anon_send(handles[initiator - 1], conclave::election_atoms::elect_atom::value);
+  caf::anon_send(group.members.at(el::node_id{initiator}),
+                 conclave::election_atoms::elect_atom::value);
   {
     std::unique_lock<std::mutex> lk{probe->mtx};
     probe->cv.wait_for(lk, 60s, [&] { return probe->agreed.load() == n; });
@@ -122,8 +112,7 @@ result run_once(el::algorithm algo, size_t n, uint64_t initiator) {
            probe->messages.load()};
   if (probe->agreed.load() != n)
     r.ms = -1; // did not converge within 60 s
-  for (auto& h : handles)
-    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  group.stop_all(caf::exit_reason::user_shutdown);
   return r;
 }
 
