@@ -7,5 +7,7 @@ int main(int argc, char** argv) {
                                    "collections on CAF"};
   add_version_command(reg);
   add_sim_command(reg);
+  add_node_command(reg);
+  add_cluster_command(reg);
   return reg.run(argc, argv);
 }

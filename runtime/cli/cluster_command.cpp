@@ -1,0 +1,122 @@
+// conclave cluster up|status|kill|restart|down: nodes launched together on
+// loopback. See docs/node.md.
+#include "runtime/cli/commands.hpp"
+
+#include "runtime/cluster/cluster.hpp"
+
+#include <array>
+#include <iostream>
+#include <memory>
+
+namespace conclave::cli {
+
+namespace {
+
+struct cluster_options {
+  cluster::up_options up;
+  std::string dir;
+  uint64_t node = 0;
+  std::string signal = "TERM";
+  bool json = false;
+  bool wait = false;
+  unsigned timeout_ms = 15000;
+  std::string detector;
+  unsigned heartbeat_ms = 0;
+  unsigned detector_timeout_ms = 0;
+};
+
+CLI::Option* dir_option(CLI::App* sub, std::string& dir) {
+  return option(sub, "--dir", dir, "the cluster's directory (configs, pids, logs)");
+}
+
+int run_up(cluster_options& o) {
+  o.up.dir = o.dir;
+  o.up.timeout = std::chrono::milliseconds{o.timeout_ms};
+  if (!o.detector.empty())
+    o.up.node_settings.push_back("detector = " + o.detector);
+  if (o.heartbeat_ms != 0)
+    o.up.node_settings.push_back("heartbeat-ms = " + std::to_string(o.heartbeat_ms));
+  if (o.detector_timeout_ms != 0)
+    o.up.node_settings.push_back("detector-timeout-ms = "
+                                 + std::to_string(o.detector_timeout_ms));
+  return cluster::up(o.up, std::cout);
+}
+
+int run_kill(cluster_options& o) {
+  auto sig = cluster::parse_signal(o.signal);
+  if (sig == 0)
+    return bad_input("--signal: expected KILL, STOP, CONT, TERM or INT, got '" + o.signal
+                     + "'");
+  return cluster::kill(o.dir, o.node, sig, o.wait,
+                       std::chrono::milliseconds{o.timeout_ms}, o.json, std::cout);
+}
+
+int dispatch(cluster_options& o, const std::array<CLI::App*, 5>& subs) {
+  auto [up, st, kl, rs, dn] = subs;
+  if (up->parsed())
+    return run_up(o);
+  if (st->parsed())
+    return cluster::status(o.dir, o.json, std::cout);
+  if (kl->parsed())
+    return run_kill(o);
+  if (rs->parsed())
+    return cluster::restart(o.dir, o.node, std::chrono::milliseconds{o.timeout_ms},
+                            std::cout);
+  if (dn->parsed())
+    return cluster::down(o.dir, std::cout);
+  return bad_input("cluster: give up, status, kill, restart or down (see --help)");
+}
+
+} // namespace
+
+void add_cluster_command(command_registry& reg) {
+  auto o = std::make_shared<cluster_options>();
+  auto subs = std::make_shared<std::array<CLI::App*, 5>>();
+  auto* cl = reg.add("cluster", "Start, inspect, disturb and stop nodes on loopback",
+                     [o, subs] { return dispatch(*o, *subs); });
+  cl->require_subcommand(1);
+
+  auto* up =
+      cl->add_subcommand("up", "Start N nodes; return once they agree on a leader");
+  option(up, "--nodes", o->up.nodes, "number of nodes")->capture_default_str();
+  dir_option(up, o->dir)->required();
+  option(up, "--algorithm", o->up.algorithm, "bully or ring")->capture_default_str();
+  option(up, "--cluster", o->up.cluster, "cluster name")->capture_default_str();
+  option(up, "--timeout-ms", o->timeout_ms, "give up (and stop the nodes) after this")
+      ->capture_default_str();
+  option(up, "--detector", o->detector, "nodes' leader failure detector: fixed or phi");
+  option(up, "--heartbeat-ms", o->heartbeat_ms, "nodes' leader heartbeat interval");
+  option(up, "--detector-timeout-ms", o->detector_timeout_ms,
+         "nodes' silence before suspecting the leader");
+  up->add_flag("--json", o->up.json, "print one JSON document")
+      ->envname(env_name("--json"));
+
+  auto* st = cl->add_subcommand("status", "Show every node's view");
+  dir_option(st, o->dir)->required();
+  st->add_flag("--json", o->json, "print one JSON document")->envname(env_name("--json"));
+
+  auto* kl = cl->add_subcommand("kill", "Send a signal to one node");
+  dir_option(kl, o->dir)->required();
+  option(kl, "--node", o->node, "node id")->required();
+  option(kl, "--signal", o->signal, "KILL, STOP, CONT, TERM or INT")
+      ->capture_default_str();
+  kl->add_flag("--wait", o->wait,
+               "wait until the live nodes agree on a leader; print the failover time");
+  option(kl, "--timeout-ms", o->timeout_ms, "with --wait: give up after this")
+      ->capture_default_str();
+  kl->add_flag("--json", o->json, "print one JSON document")->envname(env_name("--json"));
+
+  auto* rs =
+      cl->add_subcommand("restart", "Stop one node (if running) and start it again");
+  dir_option(rs, o->dir)->required();
+  option(rs, "--node", o->node, "node id")->required();
+  option(rs, "--timeout-ms", o->timeout_ms, "give up waiting for it to rejoin after this")
+      ->capture_default_str();
+
+  auto* dn = cl->add_subcommand("down", "Stop every node (SIGCONT first, then SIGTERM)");
+  dir_option(dn, o->dir)->required();
+
+  *subs = {up, st, kl, rs, dn};
+}
+
+} // namespace conclave::cli

@@ -1,0 +1,653 @@
+#include "runtime/cluster/cluster.hpp"
+
+#include "runtime/node/status_file.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <netinet/in.h>
+#include <set>
+#include <sstream>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace conclave::cluster {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int exit_ok = 0;
+constexpr int exit_failure = 1;
+constexpr int exit_bad_input = 2;
+
+struct node_entry {
+  uint64_t id = 0;
+  std::string listen;
+  std::string metrics;
+};
+
+struct cluster_file {
+  std::string name;
+  std::string algorithm;
+  std::string binary;
+  std::vector<node_entry> nodes;
+};
+
+int bad_input(const std::string& what) {
+  std::cerr << "conclave: error: " << what << '\n';
+  return exit_bad_input;
+}
+
+int failure(const std::string& what) {
+  std::cerr << "conclave: error: " << what << '\n';
+  return exit_failure;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in{p};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path node_dir(const std::string& dir, uint64_t id) {
+  return fs::path{dir} / ("node-" + std::to_string(id));
+}
+
+std::optional<cluster_file> load_cluster(const std::string& dir) {
+  auto text = read_file(fs::path{dir} / "cluster.json");
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return std::nullopt;
+  cluster_file c;
+  c.name = j.value("cluster", "");
+  c.algorithm = j.value("algorithm", "");
+  c.binary = j.value("binary", "");
+  for (auto& n : j.value("nodes", json::array()))
+    c.nodes.push_back(
+        {n.value("id", uint64_t{0}), n.value("listen", ""), n.value("metrics", "")});
+  return c;
+}
+
+void save_cluster(const std::string& dir, const cluster_file& c) {
+  json nodes = json::array();
+  for (auto& n : c.nodes)
+    nodes.push_back({{"id", n.id}, {"listen", n.listen}, {"metrics", n.metrics}});
+  json j{{"cluster", c.name},
+         {"algorithm", c.algorithm},
+         {"binary", c.binary},
+         {"nodes", nodes}};
+  node::write_file_atomically((fs::path{dir} / "cluster.json").string(),
+                              j.dump(2) + "\n");
+}
+
+/// State letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), 0 if gone.
+char proc_state(int pid) {
+  if (pid <= 0)
+    return 0;
+  auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size())
+    return 0;
+  return stat[close + 2];
+}
+
+/// Whether `pid` still runs node `id` of this cluster (not a reused pid).
+bool runs_node(int pid, const std::string& dir, uint64_t id) {
+  auto cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  auto cfg = (node_dir(dir, id) / "config.ini").string();
+  return cmd.find(" node ") != std::string::npos && cmd.find(cfg) != std::string::npos;
+}
+
+int read_pid(const std::string& dir, uint64_t id) {
+  auto text = read_file(node_dir(dir, id) / "node.pid");
+  try {
+    return text.empty() ? 0 : std::stoi(text);
+  } catch (...) {
+    return 0;
+  }
+}
+
+bool alive(int pid, const std::string& dir, uint64_t id) {
+  auto s = proc_state(pid);
+  return s != 0 && s != 'Z' && s != 'X' && runs_node(pid, dir, id);
+}
+
+/// Reaps any child of ours that exited (the nodes `up` and `restart` started).
+void reap_children() {
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+std::vector<node_view> views_of(const std::string& dir, const cluster_file& c) {
+  std::vector<node_view> views;
+  for (auto& n : c.nodes) {
+    node_view v;
+    v.id = n.id;
+    v.address = n.listen;
+    v.metrics = n.metrics;
+    v.pid = read_pid(dir, n.id);
+    v.alive = alive(v.pid, dir, n.id);
+    v.stopped = v.alive && proc_state(v.pid) == 'T';
+    if (auto s = node::status_from_json(read_file(node_dir(dir, n.id) / "status.json"))) {
+      if (s->pid == v.pid && s->running && v.alive) {
+        v.reported = true;
+        v.leader = s->leader;
+        v.term = s->term;
+        v.term_leader = s->term_leader;
+        v.is_leader = s->is_leader;
+        v.leader_since_us = s->leader_since_us;
+      }
+    }
+    views.push_back(v);
+  }
+  return views;
+}
+
+/// Free loopback TCP ports: all bound at once (distinct), then released. A node
+/// that still finds its port taken exits with status 2 and `up` tries again.
+std::vector<uint16_t> free_ports(size_t n) {
+  std::vector<int> fds;
+  std::vector<uint16_t> ports;
+  for (size_t i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+      if (fd >= 0)
+        ::close(fd);
+      continue;
+    }
+    socklen_t len = sizeof(sa);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    ports.push_back(ntohs(sa.sin_port));
+    fds.push_back(fd);
+  }
+  for (int fd : fds)
+    ::close(fd);
+  return ports;
+}
+
+std::string self_binary() {
+  char buf[PATH_MAX];
+  auto n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return "conclave";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+/// Starts node `id`: own session, stdio to node.log, no CONCLAVE_* variables.
+int spawn_node(const std::string& dir, const cluster_file& c, uint64_t id) {
+  auto nd = node_dir(dir, id);
+  auto cfg = (nd / "config.ini").string();
+  auto log = (nd / "node.log").string();
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "CONCLAVE_", 9) != 0)
+      env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& s : env_strings)
+    envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string a0 = "conclave", a1 = "node", a2 = "--config";
+  std::vector<char*> argv{a0.data(), a1.data(), a2.data(), cfg.data(), nullptr};
+  auto pid = ::fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    ::setsid();
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    if (in >= 0)
+      ::dup2(in, 0);
+    ::execve(c.binary.c_str(), argv.data(), envp.data());
+    ::_exit(127);
+  }
+  node::write_file_atomically((nd / "node.pid").string(), std::to_string(pid) + "\n");
+  return pid;
+}
+
+void write_config(const std::string& dir, const cluster_file& c, const node_entry& n,
+                  const std::vector<std::string>& extra) {
+  std::ostringstream peers;
+  for (auto& p : c.nodes)
+    peers << (&p == &c.nodes.front() ? "" : ",") << p.id << '@' << p.listen;
+  std::ostringstream ini;
+  ini << "# written by conclave cluster up\n"
+      << "id = " << n.id << "\n"
+      << "cluster = " << c.name << "\n"
+      << "listen = " << n.listen << "\n"
+      << "peers = " << peers.str() << "\n"
+      << "metrics = " << n.metrics << "\n"
+      << "algorithm = " << c.algorithm << "\n"
+      << "data-dir = " << node_dir(dir, n.id).string() << "\n";
+  for (auto& line : extra)
+    ini << line << "\n";
+  auto nd = node_dir(dir, n.id);
+  fs::create_directories(nd);
+  node::write_file_atomically((nd / "config.ini").string(), ini.str());
+}
+
+/// Sends `sig` to node `id` if it is still ours. Returns false if it is not alive.
+bool signal_node(const std::string& dir, uint64_t id, int sig) {
+  auto pid = read_pid(dir, id);
+  if (!alive(pid, dir, id))
+    return false;
+  return ::kill(pid, sig) == 0;
+}
+
+/// Stops nodes: SIGCONT to the stopped, SIGTERM to all, SIGKILL after `grace`.
+void stop_nodes(const std::string& dir, const cluster_file& c,
+                std::chrono::milliseconds grace) {
+  std::vector<uint64_t> pending;
+  for (auto& n : c.nodes) {
+    auto pid = read_pid(dir, n.id);
+    if (!alive(pid, dir, n.id))
+      continue;
+    ::kill(pid, SIGCONT);
+    ::kill(pid, SIGTERM);
+    pending.push_back(n.id);
+  }
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  while (!pending.empty()) {
+    reap_children();
+    pending.erase(
+        std::remove_if(pending.begin(), pending.end(),
+                       [&](uint64_t id) { return !alive(read_pid(dir, id), dir, id); }),
+        pending.end());
+    if (pending.empty())
+      break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      for (auto id : pending)
+        signal_node(dir, id, SIGKILL);
+      deadline = std::chrono::steady_clock::now() + 2s;
+      grace = 0ms;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+std::string last_line(const fs::path& p) {
+  auto text = read_file(p);
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  auto nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+  case SIGKILL:
+    return "SIGKILL";
+  case SIGSTOP:
+    return "SIGSTOP";
+  case SIGCONT:
+    return "SIGCONT";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGINT:
+    return "SIGINT";
+  default:
+    return "signal " + std::to_string(sig);
+  }
+}
+
+json view_json(const node_view& v) {
+  return {{"id", v.id},
+          {"address", v.address},
+          {"pid", v.pid},
+          {"alive", v.alive && !v.stopped},
+          {"running", v.alive},
+          {"stopped", v.stopped},
+          {"leader", v.reported ? json(v.leader) : json(nullptr)},
+          {"term", v.reported ? json(v.term) : json(nullptr)},
+          {"is_leader", v.reported && v.is_leader},
+          {"metrics_url", "http://" + v.metrics + "/metrics"}};
+}
+
+void print_table(const std::vector<node_view>& views, std::ostream& out) {
+  out << std::left << std::setw(6) << "node" << std::setw(18) << "address" << std::setw(9)
+      << "pid" << std::setw(9) << "state" << std::setw(8) << "leader" << std::setw(6)
+      << "term" << std::setw(10) << "role"
+      << "metrics\n";
+  for (auto& v : views) {
+    std::string state = !v.alive ? "dead" : v.stopped ? "stopped" : "running";
+    std::string role = !v.reported ? "-" : v.is_leader ? "LEADER" : "follower";
+    out << std::left << std::setw(6) << v.id << std::setw(18) << v.address << std::setw(9)
+        << v.pid << std::setw(9) << state << std::setw(8)
+        << (v.reported && v.leader ? std::to_string(v.leader) : "-") << std::setw(6)
+        << (v.reported ? std::to_string(v.term) : "-") << std::setw(10) << role
+        << "http://" << v.metrics << "/metrics\n";
+  }
+}
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+} // namespace
+
+std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
+                                       const std::vector<uint64_t>& ignore) {
+  agreement a;
+  bool leader_claims = false;
+  for (auto& v : nodes) {
+    if (std::find(ignore.begin(), ignore.end(), v.id) != ignore.end())
+      continue;
+    if (!v.alive || v.stopped)
+      continue;
+    if (!v.reported || v.leader == 0)
+      return std::nullopt;
+    if (a.members == 0) {
+      a.leader = v.leader;
+      a.term = v.term;
+    } else if (v.leader != a.leader || v.term != a.term) {
+      return std::nullopt;
+    }
+    if (v.id == v.leader && v.is_leader)
+      leader_claims = true;
+    a.latest_change_us = std::max(a.latest_change_us, v.leader_since_us);
+    ++a.members;
+  }
+  if (a.members == 0 || !leader_claims)
+    return std::nullopt;
+  return a;
+}
+
+int parse_signal(const std::string& name) {
+  auto n = name;
+  std::transform(n.begin(), n.end(), n.begin(), ::toupper);
+  if (n.rfind("SIG", 0) == 0)
+    n = n.substr(3);
+  static const std::map<std::string, int> names{
+      {"KILL", SIGKILL}, {"STOP", SIGSTOP}, {"CONT", SIGCONT}, {"TERM", SIGTERM},
+      {"INT", SIGINT},   {"9", SIGKILL},    {"19", SIGSTOP},   {"18", SIGCONT},
+      {"15", SIGTERM},   {"2", SIGINT}};
+  auto i = names.find(n);
+  return i == names.end() ? 0 : i->second;
+}
+
+std::vector<node_view> read_views(const std::string& dir) {
+  auto c = load_cluster(dir);
+  return c ? views_of(dir, *c) : std::vector<node_view>{};
+}
+
+int up(const up_options& o, std::ostream& out) {
+  if (o.nodes < 1 || o.nodes > 64)
+    return bad_input("--nodes: expected 1 to 64, got " + std::to_string(o.nodes));
+  if (o.algorithm != "bully" && o.algorithm != "ring")
+    return bad_input("--algorithm: expected bully or ring, got '" + o.algorithm + "'");
+  if (o.dir.empty())
+    return bad_input("--dir: required, the directory for configs, pids and logs");
+  std::error_code ec;
+  auto dir = fs::absolute(o.dir, ec).lexically_normal().string();
+  if (!dir.empty() && dir.back() == '/')
+    dir.pop_back();
+  if (auto old = load_cluster(dir))
+    for (auto& v : views_of(dir, *old))
+      if (v.alive)
+        return bad_input(dir + " holds a running cluster (node " + std::to_string(v.id)
+                         + " is alive); run `conclave cluster down --dir " + dir
+                         + "` first");
+  fs::create_directories(dir, ec);
+  if (ec)
+    return bad_input("--dir: cannot create " + dir + ": " + ec.message());
+
+  cluster_file c;
+  c.name = o.cluster;
+  c.algorithm = o.algorithm;
+  c.binary = self_binary();
+  auto started = std::chrono::steady_clock::now();
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    auto ports = free_ports(2 * o.nodes);
+    if (ports.size() != 2 * o.nodes)
+      return failure("cannot find free loopback ports");
+    c.nodes.clear();
+    for (size_t i = 0; i < o.nodes; ++i)
+      c.nodes.push_back({i + 1, "127.0.0.1:" + std::to_string(ports[2 * i]),
+                         "127.0.0.1:" + std::to_string(ports[2 * i + 1])});
+    save_cluster(dir, c);
+    for (auto& n : c.nodes) {
+      write_config(dir, c, n, o.node_settings);
+      fs::remove(node_dir(dir, n.id) / "status.json", ec);
+      std::ofstream{node_dir(dir, n.id) / "node.log", std::ios::app}
+          << "--- conclave cluster up (attempt " << attempt << ")\n";
+    }
+    std::map<int, uint64_t> children;
+    for (auto& n : c.nodes) {
+      auto pid = spawn_node(dir, c, n.id);
+      if (pid < 0) {
+        stop_nodes(dir, c, 2s);
+        return failure("cannot start node " + std::to_string(n.id) + ": "
+                       + std::strerror(errno));
+      }
+      children[pid] = n.id;
+    }
+    auto deadline = std::chrono::steady_clock::now() + o.timeout;
+    bool retry = false;
+    while (!retry) {
+      int st = 0;
+      auto pid = ::waitpid(-1, &st, WNOHANG);
+      if (pid > 0 && children.count(pid)) {
+        auto id = children[pid];
+        auto why = last_line(node_dir(dir, id) / "node.log");
+        stop_nodes(dir, c, 2s);
+        if (why.find("port in use") != std::string::npos && attempt < 3) {
+          retry = true; // a port was taken between choosing and binding it
+          break;
+        }
+        return failure("node " + std::to_string(id) + " exited during start-up: " + why
+                       + " (log: " + (node_dir(dir, id) / "node.log").string() + ")");
+      }
+      auto views = views_of(dir, c);
+      if (auto a = agreed_leader(views); a && a->members == o.nodes) {
+        if (o.json) {
+          json nodes = json::array();
+          for (auto& v : views)
+            nodes.push_back(view_json(v));
+          out << json{{"cluster", c.name},
+                      {"dir", dir},
+                      {"leader", a->leader},
+                      {"term", a->term},
+                      {"elapsed_ms",
+                       ms_between(started, std::chrono::steady_clock::now())},
+                      {"nodes", nodes}}
+                     .dump(2)
+              << '\n';
+        } else {
+          out << "cluster '" << c.name << "' up: " << o.nodes << " node(s) in " << dir
+              << ", leader " << a->leader << " (term " << a->term << ") after "
+              << std::fixed << std::setprecision(0)
+              << ms_between(started, std::chrono::steady_clock::now()) << " ms\n";
+          print_table(views, out);
+        }
+        return exit_ok;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        stop_nodes(dir, c, 2s);
+        return failure("the nodes did not agree on a leader within "
+                       + std::to_string(o.timeout.count()) + " ms; they were stopped "
+                       + "(logs: " + dir + "/node-*/node.log)");
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  return failure("could not bind free ports after 3 attempts");
+}
+
+int status(const std::string& dir, bool json_out, std::ostream& out) {
+  auto c = load_cluster(dir);
+  if (!c)
+    return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  auto views = views_of(dir, *c);
+  auto a = agreed_leader(views);
+  if (json_out) {
+    json nodes = json::array();
+    for (auto& v : views)
+      nodes.push_back(view_json(v));
+    out << json{{"cluster", c->name},
+                {"dir", dir},
+                {"algorithm", c->algorithm},
+                {"leader", a ? json(a->leader) : json(nullptr)},
+                {"term", a ? json(a->term) : json(nullptr)},
+                {"nodes", nodes}}
+               .dump(2)
+        << '\n';
+  } else {
+    out << "cluster '" << c->name << "' in " << dir << ": ";
+    if (a)
+      out << "leader " << a->leader << " (term " << a->term << "), agreed by "
+          << a->members << " live node(s)\n";
+    else
+      out << "no agreed leader right now\n";
+    print_table(views, out);
+  }
+  return exit_ok;
+}
+
+int kill(const std::string& dir, uint64_t id, int sig, bool wait,
+         std::chrono::milliseconds timeout, bool json_out, std::ostream& out) {
+  auto c = load_cluster(dir);
+  if (!c)
+    return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  if (std::none_of(c->nodes.begin(), c->nodes.end(),
+                   [&](const node_entry& n) { return n.id == id; }))
+    return bad_input("--node: no node " + std::to_string(id) + " in " + dir);
+  auto before = agreed_leader(views_of(dir, *c));
+  auto t0_us = node::wall_clock_us();
+  auto t0 = std::chrono::steady_clock::now();
+  if (!signal_node(dir, id, sig))
+    return failure("node " + std::to_string(id) + " is not running");
+  if (!wait) {
+    if (json_out)
+      out << json{{"node", id}, {"signal", signal_name(sig)}}.dump() << '\n';
+    else
+      out << "sent " << signal_name(sig) << " to node " << id << '\n';
+    return exit_ok;
+  }
+  // Wait until the other live nodes agree on a leader; if the signal took the
+  // leader out, on a new one with a higher term.
+  bool takes_out = sig == SIGKILL || sig == SIGSTOP || sig == SIGTERM || sig == SIGINT;
+  bool was_leader = before && before->leader == id && takes_out;
+  std::vector<uint64_t> ignore;
+  if (takes_out)
+    ignore.push_back(id);
+  auto deadline = t0 + timeout;
+  for (;;) {
+    auto views = views_of(dir, *c);
+    auto a = agreed_leader(views, ignore);
+    bool done = a && (!was_leader || (a->leader != id && a->term > before->term));
+    if (sig == SIGCONT && done) // the resumed node must have caught up too
+      done = std::any_of(views.begin(), views.end(), [&](const node_view& v) {
+        return v.id == id && v.reported && v.leader == a->leader && v.term == a->term;
+      });
+    if (done) {
+      auto observed = ms_between(t0, std::chrono::steady_clock::now());
+      double failover = was_leader ? (a->latest_change_us - t0_us) / 1000.0 : 0.0;
+      if (json_out) {
+        out << json{{"node", id},
+                    {"signal", signal_name(sig)},
+                    {"old_leader", before ? json(before->leader) : json(nullptr)},
+                    {"old_term", before ? json(before->term) : json(nullptr)},
+                    {"leader", a->leader},
+                    {"term", a->term},
+                    {"leader_changed", was_leader},
+                    {"failover_ms", was_leader ? json(failover) : json(nullptr)},
+                    {"observed_ms", observed}}
+                   .dump()
+            << '\n';
+      } else {
+        out << "sent " << signal_name(sig) << " to node " << id;
+        if (was_leader)
+          out << " (the leader); new leader " << a->leader << " (term " << a->term
+              << "), agreed by all live nodes " << std::fixed << std::setprecision(1)
+              << failover << " ms after the signal\n";
+        else
+          out << "; leader " << a->leader << " (term " << a->term << ")\n";
+      }
+      return exit_ok;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return failure("sent " + signal_name(sig) + " to node " + std::to_string(id)
+                     + ", but the live nodes did not agree on a leader within "
+                     + std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(1ms);
+  }
+}
+
+int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeout,
+            std::ostream& out) {
+  auto c = load_cluster(dir);
+  if (!c)
+    return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  auto entry = std::find_if(c->nodes.begin(), c->nodes.end(),
+                            [&](const node_entry& n) { return n.id == id; });
+  if (entry == c->nodes.end())
+    return bad_input("--node: no node " + std::to_string(id) + " in " + dir);
+  cluster_file one = *c;
+  one.nodes = {*entry};
+  stop_nodes(dir, one, 3s);
+  auto pid = spawn_node(dir, *c, id);
+  if (pid < 0)
+    return failure("cannot start node " + std::to_string(id));
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid)
+      return failure("node " + std::to_string(id) + " exited during start-up: "
+                     + last_line(node_dir(dir, id) / "node.log"));
+    auto views = views_of(dir, *c);
+    auto a = agreed_leader(views);
+    auto me = std::find_if(views.begin(), views.end(),
+                           [&](const node_view& v) { return v.id == id; });
+    if (a && me != views.end() && me->reported && me->leader == a->leader) {
+      out << "node " << id << " restarted (pid " << pid << "); leader " << a->leader
+          << " (term " << a->term << ")\n";
+      return exit_ok;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return failure("node " + std::to_string(id) + " restarted (pid "
+                     + std::to_string(pid) + ") but did not agree on a leader within "
+                     + std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+int down(const std::string& dir, std::ostream& out) {
+  auto c = load_cluster(dir);
+  if (!c)
+    return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  size_t running = 0;
+  for (auto& v : views_of(dir, *c))
+    running += v.alive ? 1 : 0;
+  stop_nodes(dir, *c, 5s);
+  out << "cluster '" << c->name << "' down: stopped " << running
+      << " node(s); logs stay in " << dir << '\n';
+  return exit_ok;
+}
+
+} // namespace conclave::cluster

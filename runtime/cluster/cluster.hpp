@@ -1,0 +1,80 @@
+// The launcher behind `conclave cluster`: N nodes on free loopback ports, each
+// in its own session (setsid) with stdio in a log file, all state under DIR:
+//
+//   DIR/cluster.json        name, algorithm, binary, and per node id, listen and
+//                           metrics addresses
+//   DIR/node-I/config.ini   the node's settings (the launcher passes no CONCLAVE_*
+//                           variables on: the file says everything)
+//   DIR/node-I/node.pid     its process id
+//   DIR/node-I/node.log     its stdout and stderr
+//   DIR/node-I/status.json  its view, written by the node (runtime/node)
+//
+// Processes are signalled only after checking that the pid still runs this
+// node's command line (pids are reused). See docs/node.md.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace conclave::cluster {
+
+struct up_options {
+  size_t nodes = 3;
+  std::string dir;
+  std::string algorithm = "bully";
+  std::string cluster = "conclave";
+  std::chrono::milliseconds timeout{15000};
+  bool json = false;
+  /// Extra `name = value` lines for every node's config.ini (detector timing...).
+  std::vector<std::string> node_settings;
+};
+
+/// What `status` reports for one node.
+struct node_view {
+  uint64_t id = 0;
+  std::string address;
+  std::string metrics; ///< HOST:PORT
+  int pid = 0;
+  bool alive = false;    ///< the process runs (stopped or not)
+  bool stopped = false;  ///< SIGSTOP'ed
+  bool reported = false; ///< status.json exists and belongs to this pid
+  uint64_t leader = 0;
+  uint64_t term = 0;
+  uint64_t term_leader = 0;
+  bool is_leader = false;
+  int64_t leader_since_us = 0;
+};
+
+/// The leader all live, running nodes in `nodes` agree on (same leader and term,
+/// and the leader itself among them claims it), if they do. Nodes in `ignore`
+/// are left out.
+struct agreement {
+  uint64_t leader = 0;
+  uint64_t term = 0;
+  size_t members = 0;
+  int64_t latest_change_us = 0; ///< the last node to adopt this leader, wall clock
+};
+std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
+                                       const std::vector<uint64_t>& ignore = {});
+
+/// Parses KILL, SIGKILL, STOP, CONT, TERM, INT, 9, ... Returns 0 if unknown.
+int parse_signal(const std::string& name);
+
+// Commands: return the process exit status (0 ok, 1 failure/timeout, 2 bad input).
+int up(const up_options& o, std::ostream& out);
+int status(const std::string& dir, bool json, std::ostream& out);
+int kill(const std::string& dir, uint64_t node, int signal, bool wait,
+         std::chrono::milliseconds timeout, bool json, std::ostream& out);
+int restart(const std::string& dir, uint64_t node, std::chrono::milliseconds timeout,
+            std::ostream& out);
+int down(const std::string& dir, std::ostream& out);
+
+/// Reads every node's view (for tests and the bench).
+std::vector<node_view> read_views(const std::string& dir);
+
+} // namespace conclave::cluster

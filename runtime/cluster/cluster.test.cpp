@@ -1,0 +1,59 @@
+#include "runtime/cluster/cluster.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace conclave::cluster;
+
+namespace {
+
+node_view node(uint64_t id, uint64_t leader, uint64_t term, int64_t since = 0) {
+  node_view v;
+  v.id = id;
+  v.alive = true;
+  v.reported = true;
+  v.leader = leader;
+  v.term = term;
+  v.is_leader = id == leader;
+  v.leader_since_us = since;
+  return v;
+}
+
+} // namespace
+
+TEST(cluster, all_live_nodes_naming_one_leader_that_claims_it_agree) {
+  auto a = agreed_leader({node(1, 3, 2, 10), node(2, 3, 2, 30), node(3, 3, 2, 20)});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->leader, 3u);
+  EXPECT_EQ(a->term, 2u);
+  EXPECT_EQ(a->members, 3u);
+  EXPECT_EQ(a->latest_change_us, 30);
+}
+
+TEST(cluster, a_different_term_or_a_silent_node_is_no_agreement) {
+  EXPECT_FALSE(agreed_leader({node(1, 3, 2), node(2, 3, 1), node(3, 3, 2)}));
+  auto silent = node(2, 0, 0);
+  EXPECT_FALSE(agreed_leader({node(1, 3, 2), silent, node(3, 3, 2)}));
+}
+
+TEST(cluster, dead_stopped_and_ignored_nodes_do_not_count) {
+  auto dead = node(3, 3, 1);
+  dead.alive = false;
+  auto stopped = node(4, 3, 1);
+  stopped.stopped = true;
+  auto a = agreed_leader({node(1, 2, 2), node(2, 2, 2), dead, stopped});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->leader, 2u);
+  EXPECT_TRUE(agreed_leader({node(1, 2, 2), node(2, 2, 2), node(3, 3, 1)}, {3}));
+}
+
+TEST(cluster, a_leader_nobody_claims_is_no_agreement) {
+  EXPECT_FALSE(agreed_leader({node(1, 3, 2), node(2, 3, 2)}));
+}
+
+TEST(cluster, signals_parse_by_name_and_number) {
+  EXPECT_EQ(parse_signal("KILL"), SIGKILL);
+  EXPECT_EQ(parse_signal("sigstop"), SIGSTOP);
+  EXPECT_EQ(parse_signal("CONT"), SIGCONT);
+  EXPECT_EQ(parse_signal("15"), SIGTERM);
+  EXPECT_EQ(parse_signal("HUP"), 0);
+}

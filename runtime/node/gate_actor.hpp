@@ -1,0 +1,25 @@
+// The gate: the one actor a node publishes on its listen port. A dialing member
+// asks it (hello_atom, cluster, id, its candidate) and gets back (cluster, id,
+// candidate of this node, rejection); rejection is empty when admitted. The gate
+// admits only members of the same cluster (membership.hpp), monitors the remote
+// candidate and unlinks it when its connection drops.
+#pragma once
+
+#include "runtime/node/peer_links.hpp"
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <memory>
+#include <string>
+
+namespace conclave::node {
+
+using gate_actor =
+    caf::typed_actor<caf::replies_to<hello_atom, std::string, uint64_t, caf::actor>::with<
+        std::string, uint64_t, caf::actor, std::string>>;
+
+gate_actor spawn_gate(caf::actor_system& sys, std::shared_ptr<peer_links> links);
+
+} // namespace conclave::node

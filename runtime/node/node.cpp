@@ -1,0 +1,195 @@
+#include "runtime/node/node.hpp"
+
+#include "actors/election/candidate_actor.hpp"
+#include "actors/election/directory_transport.hpp"
+#include "protocols/election/type_ids.hpp"
+#include "runtime/node/gate_actor.hpp"
+#include "runtime/node/node_probe.hpp"
+#include "runtime/node/peer_connector.hpp"
+#include "runtime/node/peer_links.hpp"
+#include "runtime/node/status_file.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/settings.hpp>
+
+#include <prometheus/exposer.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <pthread.h>
+#include <thread>
+#include <unistd.h>
+
+namespace conclave::node {
+
+namespace el = conclave::election;
+
+namespace {
+
+/// Blocks the termination signals in this thread and, since every thread the
+/// actor system and the exposer start inherits the mask, in the whole process:
+/// the main thread then takes them synchronously with sigwait().
+sigset_t block_termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+void configure(caf::actor_system_config& cfg, const node_config& c) {
+  cfg.load<caf::io::middleman>();
+  cfg.add_message_types<caf::id_block::conclave_election>();
+  // Few threads, no work stealing: an idle node costs ≈1.5 % of a core instead of
+  // ≈20 % (../shared/CAF-0.17.md).
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  cfg.set("scheduler.max-threads", 2);
+  cfg.set("middleman.heartbeat-interval", caf::timespan{c.link_heartbeat});
+  cfg.set("middleman.connection-timeout", caf::timespan{c.link_timeout});
+}
+
+} // namespace
+
+int run_node(const node_config& c) {
+  auto signals = block_termination_signals();
+  caf::actor_system_config cfg;
+  configure(cfg, c);
+
+  node_status initial;
+  initial.id = c.id.value;
+  initial.cluster = c.cluster;
+  initial.address = c.listen.to_string();
+  initial.pid = static_cast<int>(::getpid());
+  for (auto& [id, addr] : c.peers)
+    initial.peers.push_back({id, addr.to_string(), false, "alive"});
+  std::string status_path;
+  if (!c.data_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(c.data_dir, ec);
+    if (ec) {
+      std::cerr << "conclave: error: --data-dir: cannot create " << c.data_dir << ": "
+                << ec.message() << '\n';
+      return 2;
+    }
+    status_path = (std::filesystem::path{c.data_dir} / "status.json").string();
+  }
+  auto status = std::make_shared<status_writer>(status_path, initial);
+  auto probe = std::make_shared<node_probe>(c, status);
+
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (c.metrics) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(c.metrics->to_string(), 1);
+      exposer->RegisterCollectable(probe->registry());
+    } catch (const std::exception& e) {
+      std::cerr << "conclave: error: --metrics: cannot listen on "
+                << c.metrics->to_string() << ": port in use or not permitted\n";
+      return 2;
+    }
+  }
+
+  caf::actor_system sys{cfg};
+  // The middleman's link settings are silently ignored if mistyped: read back.
+  auto hb = caf::get_or(sys.config(), "middleman.heartbeat-interval", caf::timespan{0});
+  auto to = caf::get_or(sys.config(), "middleman.connection-timeout", caf::timespan{0});
+  if (hb != caf::timespan{c.link_heartbeat} || to != caf::timespan{c.link_timeout}) {
+    std::cerr << "conclave: error: the middleman did not take the link heartbeat "
+                 "settings\n";
+    return 1;
+  }
+
+  membership members{c.cluster, c.id.value, {}};
+  std::vector<el::node_id> peer_ids;
+  for (auto& [id, addr] : c.peers) {
+    members.peers.insert(id);
+    peer_ids.push_back(el::node_id{id});
+  }
+  auto directory = std::make_shared<el::directory_transport>();
+  auto links = std::make_shared<peer_links>(members, probe, directory);
+  probe->set_log([links](const std::string& line) { links->log(line); });
+
+  el::candidate_options opts;
+  opts.id = c.id;
+  opts.peers = peer_ids;
+  opts.config = c.election;
+  opts.net = std::make_shared<node_transport>(directory);
+  opts.probe = probe;
+  opts.incarnation = static_cast<uint64_t>(wall_clock_us());
+  auto candidate = el::spawn_candidate(sys, opts);
+  links->set_candidate(candidate);
+
+  auto gate = spawn_gate(sys, links);
+  auto published =
+      sys.middleman().publish(gate, c.listen.port, c.listen.host.c_str(), true);
+  auto stop_all = [&](std::vector<caf::actor> extra) {
+    caf::anon_send_exit(candidate, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    for (auto& a : extra)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  };
+  if (!published) {
+    std::cerr << "conclave: error: --listen: cannot listen on " << c.listen.to_string()
+              << ": " << sys.render(published.error()) << '\n';
+    stop_all({});
+    return 2;
+  }
+  links->log("listening on " + c.listen.to_string() + ", cluster '" + c.cluster + "', "
+             + std::string{el::to_string(c.election.algo)} + ", "
+             + std::to_string(c.peers.size()) + " peer(s)"
+             + (c.metrics ? ", metrics on http://" + c.metrics->to_string() + "/metrics"
+                          : std::string{}));
+  if (!is_loopback(c.listen.host))
+    links->log("WARNING: listening beyond loopback; CAF 0.17's wire protocol trusts "
+               "anyone who connects (docs/node.md)");
+
+  // The lower id of each pair dials the higher one.
+  std::vector<caf::actor> connectors;
+  for (auto& [id, addr] : c.peers)
+    if (id > c.id.value)
+      connectors.push_back(spawn_connector(sys, links, connector_options{id, addr}));
+
+  // Give the links a moment to come up so the first election sees everyone
+  // (the core listens for a leader's heartbeat before electing anyway).
+  auto grace_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (links->linked() < c.peers.size() && std::chrono::steady_clock::now() < grace_end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  caf::anon_send(candidate, conclave::election_atoms::start_atom::value);
+  links->log("joined with " + std::to_string(links->linked()) + " of "
+             + std::to_string(c.peers.size()) + " peer(s) linked");
+
+  // Wait for SIGTERM/SIGINT, ticking the pause guard every 10 ms meanwhile.
+  links->set_pause_guard(std::chrono::milliseconds{250},
+                         c.link_timeout + c.link_timeout / 2);
+  int sig = 0;
+  timespec period{0, 10'000'000};
+  for (;;) {
+    links->tick(std::chrono::steady_clock::now());
+    sig = sigtimedwait(&signals, nullptr, &period);
+    if (sig == SIGTERM || sig == SIGINT)
+      break;
+  }
+  links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+             + ": leaving the group");
+  {
+    // The candidate's exit handler resigns if it leads: the others elect at once.
+    caf::scoped_actor self{sys};
+    self->monitor(candidate);
+    caf::anon_send_exit(candidate, caf::exit_reason::user_shutdown);
+    self->receive([](caf::down_msg&) {}, caf::after(std::chrono::seconds(2)) >> [] {});
+  }
+  // Let the resign messages leave before the connections close.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  status->set_running(false);
+  stop_all(connectors);
+  sys.middleman().unpublish(gate, c.listen.port);
+  links->log("stopped");
+  return 0;
+}
+
+} // namespace conclave::node

@@ -1,0 +1,18 @@
+// One member of a cluster as an OS process: an actor system with the middleman
+// (heartbeats and connection timeout on), a candidate, a published gate, one
+// connector per higher-id member, metrics on /metrics, status.json, and signal
+// handling. See docs/node.md.
+//
+//   SIGTERM / SIGINT  a leader resigns first (the others elect at once), then
+//                     the node leaves and exits with status 0.
+#pragma once
+
+#include "runtime/node/node_config.hpp"
+
+namespace conclave::node {
+
+/// Runs the node until SIGTERM or SIGINT. Returns the process exit status:
+/// 0 after a clean shutdown, 2 if an address cannot be bound, 1 otherwise.
+int run_node(const node_config& cfg);
+
+} // namespace conclave::node

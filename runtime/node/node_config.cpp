@@ -1,0 +1,198 @@
+#include "runtime/node/node_config.hpp"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <set>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace conclave::node {
+
+namespace {
+
+std::string in_quotes(std::string_view s) {
+  return "'" + std::string{s} + "'";
+}
+
+std::optional<uint64_t> parse_uint(std::string_view s, uint64_t max) {
+  if (s.empty() || s.size() > 20)
+    return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    auto next = v * 10 + static_cast<uint64_t>(c - '0');
+    if (next < v)
+      return std::nullopt;
+    v = next;
+  }
+  if (v > max)
+    return std::nullopt;
+  return v;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+} // namespace
+
+result<address> parse_address(std::string_view text) {
+  text = trim(text);
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos)
+    return "expected HOST:PORT, got " + in_quotes(text);
+  auto host = text.substr(0, colon);
+  auto port = parse_uint(text.substr(colon + 1), 65535);
+  if (!port || *port == 0)
+    return "expected HOST:PORT with a port from 1 to 65535, got " + in_quotes(text);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.find_first_of(" /@,") != std::string_view::npos)
+    return "expected HOST:PORT, got " + in_quotes(text);
+  return address{host.empty() ? "127.0.0.1" : std::string{host},
+                 static_cast<uint16_t>(*port)};
+}
+
+result<std::map<uint64_t, address>> parse_peers(std::string_view text) {
+  std::map<uint64_t, address> peers;
+  text = trim(text);
+  if (text.empty())
+    return peers;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    auto comma = text.find(',', pos);
+    auto entry = trim(text.substr(
+        pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    auto at = entry.find('@');
+    if (at == std::string_view::npos)
+      return "expected ID@HOST:PORT, got " + in_quotes(entry);
+    auto id = parse_uint(entry.substr(0, at), UINT64_MAX);
+    if (!id || *id == 0)
+      return "expected ID@HOST:PORT with an id of at least 1, got " + in_quotes(entry);
+    auto addr = parse_address(entry.substr(at + 1));
+    if (!addr)
+      return "in " + in_quotes(entry) + ": " + addr.error();
+    if (peers.count(*id) != 0)
+      return "node " + std::to_string(*id) + " is listed twice";
+    peers.emplace(*id, addr.value());
+    if (comma == std::string_view::npos)
+      break;
+    pos = comma + 1;
+  }
+  return peers;
+}
+
+bool is_loopback(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.substr(0, 4) == "127.";
+}
+
+result<node_config> make_node_config(const node_options& o) {
+  node_config c;
+  if (o.id == 0)
+    return std::string{"--id: required, a positive integer unique in the cluster"};
+  c.id = election::node_id{o.id};
+  if (o.cluster.empty() || o.cluster.size() > 64)
+    return std::string{"--cluster: expected a name of 1 to 64 characters"};
+  c.cluster = o.cluster;
+  if (o.listen.empty())
+    return std::string{"--listen: required, HOST:PORT this node listens on"};
+  auto listen = parse_address(o.listen);
+  if (!listen)
+    return "--listen: " + listen.error();
+  c.listen = listen.value();
+  auto peers = parse_peers(o.peers);
+  if (!peers)
+    return "--peers: " + peers.error();
+  std::map<std::string, uint64_t> by_address;
+  by_address[c.listen.to_string()] = o.id;
+  for (auto& [id, addr] : peers.value()) {
+    if (id == o.id) {
+      if (addr != c.listen)
+        return "--peers: lists this node (" + std::to_string(id) + ") with "
+               + addr.to_string() + " but --listen is " + c.listen.to_string();
+      continue;
+    }
+    auto [i, fresh] = by_address.emplace(addr.to_string(), id);
+    if (!fresh)
+      return "--peers: nodes " + std::to_string(i->second) + " and " + std::to_string(id)
+             + " share the address " + addr.to_string();
+    c.peers.emplace(id, addr);
+  }
+  if (!o.metrics.empty()) {
+    auto m = parse_address(o.metrics);
+    if (!m)
+      return "--metrics: " + m.error();
+    if (m.value() == c.listen)
+      return "--metrics: " + m.value().to_string() + " is also the --listen address";
+    c.metrics = m.value();
+  }
+  c.data_dir = o.data_dir;
+  auto algo = election::parse_algorithm(o.algorithm);
+  if (!algo)
+    return "--algorithm: " + algo.error();
+  using std::chrono::milliseconds;
+  auto& e = c.election;
+  e.algo = algo.value();
+  if (o.detector == "phi")
+    e.detector.kind = election::detector_kind::phi;
+  else if (o.detector == "fixed")
+    e.detector.kind = election::detector_kind::fixed;
+  else
+    return "--detector: expected fixed or phi, got " + in_quotes(o.detector);
+  if (o.heartbeat_ms == 0)
+    return std::string{"--heartbeat-ms: must be at least 1"};
+  if (o.detector_timeout_ms <= o.heartbeat_ms)
+    return "--detector-timeout-ms: must exceed --heartbeat-ms ("
+           + std::to_string(o.heartbeat_ms) + ")";
+  if (o.phi_threshold <= 0)
+    return std::string{"--phi-threshold: must be positive"};
+  e.heartbeat_interval = milliseconds{o.heartbeat_ms};
+  e.detector.timeout = milliseconds{o.detector_timeout_ms};
+  e.detector.phi_threshold = o.phi_threshold;
+  e.election_wait = milliseconds{o.election_wait_ms};
+  e.preempt = o.preempt;
+  if (auto v = election::validate(e); !v)
+    return v.error();
+  if (o.link_heartbeat_ms == 0 || o.link_timeout_ms <= 2 * o.link_heartbeat_ms)
+    return std::string{"--link-timeout-ms: must exceed twice --link-heartbeat-ms "
+                       "(and both must be positive)"};
+  c.link_heartbeat = milliseconds{o.link_heartbeat_ms};
+  c.link_timeout = milliseconds{o.link_timeout_ms};
+  return c;
+}
+
+result<void> check_bindable(const address& a, std::string_view flag) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  auto port = std::to_string(a.port);
+  if (::getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res) != 0 || res == nullptr)
+    return std::string{flag} + ": cannot resolve host " + in_quotes(a.host);
+  std::string err;
+  int fd = ::socket(res->ai_family, SOCK_STREAM, 0);
+  if (fd < 0) {
+    err = std::strerror(errno);
+  } else {
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, 1) != 0)
+      err = errno == EADDRINUSE ? "port in use" : std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  if (!err.empty())
+    return std::string{flag} + ": cannot listen on " + a.to_string() + ": " + err;
+  return outcome::success();
+}
+
+} // namespace conclave::node

@@ -1,0 +1,90 @@
+// Settings of one `conclave node`: who it is, where it listens, who its peers
+// are, how it elects and detects failures, where it reports. Parsing and
+// validation are pure functions (unit-tested); the CLI fills `node_options`
+// from flags, CONCLAVE_* variables and a config file, then calls
+// make_node_config(), whose error is the one line shown to the user (exit 2).
+#pragma once
+
+#include "protocols/election/config.hpp"
+
+#include <boost/outcome.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace conclave::node {
+
+namespace outcome = BOOST_OUTCOME_V2_NAMESPACE;
+
+template <class T>
+using result = outcome::result<T, std::string>;
+
+struct address {
+  std::string host;
+  uint16_t port = 0;
+
+  std::string to_string() const { return host + ":" + std::to_string(port); }
+  friend bool operator==(const address& a, const address& b) {
+    return a.host == b.host && a.port == b.port;
+  }
+  friend bool operator!=(const address& a, const address& b) { return !(a == b); }
+};
+
+/// "HOST:PORT" (HOST may be empty: loopback). Port 1..65535.
+result<address> parse_address(std::string_view text);
+
+/// "ID@HOST:PORT,ID@HOST:PORT,..." → id → address. Rejects malformed entries and
+/// duplicate ids (the error names the entry).
+result<std::map<uint64_t, address>> parse_peers(std::string_view text);
+
+/// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
+bool is_loopback(std::string_view host);
+
+/// What the user gave, as text (flags, environment or config file).
+struct node_options {
+  uint64_t id = 0;
+  std::string listen;
+  std::string peers;
+  std::string metrics;
+  std::string data_dir;
+  std::string algorithm = "bully";
+  std::string cluster = "conclave";
+  std::string detector = "fixed";
+  unsigned heartbeat_ms = 50;
+  unsigned detector_timeout_ms = 150;
+  double phi_threshold = 8.0;
+  unsigned election_wait_ms = 150;
+  unsigned link_heartbeat_ms = 100;
+  unsigned link_timeout_ms = 1000;
+  bool preempt = false;
+};
+
+/// A validated node configuration.
+struct node_config {
+  election::node_id id;
+  std::string cluster;
+  address listen;
+  std::map<uint64_t, address> peers; ///< the other members (never this node)
+  std::optional<address> metrics;
+  std::string data_dir; ///< empty: no status file
+  election::election_config election;
+  /// CAF middleman: heartbeat on every connection, and the silence after which a
+  /// connection is closed (every member must use the same values).
+  std::chrono::milliseconds link_heartbeat{100};
+  std::chrono::milliseconds link_timeout{1000};
+};
+
+/// Validates the options: id given, addresses well-formed, no duplicate ids or
+/// addresses, this node listed among the peers only with its own address,
+/// settings consistent. Does not touch the network (see check_ports).
+result<node_config> make_node_config(const node_options& o);
+
+/// Whether HOST:PORT can be bound right now (as a listener with address reuse).
+/// The error says which flag and address, and why.
+result<void> check_bindable(const address& a, std::string_view flag);
+
+} // namespace conclave::node

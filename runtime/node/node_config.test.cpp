@@ -1,0 +1,116 @@
+#include "runtime/node/node_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace conclave::node;
+
+namespace {
+
+node_options three_nodes() {
+  node_options o;
+  o.id = 2;
+  o.listen = "127.0.0.1:7002";
+  o.peers = "1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003";
+  return o;
+}
+
+std::string error_of(const node_options& o) {
+  auto c = make_node_config(o);
+  return c ? std::string{} : c.error();
+}
+
+} // namespace
+
+TEST(node_config, addresses_parse_with_loopback_as_the_default_host) {
+  auto a = parse_address("10.0.0.1:80");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a.value().host, "10.0.0.1");
+  EXPECT_EQ(a.value().port, 80);
+  auto b = parse_address(":9000");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b.value().host, "127.0.0.1");
+  EXPECT_FALSE(parse_address("localhost"));
+  EXPECT_FALSE(parse_address("host:0"));
+  EXPECT_FALSE(parse_address("host:70000"));
+  EXPECT_FALSE(parse_address("host:12x"));
+}
+
+TEST(node_config, peers_parse_and_name_the_malformed_entry) {
+  auto p = parse_peers("1@127.0.0.1:1, 2@127.0.0.1:2");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p.value().size(), 2u);
+  auto bad = parse_peers("1@127.0.0.1:1,two@127.0.0.1:2");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("two@"), std::string::npos) << bad.error();
+}
+
+TEST(node_config, a_valid_configuration_excludes_this_node_from_its_peers) {
+  auto c = make_node_config(three_nodes());
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c.value().peers.size(), 2u);
+  EXPECT_EQ(c.value().peers.count(2), 0u);
+}
+
+TEST(node_config, a_duplicate_id_is_named) {
+  auto o = three_nodes();
+  o.peers = "1@127.0.0.1:7001,3@127.0.0.1:7003,1@127.0.0.1:7004";
+  EXPECT_EQ(error_of(o), "--peers: node 1 is listed twice");
+}
+
+TEST(node_config, this_node_listed_with_another_address_is_refused) {
+  auto o = three_nodes();
+  o.peers = "1@127.0.0.1:7001,2@127.0.0.1:7999";
+  EXPECT_EQ(error_of(o), "--peers: lists this node (2) with 127.0.0.1:7999 but "
+                         "--listen is 127.0.0.1:7002");
+}
+
+TEST(node_config, a_missing_id_or_listen_address_is_named) {
+  auto o = three_nodes();
+  o.id = 0;
+  EXPECT_EQ(error_of(o).rfind("--id:", 0), 0u);
+  o = three_nodes();
+  o.listen.clear();
+  EXPECT_EQ(error_of(o).rfind("--listen:", 0), 0u);
+  o = three_nodes();
+  o.listen = "nohost";
+  EXPECT_EQ(error_of(o), "--listen: expected HOST:PORT, got 'nohost'");
+}
+
+TEST(node_config, two_members_on_one_address_are_refused) {
+  auto o = three_nodes();
+  o.peers = "1@127.0.0.1:7001,3@127.0.0.1:7001";
+  EXPECT_EQ(error_of(o), "--peers: nodes 1 and 3 share the address 127.0.0.1:7001");
+}
+
+TEST(node_config, inconsistent_timing_is_refused) {
+  auto o = three_nodes();
+  o.detector_timeout_ms = 40;
+  EXPECT_EQ(error_of(o).rfind("--detector-timeout-ms:", 0), 0u);
+  o = three_nodes();
+  o.link_timeout_ms = 150;
+  EXPECT_EQ(error_of(o).rfind("--link-timeout-ms:", 0), 0u);
+  o = three_nodes();
+  o.algorithm = "raft";
+  EXPECT_EQ(error_of(o).rfind("--algorithm:", 0), 0u);
+}
+
+TEST(node_config, a_port_in_use_is_reported) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof(sa);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  address a{"127.0.0.1", ntohs(sa.sin_port)};
+  auto r = check_bindable(a, "--listen");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("port in use"), std::string::npos) << r.error();
+  ::close(fd);
+  EXPECT_TRUE(check_bindable(a, "--listen"));
+}

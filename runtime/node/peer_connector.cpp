@@ -1,0 +1,144 @@
+#include "runtime/node/peer_connector.hpp"
+
+#include "runtime/node/gate_actor.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace conclave::node {
+
+namespace {
+
+struct connector_state {
+  static inline const char* name = "conclave.connector";
+  std::shared_ptr<peer_links> links;
+  connector_options opts;
+  std::chrono::milliseconds backoff{0};
+  uint64_t generation = 0;
+  bool dialing = false;
+  caf::actor remote; ///< the peer's candidate while linked
+  std::string last_failure;
+};
+
+using self_ptr = caf::stateful_actor<connector_state>*;
+
+void dial(self_ptr self);
+
+void retry(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  st.dialing = false;
+  if (why != st.last_failure) { // log each new kind of failure once
+    st.links->log("cannot reach node " + std::to_string(st.opts.peer) + " at "
+                  + st.opts.where.to_string() + " (" + why + "), retrying");
+    st.last_failure = why;
+  }
+  auto delay = st.backoff;
+  st.backoff = std::min(st.backoff * 2, st.opts.max_backoff);
+  self->delayed_send(self, delay, dial_atom::value, ++st.generation);
+}
+
+void handshake(self_ptr self, const gate_actor& gate) {
+  auto& st = self->state;
+  auto& m = st.links->members();
+  self->request(gate, st.opts.step_timeout, hello_atom::value, m.cluster, m.self,
+                caf::actor_cast<caf::actor>(st.links->candidate()))
+      .then(
+          [self](const std::string& cluster, uint64_t id, const caf::actor& remote,
+                 const std::string& refused) {
+            auto& st = self->state;
+            auto& links = *st.links;
+            if (!refused.empty()) {
+              retry(self, "refused our handshake: " + refused);
+              return;
+            }
+            auto r = links.members().accept_answer(cluster, id, st.opts.peer);
+            if (r == rejection::none && !remote)
+              r = rejection::unknown_node;
+            if (r != rejection::none) {
+              links.probe().message_rejected(to_string(r));
+              retry(self, "answered as node " + std::to_string(id) + " of cluster '"
+                              + cluster + "': " + std::string{to_string(r)});
+              return;
+            }
+            st.dialing = false;
+            st.last_failure.clear();
+            st.backoff = st.opts.initial_backoff;
+            st.remote = remote;
+            self->monitor(remote);
+            links.up(st.opts.peer, remote);
+          },
+          [self](caf::error& err) {
+            retry(self, "handshake: " + self->system().render(err));
+          });
+}
+
+void dial(self_ptr self) {
+  auto& st = self->state;
+  if (st.dialing || st.remote)
+    return;
+  st.dialing = true;
+  auto mm = self->system().middleman().actor_handle();
+  self->request(mm, st.opts.step_timeout, caf::connect_atom::value, st.opts.where.host,
+                st.opts.where.port)
+      .then(
+          [self](const caf::node_id&, caf::strong_actor_ptr& ptr,
+                 const std::set<std::string>& ifs) {
+            if (!ptr) {
+              retry(self, "nothing published there");
+              return;
+            }
+            auto expected =
+                self->system().message_types(caf::detail::type_list<gate_actor>{});
+            if (ifs != expected) {
+              self->state.links->probe().message_rejected("protocol_mismatch");
+              retry(self, "not a conclave node of this version");
+              return;
+            }
+            handshake(self, caf::actor_cast<gate_actor>(ptr));
+          },
+          [self](caf::error& err) { retry(self, self->system().render(err)); });
+}
+
+caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
+                             connector_options opts) {
+  auto& st = self->state;
+  st.links = std::move(links);
+  st.opts = opts;
+  st.backoff = opts.initial_backoff;
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (!st.remote || dm.source != st.remote.address())
+      return;
+    st.links->down(dm.source);
+    st.remote = nullptr;
+    st.backoff = st.opts.initial_backoff;
+    self->delayed_send(self, st.opts.initial_backoff, dial_atom::value, ++st.generation);
+  });
+  self->set_default_handler([self](caf::scheduled_actor*, caf::message_view&) {
+    self->state.links->probe().message_rejected("unexpected_message");
+    return caf::result<caf::message>{caf::sec::unexpected_message};
+  });
+  dial(self);
+  return {
+      [self](dial_atom, uint64_t generation) {
+        if (generation == self->state.generation)
+          dial(self);
+      },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_connector(caf::actor_system& sys, std::shared_ptr<peer_links> links,
+                           connector_options opts) {
+  return sys.spawn(connector_impl, std::move(links), std::move(opts));
+}
+
+} // namespace conclave::node

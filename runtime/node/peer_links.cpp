@@ -1,0 +1,97 @@
+#include "runtime/node/peer_links.hpp"
+
+#include "protocols/election/type_ids.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace conclave::node {
+
+namespace el = conclave::election;
+
+peer_links::peer_links(membership m, std::shared_ptr<node_probe> probe,
+                       std::shared_ptr<el::directory_transport> directory)
+    : members_(std::move(m)), probe_(std::move(probe)), directory_(std::move(directory)) {
+}
+
+void peer_links::up(uint64_t peer, const caf::actor& remote) {
+  el::node_id id{peer};
+  bool fresh = !directory_->get(id);
+  directory_->put(id, caf::actor_cast<el::candidate_actor>(remote));
+  if (fresh)
+    ++linked_;
+  probe_->peer_link(peer, true);
+  log("link to node " + std::to_string(peer) + " up");
+  if (candidate_)
+    caf::anon_send(candidate_, conclave::election_atoms::peer_up_atom::value, id);
+}
+
+std::optional<uint64_t> peer_links::down(const caf::actor_addr& remote) {
+  auto id = directory_->node_of(remote);
+  if (!id)
+    return std::nullopt;
+  directory_->erase(*id);
+  --linked_;
+  probe_->peer_link(id->value, false);
+  if (just_resumed(std::chrono::steady_clock::now())) {
+    log("link to node " + std::to_string(id->value)
+        + " down after this process was paused: not reported as a failure");
+    return id->value;
+  }
+  log("link to node " + std::to_string(id->value) + " down");
+  if (candidate_)
+    caf::anon_send(candidate_, conclave::election_atoms::peer_down_atom::value, *id);
+  return id->value;
+}
+
+namespace {
+int64_t ns_of(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch())
+      .count();
+}
+} // namespace
+
+void peer_links::set_pause_guard(std::chrono::milliseconds threshold,
+                                 std::chrono::milliseconds window) {
+  pause_threshold_ = threshold;
+  pause_window_ = window;
+}
+
+void peer_links::tick(std::chrono::steady_clock::time_point now) {
+  auto prev = last_tick_ns_.exchange(ns_of(now));
+  auto gap = std::chrono::nanoseconds{ns_of(now) - prev};
+  if (prev != 0 && gap > pause_threshold_) {
+    resumed_ns_ = ns_of(now);
+    log("was paused for "
+        + std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(gap).count())
+        + " ms");
+  }
+}
+
+bool peer_links::just_resumed(std::chrono::steady_clock::time_point now) const {
+  auto n = ns_of(now);
+  auto last = last_tick_ns_.load();
+  if (last != 0 && std::chrono::nanoseconds{n - last} > pause_threshold_)
+    return true; // the main thread has not run since the pause yet
+  return std::chrono::nanoseconds{n - resumed_ns_.load()} < pause_window_;
+}
+
+void peer_links::log(const std::string& line) const {
+  using namespace std::chrono;
+  auto now = system_clock::now();
+  auto t = system_clock::to_time_t(now);
+  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
+  std::fprintf(stderr, "%s.%03d node %llu: %s\n", stamp, static_cast<int>(ms),
+               static_cast<unsigned long long>(members_.self), line.c_str());
+}
+
+} // namespace conclave::node

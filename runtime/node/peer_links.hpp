@@ -1,0 +1,94 @@
+// The node's transport state: which members are linked (handshake done) and
+// through which remote candidate handle. The gate (accepting side) and the
+// connectors (dialing side) call up()/down(); this fills the candidate's
+// directory_transport and tells the candidate (peer_up / peer_down), the
+// metrics and status.json. Thread-safe (the directory has its own lock).
+#pragma once
+
+#include "actors/election/candidate_actor.hpp"
+#include "actors/election/directory_transport.hpp"
+#include "runtime/node/membership.hpp"
+#include "runtime/node/node_probe.hpp"
+
+#include <caf/actor.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <memory>
+
+namespace conclave::node {
+
+/// Handshake atoms (plain atom constants: built-in types only on this link).
+using hello_atom = caf::atom_constant<caf::atom("cn_hello")>;
+using dial_atom = caf::atom_constant<caf::atom("cn_dial")>;
+
+/// The candidate's transport in a node: sends through the directory, but leaves
+/// watching to the links (gate and connectors monitor the remote candidates and
+/// apply the pause guard before reporting peer_down).
+class node_transport final : public election::transport {
+public:
+  explicit node_transport(std::shared_ptr<election::directory_transport> d)
+      : directory_(std::move(d)) {}
+  void send(caf::local_actor* self, election::node_id to,
+            const election::message& m) override {
+    directory_->send(self, to, m);
+  }
+  void watch(caf::local_actor*, election::node_id) override {}
+  std::optional<election::node_id> node_of(const caf::actor_addr&) const override {
+    return std::nullopt; // down messages of peers are the links' business
+  }
+
+private:
+  std::shared_ptr<election::directory_transport> directory_;
+};
+
+class peer_links {
+public:
+  peer_links(membership m, std::shared_ptr<node_probe> probe,
+             std::shared_ptr<election::directory_transport> directory);
+
+  const membership& members() const { return members_; }
+  node_probe& probe() { return *probe_; }
+  std::shared_ptr<election::directory_transport> directory() const { return directory_; }
+
+  void set_candidate(election::candidate_actor c) { candidate_ = std::move(c); }
+  const election::candidate_actor& candidate() const { return candidate_; }
+
+  /// The handshake with `peer` succeeded; `remote` is its candidate.
+  void up(uint64_t peer, const caf::actor& remote);
+  /// A monitored remote candidate went down: if it is the current handle of a
+  /// member, unlink it. Returns the member's id, if it was one.
+  std::optional<uint64_t> down(const caf::actor_addr& remote);
+
+  /// Pause guard. The main thread calls this every few milliseconds; a gap much
+  /// longer than its period means this process was frozen (SIGSTOP, a VM pause).
+  /// Its links then drop one after another as it reads what piled up: the peers
+  /// closed them during the pause. Such drops say nothing about the peers, so for
+  /// `window` after a pause (or while the main thread has not yet noticed one)
+  /// they are not reported to the candidate as peer_down; the peers redial, and
+  /// the heartbeat detector judges the leader as usual.
+  void tick(std::chrono::steady_clock::time_point now);
+  void set_pause_guard(std::chrono::milliseconds threshold,
+                       std::chrono::milliseconds window);
+  bool just_resumed(std::chrono::steady_clock::time_point now) const;
+
+  /// Members currently linked.
+  size_t linked() const { return linked_.load(); }
+
+  /// Logs one line on stderr, prefixed with the node id.
+  void log(const std::string& line) const;
+
+private:
+  membership members_;
+  std::shared_ptr<node_probe> probe_;
+  std::shared_ptr<election::directory_transport> directory_;
+  election::candidate_actor candidate_;
+  std::atomic<size_t> linked_{0};
+  std::chrono::milliseconds pause_threshold_{250};
+  std::chrono::milliseconds pause_window_{1500};
+  std::atomic<int64_t> last_tick_ns_{0};
+  std::atomic<int64_t> resumed_ns_{INT64_MIN / 2};
+};
+
+} // namespace conclave::node

@@ -1,0 +1,138 @@
+#include "runtime/node/status_file.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+namespace conclave::node {
+
+std::string to_json(const node_status& s) {
+  nlohmann::json peers = nlohmann::json::array();
+  for (auto& p : s.peers)
+    peers.push_back({{"id", p.id},
+                     {"address", p.address},
+                     {"connected", p.connected},
+                     {"state", p.state}});
+  nlohmann::json j{{"id", s.id},
+                   {"cluster", s.cluster},
+                   {"address", s.address},
+                   {"pid", s.pid},
+                   {"running", s.running},
+                   {"leader", s.leader},
+                   {"term", s.term},
+                   {"term_leader", s.term_leader},
+                   {"is_leader", s.is_leader},
+                   {"acting", s.acting},
+                   {"leader_since_us", s.leader_since_us},
+                   {"peers", peers}};
+  return j.dump(2) + "\n";
+}
+
+std::optional<node_status> status_from_json(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return std::nullopt;
+  try {
+    node_status s;
+    s.id = j.at("id").get<uint64_t>();
+    s.cluster = j.value("cluster", "");
+    s.address = j.value("address", "");
+    s.pid = j.value("pid", 0);
+    s.running = j.value("running", true);
+    s.leader = j.value("leader", uint64_t{0});
+    s.term = j.value("term", uint64_t{0});
+    s.term_leader = j.value("term_leader", uint64_t{0});
+    s.is_leader = j.value("is_leader", false);
+    s.acting = j.value("acting", false);
+    s.leader_since_us = j.value("leader_since_us", int64_t{0});
+    for (auto& p : j.value("peers", nlohmann::json::array()))
+      s.peers.push_back({p.value("id", uint64_t{0}), p.value("address", ""),
+                         p.value("connected", false), p.value("state", "")});
+    return s;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+result<void> write_file_atomically(const std::string& path, const std::string& content) {
+  auto tmp = path + ".tmp";
+  {
+    std::ofstream out{tmp, std::ios::trunc | std::ios::binary};
+    if (!out)
+      return "cannot write " + tmp;
+    out << content;
+    out.flush();
+    if (!out)
+      return "cannot write " + tmp;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return "cannot replace " + path;
+  return outcome::success();
+}
+
+int64_t wall_clock_us() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+status_writer::status_writer(std::string path, node_status initial)
+    : path_(std::move(path)), status_(std::move(initial)) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  write_locked();
+}
+
+void status_writer::update_leadership(uint64_t leader, uint64_t term,
+                                      uint64_t term_leader, bool is_leader, bool acting,
+                                      const std::map<uint64_t, std::string>& states) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto& s = status_;
+  if (s.leader != leader || s.term != term || s.term_leader != term_leader
+      || s.is_leader != is_leader)
+    s.leader_since_us = wall_clock_us();
+  s.leader = leader;
+  s.term = term;
+  s.term_leader = term_leader;
+  s.is_leader = is_leader;
+  s.acting = acting;
+  for (auto& p : s.peers)
+    if (auto i = states.find(p.id); i != states.end())
+      p.state = i->second;
+  write_locked();
+}
+
+void status_writer::set_connected(uint64_t peer, bool connected) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& p : status_.peers)
+    if (p.id == peer)
+      p.connected = connected;
+  write_locked();
+}
+
+void status_writer::set_running(bool running) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  status_.running = running;
+  if (!running) {
+    status_.is_leader = false;
+    status_.acting = false;
+  }
+  write_locked();
+}
+
+node_status status_writer::snapshot() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return status_;
+}
+
+void status_writer::write_locked() {
+  if (path_.empty())
+    return;
+  auto text = to_json(status_);
+  if (text == last_written_)
+    return;
+  if (write_file_atomically(path_, text))
+    last_written_ = std::move(text);
+}
+
+} // namespace conclave::node

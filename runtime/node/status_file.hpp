@@ -1,0 +1,73 @@
+// DIR/status.json: a node's view of the group, replaced atomically (temporary
+// file + rename) whenever it changes, so that `conclave cluster status` and
+// scripts never read a half-written file. Also read back by the launcher.
+#pragma once
+
+#include "runtime/node/node_config.hpp"
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace conclave::node {
+
+struct peer_view {
+  uint64_t id = 0;
+  std::string address;
+  bool connected = false; ///< transport: the handshake succeeded, link up
+  std::string state;      ///< the candidate's view: alive, suspected, down
+};
+
+struct node_status {
+  uint64_t id = 0;
+  std::string cluster;
+  std::string address;
+  int pid = 0;
+  bool running = true; ///< false once the node has shut down cleanly
+  uint64_t leader = 0; ///< 0: no leader known
+  uint64_t term = 0;   ///< epoch of the term the node knows
+  uint64_t term_leader = 0;
+  bool is_leader = false;
+  bool acting = false;
+  /// Wall clock (µs since the epoch) when this node adopted its current leader
+  /// and term: lets tools time a failover without polling granularity.
+  int64_t leader_since_us = 0;
+  std::vector<peer_view> peers;
+};
+
+std::string to_json(const node_status& s);
+/// Parses a status file's content; nullopt if it is not one.
+std::optional<node_status> status_from_json(const std::string& text);
+
+/// Writes `content` to `path` atomically: PATH.tmp, then rename over PATH.
+result<void> write_file_atomically(const std::string& path, const std::string& content);
+
+/// Microseconds since the Unix epoch, now.
+int64_t wall_clock_us();
+
+/// Keeps a node_status and rewrites the file whenever it changes. Thread-safe:
+/// the candidate (leader, term) and the transport (links) update it.
+class status_writer {
+public:
+  /// `path` empty: keeps the status in memory only.
+  status_writer(std::string path, node_status initial);
+
+  void update_leadership(uint64_t leader, uint64_t term, uint64_t term_leader,
+                         bool is_leader, bool acting,
+                         const std::map<uint64_t, std::string>& peer_states);
+  void set_connected(uint64_t peer, bool connected);
+  void set_running(bool running);
+  node_status snapshot() const;
+
+private:
+  void write_locked();
+
+  std::string path_;
+  mutable std::mutex mtx_;
+  node_status status_;
+  std::string last_written_;
+};
+
+} // namespace conclave::node
