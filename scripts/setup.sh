@@ -13,6 +13,7 @@ packages=(
   googletest libgtest-dev libgmock-dev
   libbenchmark-dev
   gnuplot-nox           # plots of simulation runs
+  prometheus            # server for the metrics integration test (tests/process)
 )
 
 missing=()

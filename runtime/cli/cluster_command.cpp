@@ -19,6 +19,7 @@ struct cluster_options {
   std::string signal = "TERM";
   bool json = false;
   bool wait = false;
+  bool leader = false;
   unsigned timeout_ms = 15000;
   std::string detector;
   unsigned heartbeat_ms = 0;
@@ -43,6 +44,8 @@ int run_up(cluster_options& o) {
 }
 
 int run_kill(cluster_options& o) {
+  if (o.leader == (o.node != 0))
+    return bad_input("cluster kill: give either --node ID or --leader");
   auto sig = cluster::parse_signal(o.signal);
   if (sig == 0)
     return bad_input("--signal: expected KILL, STOP, CONT, TERM or INT, got '" + o.signal
@@ -97,7 +100,9 @@ void add_cluster_command(command_registry& reg) {
 
   auto* kl = cl->add_subcommand("kill", "Send a signal to one node");
   dir_option(kl, o->dir)->required();
-  option(kl, "--node", o->node, "node id")->required();
+  auto* node_opt = option(kl, "--node", o->node, "node id");
+  auto* leader_opt = kl->add_flag("--leader", o->leader, "signal the current leader");
+  node_opt->excludes(leader_opt);
   option(kl, "--signal", o->signal, "KILL, STOP, CONT, TERM or INT")
       ->capture_default_str();
   kl->add_flag("--wait", o->wait,

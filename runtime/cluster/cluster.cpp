@@ -96,6 +96,14 @@ void save_cluster(const std::string& dir, const cluster_file& c) {
          {"nodes", nodes}};
   node::write_file_atomically((fs::path{dir} / "cluster.json").string(),
                               j.dump(2) + "\n");
+  // Prometheus file-based discovery (examples/prometheus/prometheus.yml).
+  json targets = json::array();
+  for (auto& n : c.nodes)
+    targets.push_back(
+        {{"targets", {n.metrics}},
+         {"labels", {{"cluster", c.name}, {"node", std::to_string(n.id)}}}});
+  node::write_file_atomically((fs::path{dir} / "prometheus-targets.json").string(),
+                              targets.dump(2) + "\n");
 }
 
 /// State letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), 0 if gone.
@@ -534,10 +542,16 @@ int kill(const std::string& dir, uint64_t id, int sig, bool wait,
   auto c = load_cluster(dir);
   if (!c)
     return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  auto before = agreed_leader(views_of(dir, *c));
+  if (id == 0) { // --leader
+    if (!before)
+      return failure(
+          "the nodes do not agree on a leader right now; name one with --node");
+    id = before->leader;
+  }
   if (std::none_of(c->nodes.begin(), c->nodes.end(),
                    [&](const node_entry& n) { return n.id == id; }))
     return bad_input("--node: no node " + std::to_string(id) + " in " + dir);
-  auto before = agreed_leader(views_of(dir, *c));
   auto t0_us = node::wall_clock_us();
   auto t0 = std::chrono::steady_clock::now();
   if (!signal_node(dir, id, sig))

@@ -66,6 +66,7 @@ std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
 int parse_signal(const std::string& name);
 
 // Commands: return the process exit status (0 ok, 1 failure/timeout, 2 bad input).
+// kill: node 0 means the leader the live nodes agree on.
 int up(const up_options& o, std::ostream& out);
 int status(const std::string& dir, bool json, std::ostream& out);
 int kill(const std::string& dir, uint64_t node, int signal, bool wait,

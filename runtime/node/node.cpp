@@ -135,7 +135,7 @@ int run_node(const node_config& c) {
   };
   if (!published) {
     std::cerr << "conclave: error: --listen: cannot listen on " << c.listen.to_string()
-              << ": " << sys.render(published.error()) << '\n';
+              << ": port in use (" << sys.render(published.error()) << ")\n";
     stop_all({});
     return 2;
   }
@@ -176,6 +176,12 @@ int run_node(const node_config& c) {
   }
   links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
              + ": leaving the group");
+  // No new links while leaving (the peers' candidates stay in the directory, so
+  // the resignation still reaches them).
+  sys.middleman().unpublish(gate, c.listen.port);
+  for (auto& a : connectors)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
   {
     // The candidate's exit handler resigns if it leads: the others elect at once.
     caf::scoped_actor self{sys};
@@ -186,9 +192,10 @@ int run_node(const node_config& c) {
   // Let the resign messages leave before the connections close.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   status->set_running(false);
-  stop_all(connectors);
-  sys.middleman().unpublish(gate, c.listen.port);
   links->log("stopped");
+  // civetweb's orderly stop waits for its 2 s poll timeout; the process is
+  // leaving anyway, so the exposer's threads end with it.
+  static_cast<void>(exposer.release());
   return 0;
 }
 

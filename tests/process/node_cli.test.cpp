@@ -1,0 +1,96 @@
+// `conclave node` and `conclave cluster` refuse bad input up front: exit 2 and
+// one line on stderr naming the problem.
+#include "tests/process/process_support.hpp"
+
+#include <netinet/in.h>
+
+using namespace conclave::process_test;
+
+namespace {
+
+void expect_bad_input(const std::string& args, const std::string& line_part) {
+  auto r = run_conclave(args, true);
+  EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(line_part), std::string::npos) << args << "\n" << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << "\n" << r.out;
+}
+
+struct temp_file {
+  std::filesystem::path path;
+  explicit temp_file(const std::string& content) {
+    path = std::filesystem::temp_directory_path()
+           / ("conclave-cfg-" + std::to_string(::getpid()) + "-"
+              + std::to_string(counter()++) + ".ini");
+    std::ofstream{path} << content;
+  }
+  ~temp_file() { std::filesystem::remove(path); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+} // namespace
+
+TEST(node_cli, bad_flags_are_exit_2_with_the_right_line) {
+  expect_bad_input("node --bogus 1", "--bogus");
+  expect_bad_input("node --listen 127.0.0.1:7001", "--id: required");
+  expect_bad_input("node --id 1", "--listen: required");
+  expect_bad_input("node --id 1 --listen 127.0.0.1", "--listen: expected HOST:PORT");
+  expect_bad_input("node --id 1 --listen 127.0.0.1:7001 --peers 2@nowhere",
+                   "--peers: in '2@nowhere'");
+  expect_bad_input("node --id 1 --listen 127.0.0.1:7001 --peers "
+                   "2@127.0.0.1:7002,2@127.0.0.1:7003",
+                   "--peers: node 2 is listed twice");
+  expect_bad_input("node --id 1 --listen 127.0.0.1:7001 --peers 1@127.0.0.1:7009",
+                   "--peers: lists this node (1) with 127.0.0.1:7009");
+  expect_bad_input("node --id 1 --listen 127.0.0.1:7001 --algorithm raft",
+                   "--algorithm:");
+  expect_bad_input("node --id x --listen 127.0.0.1:7001", "--id");
+  expect_bad_input("cluster up --nodes 0 --dir /tmp/x", "--nodes: expected 1 to 64");
+  expect_bad_input("cluster kill --dir /nonexistent --node 1",
+                   "no cluster in /nonexistent");
+  expect_bad_input("cluster kill --dir /tmp --node 1 --signal HUP", "--signal:");
+}
+
+TEST(node_cli, a_port_in_use_is_exit_2) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof(sa);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  auto port = std::to_string(ntohs(sa.sin_port));
+  expect_bad_input("node --id 1 --listen 127.0.0.1:" + port, "port in use");
+  expect_bad_input("node --id 1 --listen 127.0.0.1:1 --metrics 127.0.0.1:" + port,
+                   "--metrics: cannot listen on 127.0.0.1:" + port);
+  ::close(fd);
+}
+
+TEST(node_cli, bad_config_files_are_exit_2_naming_file_and_setting) {
+  temp_file unknown{"id = 1\nlisten = 127.0.0.1:7001\ncolour = blue\n"};
+  expect_bad_input("node --config " + unknown.path.string(), "unknown setting 'colour'");
+  temp_file bad_value{"id = one\n"};
+  expect_bad_input("node --config " + bad_value.path.string(), "setting 'id'");
+  temp_file bad_peers{"id = 1\nlisten = 127.0.0.1:7001\npeers = 1@127.0.0.1:7001,3\n"};
+  expect_bad_input("node --config " + bad_peers.path.string(),
+                   "--peers: expected ID@HOST:PORT");
+  expect_bad_input("node --config /nonexistent.ini", "--config: cannot read");
+}
+
+TEST(node_cli, flags_beat_environment_which_beats_the_config_file) {
+  // Each source gives a different malformed --peers: the error names the winner.
+  temp_file cfg{"id = 1\nlisten = 127.0.0.1:7001\npeers = 2@from-file\n"};
+  auto args = "node --config " + cfg.path.string();
+  auto r = run_conclave(args, true);
+  EXPECT_NE(r.out.find("'2@from-file'"), std::string::npos) << r.out;
+  ::setenv("CONCLAVE_PEERS", "2@from-env", 1);
+  r = run_conclave(args, true);
+  EXPECT_NE(r.out.find("'2@from-env'"), std::string::npos) << r.out;
+  r = run_conclave(args + " --peers 2@from-flag", true);
+  EXPECT_NE(r.out.find("'2@from-flag'"), std::string::npos) << r.out;
+  ::unsetenv("CONCLAVE_PEERS");
+  EXPECT_EQ(r.status, 2);
+}

@@ -1,0 +1,149 @@
+// Helpers of the multi-process tests: run the `conclave` binary, a temporary
+// cluster directory that is always torn down (`cluster down`, which signals
+// only pids still running that directory's nodes), and a tiny HTTP GET.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <netinet/in.h>
+#include <sstream>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace conclave::process_test {
+
+struct run_result {
+  int status = -1;
+  std::string out;
+};
+
+/// Runs `conclave ARGS` through the shell; stderr is folded into out if asked.
+inline run_result run_conclave(const std::string& args, bool with_stderr = false) {
+  std::string cmd =
+      std::string{CONCLAVE_BIN} + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  run_result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p)
+    return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
+  int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in{p};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// GET http://HOST:PORT/PATH on loopback; the body, or "" on failure.
+inline std::string http_get(const std::string& host_port, const std::string& path) {
+  auto colon = host_port.rfind(':');
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
+  ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &sa.sin_addr);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+    auto req = "GET " + path + " HTTP/1.0\r\nHost: " + host_port + "\r\n\r\n";
+    if (::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0)
+        response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  auto body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+/// A loopback port that was free a moment ago.
+inline uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  socklen_t len = sizeof(sa);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  ::close(fd);
+  return ntohs(sa.sin_port);
+}
+
+/// A cluster directory under /tmp, brought down (and removed) however a test ends.
+class cluster_test : public testing::Test {
+protected:
+  std::filesystem::path dir;
+
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path()
+          / ("conclave-proc-" + std::to_string(::getpid()) + "-"
+             + testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir);
+  }
+
+  void TearDown() override {
+    if (std::filesystem::exists(dir / "cluster.json"))
+      run_conclave("cluster down --dir " + dir.string());
+    if (!HasFailure())
+      std::filesystem::remove_all(dir);
+    else
+      std::cerr << "logs kept in " << dir << '\n';
+  }
+
+  nlohmann::json up(int nodes, const std::string& extra = "") {
+    auto r = run_conclave("cluster up --json --timeout-ms 20000 --nodes "
+                      + std::to_string(nodes) + " --dir " + dir.string() + " " + extra);
+    EXPECT_EQ(r.status, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+  }
+
+  nlohmann::json status() {
+    auto r = run_conclave("cluster status --json --dir " + dir.string());
+    EXPECT_EQ(r.status, 0);
+    return nlohmann::json::parse(r.out);
+  }
+
+  nlohmann::json kill(uint64_t node, const std::string& sig) {
+    auto r =
+        run_conclave("cluster kill --json --wait --timeout-ms 10000 --dir " + dir.string()
+                 + " --node " + std::to_string(node) + " --signal " + sig);
+    EXPECT_EQ(r.status, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+  }
+
+  /// Number of live nodes that claim leadership.
+  static int leaders(const nlohmann::json& st) {
+    int n = 0;
+    for (auto& node : st["nodes"])
+      if (node["alive"].get<bool>() && node["is_leader"].get<bool>())
+        ++n;
+    return n;
+  }
+};
+
+} // namespace conclave::process_test
