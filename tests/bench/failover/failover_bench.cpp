@@ -1,0 +1,428 @@
+// Leader failover time of conclave against etcd (the anchor), on loopback.
+//
+// conclave: `conclave cluster up` with N nodes; each round signals the current
+// leader through `conclave cluster kill --leader --wait --json`, which reports
+// the time from the signal to the last live node adopting the new leader (the
+// nodes stamp adoption in status.json, so polling granularity does not count),
+// then restores the node (restart after SIGKILL, SIGCONT after SIGSTOP).
+// etcd: a 3-member cluster (Debian's etcd-server) in a temporary directory, at
+// etcd's default timing (heartbeat 100 ms, election 1000 ms) and tuned
+// (10 ms / 100 ms); each round signals the leader and polls every member's
+// /v3/maintenance/status every millisecond until the live ones name one new
+// leader. Also reports each conclave node's resident memory when idle.
+//
+// Prints figures (medians, ratios); never asserts on time. Processes it starts
+// are tracked by pid and stopped by pid.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <netinet/in.h>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct options {
+  std::string conclave = CONCLAVE_BIN;
+  std::string etcd = "/usr/bin/etcd";
+  int rounds = 10;
+  int nodes = 3;
+  bool skip_etcd = false;
+};
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p)
+    return out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+    out.append(buf.data(), n);
+  ::pclose(p);
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string summary(const std::vector<double>& v) {
+  if (v.empty())
+    return "no successful round";
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << "median " << median(v) << " ms (min "
+    << *std::min_element(v.begin(), v.end()) << ", max "
+    << *std::max_element(v.begin(), v.end()) << ", " << v.size() << " rounds)";
+  return s.str();
+}
+
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  socklen_t len = sizeof(sa);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  ::close(fd);
+  return ntohs(sa.sin_port);
+}
+
+/// POST a small body to 127.0.0.1:port; the response body or "".
+std::string http_post(uint16_t port, const std::string& path, const std::string& body,
+                      std::chrono::milliseconds timeout) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{0, static_cast<suseconds_t>(timeout.count() * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+    auto req = "POST " + path
+               + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: "
+                 "application/json\r\nContent-Length: "
+               + std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
+        == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0)
+        response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  auto b = response.find("\r\n\r\n");
+  return b == std::string::npos ? "" : response.substr(b + 4);
+}
+
+long rss_kb(int pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stol(line.substr(6));
+  return -1;
+}
+
+// -- conclave ----------------------------------------------------------------
+
+struct conclave_result {
+  std::vector<double> kill_ms, stop_ms, kill_observed_ms, stop_observed_ms;
+  std::vector<long> idle_rss_kb;
+};
+
+conclave_result bench_conclave(const options& o, const fs::path& dir) {
+  conclave_result r;
+  auto bin = o.conclave;
+  auto d = " --dir " + dir.string();
+  auto up = run(bin + " cluster up --json --nodes " + std::to_string(o.nodes) + d);
+  auto j = json::parse(up, nullptr, false);
+  if (j.is_discarded()) {
+    std::cerr << "conclave cluster up failed: " << up << '\n';
+    return r;
+  }
+  std::this_thread::sleep_for(3s); // idle
+  for (auto& n : j["nodes"])
+    r.idle_rss_kb.push_back(rss_kb(n["pid"].get<int>()));
+  for (auto sig : {"KILL", "STOP"}) {
+    for (int i = 0; i < o.rounds; ++i) {
+      auto out =
+          run(bin + " cluster kill --json --wait --leader --timeout-ms 10000 --signal "
+              + sig + d);
+      auto k = json::parse(out, nullptr, false);
+      if (k.is_discarded() || !k.value("leader_changed", false)) {
+        std::cerr << "conclave round failed: " << out << '\n';
+        continue;
+      }
+      auto victim = std::to_string(k["node"].get<uint64_t>());
+      (std::string{sig} == "KILL" ? r.kill_ms : r.stop_ms)
+          .push_back(k["failover_ms"].get<double>());
+      (std::string{sig} == "KILL" ? r.kill_observed_ms : r.stop_observed_ms)
+          .push_back(k["observed_ms"].get<double>());
+      if (std::string{sig} == "KILL") {
+        run(bin + " cluster restart --node " + victim + d);
+      } else {
+        std::this_thread::sleep_for(300ms);
+        run(bin + " cluster kill --wait --signal CONT --node " + victim + d);
+      }
+      std::this_thread::sleep_for(1500ms); // settle: links back, heartbeats steady
+    }
+  }
+  run(bin + " cluster down" + d);
+  return r;
+}
+
+// -- etcd ----------------------------------------------------------------------
+
+struct etcd_member {
+  std::string name;
+  uint16_t client = 0, peer = 0;
+  pid_t pid = -1;
+  bool stopped = false;
+};
+
+struct etcd_cluster {
+  fs::path dir;
+  std::string bin;
+  int heartbeat_ms = 100, election_ms = 1000;
+  std::vector<etcd_member> members;
+
+  void start(etcd_member& m) {
+    std::string initial;
+    for (auto& x : members)
+      initial += (initial.empty() ? "" : ",") + x.name
+                 + "=http://127.0.0.1:" + std::to_string(x.peer);
+    auto client = "http://127.0.0.1:" + std::to_string(m.client);
+    auto peer = "http://127.0.0.1:" + std::to_string(m.peer);
+    std::vector<std::string> args{bin,
+                                  "--name=" + m.name,
+                                  "--data-dir=" + (dir / m.name).string(),
+                                  "--listen-client-urls=" + client,
+                                  "--advertise-client-urls=" + client,
+                                  "--listen-peer-urls=" + peer,
+                                  "--initial-advertise-peer-urls=" + peer,
+                                  "--initial-cluster=" + initial,
+                                  "--initial-cluster-state=new",
+                                  "--initial-cluster-token=conclave-bench",
+                                  "--heartbeat-interval=" + std::to_string(heartbeat_ms),
+                                  "--election-timeout=" + std::to_string(election_ms),
+                                  "--log-level=error"};
+    auto log = (dir / (m.name + ".log")).string();
+    m.pid = ::fork();
+    if (m.pid == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(bin.c_str(), argv.data());
+      ::_exit(127);
+    }
+    m.stopped = false;
+  }
+
+  /// (member id, leader id) as the member reports it, if it answers.
+  std::optional<std::pair<uint64_t, uint64_t>> status(const etcd_member& m) {
+    auto body = http_post(m.client, "/v3/maintenance/status", "{}", 200ms);
+    auto j = json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.contains("header"))
+      return std::nullopt;
+    auto id = std::stoull(j["header"].value("member_id", "0"));
+    auto leader = std::stoull(j.value("leader", "0"));
+    return std::make_pair(id, leader);
+  }
+
+  /// The leader all members in `live` name, if they agree.
+  std::optional<uint64_t> agreed(const std::vector<etcd_member*>& live) {
+    std::optional<uint64_t> leader;
+    for (auto* m : live) {
+      auto s = status(*m);
+      if (!s || s->second == 0 || (leader && *leader != s->second))
+        return std::nullopt;
+      leader = s->second;
+    }
+    return leader;
+  }
+
+  std::vector<etcd_member*> live() {
+    std::vector<etcd_member*> v;
+    for (auto& m : members)
+      if (m.pid > 0 && !m.stopped)
+        v.push_back(&m);
+    return v;
+  }
+
+  void stop_all() {
+    for (auto& m : members) {
+      if (m.pid <= 0)
+        continue;
+      ::kill(m.pid, SIGCONT);
+      ::kill(m.pid, SIGTERM);
+    }
+    for (auto& m : members) {
+      if (m.pid <= 0)
+        continue;
+      for (int i = 0; i < 300 && ::waitpid(m.pid, nullptr, WNOHANG) != m.pid; ++i)
+        std::this_thread::sleep_for(10ms);
+      if (::waitpid(m.pid, nullptr, WNOHANG) == 0) {
+        ::kill(m.pid, SIGKILL);
+        ::waitpid(m.pid, nullptr, 0);
+      }
+      m.pid = -1;
+    }
+  }
+};
+
+struct etcd_result {
+  std::vector<double> kill_ms, stop_ms;
+};
+
+etcd_result bench_etcd(const options& o, const fs::path& dir, int hb, int el) {
+  etcd_result r;
+  etcd_cluster c;
+  c.dir = dir;
+  c.bin = o.etcd;
+  c.heartbeat_ms = hb;
+  c.election_ms = el;
+  fs::create_directories(dir);
+  for (int i = 1; i <= 3; ++i)
+    c.members.push_back({"m" + std::to_string(i), free_port(), free_port()});
+  for (auto& m : c.members)
+    c.start(m);
+  auto wait_agreed = [&](std::chrono::milliseconds limit) -> std::optional<uint64_t> {
+    auto deadline = clock_type::now() + limit;
+    while (clock_type::now() < deadline) {
+      if (auto l = c.agreed(c.live()))
+        return l;
+      std::this_thread::sleep_for(5ms);
+    }
+    return std::nullopt;
+  };
+  if (!wait_agreed(30s)) {
+    std::cerr << "etcd did not elect a leader (logs in " << dir << ")\n";
+    c.stop_all();
+    return r;
+  }
+  for (auto sig : {SIGKILL, SIGSTOP}) {
+    for (int i = 0; i < o.rounds; ++i) {
+      auto leader = wait_agreed(30s);
+      if (!leader)
+        break;
+      etcd_member* victim = nullptr;
+      for (auto& m : c.members)
+        if (auto s = c.status(m); s && s->first == *leader)
+          victim = &m;
+      if (!victim)
+        continue;
+      auto t0 = clock_type::now();
+      ::kill(victim->pid, sig);
+      victim->stopped = true;
+      auto others = c.live();
+      std::optional<double> ms;
+      while (clock_type::now() - t0 < 30s) {
+        if (auto l = c.agreed(others); l && *l != *leader) {
+          ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+          break;
+        }
+        std::this_thread::sleep_for(1ms);
+      }
+      if (ms)
+        (sig == SIGKILL ? r.kill_ms : r.stop_ms).push_back(*ms);
+      if (sig == SIGKILL) {
+        ::waitpid(victim->pid, nullptr, 0);
+        c.start(*victim);
+      } else {
+        ::kill(victim->pid, SIGCONT);
+        victim->stopped = false;
+      }
+      wait_agreed(30s);
+      std::this_thread::sleep_for(std::chrono::milliseconds(3 * el)); // settle
+    }
+  }
+  c.stop_all();
+  return r;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string{argv[++i]} : std::string{}; };
+    if (a == "--rounds")
+      o.rounds = std::stoi(next());
+    else if (a == "--nodes")
+      o.nodes = std::stoi(next());
+    else if (a == "--conclave")
+      o.conclave = next();
+    else if (a == "--etcd")
+      o.etcd = next();
+    else if (a == "--skip-etcd")
+      o.skip_etcd = true;
+    else if (a == "--quick") {
+      o.rounds = 1;
+      o.skip_etcd = true;
+    } else {
+      std::cerr << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
+                   "[--etcd BIN] [--skip-etcd] [--quick]\n";
+      return 2;
+    }
+  }
+  if (!o.skip_etcd && ::access(o.etcd.c_str(), X_OK) != 0) {
+    std::cerr << "no etcd at " << o.etcd << " (scripts/bench-failover.sh installs it), "
+              << "or pass --skip-etcd\n";
+    return 2;
+  }
+  auto root =
+      fs::temp_directory_path() / ("conclave-failover-" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  std::cout << "failover bench: " << o.rounds << " round(s) per case, conclave with "
+            << o.nodes << " nodes (Bully, heartbeat 50 ms, fixed detector 150 ms), "
+            << "loopback, shared machine\n";
+  auto cr = bench_conclave(o, root / "conclave");
+  std::cout << "conclave SIGKILL: " << summary(cr.kill_ms) << "; as polled "
+            << summary(cr.kill_observed_ms) << '\n';
+  std::cout << "conclave SIGSTOP: " << summary(cr.stop_ms) << "; as polled "
+            << summary(cr.stop_observed_ms) << '\n';
+  if (!cr.idle_rss_kb.empty()) {
+    std::vector<double> mb;
+    for (auto kb : cr.idle_rss_kb)
+      mb.push_back(kb / 1024.0);
+    std::cout << std::fixed << std::setprecision(1) << "conclave idle node RSS: median "
+              << median(mb) << " MB, max " << *std::max_element(mb.begin(), mb.end())
+              << " MB\n";
+  }
+  if (!o.skip_etcd) {
+    auto ed = bench_etcd(o, root / "etcd-default", 100, 1000);
+    std::cout << "etcd (100/1000 ms) SIGKILL: " << summary(ed.kill_ms) << '\n';
+    std::cout << "etcd (100/1000 ms) SIGSTOP: " << summary(ed.stop_ms) << '\n';
+    auto et = bench_etcd(o, root / "etcd-tuned", 10, 100);
+    std::cout << "etcd (10/100 ms)   SIGKILL: " << summary(et.kill_ms) << '\n';
+    std::cout << "etcd (10/100 ms)   SIGSTOP: " << summary(et.stop_ms) << '\n';
+    auto ratio = [](const std::vector<double>& a, const std::vector<double>& b) {
+      return a.empty() || b.empty() || median(b) <= 0 ? 0.0 : median(a) / median(b);
+    };
+    std::cout << std::fixed << std::setprecision(1)
+              << "ratios (etcd median / conclave median): SIGKILL default "
+              << ratio(ed.kill_ms, cr.kill_ms) << "x, tuned "
+              << ratio(et.kill_ms, cr.kill_ms) << "x; SIGSTOP default "
+              << ratio(ed.stop_ms, cr.stop_ms) << "x, tuned "
+              << ratio(et.stop_ms, cr.stop_ms) << "x\n";
+  }
+  fs::remove_all(root);
+  return 0;
+}
