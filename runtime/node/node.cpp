@@ -163,11 +163,11 @@ int run_node(const node_config& c) {
   links->log("joined with " + std::to_string(links->linked()) + " of "
              + std::to_string(c.peers.size()) + " peer(s) linked");
 
-  // Wait for SIGTERM/SIGINT, ticking the pause guard every 10 ms meanwhile.
+  // Wait for SIGTERM/SIGINT, ticking the pause guard every 50 ms meanwhile.
   links->set_pause_guard(std::chrono::milliseconds{250},
                          c.link_timeout + c.link_timeout / 2);
   int sig = 0;
-  timespec period{0, 10'000'000};
+  timespec period{0, 50'000'000};
   for (;;) {
     links->tick(std::chrono::steady_clock::now());
     sig = sigtimedwait(&signals, nullptr, &period);

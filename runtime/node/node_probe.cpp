@@ -36,8 +36,6 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
       .Register(reg)
       .Add({{"version", CONCLAVE_VERSION},
             {"caf_version", caf_version()},
-            {"node", std::to_string(cfg.id.value)},
-            {"cluster", cfg.cluster},
             {"algorithm", algorithm_}})
       .Set(1);
   is_leader_ = &BuildGauge()
