@@ -154,6 +154,17 @@ int run_node(const node_config& c) {
     if (id > c.id.value)
       connectors.push_back(spawn_connector(sys, links, connector_options{id, addr}));
 
+  links->set_repair([&sys, weak = std::weak_ptr<peer_links>{links},
+                     peers = c.peers](uint64_t id) -> caf::actor {
+    auto l = weak.lock();
+    if (!l)
+      return {};
+    connector_options o{id, peers.at(id)};
+    o.repair = true;
+    l->log("dialing node " + std::to_string(id) + " back");
+    return spawn_connector(sys, l, o);
+  });
+
   // Give the links a moment to come up so the first election sees everyone
   // (the core listens for a leader's heartbeat before electing anyway).
   auto grace_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
@@ -178,6 +189,8 @@ int run_node(const node_config& c) {
              + ": leaving the group");
   // No new links while leaving (the peers' candidates stay in the directory, so
   // the resignation still reaches them).
+  for (auto& a : links->stop_repairs())
+    connectors.push_back(a);
   sys.middleman().unpublish(gate, c.listen.port);
   for (auto& a : connectors)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);

@@ -23,7 +23,8 @@ struct connector_state {
   std::chrono::milliseconds backoff{0};
   uint64_t generation = 0;
   bool dialing = false;
-  caf::actor remote; ///< the peer's candidate while linked
+  caf::actor remote;                             ///< the peer's candidate while linked
+  std::chrono::steady_clock::time_point give_up; ///< repair mode
   std::string last_failure;
 };
 
@@ -38,6 +39,10 @@ void retry(self_ptr self, const std::string& why) {
     st.links->log("cannot reach node " + std::to_string(st.opts.peer) + " at "
                   + st.opts.where.to_string() + " (" + why + "), retrying");
     st.last_failure = why;
+  }
+  if (st.opts.repair && std::chrono::steady_clock::now() >= st.give_up) {
+    self->quit(); // the member's own connector will reach us
+    return;
   }
   auto delay = st.backoff;
   st.backoff = std::min(st.backoff * 2, st.opts.max_backoff);
@@ -112,12 +117,17 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
   st.links = std::move(links);
   st.opts = opts;
   st.backoff = opts.initial_backoff;
+  st.give_up = std::chrono::steady_clock::now() + opts.repair_for;
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
     if (!st.remote || dm.source != st.remote.address())
       return;
     st.links->down(dm.source);
     st.remote = nullptr;
+    if (st.opts.repair) {
+      self->quit();
+      return;
+    }
     st.backoff = st.opts.initial_backoff;
     self->delayed_send(self, st.opts.initial_backoff, dial_atom::value, ++st.generation);
   });

@@ -25,6 +25,11 @@ struct connector_options {
   std::chrono::milliseconds max_backoff{100};
   /// Per step (connect, handshake): a frozen peer accepts TCP but never answers.
   std::chrono::milliseconds step_timeout{1000};
+  /// Repair mode (peer_links::set_repair): dial a lower-id member once, retrying
+  /// only until `repair_for` has passed; once linked, report the link's end and
+  /// stop (the member's own connector stays responsible for reconnecting).
+  bool repair = false;
+  std::chrono::milliseconds repair_for{2000};
 };
 
 caf::actor spawn_connector(caf::actor_system& sys, std::shared_ptr<peer_links> links,

@@ -40,12 +40,23 @@ std::optional<uint64_t> peer_links::down(const caf::actor_addr& remote) {
   if (just_resumed(std::chrono::steady_clock::now())) {
     log("link to node " + std::to_string(id->value)
         + " down after this process was paused: not reported as a failure");
+    if (repair_ && id->value < members_.self) {
+      std::lock_guard<std::mutex> guard{repair_mtx_};
+      if (!repairs_stopped_)
+        repairs_.push_back(repair_(id->value));
+    }
     return id->value;
   }
   log("link to node " + std::to_string(id->value) + " down");
   if (candidate_)
     caf::anon_send(candidate_, conclave::election_atoms::peer_down_atom::value, *id);
   return id->value;
+}
+
+std::vector<caf::actor> peer_links::stop_repairs() {
+  std::lock_guard<std::mutex> guard{repair_mtx_};
+  repairs_stopped_ = true;
+  return std::move(repairs_);
 }
 
 namespace {

@@ -15,7 +15,10 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace conclave::node {
 
@@ -73,6 +76,15 @@ public:
                        std::chrono::milliseconds window);
   bool just_resumed(std::chrono::steady_clock::time_point now) const;
 
+  /// Called (with the member's id) when the link to a lower-id member drops
+  /// right after a pause. Such a member normally dials us, but its new
+  /// connection may have come up while we were still reading the old one's
+  /// close, which then takes the shared proxy with it; the node dials back once
+  /// (peer_connector's repair mode) instead of waiting for the member's retry.
+  void set_repair(std::function<caf::actor(uint64_t)> f) { repair_ = std::move(f); }
+  /// No more repairs; returns the repair connectors still running (to stop them).
+  std::vector<caf::actor> stop_repairs();
+
   /// Members currently linked.
   size_t linked() const { return linked_.load(); }
 
@@ -85,6 +97,10 @@ private:
   std::shared_ptr<election::directory_transport> directory_;
   election::candidate_actor candidate_;
   std::atomic<size_t> linked_{0};
+  std::function<caf::actor(uint64_t)> repair_; ///< set once, before start
+  std::mutex repair_mtx_;
+  bool repairs_stopped_ = false;
+  std::vector<caf::actor> repairs_;
   std::chrono::milliseconds pause_threshold_{250};
   std::chrono::milliseconds pause_window_{1500};
   std::atomic<int64_t> last_tick_ns_{0};
