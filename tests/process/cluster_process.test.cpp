@@ -36,6 +36,14 @@ TEST_F(cluster_test, kill_9_of_the_leader_gives_one_new_leader_with_a_higher_ter
   EXPECT_FALSE(st["nodes"][4]["alive"].get<bool>());
 }
 
+TEST_F(cluster_test, ring_kill_9_of_the_leader_gives_one_new_leader_with_a_higher_term) {
+  auto j = up(5, "--algorithm ring");
+  auto k = kill(5, "KILL");
+  EXPECT_EQ(k["leader"], 4);
+  EXPECT_GT(k["term"].get<uint64_t>(), j["term"].get<uint64_t>());
+  EXPECT_EQ(leaders(status()), 1);
+}
+
 TEST_F(cluster_test, a_stopped_leader_is_replaced_and_steps_down_after_sigcont) {
   auto j = up(3);
   auto k = kill(3, "STOP");
