@@ -206,7 +206,14 @@ void candidate_core::tick(timestamp now) {
     if (role_ == role::leader && now >= heartbeat_due_)
       send_heartbeats(now);
   } else if (leader_ != no_node) {
-    if (now >= detector_.suspect_at()) {
+    auto due = detector_.suspect_at();
+    if (now >= due && now - due > cfg_.heartbeat_interval) {
+      // The timer fired a heartbeat interval or more after its time: this
+      // candidate was frozen (SIGSTOP) or starved, and the silence it would judge
+      // is its own. The leader's heartbeats may still be in its mailbox: give
+      // the leader one more timeout from now instead of suspecting it.
+      detector_.reset(now);
+    } else if (now >= due) {
       emit({event_kind::peer_suspected, term_, leader_});
       if (auto s = status(leader_))
         s->suspected = true;

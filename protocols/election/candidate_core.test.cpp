@@ -230,3 +230,19 @@ TEST(candidate_core, parse_algorithm_names_the_bad_value) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().find("raft"), std::string::npos);
 }
+
+TEST(candidate_core, a_follower_whose_timer_fires_late_does_not_blame_the_leader) {
+  // A frozen follower (SIGSTOP) resumes and its detector timer fires long after its
+  // time, before the leader's queued heartbeats are read: the silence was its own.
+  election_network net(3, el::election_config{});
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  auto late = *net.node(1).next_deadline() + 1s;
+  net.node(1).tick(late);
+  EXPECT_EQ(net.node(1).leader(), id(3));
+  EXPECT_EQ(net.node(1).stats().elections_started, 1u); // only the first election
+  // On time, the same silence is suspicion.
+  auto on_time = *net.node(2).next_deadline();
+  net.node(2).tick(on_time);
+  EXPECT_NE(net.node(2).leader(), id(3));
+}

@@ -341,8 +341,13 @@ private:
     if (e.what == sim_event::kind::deliver
         && blocked(static_cast<uint32_t>(e.arg), e.node))
       return;
-    if (paused(e.node)) { // frozen: everything waits for SIGCONT
+    if (paused(e.node)) {
+      // Frozen: everything waits for SIGCONT. On resume a process's due timers
+      // fire at once, while the bytes its peers sent meanwhile still have to be
+      // read off the sockets: timers first, deliveries a moment later.
       e.at = s.paused_until;
+      if (e.what != sim_event::kind::timer)
+        e.at += std::chrono::microseconds(100);
       push(std::move(e));
       return;
     }

@@ -85,6 +85,16 @@ TEST_P(sim_both, a_paused_leader_is_replaced_and_steps_down_when_it_wakes) {
   EXPECT_EQ(r.safety_violations, 0u);
 }
 
+TEST_P(sim_both, a_paused_follower_with_the_highest_id_does_not_take_over_on_resume) {
+  // On SIGCONT its own detector timer fires before the leader's queued heartbeats
+  // are read; the silence it measured was its own.
+  auto r = sim::run_simulation(
+      settings(GetParam(), 5, "crash@1s:5,restart@2s:5,pause@3s-4s:5"));
+  EXPECT_TRUE(r.liveness_ok);
+  EXPECT_EQ(r.leader_changes, 1u); // 5 -> 4 at the crash, and no more
+  EXPECT_EQ(r.split_brain_windows, 0u);
+}
+
 TEST_P(sim_both, a_crashed_and_restarted_leader_rejoins_without_taking_over) {
   auto r = sim::run_simulation(settings(GetParam(), 5, "crash@1s:5,restart@2s:5"));
   EXPECT_TRUE(r.liveness_ok);
