@@ -3,6 +3,8 @@
 // only pids still running that directory's nodes), and a tiny HTTP GET.
 #pragma once
 
+#include "tests/support/process_tools.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
@@ -30,19 +32,9 @@ struct run_result {
 
 /// Runs `conclave ARGS` through the shell; stderr is folded into out if asked.
 inline run_result run_conclave(const std::string& args, bool with_stderr = false) {
-  std::string cmd =
-      std::string{CONCLAVE_BIN} + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  run_result r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p)
-    return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  auto r = conclave::testing::run_command(std::string{CONCLAVE_BIN} + " " + args
+                                          + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+  return {r.status, std::move(r.out)};
 }
 
 inline std::string read_file(const std::filesystem::path& p) {
@@ -77,28 +69,17 @@ inline std::string http_get(const std::string& host_port, const std::string& pat
   return body == std::string::npos ? "" : response.substr(body + 4);
 }
 
-/// A loopback port that was free a moment ago.
-inline uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
+using conclave::testing::free_port;
 
 /// A cluster directory under /tmp, brought down (and removed) however a test ends.
-class cluster_test : public testing::Test {
+class cluster_test : public ::testing::Test {
 protected:
   std::filesystem::path dir;
 
   void SetUp() override {
     dir = std::filesystem::temp_directory_path()
           / ("conclave-proc-" + std::to_string(::getpid()) + "-"
-             + testing::UnitTest::GetInstance()->current_test_info()->name());
+             + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir);
   }
 
@@ -112,8 +93,9 @@ protected:
   }
 
   nlohmann::json up(int nodes, const std::string& extra = "") {
-    auto r = run_conclave("cluster up --json --timeout-ms 20000 --nodes "
-                      + std::to_string(nodes) + " --dir " + dir.string() + " " + extra);
+    auto r =
+        run_conclave("cluster up --json --timeout-ms 20000 --nodes "
+                     + std::to_string(nodes) + " --dir " + dir.string() + " " + extra);
     EXPECT_EQ(r.status, 0) << r.out;
     auto j = nlohmann::json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.out;
@@ -129,7 +111,7 @@ protected:
   nlohmann::json kill(uint64_t node, const std::string& sig) {
     auto r =
         run_conclave("cluster kill --json --wait --timeout-ms 10000 --dir " + dir.string()
-                 + " --node " + std::to_string(node) + " --signal " + sig);
+                     + " --node " + std::to_string(node) + " --signal " + sig);
     EXPECT_EQ(r.status, 0) << r.out;
     auto j = nlohmann::json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.out;

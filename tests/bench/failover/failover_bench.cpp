@@ -13,6 +13,8 @@
 //
 // Prints figures (medians, ratios); never asserts on time. Processes it starts
 // are tracked by pid and stopped by pid.
+#include "tests/support/process_tools.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -54,16 +56,7 @@ struct options {
 };
 
 std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!p)
-    return out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
-    out.append(buf.data(), n);
-  ::pclose(p);
-  return out;
+  return conclave::testing::run_command(cmd + " 2>/dev/null").out;
 }
 
 double median(std::vector<double> v) {
@@ -84,17 +77,7 @@ std::string summary(const std::vector<double>& v) {
   return s.str();
 }
 
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
+using conclave::testing::free_port;
 
 /// POST a small body to 127.0.0.1:port; the response body or "".
 std::string http_post(uint16_t port, const std::string& path, const std::string& body,
