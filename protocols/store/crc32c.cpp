@@ -1,0 +1,49 @@
+#include "protocols/store/crc32c.hpp"
+
+#include <array>
+
+namespace conclave::store {
+
+namespace {
+
+/// Slicing-by-4 tables, built once.
+struct tables {
+  std::array<std::array<uint32_t, 256>, 4> t{};
+  tables() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k)
+        c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i)
+      for (size_t s = 1; s < 4; ++s)
+        t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
+  }
+};
+
+const tables& get_tables() {
+  static const tables instance;
+  return instance;
+}
+
+} // namespace
+
+uint32_t crc32c(uint32_t crc, const void* data, size_t size) noexcept {
+  const auto& t = get_tables().t;
+  auto p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  while (size >= 4) {
+    crc ^= uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16
+           | uint32_t{p[3]} << 24;
+    crc = t[3][crc & 0xFF] ^ t[2][(crc >> 8) & 0xFF] ^ t[1][(crc >> 16) & 0xFF]
+          ^ t[0][crc >> 24];
+    p += 4;
+    size -= 4;
+  }
+  while (size-- > 0)
+    crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xFF];
+  return ~crc;
+}
+
+} // namespace conclave::store

@@ -1,0 +1,124 @@
+// Lock manager of the reliable collections store: strict two-phase locking
+// with Shared, Update and Exclusive modes (PATTERNS.md, "Reliable Collections",
+// Locking).
+//
+// Guarantees
+// - A lock is held until release_all() (commit or abort): strict 2PL.
+// - Compatibility (requested \ granted), exactly as the pattern states it:
+//
+//                  granted S   granted U   granted X
+//     request S       ok        conflict    conflict
+//     request U       ok        conflict    conflict
+//     request X    conflict     conflict    conflict
+//
+//   A transaction never conflicts with itself; asking for a stronger mode on a
+//   lock it holds is an upgrade (S -> U -> X), granted when compatible with the
+//   other holders, else queued at the front.
+// - Waiters are served first come first served per resource: a new request
+//   waits behind earlier waiters even when it would be compatible (no
+//   starvation of writers).
+// - Every wait has a deadline. expire(now) removes waiters past it: that is the
+//   deadlock detection (a cycle is broken by whichever side times out first).
+//
+// Pure: no clock, no threads. The host passes time in and learns about grants
+// by take_granted() after release_all() and expire().
+#pragma once
+
+#include "protocols/store/types.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace conclave::store {
+
+/// Whether a lock requested in mode `requested` may be granted while another
+/// transaction holds the same resource in mode `granted`.
+constexpr bool compatible(lock_mode requested, lock_mode granted) {
+  switch (requested) {
+    case lock_mode::shared: return granted == lock_mode::shared;
+    case lock_mode::update: return granted == lock_mode::shared;
+    case lock_mode::exclusive: return false;
+  }
+  return false;
+}
+
+/// The lockable resources: a dictionary row, or one of a queue's two
+/// operation locks.
+enum class lock_space : uint8_t { row = 0, enqueue = 1, dequeue = 2 };
+
+struct lock_key {
+  collection_id collection = 0;
+  lock_space space = lock_space::row;
+  std::string row;
+
+  friend bool operator<(const lock_key& a, const lock_key& b) {
+    if (a.collection != b.collection)
+      return a.collection < b.collection;
+    if (a.space != b.space)
+      return a.space < b.space;
+    return a.row < b.row;
+  }
+  friend bool operator==(const lock_key& a, const lock_key& b) {
+    return a.collection == b.collection && a.space == b.space && a.row == b.row;
+  }
+};
+
+enum class acquire_result { granted, waiting };
+
+class lock_manager {
+public:
+  /// Grants `mode` on `key` to `txn` at once, or queues the request until
+  /// `deadline`. A transaction may wait for at most one lock at a time.
+  acquire_result acquire(txn_id txn, const lock_key& key, lock_mode mode,
+                         timestamp deadline);
+
+  /// Releases every lock of `txn` and drops its waiting request, if any.
+  /// Waiters that become grantable are reported by take_granted().
+  void release_all(txn_id txn);
+
+  /// Removes every waiter whose deadline is <= now and returns them (their
+  /// request failed). Waiters behind them may be granted (take_granted()).
+  std::vector<txn_id> expire(timestamp now);
+
+  /// Transactions whose waiting request was granted since the last call.
+  std::vector<txn_id> take_granted();
+
+  /// Earliest deadline among the waiters.
+  std::optional<timestamp> next_deadline() const;
+
+  /// Mode in which `txn` holds `key`, if it does.
+  std::optional<lock_mode> held(txn_id txn, const lock_key& key) const;
+
+  bool is_waiting(txn_id txn) const { return waiting_.count(txn.value) > 0; }
+
+  /// Number of (transaction, resource) grants.
+  size_t grant_count() const;
+  size_t waiter_count() const { return waiting_.size(); }
+
+private:
+  struct waiter {
+    txn_id txn;
+    lock_mode mode;
+    timestamp deadline;
+  };
+  struct resource {
+    std::map<uint64_t, lock_mode> granted;
+    std::deque<waiter> queue;
+  };
+
+  bool grantable(const resource& r, txn_id txn, lock_mode mode) const;
+  void grant_waiters(const lock_key& key, resource& r);
+  void erase_if_unused(const lock_key& key);
+
+  std::map<lock_key, resource> table_;
+  std::unordered_map<uint64_t, std::vector<lock_key>> held_by_;
+  std::unordered_map<uint64_t, std::pair<lock_key, timestamp>> waiting_;
+  std::vector<txn_id> granted_;
+};
+
+} // namespace conclave::store

@@ -1,0 +1,94 @@
+// Log records of the store: the unit of the write-ahead log today and of
+// replication later (DESIGN.md, "Persistence": the replication log and the
+// local WAL are the same records).
+//
+// Frame on disk (little endian), 24-byte header then the body:
+//
+//   u32 body_size   bytes after the crc field minus 20 (i.e. size of `body`)
+//   u32 crc         CRC-32C over lsn, term and body
+//   u64 lsn         dense: every record's lsn is its predecessor's + 1
+//   u64 term        leadership term of the writer (1 for a single replica)
+//   body            u8 type, then per type:
+//                     commit:            u64 txn, u32 n, n x op
+//                     create_collection: u32 id, bytes name, u8 kind,
+//                                        bytes key_type, bytes value_type
+//   op              u8 kind, u32 collection, bytes key, bytes value
+//                   (bytes = u32 length + raw bytes)
+//
+// A record is valid only if it is complete, its crc matches and its body
+// parses to the end. decode_record() tells "incomplete" (torn tail) from
+// "corrupt" (checksum or parse failure); recovery treats both as the end of the
+// log and cuts there.
+#pragma once
+
+#include "protocols/store/types.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace conclave::store {
+
+enum class record_type : uint8_t { commit = 1, create_collection = 2 };
+
+/// One change inside a commit record.
+enum class op_kind : uint8_t {
+  /// Dictionary: set key to value.
+  put = 1,
+  /// Dictionary: remove key.
+  remove = 2,
+  /// Queue: append value at the tail.
+  enqueue = 3,
+  /// Queue: remove the head; key holds the item's sequence number (u64) so
+  /// that replay can check it removes the same item.
+  dequeue = 4,
+};
+
+struct log_op {
+  op_kind kind = op_kind::put;
+  collection_id collection = 0;
+  std::string key;
+  std::string value;
+};
+
+/// Name, kind and type tags of a collection; fixed at creation.
+struct collection_info {
+  collection_id id = 0;
+  std::string name;
+  collection_kind kind = collection_kind::dictionary;
+  std::string key_type;
+  std::string value_type;
+};
+
+struct log_record {
+  store::lsn lsn;
+  store::term term{1};
+  record_type type = record_type::commit;
+  /// commit: the transaction and its changes, in the order they apply.
+  txn_id txn;
+  std::vector<log_op> ops;
+  /// create_collection: the new collection.
+  collection_info created;
+};
+
+constexpr size_t record_header_size = 24;
+/// Upper bound of a record body: a larger size field is treated as corruption.
+constexpr uint32_t max_record_body = 256u << 20;
+
+/// Encodes a complete frame (header + body).
+std::string encode_record(const log_record& r);
+
+enum class decode_status { ok, incomplete, corrupt };
+
+struct decoded_record {
+  decode_status status = decode_status::corrupt;
+  log_record record;
+  /// Frame size in bytes when status == ok.
+  size_t size = 0;
+};
+
+/// Decodes the frame that starts at the beginning of `in`.
+decoded_record decode_record(std::string_view in);
+
+} // namespace conclave::store

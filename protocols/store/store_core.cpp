@@ -1,0 +1,621 @@
+#include "protocols/store/store_core.hpp"
+
+#include "protocols/store/byte_codec.hpp"
+#include "protocols/store/crc32c.hpp"
+
+#include <algorithm>
+
+namespace conclave::store {
+
+namespace {
+
+constexpr char checkpoint_magic[] = "CNCLSTATE1";
+constexpr size_t checkpoint_magic_size = sizeof(checkpoint_magic) - 1;
+
+std::string encode_seq(uint64_t seq) {
+  std::string s;
+  byte_writer w{s};
+  w.u64(seq);
+  return s;
+}
+
+std::optional<uint64_t> decode_seq(std::string_view s) {
+  byte_reader r{s};
+  auto x = r.u64();
+  if (!r.ok() || !r.at_end())
+    return std::nullopt;
+  return x;
+}
+
+lock_key row_lock(collection_id c, const std::string& key) {
+  return {c, lock_space::row, key};
+}
+
+lock_key queue_lock(collection_id c, lock_space s) {
+  return {c, s, {}};
+}
+
+} // namespace
+
+// -- collections --------------------------------------------------------------
+
+std::optional<collection_info> store_core::find_collection(std::string_view name) const {
+  auto i = names_.find(name);
+  if (i == names_.end())
+    return std::nullopt;
+  return collections_.at(i->second).info;
+}
+
+result<std::optional<log_record>>
+store_core::ensure_collection(const std::string& name, collection_kind kind,
+                              const std::string& key_type, const std::string& value_type) {
+  if (name.empty())
+    return errc::bad_argument;
+  if (name.size() > limits_.max_name_bytes)
+    return errc::too_large;
+  if (kind != collection_kind::dictionary && kind != collection_kind::queue)
+    return errc::bad_argument;
+  if (auto i = names_.find(name); i != names_.end()) {
+    auto& info = collections_.at(i->second).info;
+    if (info.kind != kind || info.key_type != key_type || info.value_type != value_type)
+      return errc::wrong_type;
+    return std::optional<log_record>{};
+  }
+  log_record r;
+  r.lsn = lsn{last_lsn_.value + 1};
+  r.term = term_;
+  r.type = record_type::create_collection;
+  r.created = collection_info{next_collection_, name, kind, key_type, value_type};
+  if (auto applied = apply(r); !applied)
+    return applied.error();
+  return std::optional<log_record>{std::move(r)};
+}
+
+std::vector<collection_info> store_core::collections() const {
+  std::vector<collection_info> out;
+  out.reserve(collections_.size());
+  for (auto& [id, c] : collections_)
+    out.push_back(c.info);
+  return out;
+}
+
+// -- transactions ---------------------------------------------------------------
+
+txn_id store_core::begin() {
+  txn_id id{next_txn_++};
+  txns_[id.value].snapshot = last_lsn_;
+  snapshots_.insert(last_lsn_.value);
+  return id;
+}
+
+result<store_core::txn_state*> store_core::find_txn(txn_id txn) {
+  auto i = txns_.find(txn.value);
+  if (i != txns_.end())
+    return &i->second;
+  if (txn.value != 0 && txn.value < next_txn_)
+    return errc::transaction_finished;
+  return errc::unknown_transaction;
+}
+
+result<store_core::collection*> store_core::find_for(const op_request& req) {
+  auto i = names_.find(req.collection);
+  if (i == names_.end())
+    return errc::unknown_collection;
+  auto& c = collections_.at(i->second);
+  bool want_queue = is_queue_operation(req.op);
+  if (want_queue != (c.info.kind == collection_kind::queue))
+    return errc::wrong_type;
+  return &c;
+}
+
+result<op_result> store_core::execute(const op_request& req, timestamp deadline) {
+  auto t = find_txn(req.txn);
+  if (!t)
+    return t.error();
+  if (locks_.is_waiting(req.txn))
+    return errc::transaction_busy;
+  auto c = find_for(req);
+  if (!c)
+    return c.error();
+  if (req.key.size() > limits_.max_key_bytes || req.from.size() > limits_.max_key_bytes
+      || req.to.size() > limits_.max_key_bytes)
+    return errc::too_large;
+  if (req.value.size() > limits_.max_value_bytes
+      || req.expected.size() > limits_.max_value_bytes)
+    return errc::too_large;
+  if (is_queue_operation(req.op))
+    return execute_queue(*t.value(), *c.value(), req, deadline);
+  return execute_dictionary(*t.value(), *c.value(), req, deadline);
+}
+
+const store_core::version* store_core::at_snapshot(const std::vector<version>& vs,
+                                                   lsn snap) {
+  for (auto i = vs.rbegin(); i != vs.rend(); ++i)
+    if (i->at <= snap)
+      return &*i;
+  return nullptr;
+}
+
+result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
+                                                 const op_request& req,
+                                                 timestamp deadline) {
+  op_result out;
+  auto id = c.info.id;
+  auto own = t.writes.find({id, req.key});
+  bool has_own = own != t.writes.end();
+  // The latest committed value of the key (writers hold an exclusive lock, so
+  // nothing can commit over it until this transaction ends).
+  auto latest = [&]() -> const version* {
+    auto r = c.rows.find(req.key);
+    if (r == c.rows.end() || r->second.empty())
+      return nullptr;
+    return &r->second.back();
+  };
+  // The value this transaction would read right now with an exclusive lock.
+  auto current = [&]() -> std::optional<std::string> {
+    if (has_own)
+      return own->second;
+    if (auto v = latest(); v && v->present)
+      return v->value;
+    return std::nullopt;
+  };
+  auto lock = [&](lock_mode mode) {
+    return locks_.acquire(req.txn, row_lock(id, req.key), mode, deadline)
+           == acquire_result::granted;
+  };
+  auto write = [&](std::optional<std::string> value) {
+    t.writes[{id, req.key}] = std::move(value);
+  };
+  switch (req.op) {
+    case operation::try_get:
+    case operation::contains: {
+      std::optional<std::string> seen;
+      if (has_own) {
+        seen = own->second;
+      } else if (req.mode == read_mode::snapshot) {
+        auto r = c.rows.find(req.key);
+        if (r != c.rows.end())
+          if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
+            seen = v->value;
+      } else {
+        if (!lock(req.mode == read_mode::update ? lock_mode::update : lock_mode::shared)) {
+          out.waiting = true;
+          return out;
+        }
+        if (auto v = latest(); v && v->present)
+          seen = v->value;
+      }
+      out.found = seen.has_value();
+      if (seen && req.op == operation::try_get)
+        out.value = std::move(*seen);
+      return out;
+    }
+    case operation::add:
+    case operation::add_or_update:
+    case operation::try_update:
+    case operation::try_remove: {
+      if (!lock(lock_mode::exclusive)) {
+        out.waiting = true;
+        return out;
+      }
+      auto now = current();
+      if (req.op == operation::add) {
+        if (now)
+          return errc::key_exists;
+        write(req.value);
+        out.found = true;
+      } else if (req.op == operation::add_or_update) {
+        out.found = now.has_value();
+        write(req.value);
+      } else if (req.op == operation::try_update) {
+        if (now && *now == req.expected) {
+          write(req.value);
+          out.found = true;
+        }
+      } else if (now) {
+        out.found = true;
+        out.value = std::move(*now);
+        write(std::nullopt);
+      }
+      return out;
+    }
+    case operation::count:
+    case operation::enumerate: {
+      if (req.has_from && req.has_to && req.to < req.from)
+        return errc::bad_argument;
+      auto in_range = [&](const std::string& k) {
+        return (!req.has_from || k >= req.from) && (!req.has_to || k < req.to);
+      };
+      // Snapshot state merged with this transaction's own writes.
+      std::map<std::string, const std::string*> view;
+      auto first = req.has_from ? c.rows.lower_bound(req.from) : c.rows.begin();
+      for (auto r = first; r != c.rows.end() && in_range(r->first); ++r)
+        if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
+          view.emplace(r->first, &v->value);
+      auto w = t.writes.lower_bound({id, req.has_from ? req.from : std::string{}});
+      for (; w != t.writes.end() && w->first.first == id; ++w) {
+        auto& k = w->first.second;
+        if (!in_range(k)) {
+          if (req.has_to && k >= req.to)
+            break;
+          continue;
+        }
+        if (w->second)
+          view[k] = &*w->second;
+        else
+          view.erase(k);
+      }
+      out.count = view.size();
+      if (req.op == operation::enumerate) {
+        out.items.reserve(view.size());
+        for (auto& [k, v] : view)
+          out.items.emplace_back(k, *v);
+      }
+      return out;
+    }
+    default:
+      return errc::bad_argument;
+  }
+}
+
+result<op_result> store_core::execute_queue(txn_state& t, collection& c,
+                                            const op_request& req, timestamp deadline) {
+  op_result out;
+  auto id = c.info.id;
+  auto lock = [&](lock_space s) {
+    return locks_.acquire(req.txn, queue_lock(id, s), lock_mode::exclusive, deadline)
+           == acquire_result::granted;
+  };
+  switch (req.op) {
+    case operation::enqueue:
+      if (!lock(lock_space::enqueue)) {
+        out.waiting = true;
+        return out;
+      }
+      t.queues[id].enqueued.push_back(req.value);
+      out.found = true;
+      return out;
+    case operation::try_dequeue:
+    case operation::try_peek: {
+      if (!lock(lock_space::dequeue)) {
+        out.waiting = true;
+        return out;
+      }
+      // Committed items still in the queue, minus the ones this transaction
+      // took already, then this transaction's own enqueues.
+      auto& pending = t.queues[id];
+      const queue_item* head = nullptr;
+      for (auto& item : c.items) {
+        if (item.dequeued.value != 0)
+          continue;
+        if (std::find(pending.dequeued.begin(), pending.dequeued.end(), item.seq)
+            != pending.dequeued.end())
+          continue;
+        head = &item;
+        break;
+      }
+      if (head) {
+        out.found = true;
+        out.value = head->value;
+        if (req.op == operation::try_dequeue)
+          pending.dequeued.push_back(head->seq);
+        return out;
+      }
+      if (!pending.enqueued.empty()) {
+        out.found = true;
+        out.value = pending.enqueued.front();
+        if (req.op == operation::try_dequeue)
+          pending.enqueued.pop_front();
+        return out;
+      }
+      // Empty: hold the enqueue lock too, so nothing can be enqueued ahead of
+      // what this transaction saw (FIFO across transactions).
+      if (!lock(lock_space::enqueue)) {
+        out.waiting = true;
+        return out;
+      }
+      return out;
+    }
+    case operation::queue_count: {
+      uint64_t n = 0;
+      for (auto& item : c.items)
+        if (item.enqueued <= t.snapshot
+            && (item.dequeued.value == 0 || item.dequeued > t.snapshot))
+          ++n;
+      if (auto p = t.queues.find(id); p != t.queues.end()) {
+        n += p->second.enqueued.size();
+        n -= std::min<uint64_t>(n, p->second.dequeued.size());
+      }
+      out.count = n;
+      return out;
+    }
+    default:
+      return errc::bad_argument;
+  }
+}
+
+result<log_record> store_core::commit(txn_id txn) {
+  auto t = find_txn(txn);
+  if (!t)
+    return t.error();
+  if (locks_.is_waiting(txn))
+    return errc::transaction_busy;
+  log_record r;
+  r.term = term_;
+  r.txn = txn;
+  for (auto& [where, value] : t.value()->writes) {
+    log_op op;
+    op.kind = value ? op_kind::put : op_kind::remove;
+    op.collection = where.first;
+    op.key = where.second;
+    if (value)
+      op.value = std::move(*value);
+    r.ops.push_back(std::move(op));
+  }
+  for (auto& [id, q] : t.value()->queues) {
+    for (auto seq : q.dequeued)
+      r.ops.push_back(log_op{op_kind::dequeue, id, encode_seq(seq), {}});
+    for (auto& v : q.enqueued)
+      r.ops.push_back(log_op{op_kind::enqueue, id, {}, std::move(v)});
+  }
+  if (!r.ops.empty()) {
+    r.lsn = lsn{last_lsn_.value + 1};
+    if (auto applied = apply(r); !applied) {
+      // Cannot happen for records built here; keep the state untouched.
+      return applied.error();
+    }
+  }
+  finish(txn);
+  auto horizon = min_snapshot();
+  for (auto& op : r.ops) {
+    auto c = collections_.find(op.collection);
+    if (c == collections_.end())
+      continue;
+    if (op.kind == op_kind::put || op.kind == op_kind::remove)
+      prune_row(c->second, op.key, horizon);
+    else
+      prune_queue(c->second, horizon);
+  }
+  return r;
+}
+
+result<void> store_core::abort(txn_id txn) {
+  auto t = find_txn(txn);
+  if (!t)
+    return t.error();
+  finish(txn);
+  return outcome::success();
+}
+
+void store_core::finish(txn_id txn) {
+  auto i = txns_.find(txn.value);
+  if (i == txns_.end())
+    return;
+  if (auto s = snapshots_.find(i->second.snapshot.value); s != snapshots_.end())
+    snapshots_.erase(s);
+  txns_.erase(i);
+  locks_.release_all(txn);
+}
+
+// -- log and checkpoints --------------------------------------------------------
+
+result<void> store_core::apply(const log_record& r) {
+  if (r.lsn.value != last_lsn_.value + 1)
+    return errc::corrupt_data;
+  if (r.type == record_type::create_collection) {
+    auto& info = r.created;
+    if (info.name.empty() || names_.count(info.name) > 0
+        || collections_.count(info.id) > 0)
+      return errc::corrupt_data;
+    collection c;
+    c.info = info;
+    collections_.emplace(info.id, std::move(c));
+    names_.emplace(info.name, info.id);
+    next_collection_ = std::max(next_collection_, info.id + 1);
+  } else if (r.type == record_type::commit) {
+    // Validate everything first: a bad record changes nothing.
+    std::map<collection_id, uint64_t> next_head;
+    for (auto& op : r.ops) {
+      auto c = collections_.find(op.collection);
+      if (c == collections_.end())
+        return errc::corrupt_data;
+      bool queue = c->second.info.kind == collection_kind::queue;
+      bool queue_op = op.kind == op_kind::enqueue || op.kind == op_kind::dequeue;
+      if (queue != queue_op)
+        return errc::corrupt_data;
+      if (op.kind == op_kind::dequeue) {
+        auto seq = decode_seq(op.key);
+        auto [h, fresh] = next_head.emplace(op.collection, c->second.head_seq);
+        if (!seq || *seq != h->second || *seq >= c->second.next_seq)
+          return errc::corrupt_data;
+        ++h->second;
+      }
+    }
+    apply_ops(r);
+  } else {
+    return errc::corrupt_data;
+  }
+  last_lsn_ = r.lsn;
+  if (r.term > term_)
+    term_ = r.term;
+  return outcome::success();
+}
+
+void store_core::apply_ops(const log_record& r) {
+  for (auto& op : r.ops) {
+    auto& c = collections_.at(op.collection);
+    switch (op.kind) {
+      case op_kind::put:
+        c.rows[op.key].push_back(version{r.lsn, true, op.value});
+        break;
+      case op_kind::remove:
+        c.rows[op.key].push_back(version{r.lsn, false, {}});
+        break;
+      case op_kind::enqueue:
+        c.items.push_back(queue_item{c.next_seq++, r.lsn, lsn{}, op.value});
+        break;
+      case op_kind::dequeue: {
+        // Items are dequeued strictly from the head (checked in apply()).
+        auto seq = c.head_seq++;
+        for (auto& item : c.items)
+          if (item.seq == seq) {
+            item.dequeued = r.lsn;
+            break;
+          }
+        break;
+      }
+    }
+  }
+}
+
+lsn store_core::min_snapshot() const {
+  if (snapshots_.empty())
+    return last_lsn_;
+  return lsn{*snapshots_.begin()};
+}
+
+void store_core::prune_row(collection& c, const std::string& key, lsn horizon) {
+  auto r = c.rows.find(key);
+  if (r == c.rows.end())
+    return;
+  auto& vs = r->second;
+  // Keep the newest version at or below the horizon (what the oldest snapshot
+  // sees) and everything newer.
+  size_t keep_from = 0;
+  for (size_t i = 0; i < vs.size(); ++i)
+    if (vs[i].at <= horizon)
+      keep_from = i;
+  if (keep_from > 0)
+    vs.erase(vs.begin(), vs.begin() + static_cast<std::ptrdiff_t>(keep_from));
+  if (vs.size() == 1 && !vs.front().present && vs.front().at <= horizon)
+    c.rows.erase(r);
+}
+
+void store_core::prune_queue(collection& c, lsn horizon) {
+  while (!c.items.empty() && c.items.front().dequeued.value != 0
+         && c.items.front().dequeued <= horizon)
+    c.items.pop_front();
+}
+
+void store_core::collect_garbage() {
+  auto horizon = min_snapshot();
+  for (auto& [id, c] : collections_) {
+    if (c.info.kind == collection_kind::queue) {
+      prune_queue(c, horizon);
+      continue;
+    }
+    std::vector<std::string> keys;
+    for (auto& [k, vs] : c.rows)
+      if (vs.size() > 1 || !vs.back().present)
+        keys.push_back(k);
+    for (auto& k : keys)
+      prune_row(c, k, horizon);
+  }
+}
+
+// Checkpoint image (little endian):
+//   magic "CNCLSTATE1", u64 lsn, u64 term, u32 next collection id,
+//   u32 n, n x collection:
+//     u32 id, bytes name, u8 kind, bytes key_type, bytes value_type,
+//     dictionary: u64 n, n x (bytes key, bytes value), ordered by key
+//     queue:      u64 head_seq, u64 n, n x bytes value (head first)
+//   u32 crc32c of everything before it.
+std::string store_core::encode_checkpoint() const {
+  std::string out;
+  byte_writer w{out};
+  out.append(checkpoint_magic, checkpoint_magic_size);
+  w.u64(last_lsn_.value);
+  w.u64(term_.value);
+  w.u32(next_collection_);
+  w.u32(static_cast<uint32_t>(collections_.size()));
+  for (auto& [id, c] : collections_) {
+    w.u32(id);
+    w.bytes(c.info.name);
+    w.u8(static_cast<uint8_t>(c.info.kind));
+    w.bytes(c.info.key_type);
+    w.bytes(c.info.value_type);
+    if (c.info.kind == collection_kind::dictionary) {
+      uint64_t n = 0;
+      for (auto& [k, vs] : c.rows)
+        if (!vs.empty() && vs.back().present)
+          ++n;
+      w.u64(n);
+      for (auto& [k, vs] : c.rows)
+        if (!vs.empty() && vs.back().present) {
+          w.bytes(k);
+          w.bytes(vs.back().value);
+        }
+    } else {
+      w.u64(c.head_seq);
+      uint64_t n = 0;
+      for (auto& item : c.items)
+        if (item.dequeued.value == 0)
+          ++n;
+      w.u64(n);
+      for (auto& item : c.items)
+        if (item.dequeued.value == 0)
+          w.bytes(item.value);
+    }
+  }
+  w.u32(crc32c(out));
+  return out;
+}
+
+result<void> store_core::load_checkpoint(std::string_view image) {
+  if (!txns_.empty())
+    return errc::bad_argument;
+  if (image.size() < checkpoint_magic_size + 4
+      || image.substr(0, checkpoint_magic_size)
+           != std::string_view{checkpoint_magic, checkpoint_magic_size})
+    return errc::corrupt_data;
+  auto body = image.substr(0, image.size() - 4);
+  byte_reader tail{image.substr(image.size() - 4)};
+  if (crc32c(body) != tail.u32())
+    return errc::corrupt_data;
+  byte_reader r{body.substr(checkpoint_magic_size)};
+  std::map<collection_id, collection> loaded;
+  std::map<std::string, collection_id, std::less<>> names;
+  lsn at{r.u64()};
+  store::term t{r.u64()};
+  auto next_id = r.u32();
+  auto n = r.u32();
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    collection c;
+    c.info.id = r.u32();
+    c.info.name = r.bytes();
+    c.info.kind = static_cast<collection_kind>(r.u8());
+    c.info.key_type = r.bytes();
+    c.info.value_type = r.bytes();
+    if (c.info.kind == collection_kind::dictionary) {
+      auto items = r.u64();
+      for (uint64_t k = 0; k < items && r.ok(); ++k) {
+        auto key = r.bytes();
+        auto value = r.bytes();
+        c.rows[std::move(key)].push_back(version{at, true, std::move(value)});
+      }
+    } else if (c.info.kind == collection_kind::queue) {
+      c.head_seq = r.u64();
+      c.next_seq = c.head_seq;
+      auto items = r.u64();
+      for (uint64_t k = 0; k < items && r.ok(); ++k)
+        c.items.push_back(queue_item{c.next_seq++, at, lsn{}, r.bytes()});
+    } else {
+      return errc::corrupt_data;
+    }
+    if (!r.ok() || c.info.name.empty() || loaded.count(c.info.id) > 0
+        || names.count(c.info.name) > 0 || c.info.id >= next_id)
+      return errc::corrupt_data;
+    names.emplace(c.info.name, c.info.id);
+    loaded.emplace(c.info.id, std::move(c));
+  }
+  if (!r.ok() || !r.at_end())
+    return errc::corrupt_data;
+  collections_ = std::move(loaded);
+  names_ = std::move(names);
+  next_collection_ = next_id;
+  last_lsn_ = at;
+  term_ = t;
+  return outcome::success();
+}
+
+} // namespace conclave::store

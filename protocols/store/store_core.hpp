@@ -1,0 +1,185 @@
+// The transactional core of the reliable collections store (PATTERNS.md,
+// "Reliable Collections"): named dictionaries and FIFO queues of byte strings,
+// multi-version state, transactions under strict two-phase locking.
+//
+// Guarantees
+// - Atomicity: a transaction's changes become one commit record with one lsn
+//   and are applied together, or not at all (abort, or a crash before the
+//   record is durable).
+// - Snapshot isolation: a transaction sees the state committed when it began
+//   (its snapshot lsn), across every collection. count and enumerate always
+//   read the snapshot; try_get/contains do when asked (read_mode::snapshot).
+// - Repeatable read: try_get/contains in read_mode::repeatable (the default)
+//   take a Shared lock (read_mode::update: an Update lock) on the row and read
+//   the latest committed value; nobody can change it until this transaction
+//   ends.
+// - Writes take Exclusive row locks and act on the latest committed value, so
+//   no update is lost and try_update's comparison is exact.
+// - Queues: one transaction at a time holds the dequeue lock (peek and
+//   dequeue), another the enqueue lock; a peek/dequeue that finds the queue
+//   empty also takes the enqueue lock, so nothing can slip in ahead of what it
+//   saw. Items leave in the order their enqueues committed: strict FIFO.
+// - Read-your-writes in every operation. A finished transaction is rejected
+//   with errc::transaction_finished.
+// - Locks are released when commit() returns, before the host has made the
+//   record durable (early lock release). A transaction that read such data
+//   commits with a higher lsn, so it can never be durable without it.
+//
+// Failure model: the core itself never fails except on bad input. It does no
+// I/O and reads no clock: hosts pass deadlines and `now`, log the records that
+// commit() and ensure_collection() return, and replay them with apply().
+//
+// Waiting: an operation that needs a lock that is not free returns
+// op_result::waiting and changes nothing. The host parks it; when
+// take_woken() lists the transaction the host runs the same request again,
+// when expire() lists it the operation failed with errc::lock_timeout.
+#pragma once
+
+#include "protocols/store/errc.hpp"
+#include "protocols/store/lock_manager.hpp"
+#include "protocols/store/log_record.hpp"
+#include "protocols/store/operation.hpp"
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace conclave::store {
+
+struct core_limits {
+  size_t max_key_bytes = 4096;
+  /// The pattern recommends items below 80 KB; larger ones are refused.
+  size_t max_value_bytes = 1u << 20;
+  size_t max_name_bytes = 256;
+};
+
+class store_core {
+public:
+  explicit store_core(core_limits limits = {}) : limits_(limits) {}
+
+  // -- collections ----------------------------------------------------------
+
+  /// Finds a collection by name.
+  std::optional<collection_info> find_collection(std::string_view name) const;
+
+  /// Returns the collection of that name after checking kind and types, or
+  /// creates it. A creation returns the create_collection record (already
+  /// applied) for the host to log; an existing collection returns no record.
+  result<std::optional<log_record>> ensure_collection(const std::string& name,
+                                                      collection_kind kind,
+                                                      const std::string& key_type,
+                                                      const std::string& value_type);
+
+  std::vector<collection_info> collections() const;
+
+  // -- transactions ---------------------------------------------------------
+
+  /// Starts a transaction whose snapshot is everything committed so far.
+  txn_id begin();
+
+  /// Runs one operation. `deadline` bounds a lock wait.
+  result<op_result> execute(const op_request& req, timestamp deadline);
+
+  /// Commits: assigns the next lsn, applies, releases the locks. Returns the
+  /// record to log; a transaction that changed nothing returns a record with
+  /// lsn 0 that needs no logging.
+  result<log_record> commit(txn_id txn);
+
+  /// Discards the transaction's changes and releases its locks.
+  result<void> abort(txn_id txn);
+
+  /// Transactions whose waiting operation may now be run again.
+  std::vector<txn_id> take_woken() { return locks_.take_granted(); }
+
+  /// Transactions whose waiting operation timed out (lock_timeout).
+  std::vector<txn_id> expire(timestamp now) { return locks_.expire(now); }
+
+  std::optional<timestamp> next_deadline() const { return locks_.next_deadline(); }
+
+  bool is_active(txn_id txn) const { return txns_.count(txn.value) > 0; }
+  size_t active_transactions() const { return txns_.size(); }
+  const lock_manager& locks() const { return locks_; }
+
+  // -- log and checkpoints --------------------------------------------------
+
+  /// Applies a record read from the log (recovery). Its lsn must follow
+  /// last_lsn(); anything else is corrupt_data.
+  result<void> apply(const log_record& r);
+
+  /// The lsn of the last applied record.
+  store::lsn last_lsn() const { return last_lsn_; }
+  store::term current_term() const { return term_; }
+  void set_term(store::term t) { term_ = t; }
+
+  /// Encodes the latest committed state (only the newest version of each
+  /// item) as a checkpoint image, stamped with last_lsn(). See docs/store.md.
+  std::string encode_checkpoint() const;
+
+  /// Replaces the whole state with a checkpoint image. Only valid on a core
+  /// without transactions. corrupt_data if the image fails its checksum.
+  result<void> load_checkpoint(std::string_view image);
+
+  /// Drops versions no active snapshot can see any more.
+  void collect_garbage();
+
+private:
+  struct version {
+    lsn at;
+    bool present = false;
+    std::string value;
+  };
+  struct queue_item {
+    uint64_t seq = 0;
+    lsn enqueued;
+    lsn dequeued; // 0 while in the queue
+    std::string value;
+  };
+  struct collection {
+    collection_info info;
+    std::map<std::string, std::vector<version>> rows;
+    std::deque<queue_item> items;
+    uint64_t head_seq = 1; // first item not dequeued
+    uint64_t next_seq = 1; // seq of the next enqueue
+  };
+  struct pending_queue {
+    std::vector<uint64_t> dequeued;  // seqs of committed items taken
+    std::deque<std::string> enqueued; // own items not yet taken back
+  };
+  struct txn_state {
+    lsn snapshot;
+    std::map<std::pair<collection_id, std::string>, std::optional<std::string>> writes;
+    std::map<collection_id, pending_queue> queues;
+  };
+
+  result<txn_state*> find_txn(txn_id txn);
+  result<collection*> find_for(const op_request& req);
+  result<op_result> execute_dictionary(txn_state& t, collection& c, const op_request& req,
+                                       timestamp deadline);
+  result<op_result> execute_queue(txn_state& t, collection& c, const op_request& req,
+                                  timestamp deadline);
+  void apply_ops(const log_record& r);
+  lsn min_snapshot() const;
+  void prune_row(collection& c, const std::string& key, lsn horizon);
+  void prune_queue(collection& c, lsn horizon);
+  void finish(txn_id txn);
+
+  static const version* at_snapshot(const std::vector<version>& vs, lsn snap);
+
+  core_limits limits_;
+  lock_manager locks_;
+  std::map<collection_id, collection> collections_;
+  std::map<std::string, collection_id, std::less<>> names_;
+  collection_id next_collection_ = 1;
+  std::unordered_map<uint64_t, txn_state> txns_;
+  std::multiset<uint64_t> snapshots_;
+  uint64_t next_txn_ = 1;
+  lsn last_lsn_;
+  store::term term_{1};
+};
+
+} // namespace conclave::store

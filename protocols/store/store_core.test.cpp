@@ -1,0 +1,450 @@
+#include "protocols/store/store_core.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace conclave::store;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr timestamp deadline{4s};
+
+class core_test : public testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_TRUE(core.ensure_collection("d", collection_kind::dictionary, "str", "str"));
+    ASSERT_TRUE(core.ensure_collection("e", collection_kind::dictionary, "str", "str"));
+    ASSERT_TRUE(core.ensure_collection("q", collection_kind::queue, "", "str"));
+  }
+
+  result<op_result> run(txn_id t, operation op, std::string key = {},
+                        std::string value = {}, std::string coll = {},
+                        read_mode mode = read_mode::repeatable) {
+    op_request r;
+    r.txn = t;
+    r.op = op;
+    r.collection = coll.empty() ? (is_queue_operation(op) ? "q" : "d") : coll;
+    r.key = std::move(key);
+    r.value = std::move(value);
+    r.mode = mode;
+    return core.execute(r, deadline);
+  }
+
+  op_result ok(result<op_result> r) {
+    EXPECT_TRUE(r) << (r ? "" : r.error().message());
+    return r ? r.value() : op_result{};
+  }
+
+  void put(txn_id t, std::string k, std::string v, std::string coll = "d") {
+    auto r = ok(run(t, operation::add_or_update, std::move(k), std::move(v), coll));
+    EXPECT_FALSE(r.waiting);
+  }
+
+  std::optional<std::string> get(txn_id t, std::string k,
+                                 read_mode mode = read_mode::repeatable,
+                                 std::string coll = "d") {
+    auto r = ok(run(t, operation::try_get, std::move(k), {}, coll, mode));
+    EXPECT_FALSE(r.waiting);
+    if (!r.found)
+      return std::nullopt;
+    return r.value;
+  }
+
+  void commit(txn_id t) { ASSERT_TRUE(core.commit(t)); }
+
+  void commit_one(std::string k, std::string v) {
+    auto t = core.begin();
+    put(t, std::move(k), std::move(v));
+    commit(t);
+  }
+
+  std::vector<std::pair<std::string, std::string>> all(txn_id t, std::string coll = "d") {
+    return ok(run(t, operation::enumerate, {}, {}, coll)).items;
+  }
+
+  store_core core;
+};
+
+errc code(const std::error_code& e) { return static_cast<errc>(e.value()); }
+
+} // namespace
+
+TEST_F(core_test, snapshot_reads_see_the_state_at_begin_across_collections) {
+  commit_one("a", "1");
+  auto reader = core.begin();
+  auto writer = core.begin();
+  put(writer, "a", "2");
+  put(writer, "b", "new");
+  put(writer, "x", "other", "e");
+  ASSERT_TRUE(ok(run(writer, operation::enqueue, {}, "item")).found);
+  commit(writer);
+  EXPECT_EQ(get(reader, "a", read_mode::snapshot), "1");
+  EXPECT_EQ(get(reader, "b", read_mode::snapshot), std::nullopt);
+  EXPECT_EQ(ok(run(reader, operation::count)).count, 1u);
+  EXPECT_EQ(all(reader), (decltype(all(reader)){{"a", "1"}}));
+  EXPECT_TRUE(all(reader, "e").empty());
+  EXPECT_EQ(ok(run(reader, operation::queue_count)).count, 0u);
+  // A repeatable read sees the latest committed value.
+  EXPECT_EQ(get(reader, "a"), "2");
+  auto later = core.begin();
+  EXPECT_EQ(ok(run(later, operation::count)).count, 2u);
+  EXPECT_EQ(ok(run(later, operation::queue_count)).count, 1u);
+}
+
+TEST_F(core_test, repeatable_read_blocks_writers_until_the_reader_ends) {
+  commit_one("a", "1");
+  auto reader = core.begin();
+  EXPECT_EQ(get(reader, "a"), "1");
+  auto writer = core.begin();
+  auto w = ok(run(writer, operation::add_or_update, "a", "2"));
+  EXPECT_TRUE(w.waiting);
+  EXPECT_EQ(get(reader, "a"), "1"); // still the same
+  commit(reader);
+  EXPECT_EQ(core.take_woken(), std::vector<txn_id>{writer});
+  EXPECT_FALSE(ok(run(writer, operation::add_or_update, "a", "2")).waiting);
+  commit(writer);
+  EXPECT_EQ(get(core.begin(), "a"), "2");
+}
+
+TEST_F(core_test, a_waiting_transaction_is_busy_and_resumes_when_the_lock_is_free) {
+  commit_one("a", "1");
+  auto reader = core.begin();
+  EXPECT_EQ(get(reader, "a"), "1");
+  auto writer = core.begin();
+  ASSERT_TRUE(ok(run(writer, operation::add_or_update, "a", "2")).waiting);
+  auto busy = run(writer, operation::try_get, "b");
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(code(busy.error()), errc::transaction_busy);
+  EXPECT_EQ(code(core.commit(writer).error()), errc::transaction_busy);
+  commit(reader);
+  EXPECT_EQ(core.take_woken(), std::vector<txn_id>{writer});
+  auto again = ok(run(writer, operation::add_or_update, "a", "2"));
+  EXPECT_FALSE(again.waiting);
+  EXPECT_TRUE(again.found);
+  commit(writer);
+  EXPECT_EQ(get(core.begin(), "a"), "2");
+}
+
+TEST_F(core_test, update_reads_conflict_with_shared_and_update_requests) {
+  commit_one("a", "1");
+  auto u = core.begin();
+  EXPECT_EQ(get(u, "a", read_mode::update), "1");
+  auto s = core.begin();
+  EXPECT_TRUE(ok(run(s, operation::try_get, "a")).waiting);
+  auto snap = core.begin();
+  EXPECT_EQ(get(snap, "a", read_mode::snapshot), "1"); // snapshots take no lock
+  put(u, "a", "2");                                     // upgrade to exclusive
+  commit(u);
+  EXPECT_EQ(core.take_woken(), std::vector<txn_id>{s});
+  EXPECT_EQ(get(s, "a"), "2");
+}
+
+TEST_F(core_test, read_your_writes_in_every_operation) {
+  commit_one("a", "1");
+  auto t = core.begin();
+  put(t, "b", "2");
+  EXPECT_EQ(get(t, "b"), "2");
+  EXPECT_EQ(get(t, "b", read_mode::snapshot), "2");
+  auto removed = ok(run(t, operation::try_remove, "a"));
+  EXPECT_TRUE(removed.found);
+  EXPECT_EQ(removed.value, "1");
+  EXPECT_FALSE(ok(run(t, operation::contains, "a")).found);
+  EXPECT_EQ(ok(run(t, operation::count)).count, 1u);
+  EXPECT_EQ(all(t), (decltype(all(t)){{"b", "2"}}));
+  ASSERT_TRUE(ok(run(t, operation::enqueue, {}, "mine")).found);
+  auto peek = ok(run(t, operation::try_peek));
+  EXPECT_TRUE(peek.found);
+  EXPECT_EQ(peek.value, "mine");
+  EXPECT_EQ(ok(run(t, operation::queue_count)).count, 1u);
+  // Others see none of it before the commit.
+  auto other = core.begin();
+  EXPECT_EQ(get(other, "a", read_mode::snapshot), "1");
+  ASSERT_TRUE(core.abort(t));
+  EXPECT_EQ(get(other, "a"), "1");
+  EXPECT_EQ(get(core.begin(), "b"), std::nullopt);
+}
+
+TEST_F(core_test, conditional_and_insert_only_writes) {
+  auto t = core.begin();
+  EXPECT_TRUE(ok(run(t, operation::add, "k", "1")).found);
+  auto again = run(t, operation::add, "k", "2");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(code(again.error()), errc::key_exists);
+  op_request upd;
+  upd.txn = t;
+  upd.op = operation::try_update;
+  upd.collection = "d";
+  upd.key = "k";
+  upd.value = "3";
+  upd.expected = "wrong";
+  EXPECT_FALSE(ok(core.execute(upd, deadline)).found);
+  upd.expected = "1";
+  EXPECT_TRUE(ok(core.execute(upd, deadline)).found);
+  EXPECT_EQ(get(t, "k"), "3");
+  EXPECT_FALSE(ok(run(t, operation::try_remove, "missing")).found);
+  commit(t);
+  EXPECT_EQ(get(core.begin(), "k"), "3");
+}
+
+TEST_F(core_test, deadlock_times_out_one_side_and_the_other_commits) {
+  auto t1 = core.begin();
+  auto t2 = core.begin();
+  put(t1, "a", "t1");
+  put(t2, "b", "t2");
+  op_request r1{t1, operation::add_or_update, "d", "b", "t1"};
+  op_request r2{t2, operation::add_or_update, "d", "a", "t2"};
+  ASSERT_TRUE(ok(core.execute(r1, timestamp{4s})).waiting);
+  ASSERT_TRUE(ok(core.execute(r2, timestamp{5s})).waiting);
+  EXPECT_EQ(core.next_deadline(), timestamp{4s});
+  EXPECT_TRUE(core.expire(timestamp{3s}).empty());
+  EXPECT_EQ(core.expire(timestamp{4s}), std::vector<txn_id>{t1});
+  ASSERT_TRUE(core.abort(t1));
+  EXPECT_EQ(core.take_woken(), std::vector<txn_id>{t2});
+  EXPECT_FALSE(ok(core.execute(r2, timestamp{5s})).waiting);
+  commit(t2);
+  auto t = core.begin();
+  EXPECT_EQ(get(t, "a"), "t2");
+  EXPECT_EQ(get(t, "b"), "t2");
+}
+
+TEST_F(core_test, finished_unknown_and_bad_requests_are_clear_errors) {
+  auto t = core.begin();
+  commit(t);
+  auto after = run(t, operation::try_get, "a");
+  ASSERT_FALSE(after);
+  EXPECT_EQ(code(after.error()), errc::transaction_finished);
+  EXPECT_EQ(code(core.commit(t).error()), errc::transaction_finished);
+  EXPECT_EQ(code(core.abort(t).error()), errc::transaction_finished);
+  EXPECT_EQ(code(run(txn_id{999}, operation::try_get, "a").error()),
+            errc::unknown_transaction);
+  auto u = core.begin();
+  EXPECT_EQ(code(run(u, operation::try_get, "a", {}, "nope").error()),
+            errc::unknown_collection);
+  EXPECT_EQ(code(run(u, operation::try_get, "a", {}, "q").error()), errc::wrong_type);
+  EXPECT_EQ(code(run(u, operation::enqueue, {}, "x", "d").error()), errc::wrong_type);
+  EXPECT_EQ(code(run(u, operation::add, "a", std::string(2u << 20, 'x')).error()),
+            errc::too_large);
+  EXPECT_EQ(code(run(u, operation::add, std::string(5000, 'k'), "v").error()),
+            errc::too_large);
+  EXPECT_EQ(code(core.ensure_collection("d", collection_kind::dictionary, "int", "str")
+                   .error()),
+            errc::wrong_type);
+  EXPECT_EQ(code(core.ensure_collection("q", collection_kind::dictionary, "", "str")
+                   .error()),
+            errc::wrong_type);
+  EXPECT_EQ(code(core.ensure_collection("", collection_kind::queue, "", "str").error()),
+            errc::bad_argument);
+  // The failed calls changed nothing; the transaction still works.
+  put(u, "a", "1");
+  commit(u);
+}
+
+TEST_F(core_test, empty_dequeue_holds_the_enqueue_lock_to_keep_fifo) {
+  auto d = core.begin();
+  EXPECT_FALSE(ok(run(d, operation::try_dequeue)).found);
+  auto e = core.begin();
+  EXPECT_TRUE(ok(run(e, operation::enqueue, {}, "x")).waiting);
+  commit(d);
+  EXPECT_EQ(core.take_woken(), std::vector<txn_id>{e});
+  EXPECT_TRUE(ok(run(e, operation::enqueue, {}, "x")).found);
+  commit(e);
+  auto r = core.begin();
+  auto got = ok(run(r, operation::try_dequeue));
+  EXPECT_TRUE(got.found);
+  EXPECT_EQ(got.value, "x");
+}
+
+TEST_F(core_test, enqueue_and_dequeue_run_side_by_side) {
+  auto seed = core.begin();
+  ok(run(seed, operation::enqueue, {}, "1"));
+  commit(seed);
+  auto d = core.begin();
+  auto e = core.begin();
+  EXPECT_EQ(ok(run(d, operation::try_dequeue)).value, "1");
+  EXPECT_FALSE(ok(run(e, operation::enqueue, {}, "2")).waiting);
+  auto d2 = core.begin();
+  EXPECT_TRUE(ok(run(d2, operation::try_peek)).waiting); // one dequeuer at a time
+  commit(e);
+  commit(d);
+  EXPECT_EQ(core.take_woken(), std::vector<txn_id>{d2});
+  EXPECT_EQ(ok(run(d2, operation::try_dequeue)).value, "2");
+}
+
+// Many transactions enqueue numbered items (some abort) and dequeue (some
+// abort), interleaved at random by whichever lock is free: what comes out is
+// exactly the committed enqueues, in commit order.
+TEST_F(core_test, queue_is_strict_fifo_under_interleaving_and_aborts) {
+  size_t moved = 0;
+  for (uint32_t seed = 1; seed <= 50; ++seed) {
+    store_core c;
+    ASSERT_TRUE(c.ensure_collection("q", collection_kind::queue, "", "str"));
+    std::mt19937 rng{seed};
+    std::vector<std::string> committed_in, committed_out;
+    struct active {
+      txn_id id;
+      bool dequeuer;
+      std::vector<std::string> items;
+      int steps = 0;
+    };
+    std::vector<active> txns;
+    int next_item = 0;
+    for (int step = 0; step < 400; ++step) {
+      if (txns.size() < 4) {
+        txns.push_back({c.begin(), rng() % 2 == 0, {}, 0});
+      }
+      auto& t = txns[rng() % txns.size()];
+      op_request r;
+      r.txn = t.id;
+      r.collection = "q";
+      if (c.locks().is_waiting(t.id))
+        continue;
+      if (++t.steps > 3) {
+        bool abort = rng() % 4 == 0;
+        if (abort) {
+          ASSERT_TRUE(c.abort(t.id));
+        } else {
+          ASSERT_TRUE(c.commit(t.id));
+          auto& to = t.dequeuer ? committed_out : committed_in;
+          to.insert(to.end(), t.items.begin(), t.items.end());
+        }
+        auto id = t.id;
+        txns.erase(std::find_if(txns.begin(), txns.end(),
+                                [&](const active& a) { return a.id == id; }));
+        c.take_woken(); // parked requests are simply re-issued later
+        continue;
+      }
+      if (t.dequeuer) {
+        r.op = operation::try_dequeue;
+      } else {
+        r.op = operation::enqueue;
+        r.value = std::to_string(next_item++);
+      }
+      auto res = c.execute(r, deadline);
+      ASSERT_TRUE(res);
+      if (res.value().waiting) {
+        // Give up on waiting transactions now and then (like a timeout).
+        if (rng() % 3 == 0) {
+          ASSERT_TRUE(c.abort(t.id));
+          auto id = t.id;
+          txns.erase(std::find_if(txns.begin(), txns.end(),
+                                  [&](const active& a) { return a.id == id; }));
+          c.take_woken();
+        } else {
+          --t.steps;
+        }
+        continue;
+      }
+      if (t.dequeuer && res.value().found)
+        t.items.push_back(res.value().value);
+      if (!t.dequeuer)
+        t.items.push_back(r.value);
+      // A waiting transaction's request was granted: forget the wait.
+      for (auto id : c.take_woken())
+        (void) id;
+    }
+    for (auto& t : txns)
+      ASSERT_TRUE(c.abort(t.id));
+    // Drain what is left.
+    auto drain = c.begin();
+    for (;;) {
+      auto res = c.execute({drain, operation::try_dequeue, "q"}, deadline);
+      ASSERT_TRUE(res);
+      ASSERT_FALSE(res.value().waiting);
+      if (!res.value().found)
+        break;
+      committed_out.push_back(res.value().value);
+    }
+    EXPECT_EQ(committed_out, committed_in) << "seed " << seed;
+    moved += committed_in.size();
+  }
+  EXPECT_GT(moved, 500u); // the schedules did commit a fair amount of work
+}
+
+TEST_F(core_test, replaying_the_commit_records_rebuilds_the_same_state) {
+  store_core a;
+  std::vector<log_record> log;
+  auto keep = [&](auto r) {
+    ASSERT_TRUE(r);
+    if constexpr (std::is_same_v<std::decay_t<decltype(r.value())>, log_record>) {
+      if (r.value().lsn.value != 0)
+        log.push_back(r.value());
+    } else if (r.value()) {
+      log.push_back(*r.value());
+    }
+  };
+  keep(a.ensure_collection("d", collection_kind::dictionary, "str", "str"));
+  keep(a.ensure_collection("q", collection_kind::queue, "", "str"));
+  std::mt19937 rng{7};
+  for (int i = 0; i < 200; ++i) {
+    auto t = a.begin();
+    for (int k = 0; k < 3; ++k) {
+      op_request r{t, operation::add_or_update, "d", std::to_string(rng() % 20),
+                   std::to_string(i)};
+      if (rng() % 4 == 0)
+        r.op = operation::try_remove;
+      if (rng() % 3 == 0) {
+        r = {t, rng() % 2 ? operation::enqueue : operation::try_dequeue, "q", "",
+             std::to_string(i)};
+      }
+      ASSERT_TRUE(a.execute(r, deadline));
+    }
+    if (rng() % 5 == 0)
+      ASSERT_TRUE(a.abort(t));
+    else
+      keep(a.commit(t));
+    if (i == 120)
+      a.collect_garbage();
+  }
+  store_core b;
+  for (auto& r : log) {
+    auto d = decode_record(encode_record(r));
+    ASSERT_EQ(d.status, decode_status::ok);
+    ASSERT_TRUE(b.apply(d.record));
+  }
+  EXPECT_EQ(b.last_lsn(), a.last_lsn());
+  EXPECT_EQ(b.encode_checkpoint(), a.encode_checkpoint());
+  // A record out of order is refused and changes nothing.
+  EXPECT_FALSE(b.apply(log[5]));
+  // From a checkpoint taken in the middle plus the rest of the log.
+  store_core c;
+  store_core half;
+  size_t mid = log.size() / 2;
+  for (size_t i = 0; i < mid; ++i)
+    ASSERT_TRUE(half.apply(log[i]));
+  ASSERT_TRUE(c.load_checkpoint(half.encode_checkpoint()));
+  for (size_t i = mid; i < log.size(); ++i)
+    ASSERT_TRUE(c.apply(log[i])) << i;
+  EXPECT_EQ(c.encode_checkpoint(), a.encode_checkpoint());
+}
+
+TEST_F(core_test, a_damaged_checkpoint_image_is_refused) {
+  commit_one("a", "1");
+  auto image = core.encode_checkpoint();
+  for (size_t i = 0; i < image.size(); ++i) {
+    auto bad = image;
+    bad[i] = static_cast<char>(bad[i] ^ 0x10);
+    store_core c;
+    EXPECT_FALSE(c.load_checkpoint(bad)) << "byte " << i;
+  }
+  store_core c;
+  EXPECT_FALSE(c.load_checkpoint(image.substr(0, image.size() - 1)));
+  ASSERT_TRUE(c.load_checkpoint(image));
+  EXPECT_EQ(c.last_lsn(), core.last_lsn());
+}
+
+TEST_F(core_test, old_snapshots_survive_garbage_collection) {
+  commit_one("a", "0");
+  auto old = core.begin();
+  for (int i = 1; i <= 50; ++i) {
+    commit_one("a", std::to_string(i));
+    core.collect_garbage();
+  }
+  EXPECT_EQ(get(old, "a", read_mode::snapshot), "0");
+  EXPECT_EQ(get(old, "a"), "50");
+  commit(old);
+  core.collect_garbage();
+  auto now = core.begin();
+  EXPECT_EQ(get(now, "a", read_mode::snapshot), "50");
+}
