@@ -1,0 +1,278 @@
+#include "runtime/store/backup.hpp"
+
+#include "protocols/store/crc32c.hpp"
+#include "protocols/store/log_record.hpp"
+#include "runtime/store/checkpoint_file.hpp"
+#include "runtime/store/file_util.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+namespace conclave::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct manifest {
+  std::string kind;
+  lsn from, to;
+  struct file {
+    std::string name;
+    uint64_t size = 0;
+    uint32_t crc = 0;
+  };
+  std::vector<file> files;
+};
+
+struct backup_entry {
+  uint64_t seq = 0;
+  fs::path path;
+};
+
+std::string render(const manifest& m) {
+  std::ostringstream out;
+  out << "conclave-backup 1\nkind " << m.kind << "\nfrom " << m.from.value << "\nto "
+      << m.to.value << '\n';
+  for (auto& f : m.files) {
+    char crc[16];
+    std::snprintf(crc, sizeof(crc), "%08x", f.crc);
+    out << "file " << f.name << ' ' << f.size << ' ' << crc << '\n';
+  }
+  return out.str();
+}
+
+result<manifest> parse_manifest(const fs::path& dir) {
+  auto text = files::read_file(dir / "MANIFEST");
+  if (!text)
+    return errc::corrupt_data;
+  std::istringstream in{text.value()};
+  std::string word;
+  int version = 0;
+  manifest m;
+  if (!(in >> word >> version) || word != "conclave-backup" || version != 1)
+    return errc::corrupt_data;
+  uint64_t from = 0, to = 0;
+  std::string k1, k2, k3;
+  if (!(in >> k1 >> m.kind >> k2 >> from >> k3 >> to) || k1 != "kind" || k2 != "from"
+      || k3 != "to" || (m.kind != "full" && m.kind != "incremental") || to < from)
+    return errc::corrupt_data;
+  m.from = lsn{from};
+  m.to = lsn{to};
+  while (in >> word) {
+    manifest::file f;
+    std::string crc;
+    if (word != "file" || !(in >> f.name >> f.size >> crc) || f.name.find('/') != std::string::npos)
+      return errc::corrupt_data;
+    f.crc = static_cast<uint32_t>(std::stoul(crc, nullptr, 16));
+    m.files.push_back(f);
+  }
+  return m;
+}
+
+/// Backups in `dir`, oldest first.
+std::vector<backup_entry> list_backups(const fs::path& dir) {
+  std::vector<backup_entry> out;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    auto name = e.path().filename().string();
+    if (name.size() < 8 || name[6] != '-')
+      continue;
+    auto digits = name.substr(0, 6);
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    out.push_back({std::stoull(digits), e.path()});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const backup_entry& a, const backup_entry& b) { return a.seq < b.seq; });
+  return out;
+}
+
+/// Frames of the log records with from < lsn <= upto, checked and dense.
+result<std::string> log_frames(const fs::path& data_dir, lsn from, lsn upto) {
+  std::vector<std::pair<lsn, fs::path>> segs;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(data_dir / "log", ec))
+    if (auto l = files::parse_lsn_name(e.path().filename().string(), "seg-", ".wal"))
+      segs.emplace_back(*l, e.path());
+  std::sort(segs.begin(), segs.end());
+  std::string out;
+  lsn next{from.value + 1};
+  for (auto& [first, path] : segs) {
+    if (next > upto)
+      break;
+    auto data = files::read_file(path);
+    if (!data)
+      continue; // deleted by a concurrent truncation: then the records are older
+    std::string_view bytes = data.value();
+    size_t pos = 0;
+    while (pos < bytes.size() && next <= upto) {
+      auto d = decode_record(bytes.substr(pos));
+      if (d.status != decode_status::ok)
+        break; // the tail being written
+      if (d.record.lsn == next) {
+        out.append(bytes.substr(pos, d.size));
+        ++next.value;
+      } else if (d.record.lsn > next) {
+        return errc::backup_gap;
+      }
+      pos += d.size;
+    }
+  }
+  if (next <= upto)
+    return errc::backup_gap;
+  return out;
+}
+
+result<backup_info> write_backup(const fs::path& backup_dir, manifest m,
+                                 const std::vector<std::pair<std::string, std::string>>& contents) {
+  std::error_code ec;
+  fs::create_directories(backup_dir, ec);
+  if (ec)
+    return ec;
+  auto existing = list_backups(backup_dir);
+  uint64_t seq = existing.empty() ? 1 : existing.back().seq + 1;
+  char name[32];
+  std::snprintf(name, sizeof(name), "%06llu-%s", static_cast<unsigned long long>(seq),
+                m.kind == "full" ? "full" : "incr");
+  auto target = backup_dir / name;
+  fs::create_directories(target, ec);
+  if (ec)
+    return ec;
+  backup_info info{m.kind, m.from, m.to, target, 0};
+  auto sync = files::default_sync();
+  for (auto& [file, bytes] : contents) {
+    if (auto w = files::write_file_synced(target / file, bytes, sync); !w)
+      return w.error();
+    m.files.push_back({file, bytes.size(), crc32c(bytes)});
+    info.bytes += bytes.size();
+  }
+  if (auto w = files::write_file_synced(target / "MANIFEST", render(m), sync); !w)
+    return w.error();
+  if (auto s = files::sync_dir(target, sync); !s)
+    return s.error();
+  if (auto s = files::sync_dir(backup_dir, sync); !s)
+    return s.error();
+  return info;
+}
+
+} // namespace
+
+result<backup_info> backup_full(const fs::path& data_dir, const fs::path& backup_dir,
+                                lsn upto) {
+  std::vector<std::pair<std::string, std::string>> contents;
+  lsn from;
+  for (auto& file : list_checkpoints(data_dir)) {
+    auto image = read_checkpoint(file);
+    if (!image)
+      continue; // a corrupt newest checkpoint: back up from the previous one
+    if (image.value().at > upto)
+      continue;
+    auto bytes = files::read_file(file);
+    if (!bytes)
+      return bytes.error();
+    from = image.value().at;
+    contents.emplace_back(file.filename().string(), std::move(bytes.value()));
+    break;
+  }
+  auto frames = log_frames(data_dir, from, upto);
+  if (!frames)
+    return frames.error();
+  if (!frames.value().empty())
+    contents.emplace_back("log.wal", std::move(frames.value()));
+  return write_backup(backup_dir, manifest{"full", from, upto, {}}, contents);
+}
+
+result<backup_info> backup_incremental(const fs::path& data_dir, const fs::path& backup_dir,
+                                       lsn upto) {
+  auto existing = list_backups(backup_dir);
+  if (existing.empty())
+    return errc::bad_argument;
+  auto prev = parse_manifest(existing.back().path);
+  if (!prev)
+    return prev.error();
+  auto from = prev.value().to;
+  if (upto < from)
+    return errc::bad_argument;
+  auto frames = log_frames(data_dir, from, upto);
+  if (!frames)
+    return frames.error();
+  std::vector<std::pair<std::string, std::string>> contents;
+  if (!frames.value().empty())
+    contents.emplace_back("log.wal", std::move(frames.value()));
+  return write_backup(backup_dir, manifest{"incremental", from, upto, {}}, contents);
+}
+
+result<backup_info> restore_backup(const fs::path& backup_dir, const fs::path& new_data_dir) {
+  std::error_code ec;
+  if (fs::exists(new_data_dir, ec) && !fs::is_empty(new_data_dir, ec))
+    return errc::bad_argument;
+  auto all = list_backups(backup_dir);
+  // The newest full backup and the incrementals after it.
+  std::vector<std::pair<manifest, fs::path>> chain;
+  for (auto i = all.rbegin(); i != all.rend(); ++i) {
+    auto m = parse_manifest(i->path);
+    if (!m)
+      return m.error();
+    chain.emplace_back(m.value(), i->path);
+    if (m.value().kind == "full")
+      break;
+  }
+  if (chain.empty() || chain.back().first.kind != "full")
+    return errc::bad_argument; // no full backup to start from
+  std::reverse(chain.begin(), chain.end());
+  std::string checkpoint_name, checkpoint_bytes, log;
+  lsn to = chain.front().first.from;
+  for (auto& [m, dir] : chain) {
+    if (m.from != to)
+      return errc::corrupt_data; // not continuous
+    for (auto& f : m.files) {
+      auto bytes = files::read_file(dir / f.name);
+      if (!bytes || bytes.value().size() != f.size || crc32c(bytes.value()) != f.crc)
+        return errc::corrupt_data;
+      if (f.name == "log.wal")
+        log += bytes.value();
+      else if (m.kind == "full")
+        checkpoint_name = f.name, checkpoint_bytes = std::move(bytes.value());
+    }
+    to = m.to;
+  }
+  // The log must be exactly the records after the checkpoint up to `to`.
+  lsn next{chain.front().first.from.value + 1};
+  for (size_t pos = 0; pos < log.size();) {
+    auto d = decode_record(std::string_view{log}.substr(pos));
+    if (d.status != decode_status::ok || d.record.lsn != next)
+      return errc::corrupt_data;
+    ++next.value;
+    pos += d.size;
+  }
+  if (next.value != to.value + 1)
+    return errc::corrupt_data;
+  auto sync = files::default_sync();
+  fs::create_directories(new_data_dir / "log", ec);
+  fs::create_directories(new_data_dir / "checkpoints", ec);
+  if (ec)
+    return ec;
+  if (!checkpoint_name.empty()) {
+    if (auto w = files::write_file_synced(new_data_dir / "checkpoints" / checkpoint_name,
+                                          checkpoint_bytes, sync);
+        !w)
+      return w.error();
+  }
+  if (!log.empty()) {
+    auto seg = files::lsn_name("seg-", lsn{chain.front().first.from.value + 1}, ".wal");
+    if (auto w = files::write_file_synced(new_data_dir / "log" / seg, log, sync); !w)
+      return w.error();
+  }
+  for (auto d : {new_data_dir / "log", new_data_dir / "checkpoints", new_data_dir})
+    if (auto s = files::sync_dir(d, sync); !s)
+      return s.error();
+  return backup_info{"restore", chain.front().first.from, to, new_data_dir,
+                     checkpoint_bytes.size() + log.size()};
+}
+
+} // namespace conclave::store

@@ -1,0 +1,516 @@
+#include "runtime/store/state_manager.hpp"
+
+#include "runtime/store/backup.hpp"
+#include "runtime/store/checkpoint_file.hpp"
+#include "runtime/store/wal.hpp"
+
+#include <future>
+#include <iostream>
+
+namespace conclave::store {
+
+namespace fs = std::filesystem;
+using std::chrono::steady_clock;
+
+namespace {
+
+std::chrono::nanoseconds since(steady_clock::time_point t) {
+  return steady_clock::now() - t;
+}
+
+} // namespace
+
+state_manager::state_manager(state_manager_options opts)
+  : opts_(std::move(opts)),
+    probe_(opts_.probe ? opts_.probe : &null_store_probe()),
+    core_(opts_.limits) {
+  if (!opts_.log)
+    opts_.log = [](const std::string& line) { std::cerr << line << '\n'; };
+}
+
+result<std::unique_ptr<state_manager>> state_manager::open(state_manager_options opts) {
+  if (opts.dir.empty())
+    return errc::bad_argument;
+  std::unique_ptr<state_manager> sm{new state_manager(std::move(opts))};
+  if (auto r = sm->recover(); !r)
+    return r.error();
+  sm->maintenance_ = std::thread{[p = sm.get()] { p->maintenance_loop(); }};
+  return sm;
+}
+
+state_manager::~state_manager() {
+  std::vector<completion> out;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    stopping_ = true;
+    for (auto& [id, p] : parked_) {
+      auto cb = std::move(p.cb);
+      out.emplace_back([cb] { cb(errc::store_failed); });
+    }
+    parked_.clear();
+  }
+  maintenance_cv_.notify_all();
+  if (maintenance_.joinable())
+    maintenance_.join();
+  for (auto& f : out)
+    f();
+  // Flushes and syncs what was appended; commit callbacks still waiting run
+  // from the log's writer thread before it stops.
+  wal_.reset();
+  std::map<uint64_t, commit_waiter> left;
+  {
+    std::lock_guard<std::mutex> guard{durable_mtx_};
+    left.swap(commit_waiters_);
+  }
+  for (auto& [l, w] : left)
+    w.cb(errc::store_failed);
+}
+
+void state_manager::report(const std::string& line) const {
+  opts_.log("store " + opts_.dir.string() + ": " + line);
+}
+
+timestamp state_manager::now() {
+  return std::chrono::duration_cast<timestamp>(steady_clock::now().time_since_epoch());
+}
+
+timestamp state_manager::deadline_in(std::chrono::milliseconds timeout) const {
+  if (timeout.count() < 0)
+    timeout = opts_.default_timeout;
+  return now() + timeout;
+}
+
+result<void> state_manager::check_running() {
+  // The log may have failed a moment ago on its writer thread, before its
+  // callback reached durable().
+  if (!failure_ && wal_)
+    failure_ = wal_->failure();
+  if (stopping_ || failure_)
+    return errc::store_failed;
+  return outcome::success();
+}
+
+std::error_code state_manager::failure() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return failure_;
+}
+
+lsn state_manager::last_lsn() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return core_.last_lsn();
+}
+
+lsn state_manager::durable_lsn() const {
+  return wal_->durable_lsn();
+}
+
+state_manager::stats state_manager::get_stats() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto s = stats_;
+  auto w = wal_->get_stats();
+  s.log_bytes = w.bytes;
+  s.log_records = w.records;
+  s.log_syncs = w.syncs;
+  s.active_transactions = core_.active_transactions();
+  return s;
+}
+
+// -- recovery -------------------------------------------------------------------
+
+result<void> state_manager::recover() {
+  auto started = steady_clock::now();
+  std::error_code ec;
+  fs::create_directories(opts_.dir, ec);
+  if (ec) {
+    report("cannot create the data directory: " + ec.message());
+    return errc::io_failure;
+  }
+  for (auto& file : list_checkpoints(opts_.dir)) {
+    auto image = read_checkpoint(file);
+    if (image && core_.load_checkpoint(image.value().image)) {
+      recovery_.checkpoint = core_.last_lsn();
+      break;
+    }
+    recovery_.corrupt_checkpoints.push_back(file.filename().string());
+    report("checkpoint " + file.filename().string()
+           + " is corrupt; falling back to the previous one");
+    probe_->corruption("checkpoint");
+  }
+  wal_options wo;
+  wo.dir = opts_.dir;
+  wo.segment_bytes = opts_.segment_bytes;
+  wo.group_commit = opts_.group_commit;
+  if (opts_.sync)
+    wo.sync = opts_.sync;
+  wal_recovery found;
+  auto replay = [this](const log_record& r) -> result<void> { return core_.apply(r); };
+  auto w = wal::open(wo, core_.last_lsn(), replay, found);
+  if (!w) {
+    report("cannot recover the log after lsn " + to_string(core_.last_lsn()) + ": "
+           + w.error().message()
+           + (recovery_.corrupt_checkpoints.empty() ? ""
+                                                    : " (a checkpoint was corrupt)"));
+    return w.error();
+  }
+  wal_ = std::move(w.value());
+  last_synced_ = core_.last_lsn().value;
+  previous_checkpoint_ = recovery_.checkpoint;
+  wal_->on_durable([this](lsn upto, std::error_code err) { durable(upto, err); });
+  recovery_.records_replayed = found.records;
+  recovery_.last = core_.last_lsn();
+  recovery_.tail_cut = found.tail_cut;
+  recovery_.cut_bytes = found.cut_bytes;
+  recovery_.cut_reason = found.cut_reason;
+  if (found.tail_cut) {
+    report("log tail cut after lsn " + to_string(core_.last_lsn()) + " ("
+           + std::to_string(found.cut_bytes) + " bytes): " + found.cut_reason);
+    probe_->corruption("log_tail");
+  }
+  recovery_.duration = since(started);
+  probe_->recovered(recovery_.duration, found.records);
+  return outcome::success();
+}
+
+// -- collections and transactions -------------------------------------------------
+
+result<collection_info> state_manager::ensure_collection(const std::string& name,
+                                                         collection_kind kind,
+                                                         const std::string& key_type,
+                                                         const std::string& value_type) {
+  lsn created;
+  collection_info info;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (auto r = check_running(); !r)
+      return r.error();
+    auto r = core_.ensure_collection(name, kind, key_type, value_type);
+    if (!r)
+      return r.error();
+    if (r.value()) {
+      auto& rec = *r.value();
+      created = rec.lsn;
+      auto frame = encode_record(rec);
+      log_bytes_since_checkpoint_ += frame.size();
+      probe_->log_bytes(frame.size());
+      if (auto a = wal_->append(rec.lsn, std::move(frame)); !a)
+        return a.error();
+    }
+    info = *core_.find_collection(name);
+  }
+  // A collection exists once its creation is durable, in either mode.
+  if (created.value != 0)
+    if (auto d = wal_->wait_durable(created); !d)
+      return d.error();
+  return info;
+}
+
+std::vector<collection_info> state_manager::collections() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return core_.collections();
+}
+
+result<txn_id> state_manager::begin_txn() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (auto r = check_running(); !r)
+    return r.error();
+  return core_.begin();
+}
+
+result<op_result> state_manager::execute(const op_request& req,
+                                         std::chrono::milliseconds timeout) {
+  std::promise<result<op_result>> done;
+  auto f = done.get_future();
+  execute_async(req, timeout, [&done](result<op_result> r) { done.set_value(std::move(r)); });
+  return f.get();
+}
+
+void state_manager::execute_async(op_request req, std::chrono::milliseconds timeout,
+                                  op_callback cb) {
+  result<op_result> res = errc::store_failed;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (auto r = check_running(); !r) {
+      res = r.error();
+    } else {
+      auto deadline = deadline_in(timeout);
+      res = core_.execute(req, deadline);
+      if (res && res.value().waiting) {
+        ++stats_.lock_waits;
+        probe_->lock_waited();
+        parked_[req.txn.value] = parked{std::move(req), deadline, std::move(cb)};
+        maintenance_cv_.notify_all(); // maybe an earlier deadline
+        return;
+      }
+    }
+  }
+  cb(std::move(res));
+}
+
+void state_manager::wake(std::vector<completion>& out) {
+  for (auto t : core_.take_woken()) {
+    auto p = parked_.find(t.value);
+    if (p == parked_.end())
+      continue;
+    auto res = core_.execute(p->second.req, p->second.deadline);
+    if (res && res.value().waiting)
+      continue; // granted one lock, waits for the next (queues)
+    auto cb = std::move(p->second.cb);
+    parked_.erase(p);
+    out.emplace_back([cb = std::move(cb), res = std::move(res)]() mutable {
+      cb(std::move(res));
+    });
+  }
+}
+
+void state_manager::fail_parked(txn_id txn, errc why, std::vector<completion>& out) {
+  auto p = parked_.find(txn.value);
+  if (p == parked_.end())
+    return;
+  auto cb = std::move(p->second.cb);
+  parked_.erase(p);
+  out.emplace_back([cb = std::move(cb), why] { cb(why); });
+}
+
+result<lsn> state_manager::commit_locked(txn_id txn, std::vector<completion>& out,
+                                         commit_callback* cb) {
+  if (auto r = check_running(); !r)
+    return r.error();
+  auto rec = core_.commit(txn);
+  if (!rec)
+    return rec.error();
+  auto& r = rec.value();
+  wake(out);
+  ++stats_.commits;
+  if (r.lsn.value == 0)
+    return lsn{};
+  auto frame = encode_record(r);
+  auto size = frame.size();
+  if (cb) {
+    std::lock_guard<std::mutex> guard{durable_mtx_};
+    commit_waiters_.emplace(r.lsn.value, commit_waiter{std::move(*cb), steady_clock::now()});
+  }
+  if (auto a = wal_->append(r.lsn, std::move(frame)); !a) {
+    // Applied in memory but not logged: the store must stop. The caller
+    // reports the failure to its own callback.
+    if (cb) {
+      std::lock_guard<std::mutex> guard{durable_mtx_};
+      if (auto w = commit_waiters_.find(r.lsn.value); w != commit_waiters_.end()) {
+        *cb = std::move(w->second.cb);
+        commit_waiters_.erase(w);
+      }
+    }
+    failure_ = a.error();
+    report("log append failed: " + a.error().message() + "; the store stopped");
+    probe_->failed();
+    return a.error();
+  }
+  probe_->log_bytes(size);
+  log_bytes_since_checkpoint_ += size;
+  if (opts_.checkpoint_log_bytes > 0
+      && log_bytes_since_checkpoint_ >= opts_.checkpoint_log_bytes && !checkpoint_wanted_) {
+    checkpoint_wanted_ = true;
+    maintenance_cv_.notify_all();
+  }
+  return r.lsn;
+}
+
+result<lsn> state_manager::commit(txn_id txn) {
+  auto started = steady_clock::now();
+  std::vector<completion> out;
+  result<lsn> r = lsn{};
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    r = commit_locked(txn, out, nullptr);
+  }
+  for (auto& f : out)
+    f();
+  if (!r || r.value().value == 0)
+    return r;
+  if (opts_.strong)
+    if (auto d = wal_->wait_durable(r.value()); !d)
+      return d.error();
+  probe_->committed(since(started));
+  return r;
+}
+
+void state_manager::commit_async(txn_id txn, commit_callback cb) {
+  auto started = steady_clock::now();
+  std::vector<completion> out;
+  result<lsn> r = lsn{};
+  bool deferred = false;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    // In strong mode the callback waits for the log writer (durable()).
+    auto* pending = opts_.strong ? &cb : nullptr;
+    r = commit_locked(txn, out, pending);
+    deferred = r && r.value().value != 0 && opts_.strong;
+  }
+  for (auto& f : out)
+    f();
+  if (!deferred) {
+    if (r && r.value().value != 0)
+      probe_->committed(since(started));
+    cb(std::move(r));
+  }
+}
+
+void state_manager::durable(lsn upto, std::error_code err) {
+  if (!err && upto.value > last_synced_) {
+    probe_->log_synced(upto.value - last_synced_);
+    last_synced_ = upto.value;
+  }
+  std::vector<std::pair<uint64_t, commit_waiter>> done;
+  {
+    std::lock_guard<std::mutex> guard{durable_mtx_};
+    auto end = err ? commit_waiters_.end() : commit_waiters_.upper_bound(upto.value);
+    for (auto i = commit_waiters_.begin(); i != end; ++i)
+      done.emplace_back(i->first, std::move(i->second));
+    commit_waiters_.erase(commit_waiters_.begin(), end);
+  }
+  if (err) {
+    report("log write or fdatasync failed: " + err.message() + "; the store stopped");
+    probe_->failed();
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (!failure_)
+        failure_ = err;
+    }
+    maintenance_cv_.notify_all();
+  }
+  for (auto& [l, w] : done) {
+    if (err) {
+      w.cb(errc::io_failure);
+    } else {
+      probe_->committed(since(w.started));
+      w.cb(lsn{l});
+    }
+  }
+}
+
+result<void> state_manager::abort(txn_id txn) {
+  std::vector<completion> out;
+  result<void> r = outcome::success();
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    fail_parked(txn, errc::transaction_finished, out);
+    r = core_.abort(txn);
+    if (r) {
+      ++stats_.aborts;
+      probe_->aborted();
+    }
+    wake(out);
+  }
+  for (auto& f : out)
+    f();
+  return r;
+}
+
+// -- maintenance -------------------------------------------------------------------
+
+void state_manager::maintenance_loop() {
+  std::unique_lock<std::mutex> lk{mtx_};
+  while (!stopping_) {
+    if (checkpoint_wanted_ && !failure_) {
+      checkpoint_wanted_ = false;
+      lk.unlock();
+      if (auto r = take_checkpoint(); !r)
+        report("checkpoint failed: " + r.error().message());
+      lk.lock();
+      continue;
+    }
+    if (auto next = core_.next_deadline())
+      maintenance_cv_.wait_until(
+        lk, steady_clock::time_point{
+              std::chrono::duration_cast<steady_clock::duration>(*next)});
+    else
+      maintenance_cv_.wait(lk);
+    std::vector<completion> out;
+    for (auto t : core_.expire(now())) {
+      ++stats_.lock_timeouts;
+      probe_->lock_timed_out();
+      fail_parked(t, errc::lock_timeout, out);
+    }
+    wake(out);
+    if (!out.empty()) {
+      lk.unlock();
+      for (auto& f : out)
+        f();
+      lk.lock();
+    }
+  }
+}
+
+result<lsn> state_manager::checkpoint() {
+  return take_checkpoint();
+}
+
+result<lsn> state_manager::take_checkpoint() {
+  std::lock_guard<std::mutex> one_at_a_time{checkpoint_mtx_};
+  auto started = steady_clock::now();
+  std::string image;
+  lsn at;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (auto r = check_running(); !r)
+      return r.error();
+    core_.collect_garbage();
+    image = core_.encode_checkpoint();
+    at = core_.last_lsn();
+    log_bytes_since_checkpoint_ = 0;
+    // Records after `at` go to a new segment, so the old ones can go.
+    if (auto r = wal_->roll(); !r)
+      return r.error();
+  }
+  // Never checkpoint what is not durable in the log yet.
+  if (auto d = wal_->wait_durable(at); !d)
+    return d.error();
+  auto sync = opts_.sync ? opts_.sync : std::function<int(int)>{};
+  if (auto w = write_checkpoint(opts_.dir, at, image, sync); !w) {
+    report("writing checkpoint " + to_string(at) + " failed: " + w.error().message()
+           + "; the store stopped");
+    probe_->failed();
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!failure_)
+      failure_ = w.error();
+    return w.error();
+  }
+  // Keep the log since the previous checkpoint: if this one turns out
+  // corrupt, recovery falls back to that one and replays from there.
+  if (auto t = wal_->truncate_through(previous_checkpoint_); !t)
+    report("log truncation after checkpoint " + to_string(at)
+           + " failed: " + t.error().message());
+  previous_checkpoint_ = at;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    ++stats_.checkpoints;
+  }
+  probe_->checkpoint_written(since(started), image.size());
+  return at;
+}
+
+result<backup_info> state_manager::backup(const fs::path& backup_dir, bool incremental) {
+  // No checkpoint (and so no log truncation) while the files are copied.
+  std::lock_guard<std::mutex> one_at_a_time{checkpoint_mtx_};
+  if (auto f = failure(); f)
+    return errc::store_failed;
+  auto upto = wal_->durable_lsn();
+  if (incremental)
+    return backup_incremental(opts_.dir, backup_dir, upto);
+  return backup_full(opts_.dir, backup_dir, upto);
+}
+
+void state_manager::crash_for_testing() {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!failure_)
+      failure_ = make_error_code(errc::store_failed);
+  }
+  wal_->crash_for_testing();
+}
+
+result<backup_info> state_manager::restore(const fs::path& backup_dir,
+                                           const fs::path& new_dir) {
+  return restore_backup(backup_dir, new_dir);
+}
+
+} // namespace conclave::store

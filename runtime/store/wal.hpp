@@ -1,0 +1,150 @@
+// wal: the write-ahead log of a store, in segment files
+// DIR/log/seg-<lsn of the first record, 20 digits>.wal, each a sequence of
+// log record frames (protocols/store/log_record.hpp).
+//
+// Guarantees
+// - Records are appended in lsn order (each append's lsn is the previous + 1)
+//   by one writer thread. With group commit, the writer takes every record
+//   queued since its last pass, writes them with one write() per segment and
+//   makes them durable with one sync; without it (the serial baseline), each
+//   record gets its own write and sync.
+// - wait_durable(l) and the on_durable callback report a record durable only
+//   after a successful sync of its segment (and of the directory for a new
+//   segment).
+// - A failed write or sync is final: failure() is set, every waiter and the
+//   callback learn it, later appends fail with store_failed. No retry: after
+//   a failed fsync the kernel may have dropped the dirty pages.
+// - open() replays the valid records after a given lsn and ends the log at the
+//   first record that is incomplete (torn write), fails its CRC or parse, or
+//   breaks the lsn sequence: that segment is cut there, later ones are
+//   removed, and the cut is reported. A log that starts after the lsn the
+//   caller needs is an error (corrupt_data), never silently accepted.
+#pragma once
+
+#include "protocols/store/errc.hpp"
+#include "protocols/store/log_record.hpp"
+#include "runtime/store/file_util.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace conclave::store {
+
+struct wal_options {
+  /// Data directory; segments live in dir/"log".
+  std::filesystem::path dir;
+  /// Start a new segment once the current one is this large.
+  uint64_t segment_bytes = 64u << 20;
+  /// false: one write + sync per record (the serial baseline).
+  bool group_commit = true;
+  /// fdatasync replacement (tests inject failures); empty: ::fdatasync.
+  files::sync_fn sync;
+};
+
+/// What open() found.
+struct wal_recovery {
+  uint64_t records = 0;
+  lsn first, last;
+  bool tail_cut = false;
+  uint64_t cut_bytes = 0;
+  std::string cut_reason;
+};
+
+class wal {
+public:
+  using replay_fn = std::function<result<void>(const log_record&)>;
+
+  /// Opens or creates dir/log, replays every valid record with lsn > after,
+  /// cuts an invalid tail, starts the writer thread. The next append must
+  /// have lsn max(after, last record) + 1.
+  static result<std::unique_ptr<wal>> open(wal_options opts, lsn after,
+                                           const replay_fn& replay, wal_recovery& report);
+
+  /// Writes and syncs what was appended, then stops the writer.
+  ~wal();
+
+  /// Queues an encoded record. Never waits for I/O.
+  result<void> append(lsn l, std::string frame);
+
+  /// Blocks until `l` is durable (ok) or the log failed (io_failure).
+  result<void> wait_durable(lsn l);
+
+  /// Called on the writer thread after each sync with the durable lsn, or
+  /// once with the error that stopped the log. Set before the first append.
+  void on_durable(std::function<void(lsn, std::error_code)> f);
+
+  lsn durable_lsn() const;
+  lsn appended_lsn() const;
+
+  /// The next record starts a new segment.
+  result<void> roll();
+
+  /// Deletes the segments whose records all have lsn <= l (never the one
+  /// being written).
+  result<void> truncate_through(lsn l);
+
+  std::error_code failure() const;
+
+  struct stats {
+    uint64_t bytes = 0, records = 0, syncs = 0;
+  };
+  stats get_stats() const;
+
+  /// Tests only: stops the writer without writing what is queued, as a crash
+  /// would. Waiters and the callback get io_failure.
+  void crash_for_testing();
+
+  /// Segment files, oldest first.
+  std::vector<std::filesystem::path> segments() const;
+
+private:
+  struct entry {
+    lsn l;
+    std::string frame;
+    bool roll_before = false;
+  };
+  struct segment {
+    std::filesystem::path path;
+    lsn first;
+  };
+
+  explicit wal(wal_options opts);
+  result<void> scan(lsn after, const replay_fn& replay, wal_recovery& report);
+  void run();
+  result<void> write_batch(std::vector<entry>& batch);
+  result<void> open_segment(lsn first);
+  result<void> sync_current();
+  void fail(std::error_code err);
+
+  wal_options opts_;
+  std::filesystem::path log_dir_;
+  files::sync_fn sync_;
+
+  // Writer thread only.
+  int fd_ = -1;
+  uint64_t segment_size_ = 0;
+
+  mutable std::mutex mtx_;
+  std::condition_variable work_cv_;
+  std::condition_variable durable_cv_;
+  std::deque<entry> queue_;
+  std::vector<segment> segments_;
+  bool roll_pending_ = false;
+  bool stop_ = false;
+  bool crashed_ = false;
+  lsn appended_;
+  lsn durable_;
+  std::error_code failure_;
+  stats stats_;
+  std::function<void(lsn, std::error_code)> on_durable_;
+  std::thread writer_;
+};
+
+} // namespace conclave::store

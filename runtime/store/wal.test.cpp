@@ -1,0 +1,290 @@
+// The log files alone: replay after reopen, group commit against the serial
+// baseline, every cut and bit flip of the last record, corruption in an
+// earlier segment, failed fsync, segment roll and truncation, checkpoint files.
+#include "runtime/store/wal.hpp"
+
+#include "runtime/store/checkpoint_file.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+using namespace conclave::store;
+namespace fs = std::filesystem;
+
+namespace {
+
+errc code(const std::error_code& e) { return static_cast<errc>(e.value()); }
+
+std::string frame(uint64_t l, size_t value_bytes = 40) {
+  log_record r;
+  r.lsn = lsn{l};
+  r.txn = txn_id{l};
+  r.ops.push_back({op_kind::put, 1, "key" + std::to_string(l), std::string(value_bytes, 'v')});
+  return encode_record(r);
+}
+
+class wal_test : public testing::Test {
+protected:
+  wal_options options() {
+    wal_options o;
+    o.dir = dir.path();
+    return o;
+  }
+
+  /// Opens the log and returns the lsns it replays after `after`.
+  std::vector<uint64_t> replay(wal_recovery& rep, lsn after = {},
+                               std::unique_ptr<wal>* keep = nullptr) {
+    std::vector<uint64_t> seen;
+    auto w = wal::open(options(), after,
+                       [&](const log_record& r) -> result<void> {
+                         seen.push_back(r.lsn.value);
+                         return outcome::success();
+                       },
+                       rep);
+    EXPECT_TRUE(w) << (w ? "" : w.error().message());
+    if (w && keep)
+      *keep = std::move(w.value());
+    return seen;
+  }
+
+  void write(uint64_t from, uint64_t to, wal_options o) {
+    wal_recovery rep;
+    auto w = wal::open(o, lsn{from - 1}, [](const log_record&) { return result<void>{outcome::success()}; },
+                       rep)
+               .value();
+    for (uint64_t l = from; l <= to; ++l)
+      ASSERT_TRUE(w->append(lsn{l}, frame(l)));
+    ASSERT_TRUE(w->wait_durable(lsn{to}));
+  }
+
+  std::vector<fs::path> segments() {
+    std::vector<fs::path> out;
+    for (auto& e : fs::directory_iterator(dir / "log"))
+      out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  static std::vector<uint64_t> range(uint64_t from, uint64_t to) {
+    std::vector<uint64_t> v;
+    for (auto l = from; l <= to; ++l)
+      v.push_back(l);
+    return v;
+  }
+
+  conclave::test::temp_dir dir{"conclave-wal"};
+};
+
+} // namespace
+
+TEST_F(wal_test, reopen_replays_everything_after_the_given_lsn) {
+  write(1, 50, options());
+  wal_recovery rep;
+  EXPECT_EQ(replay(rep), range(1, 50));
+  EXPECT_EQ(rep.records, 50u);
+  EXPECT_FALSE(rep.tail_cut);
+  wal_recovery rep2;
+  EXPECT_EQ(replay(rep2, lsn{45}), range(46, 50));
+  // Appending continues the sequence; a wrong lsn is refused.
+  std::unique_ptr<wal> w;
+  wal_recovery rep3;
+  replay(rep3, lsn{}, &w);
+  EXPECT_EQ(code(w->append(lsn{52}, frame(52)).error()), errc::bad_argument);
+  ASSERT_TRUE(w->append(lsn{51}, frame(51)));
+  w.reset();
+  wal_recovery rep4;
+  EXPECT_EQ(replay(rep4), range(1, 51));
+}
+
+TEST_F(wal_test, a_log_that_starts_too_late_is_an_error_not_a_silent_gap) {
+  write(10, 20, options()); // records 1..9 are missing
+  wal_recovery rep;
+  auto w = wal::open(options(), lsn{3}, [](const log_record&) { return result<void>{outcome::success()}; },
+                     rep);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(code(w.error()), errc::corrupt_data);
+}
+
+TEST_F(wal_test, group_commit_shares_syncs_and_serial_mode_does_not) {
+  for (bool group : {true, false}) {
+    conclave::test::temp_dir d{"conclave-wal-gc"};
+    wal_options o;
+    o.dir = d.path();
+    o.group_commit = group;
+    wal_recovery rep;
+    auto w = wal::open(o, lsn{}, [](const log_record&) { return result<void>{outcome::success()}; }, rep)
+               .value();
+    std::mutex mtx; // appends must be in lsn order, like the state manager does
+    uint64_t next = 1;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t)
+      threads.emplace_back([&] {
+        for (int i = 0; i < 25; ++i) {
+          lsn l;
+          {
+            std::lock_guard<std::mutex> guard{mtx};
+            l = lsn{next++};
+            ASSERT_TRUE(w->append(l, frame(l.value)));
+          }
+          ASSERT_TRUE(w->wait_durable(l));
+        }
+      });
+    for (auto& t : threads)
+      t.join();
+    auto s = w->get_stats();
+    EXPECT_EQ(s.records, 400u);
+    if (group)
+      EXPECT_LT(s.syncs, s.records);
+    else
+      EXPECT_EQ(s.syncs, s.records);
+  }
+}
+
+TEST_F(wal_test, the_last_record_cut_at_every_byte_offset_recovers_the_previous_ones) {
+  write(1, 5, options());
+  auto seg = segments().back();
+  auto full = fs::file_size(seg);
+  auto last = frame(5).size();
+  std::string original;
+  {
+    std::ifstream in{seg, std::ios::binary};
+    original.assign(std::istreambuf_iterator<char>{in}, {});
+  }
+  for (size_t keep = full - last; keep < full; ++keep) {
+    {
+      std::ofstream out{seg, std::ios::binary | std::ios::trunc};
+      out.write(original.data(), static_cast<std::streamsize>(keep));
+    }
+    wal_recovery rep;
+    EXPECT_EQ(replay(rep), range(1, 4)) << "cut at " << keep;
+    EXPECT_EQ(rep.tail_cut, keep > full - last) << keep;
+    EXPECT_EQ(fs::file_size(seg), full - last);
+  }
+}
+
+TEST_F(wal_test, every_bit_flip_in_the_last_record_recovers_the_previous_ones) {
+  write(1, 5, options());
+  auto seg = segments().back();
+  std::string original;
+  {
+    std::ifstream in{seg, std::ios::binary};
+    original.assign(std::istreambuf_iterator<char>{in}, {});
+  }
+  auto start = original.size() - frame(5).size();
+  for (size_t bit = start * 8; bit < original.size() * 8; ++bit) {
+    auto bad = original;
+    bad[bit / 8] = static_cast<char>(bad[bit / 8] ^ (1 << (bit % 8)));
+    {
+      std::ofstream out{seg, std::ios::binary | std::ios::trunc};
+      out.write(bad.data(), static_cast<std::streamsize>(bad.size()));
+    }
+    wal_recovery rep;
+    ASSERT_EQ(replay(rep), range(1, 4)) << "bit " << bit;
+    ASSERT_TRUE(rep.tail_cut);
+    EXPECT_FALSE(rep.cut_reason.empty());
+  }
+}
+
+TEST_F(wal_test, corruption_in_an_earlier_segment_ends_the_log_there) {
+  auto o = options();
+  o.segment_bytes = 200; // a few records per segment
+  write(1, 30, o);
+  auto segs = segments();
+  ASSERT_GT(segs.size(), 3u);
+  {
+    std::fstream f{segs[1], std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(30);
+    f.put('\x77');
+  }
+  wal_recovery rep;
+  auto seen = replay(rep);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_LT(seen.back(), 30u);
+  EXPECT_TRUE(rep.tail_cut);
+  EXPECT_NE(rep.cut_reason.find(segs[1].filename().string()), std::string::npos)
+    << rep.cut_reason;
+  EXPECT_LE(segments().size(), 2u); // later segments are gone
+  // The log continues from the cut.
+  std::unique_ptr<wal> w;
+  wal_recovery again;
+  replay(again, lsn{}, &w);
+  ASSERT_TRUE(w->append(lsn{seen.back() + 1}, frame(seen.back() + 1)));
+  ASSERT_TRUE(w->wait_durable(lsn{seen.back() + 1}));
+}
+
+TEST_F(wal_test, a_failed_sync_is_final) {
+  std::atomic<bool> fail{false};
+  auto o = options();
+  o.sync = [&](int fd) {
+    if (fail) {
+      errno = EIO;
+      return -1;
+    }
+    return ::fdatasync(fd);
+  };
+  wal_recovery rep;
+  auto w = wal::open(o, lsn{}, [](const log_record&) { return result<void>{outcome::success()}; }, rep)
+             .value();
+  std::atomic<int> errors{0};
+  w->on_durable([&](lsn, std::error_code e) {
+    if (e)
+      ++errors;
+  });
+  ASSERT_TRUE(w->append(lsn{1}, frame(1)));
+  ASSERT_TRUE(w->wait_durable(lsn{1}));
+  fail = true;
+  ASSERT_TRUE(w->append(lsn{2}, frame(2)));
+  EXPECT_EQ(code(w->wait_durable(lsn{2}).error()), errc::io_failure);
+  EXPECT_EQ(code(w->append(lsn{3}, frame(3)).error()), errc::store_failed);
+  EXPECT_TRUE(w->failure());
+  EXPECT_EQ(errors.load(), 1);
+  EXPECT_EQ(w->durable_lsn(), lsn{1});
+}
+
+TEST_F(wal_test, roll_and_truncate_drop_only_covered_segments) {
+  wal_recovery rep;
+  auto w = wal::open(options(), lsn{}, [](const log_record&) { return result<void>{outcome::success()}; },
+                     rep)
+             .value();
+  for (uint64_t l = 1; l <= 10; ++l) {
+    if (l == 4 || l == 8)
+      ASSERT_TRUE(w->roll());
+    ASSERT_TRUE(w->append(lsn{l}, frame(l)));
+  }
+  ASSERT_TRUE(w->wait_durable(lsn{10}));
+  ASSERT_EQ(w->segments().size(), 3u); // 1-3, 4-7, 8-10
+  ASSERT_TRUE(w->truncate_through(lsn{5}));
+  EXPECT_EQ(w->segments().size(), 2u); // 4-7 still holds 6 and 7
+  ASSERT_TRUE(w->truncate_through(lsn{10}));
+  EXPECT_EQ(w->segments().size(), 1u); // never the current one
+  w.reset();
+  wal_recovery again;
+  EXPECT_EQ(replay(again, lsn{7}), range(8, 10));
+}
+
+TEST_F(wal_test, checkpoint_files_are_written_atomically_and_checked) {
+  auto sync = files::default_sync();
+  ASSERT_TRUE(write_checkpoint(dir.path(), lsn{10}, "image-10", sync));
+  ASSERT_TRUE(write_checkpoint(dir.path(), lsn{20}, "image-20", sync));
+  // A leftover of an interrupted write is removed by the next one.
+  { std::ofstream{dir / "checkpoints" / "ckpt-x.ckpt.tmp"} << "partial"; }
+  ASSERT_TRUE(write_checkpoint(dir.path(), lsn{30}, "image-30", sync));
+  EXPECT_FALSE(fs::exists(dir / "checkpoints" / "ckpt-x.ckpt.tmp"));
+  auto files = list_checkpoints(dir.path());
+  ASSERT_EQ(files.size(), 2u); // the newest two
+  EXPECT_EQ(read_checkpoint(files[0]).value().image, "image-30");
+  EXPECT_EQ(read_checkpoint(files[1]).value().at, lsn{20});
+  {
+    std::fstream f{files[0], std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(-2, std::ios::end);
+    f.put('#');
+  }
+  EXPECT_EQ(code(read_checkpoint(files[0]).error()), errc::corrupt_data);
+  EXPECT_EQ(read_checkpoint(files[1]).value().image, "image-20");
+  fs::resize_file(files[1], 10);
+  EXPECT_EQ(code(read_checkpoint(files[1]).error()), errc::corrupt_data);
+}
