@@ -19,6 +19,7 @@ const char* to_string(errc e) noexcept {
     case errc::decode_failed: return "decode_failed";
     case errc::bad_argument: return "bad_argument";
     case errc::backup_gap: return "backup_gap";
+    case errc::directory_in_use: return "directory_in_use";
   }
   return "unknown";
 }
@@ -51,6 +52,8 @@ public:
       case errc::bad_argument: return "invalid argument";
       case errc::backup_gap:
         return "the log since the last backup was truncated: take a full backup";
+      case errc::directory_in_use:
+        return "the data directory is open in another store (LOCK is held)";
     }
     return "unknown store error";
   }

@@ -44,6 +44,8 @@ enum class errc : uint8_t {
   bad_argument = 13,
   /// Incremental backup impossible: the log since the last backup is gone.
   backup_gap = 14,
+  /// Another store (this process or another) has the data directory open.
+  directory_in_use = 15,
 };
 
 const std::error_category& store_category() noexcept;

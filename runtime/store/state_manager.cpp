@@ -2,10 +2,15 @@
 
 #include "runtime/store/backup.hpp"
 #include "runtime/store/checkpoint_file.hpp"
+#include "runtime/store/file_util.hpp"
 #include "runtime/store/wal.hpp"
 
 #include <future>
 #include <iostream>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 namespace conclave::store {
 
@@ -64,6 +69,8 @@ state_manager::~state_manager() {
   }
   for (auto& [l, w] : left)
     w.cb(errc::store_failed);
+  if (lock_fd_ >= 0)
+    ::close(lock_fd_); // releases the flock
 }
 
 void state_manager::report(const std::string& line) const {
@@ -124,6 +131,16 @@ result<void> state_manager::recover() {
   if (ec) {
     report("cannot create the data directory: " + ec.message());
     return errc::io_failure;
+  }
+  // One store per data directory: two would interleave their logs.
+  lock_fd_ = ::open((opts_.dir / "LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) {
+    report("cannot open the lock file: " + files::last_error().message());
+    return errc::io_failure;
+  }
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    report("the data directory is in use by another store");
+    return errc::directory_in_use;
   }
   for (auto& file : list_checkpoints(opts_.dir)) {
     auto image = read_checkpoint(file);

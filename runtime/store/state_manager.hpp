@@ -233,6 +233,7 @@ private:
   std::mutex checkpoint_mtx_; // one checkpoint or backup at a time
   lsn previous_checkpoint_;   // guarded by checkpoint_mtx_
   std::thread maintenance_;
+  int lock_fd_ = -1; // holds flock(DIR/LOCK) while open
 };
 
 } // namespace conclave::store

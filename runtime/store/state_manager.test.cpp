@@ -101,6 +101,15 @@ TEST_F(store_test, committed_transactions_survive_a_reopen) {
   EXPECT_FALSE(q.try_dequeue(tx).value());
 }
 
+TEST_F(store_test, a_data_directory_serves_one_store_at_a_time) {
+  auto s = open();
+  auto second = state_manager::open(options());
+  ASSERT_FALSE(second);
+  EXPECT_EQ(code(second.error()), errc::directory_in_use);
+  s.reset();
+  EXPECT_TRUE(state_manager::open(options()));
+}
+
 TEST_F(store_test, weak_mode_commits_before_the_sync_and_still_logs) {
   auto o = options();
   o.strong = false;

@@ -256,8 +256,9 @@ TEST_F(wal_test, roll_and_truncate_drop_only_covered_segments) {
                      rep)
              .value();
   for (uint64_t l = 1; l <= 10; ++l) {
-    if (l == 4 || l == 8)
+    if (l == 4 || l == 8) {
       ASSERT_TRUE(w->roll());
+    }
     ASSERT_TRUE(w->append(lsn{l}, frame(l)));
   }
   ASSERT_TRUE(w->wait_durable(lsn{10}));
