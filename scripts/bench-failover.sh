@@ -8,14 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if ! dpkg-query -W -f='${Status}' etcd-server 2>/dev/null | grep -q "install ok installed"; then
-  echo "bench-failover: installing etcd-server" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -q >&2
-  $SUDO apt-get install -y -q --no-install-recommends etcd-server >&2
-fi
+bash scripts/install-etcd.sh
 build=${CONCLAVE_BUILD_DIR:-build}
 if [ "$build" = build ]; then
   bash scripts/build.sh

@@ -13,6 +13,7 @@
 //
 // Prints figures (medians, ratios); never asserts on time. Processes it starts
 // are tracked by pid and stopped by pid.
+#include "tests/bench/support/etcd_process.hpp"
 #include "tests/support/process_tools.hpp"
 
 #include <nlohmann/json.hpp>
@@ -202,18 +203,7 @@ struct etcd_cluster {
                                   "--election-timeout=" + std::to_string(election_ms),
                                   "--log-level=error"};
     auto log = (dir / (m.name + ".log")).string();
-    m.pid = ::fork();
-    if (m.pid == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
-      ::_exit(127);
-    }
+    m.pid = conclave::bench::spawn_logged(std::move(args), log);
     m.stopped = false;
   }
 

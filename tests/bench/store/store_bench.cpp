@@ -1,0 +1,379 @@
+// Commit throughput and latency of the reliable collections store against
+// etcd, and the fdatasync rate of the disk as the physical line.
+//
+// Every case runs W writer threads for --seconds; each writer commits one
+// transaction after another, each writing a fresh key with a 256-byte value,
+// strong mode (commit returns after fdatasync). Reported: commits/s, p50 and
+// p99 commit latency, medians over --reps repetitions, each on a fresh data
+// directory. Cases, side by side in one run:
+//   fdatasync     one thread: append 256 B + fdatasync, in a loop
+//   conclave      group commit at 1, 8, 32 writers
+//   serial        one fdatasync per commit (group commit off) at 1, 8, 32
+//   etcd          one member (Debian's etcd-server, default settings) on the
+//                 same disk, W keep-alive HTTP clients doing /v3/kv/put
+// Targets (issue 5): conclave >= 2x etcd at 8 and 32 writers; group commit
+// >= 5x serial at 32 writers.
+//
+//   store_bench [--seconds S] [--reps N] [--writers 1,8,32] [--dir PARENT]
+//               [--etcd PATH | --skip-etcd] [--json FILE] [--quick]
+#include "runtime/store/collections.hpp"
+
+#include "tests/bench/support/etcd_process.hpp"
+#include "tests/support/process_tools.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr size_t value_bytes = 256;
+
+struct options {
+  double seconds = 3;
+  int reps = 3;
+  std::vector<int> writers{1, 8, 32};
+  fs::path parent;
+  std::string etcd;
+  bool skip_etcd = false;
+  std::string json;
+};
+
+struct sample {
+  double per_second = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  uint64_t commits = 0;
+};
+
+struct result_row {
+  std::string system;
+  int writers = 0;
+  sample median;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double percentile(std::vector<double>& v, double q) {
+  if (v.empty())
+    return 0;
+  auto i = static_cast<size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return v[i];
+}
+
+sample median_of(const std::vector<sample>& reps) {
+  std::vector<double> a, b, c;
+  sample s;
+  for (auto& r : reps) {
+    a.push_back(r.per_second);
+    b.push_back(r.p50_ms);
+    c.push_back(r.p99_ms);
+    s.commits += r.commits;
+  }
+  s.per_second = median(a);
+  s.p50_ms = median(b);
+  s.p99_ms = median(c);
+  return s;
+}
+
+/// Runs `writers` threads calling commit(w, i) until the time is up; commit
+/// returns false on failure (the run stops and is reported).
+template <class Commit>
+sample run_writers(int writers, double seconds, Commit commit) {
+  std::atomic<bool> stop{false};
+  std::atomic<bool> failed{false};
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(writers));
+  std::vector<std::thread> threads;
+  auto start = clock_type::now();
+  for (int w = 0; w < writers; ++w)
+    threads.emplace_back([&, w] {
+      auto& lat = latencies[static_cast<size_t>(w)];
+      lat.reserve(100000);
+      for (uint64_t i = 0; !stop; ++i) {
+        auto t0 = clock_type::now();
+        if (!commit(w, i)) {
+          failed = true;
+          return;
+        }
+        lat.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads)
+    t.join();
+  auto elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+  if (failed) {
+    std::cerr << "store_bench: a commit failed; stopping\n";
+    std::exit(1);
+  }
+  std::vector<double> all;
+  for (auto& l : latencies)
+    all.insert(all.end(), l.begin(), l.end());
+  sample s;
+  s.commits = all.size();
+  s.per_second = static_cast<double>(all.size()) / elapsed;
+  s.p50_ms = percentile(all, 0.50);
+  s.p99_ms = percentile(all, 0.99);
+  return s;
+}
+
+fs::path fresh_dir(const fs::path& parent, const std::string& name) {
+  auto p = parent / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string value_for(int w, uint64_t i) {
+  std::string v(value_bytes, 'a');
+  auto tag = std::to_string(w) + ":" + std::to_string(i);
+  v.replace(0, tag.size(), tag);
+  return v;
+}
+
+sample bench_fdatasync(const fs::path& parent, double seconds) {
+  auto dir = fresh_dir(parent, "fdatasync");
+  int fd = ::open((dir / "file").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  std::string v(value_bytes, 'x');
+  auto s = run_writers(1, seconds, [&](int, uint64_t) {
+    return ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size())
+           && ::fdatasync(fd) == 0;
+  });
+  ::close(fd);
+  fs::remove_all(dir);
+  return s;
+}
+
+sample bench_conclave(const fs::path& parent, int writers, double seconds, bool group) {
+  using namespace conclave::store;
+  auto dir = fresh_dir(parent, "conclave");
+  state_manager_options o;
+  o.dir = dir;
+  o.strong = true;
+  o.group_commit = group;
+  sample s;
+  {
+    auto sm = state_manager::open(o);
+    if (!sm) {
+      std::cerr << "store_bench: open failed: " << sm.error().message() << '\n';
+      std::exit(1);
+    }
+    auto& store = *sm.value();
+    auto dict = store.dictionary<std::string, std::string>("bench");
+    if (!dict) {
+      std::cerr << "store_bench: " << dict.error().message() << '\n';
+      std::exit(1);
+    }
+    auto& d = dict.value();
+    s = run_writers(writers, seconds, [&](int w, uint64_t i) {
+      auto tx = store.begin();
+      auto key = "w" + std::to_string(w) + "-" + std::to_string(i);
+      return d.add_or_update(tx, key, value_for(w, i)) && tx.commit();
+    });
+  }
+  fs::remove_all(dir);
+  return s;
+}
+
+sample bench_etcd(const options& o, int writers, double seconds) {
+  auto dir = fresh_dir(o.parent, "etcd");
+  auto client = conclave::testing::free_port();
+  auto peer = conclave::testing::free_port();
+  while (peer == client)
+    peer = conclave::testing::free_port();
+  auto data = (dir / "member").string();
+  auto pid = conclave::bench::start_single_etcd(o.etcd, data, client, peer);
+  // Ready when a put succeeds.
+  bool ready = false;
+  for (auto until = clock_type::now() + 20s; !ready && clock_type::now() < until;) {
+    conclave::bench::http_connection c{client, 500ms};
+    std::string body;
+    ready = c.ok()
+            && c.post("/v3/kv/put", R"({"key":"cmVhZHk=","value":"MQ=="})", body) == 200;
+    if (!ready)
+      std::this_thread::sleep_for(50ms);
+  }
+  if (!ready) {
+    conclave::bench::stop_child(pid, SIGKILL);
+    std::cerr << "store_bench: etcd did not start (log: " << data << ".log)\n";
+    std::exit(1);
+  }
+  std::vector<std::unique_ptr<conclave::bench::http_connection>> conns;
+  for (int w = 0; w < writers; ++w)
+    conns.push_back(std::make_unique<conclave::bench::http_connection>(client));
+  auto s = run_writers(writers, seconds, [&](int w, uint64_t i) {
+    auto key = "w" + std::to_string(w) + "-" + std::to_string(i);
+    std::string body = R"({"key":")" + conclave::bench::base64(key) + R"(","value":")"
+                       + conclave::bench::base64(value_for(w, i)) + R"("})";
+    std::string response;
+    return conns[static_cast<size_t>(w)]->post("/v3/kv/put", body, response) == 200
+           && response.find("header") != std::string::npos;
+  });
+  conns.clear();
+  conclave::bench::stop_child(pid, SIGTERM);
+  fs::remove_all(dir);
+  return s;
+}
+
+template <class F>
+sample repeat(int reps, F f) {
+  std::vector<sample> v;
+  for (int r = 0; r < reps; ++r)
+    v.push_back(f());
+  return median_of(v);
+}
+
+bool on_tmpfs(const fs::path& p) {
+  struct statfs st{};
+  return ::statfs(p.c_str(), &st) == 0 && st.f_type == 0x01021994; // TMPFS_MAGIC
+}
+
+int usage(const std::string& what) {
+  std::cerr << "store_bench: " << what
+            << " (usage: store_bench [--seconds S] [--reps N] [--writers 1,8,32] "
+               "[--dir PARENT] [--etcd PATH | --skip-etcd] [--json FILE] [--quick])\n";
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    try {
+      if (a == "--seconds")
+        o.seconds = std::stod(next());
+      else if (a == "--reps")
+        o.reps = std::stoi(next());
+      else if (a == "--writers") {
+        o.writers.clear();
+        std::stringstream in{next()};
+        for (std::string x; std::getline(in, x, ',');)
+          o.writers.push_back(std::stoi(x));
+      } else if (a == "--dir")
+        o.parent = next();
+      else if (a == "--etcd")
+        o.etcd = next();
+      else if (a == "--skip-etcd")
+        o.skip_etcd = true;
+      else if (a == "--json")
+        o.json = next();
+      else if (a == "--quick") {
+        o.seconds = 0.3;
+        o.reps = 1;
+        o.skip_etcd = true;
+      } else
+        return usage("unknown argument '" + a + "'");
+    } catch (const std::exception&) {
+      return usage("bad value for " + a);
+    }
+  }
+  if (o.seconds <= 0 || o.reps < 1 || o.writers.empty()
+      || std::any_of(o.writers.begin(), o.writers.end(), [](int w) { return w < 1; }))
+    return usage("--seconds, --reps and --writers must be positive");
+  if (o.etcd.empty() && !o.skip_etcd) {
+    std::cerr << "store_bench: no --etcd given: etcd skipped\n";
+    o.skip_etcd = true;
+  }
+  if (!o.skip_etcd && ::access(o.etcd.c_str(), X_OK) != 0)
+    return usage("--etcd " + o.etcd + " is not executable");
+  auto base = o.parent.empty() ? fs::temp_directory_path() : o.parent;
+  std::string tmpl = (base / "store-bench-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data()))
+    return usage("cannot create a directory under " + base.string());
+  o.parent = tmpl;
+  if (on_tmpfs(o.parent))
+    std::cerr << "store_bench: warning: " << o.parent
+              << " is on tmpfs; fdatasync costs nothing there\n";
+
+  std::vector<result_row> rows;
+  auto print = [](const result_row& r) {
+    std::cout << std::left << std::setw(10) << r.system << std::right << std::setw(8)
+              << r.writers << std::setw(14) << std::fixed << std::setprecision(0)
+              << r.median.per_second << std::setw(11) << std::setprecision(3)
+              << r.median.p50_ms << std::setw(11) << r.median.p99_ms << '\n'
+              << std::flush;
+  };
+  std::cout << "store_bench: " << o.seconds << " s per case, median of " << o.reps
+            << " reps, 256-byte values, strong mode, data under " << o.parent << "\n\n"
+            << std::left << std::setw(10) << "system" << std::right << std::setw(8)
+            << "writers" << std::setw(14) << "commits/s" << std::setw(11) << "p50 ms"
+            << std::setw(11) << "p99 ms" << '\n';
+  rows.push_back({"fdatasync", 1, repeat(o.reps, [&] { return bench_fdatasync(o.parent, o.seconds); })});
+  print(rows.back());
+  for (auto w : o.writers) {
+    rows.push_back({"conclave", w, repeat(o.reps, [&] {
+                      return bench_conclave(o.parent, w, o.seconds, true);
+                    })});
+    print(rows.back());
+    rows.push_back({"serial", w, repeat(o.reps, [&] {
+                      return bench_conclave(o.parent, w, o.seconds, false);
+                    })});
+    print(rows.back());
+    if (!o.skip_etcd) {
+      rows.push_back({"etcd", w, repeat(o.reps, [&] { return bench_etcd(o, w, o.seconds); })});
+      print(rows.back());
+    }
+  }
+  auto find = [&](const std::string& sys, int w) -> const sample* {
+    for (auto& r : rows)
+      if (r.system == sys && r.writers == w)
+        return &r.median;
+    return nullptr;
+  };
+  std::cout << '\n';
+  for (auto w : {8, 32}) {
+    auto c = find("conclave", w);
+    auto e = find("etcd", w);
+    if (c && e && e->per_second > 0) {
+      auto ratio = c->per_second / e->per_second;
+      std::cout << "conclave / etcd at " << w << " writers: " << std::setprecision(1) << ratio
+                << "x (target >= 2x: " << (ratio >= 2 ? "met" : "MISSED") << ")\n";
+    }
+  }
+  if (auto g = find("conclave", 32), s = find("serial", 32); g && s && s->per_second > 0) {
+    auto ratio = g->per_second / s->per_second;
+    std::cout << "group commit / serial at 32 writers: " << std::setprecision(1) << ratio
+              << "x (target >= 5x: " << (ratio >= 5 ? "met" : "MISSED") << ")\n";
+  }
+  if (auto g = find("conclave", 32), f = find("fdatasync", 1); g && f && f->per_second > 0)
+    std::cout << "conclave at 32 writers / raw fdatasync rate: " << std::setprecision(1)
+              << g->per_second / f->per_second << "x (commits per sync)\n";
+  if (!o.json.empty()) {
+    std::ofstream out{o.json};
+    out << "{\"seconds\": " << o.seconds << ", \"reps\": " << o.reps << ", \"results\": [";
+    for (size_t i = 0; i < rows.size(); ++i)
+      out << (i ? ", " : "") << "{\"system\": \"" << rows[i].system
+          << "\", \"writers\": " << rows[i].writers
+          << ", \"commits_per_second\": " << rows[i].median.per_second
+          << ", \"p50_ms\": " << rows[i].median.p50_ms << ", \"p99_ms\": "
+          << rows[i].median.p99_ms << "}";
+    out << "]}\n";
+  }
+  fs::remove_all(o.parent);
+  return 0;
+}
