@@ -61,6 +61,16 @@ void lock_manager::erase_if_unused(const lock_key& key) {
     table_.erase(i);
 }
 
+void lock_manager::regrant(const std::vector<lock_key>& touched) {
+  for (auto& key : touched) {
+    auto i = table_.find(key);
+    if (i == table_.end())
+      continue;
+    grant_waiters(key, i->second);
+    erase_if_unused(key);
+  }
+}
+
 void lock_manager::release_all(txn_id txn) {
   std::vector<lock_key> touched;
   if (auto w = waiting_.find(txn.value); w != waiting_.end()) {
@@ -78,13 +88,7 @@ void lock_manager::release_all(txn_id txn) {
     }
     held_by_.erase(h);
   }
-  for (auto& key : touched) {
-    auto i = table_.find(key);
-    if (i == table_.end())
-      continue;
-    grant_waiters(key, i->second);
-    erase_if_unused(key);
-  }
+  regrant(touched);
 }
 
 std::vector<txn_id> lock_manager::expire(timestamp now) {
@@ -104,13 +108,7 @@ std::vector<txn_id> lock_manager::expire(timestamp now) {
       ++i;
     }
   }
-  for (auto& key : touched) {
-    auto i = table_.find(key);
-    if (i == table_.end())
-      continue;
-    grant_waiters(key, i->second);
-    erase_if_unused(key);
-  }
+  regrant(touched);
   std::sort(expired.begin(), expired.end());
   return expired;
 }

@@ -114,6 +114,8 @@ private:
   bool grantable(const resource& r, txn_id txn, lock_mode mode) const;
   void grant_waiters(const lock_key& key, resource& r);
   void erase_if_unused(const lock_key& key);
+  /// Grants what became grantable on `touched` resources, drops unused ones.
+  void regrant(const std::vector<lock_key>& touched);
 
   std::map<lock_key, resource> table_;
   std::unordered_map<uint64_t, std::vector<lock_key>> held_by_;

@@ -11,6 +11,17 @@ namespace {
 
 constexpr timestamp deadline{4s};
 
+op_request make(txn_id t, operation op, std::string coll, std::string key = {},
+                std::string value = {}) {
+  op_request r;
+  r.txn = t;
+  r.op = op;
+  r.collection = std::move(coll);
+  r.key = std::move(key);
+  r.value = std::move(value);
+  return r;
+}
+
 class core_test : public testing::Test {
 protected:
   void SetUp() override {
@@ -193,8 +204,8 @@ TEST_F(core_test, deadlock_times_out_one_side_and_the_other_commits) {
   auto t2 = core.begin();
   put(t1, "a", "t1");
   put(t2, "b", "t2");
-  op_request r1{t1, operation::add_or_update, "d", "b", "t1"};
-  op_request r2{t2, operation::add_or_update, "d", "a", "t2"};
+  auto r1 = make(t1, operation::add_or_update, "d", "b", "t1");
+  auto r2 = make(t2, operation::add_or_update, "d", "a", "t2");
   ASSERT_TRUE(ok(core.execute(r1, timestamp{4s})).waiting);
   ASSERT_TRUE(ok(core.execute(r2, timestamp{5s})).waiting);
   EXPECT_EQ(core.next_deadline(), timestamp{4s});
@@ -349,7 +360,7 @@ TEST_F(core_test, queue_is_strict_fifo_under_interleaving_and_aborts) {
     // Drain what is left.
     auto drain = c.begin();
     for (;;) {
-      auto res = c.execute({drain, operation::try_dequeue, "q"}, deadline);
+      auto res = c.execute(make(drain, operation::try_dequeue, "q"), deadline);
       ASSERT_TRUE(res);
       ASSERT_FALSE(res.value().waiting);
       if (!res.value().found)
@@ -380,13 +391,13 @@ TEST_F(core_test, replaying_the_commit_records_rebuilds_the_same_state) {
   for (int i = 0; i < 200; ++i) {
     auto t = a.begin();
     for (int k = 0; k < 3; ++k) {
-      op_request r{t, operation::add_or_update, "d", std::to_string(rng() % 20),
-                   std::to_string(i)};
+      auto r = make(t, operation::add_or_update, "d", std::to_string(rng() % 20),
+                    std::to_string(i));
       if (rng() % 4 == 0)
         r.op = operation::try_remove;
       if (rng() % 3 == 0) {
-        r = {t, rng() % 2 ? operation::enqueue : operation::try_dequeue, "q", "",
-             std::to_string(i)};
+        r = make(t, rng() % 2 ? operation::enqueue : operation::try_dequeue, "q", "",
+                 std::to_string(i));
       }
       ASSERT_TRUE(a.execute(r, deadline));
     }

@@ -120,6 +120,22 @@ inline op_request make_request(operation op, const std::string& collection) {
   return r;
 }
 
+/// The found flag and decoded value of an operation's result.
+template <class V>
+result<conditional_value<V>> found_value(result<op_result> r) {
+  if (!r)
+    return r.error();
+  conditional_value<V> out;
+  if (!r.value().found)
+    return out;
+  auto v = value_codec<V>::decode(r.value().value);
+  if (!v)
+    return v.error();
+  out.has_value = true;
+  out.value = std::move(v.value());
+  return out;
+}
+
 } // namespace detail
 
 template <class K, class V>
@@ -137,7 +153,7 @@ public:
                                        ms timeout = default_timeout_marker) {
     auto req = keyed(operation::try_get, key);
     req.mode = mode;
-    return found_value(tx.run(std::move(req), timeout));
+    return detail::found_value<V>(tx.run(std::move(req), timeout));
   }
 
   result<bool> contains(transaction& tx, const K& key,
@@ -179,7 +195,7 @@ public:
   /// Removes the key; returns the value it had.
   result<conditional_value<V>> try_remove(transaction& tx, const K& key,
                                           ms timeout = default_timeout_marker) {
-    return found_value(tx.run(keyed(operation::try_remove, key), timeout));
+    return detail::found_value<V>(tx.run(keyed(operation::try_remove, key), timeout));
   }
 
   /// Number of keys in the transaction's snapshot (plus its own changes).
@@ -230,19 +246,6 @@ private:
       return r.error();
     return r.value().found;
   }
-  static result<conditional_value<V>> found_value(result<op_result> r) {
-    if (!r)
-      return r.error();
-    conditional_value<V> out;
-    if (!r.value().found)
-      return out;
-    auto v = value_codec<V>::decode(r.value().value);
-    if (!v)
-      return v.error();
-    out.has_value = true;
-    out.value = std::move(v.value());
-    return out;
-  }
 
   state_manager* store_;
   std::string name_;
@@ -288,17 +291,7 @@ public:
 
 private:
   static result<conditional_value<T>> item(result<op_result> r) {
-    if (!r)
-      return r.error();
-    conditional_value<T> out;
-    if (!r.value().found)
-      return out;
-    auto v = value_codec<T>::decode(r.value().value);
-    if (!v)
-      return v.error();
-    out.has_value = true;
-    out.value = std::move(v.value());
-    return out;
+    return detail::found_value<T>(std::move(r));
   }
 
   state_manager* store_;

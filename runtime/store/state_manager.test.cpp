@@ -61,6 +61,26 @@ protected:
     return out;
   }
 
+  /// `threads` threads commit `each` transactions; returns the log records
+  /// and syncs this added.
+  std::pair<uint64_t, uint64_t> commit_concurrently(state_manager& s, int threads, int each) {
+    auto d = s.dictionary<std::string, std::string>("d").value();
+    auto before = s.get_stats();
+    std::vector<std::thread> writers;
+    for (int w = 0; w < threads; ++w)
+      writers.emplace_back([&, w] {
+        for (int i = 0; i < each; ++i) {
+          auto tx = s.begin();
+          ASSERT_TRUE(d.add_or_update(tx, std::to_string(w) + "/" + std::to_string(i), "v"));
+          ASSERT_TRUE(tx.commit());
+        }
+      });
+    for (auto& t : writers)
+      t.join();
+    auto after = s.get_stats();
+    return {after.log_records - before.log_records, after.log_syncs - before.log_syncs};
+  }
+
   static std::vector<fs::path> segments(const fs::path& data) {
     std::vector<fs::path> out;
     for (auto& e : fs::directory_iterator(data / "log"))
@@ -123,22 +143,7 @@ TEST_F(store_test, weak_mode_commits_before_the_sync_and_still_logs) {
 
 TEST_F(store_test, concurrent_commits_share_fdatasyncs) {
   auto s = open();
-  auto d = s->dictionary<std::string, std::string>("d").value();
-  auto before = s->get_stats();
-  std::vector<std::thread> writers;
-  for (int w = 0; w < 16; ++w)
-    writers.emplace_back([&, w] {
-      for (int i = 0; i < 20; ++i) {
-        auto tx = s->begin();
-        ASSERT_TRUE(d.add_or_update(tx, std::to_string(w) + "/" + std::to_string(i), "v"));
-        ASSERT_TRUE(tx.commit());
-      }
-    });
-  for (auto& t : writers)
-    t.join();
-  auto after = s->get_stats();
-  auto records = after.log_records - before.log_records;
-  auto syncs = after.log_syncs - before.log_syncs;
+  auto [records, syncs] = commit_concurrently(*s, 16, 20);
   EXPECT_EQ(records, 320u);
   EXPECT_LT(syncs, records); // group commit: at least some sharing
 }
@@ -147,21 +152,9 @@ TEST_F(store_test, serial_mode_syncs_every_commit) {
   auto o = options();
   o.group_commit = false;
   auto s = open(o);
-  auto d = s->dictionary<std::string, std::string>("d").value();
-  auto before = s->get_stats();
-  std::vector<std::thread> writers;
-  for (int w = 0; w < 4; ++w)
-    writers.emplace_back([&, w] {
-      for (int i = 0; i < 10; ++i) {
-        auto tx = s->begin();
-        ASSERT_TRUE(d.add_or_update(tx, std::to_string(w) + "/" + std::to_string(i), "v"));
-        ASSERT_TRUE(tx.commit());
-      }
-    });
-  for (auto& t : writers)
-    t.join();
-  auto after = s->get_stats();
-  EXPECT_EQ(after.log_syncs - before.log_syncs, after.log_records - before.log_records);
+  auto [records, syncs] = commit_concurrently(*s, 4, 10);
+  EXPECT_EQ(records, 40u);
+  EXPECT_EQ(syncs, records);
 }
 
 TEST_F(store_test, a_failed_fsync_stops_the_store_and_loses_no_acknowledged_commit) {

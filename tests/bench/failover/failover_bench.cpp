@@ -14,6 +14,7 @@
 // Prints figures (medians, ratios); never asserts on time. Processes it starts
 // are tracked by pid and stopped by pid.
 #include "tests/bench/support/etcd_process.hpp"
+#include "tests/bench/support/stats.hpp"
 #include "tests/support/process_tools.hpp"
 
 #include <nlohmann/json.hpp>
@@ -60,13 +61,7 @@ std::string run(const std::string& cmd) {
   return conclave::testing::run_command(cmd + " 2>/dev/null").out;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using conclave::bench::median;
 
 std::string summary(const std::vector<double>& v) {
   if (v.empty())

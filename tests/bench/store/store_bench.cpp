@@ -19,6 +19,7 @@
 #include "runtime/store/collections.hpp"
 
 #include "tests/bench/support/etcd_process.hpp"
+#include "tests/bench/support/stats.hpp"
 #include "tests/support/process_tools.hpp"
 
 #include <algorithm>
@@ -66,21 +67,9 @@ struct result_row {
   sample median;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  auto n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using conclave::bench::median;
 
-double percentile(std::vector<double>& v, double q) {
-  if (v.empty())
-    return 0;
-  auto i = static_cast<size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
-  return v[i];
-}
+using conclave::bench::percentile;
 
 sample median_of(const std::vector<sample>& reps) {
   std::vector<double> a, b, c;
