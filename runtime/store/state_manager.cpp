@@ -149,8 +149,14 @@ result<void> state_manager::recover() {
       break;
     }
     recovery_.corrupt_checkpoints.push_back(file.filename().string());
+    // Set aside (kept for inspection), so that it never counts as one of the
+    // two checkpoints kept and the fallback one is not deleted next time.
+    auto aside = file;
+    aside += ".corrupt";
+    fs::rename(file, aside, ec);
     report("checkpoint " + file.filename().string()
-           + " is corrupt; falling back to the previous one");
+           + " is corrupt (moved to " + aside.filename().string()
+           + "); falling back to the previous one");
     probe_->corruption("checkpoint");
   }
   wal_options wo;

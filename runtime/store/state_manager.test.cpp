@@ -262,6 +262,9 @@ TEST_F(store_test, a_corrupt_checkpoint_is_reported_and_the_previous_one_used) {
   ASSERT_EQ(s->recovery().corrupt_checkpoints.size(), 1u);
   EXPECT_EQ(s->recovery().checkpoint, read_checkpoint(files.back()).value().at);
   EXPECT_EQ(contents(*s).size(), 25u);
+  // Set aside, so the next checkpoints keep the good one as their fallback.
+  EXPECT_EQ(list_checkpoints(options().dir).size(), 1u);
+  EXPECT_TRUE(fs::exists(files.front().string() + ".corrupt"));
   ASSERT_FALSE(log.empty());
   EXPECT_NE(log.front().find("corrupt"), std::string::npos);
   auto text = prometheus::TextSerializer{}.Serialize(probe.registry()->Collect());
