@@ -9,5 +9,6 @@ int main(int argc, char** argv) {
   add_sim_command(reg);
   add_node_command(reg);
   add_cluster_command(reg);
+  add_store_command(reg);
   return reg.run(argc, argv);
 }

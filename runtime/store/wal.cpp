@@ -1,5 +1,7 @@
 #include "runtime/store/wal.hpp"
 
+#include "runtime/store/log_scan.hpp"
+
 #include <algorithm>
 #include <fcntl.h>
 #include <unistd.h>
@@ -48,91 +50,58 @@ result<void> wal::scan(lsn after, const replay_fn& replay, wal_recovery& report)
   fs::create_directories(log_dir_, ec);
   if (ec)
     return ec;
-  std::vector<segment> found;
-  for (auto& e : fs::directory_iterator(log_dir_, ec)) {
-    auto name = e.path().filename().string();
-    if (auto first = files::parse_lsn_name(name, segment_prefix, segment_suffix))
-      found.push_back({e.path(), *first});
-  }
-  if (ec)
-    return ec;
-  std::sort(found.begin(), found.end(),
-            [](const segment& a, const segment& b) { return a.first < b.first; });
-  lsn prev;
-  bool have_prev = false;
-  bool cut = false;
   bool replayed = false;
-  for (auto& seg : found) {
-    auto data = files::read_file(seg.path);
-    if (!data)
-      return data.error();
-    auto& bytes = data.value();
-    auto name = seg.path.filename().string();
-    if (cut) {
-      report.cut_bytes += bytes.size();
+  auto scanned = scan_log(opts_.dir, [&](const log_record& r) -> result<void> {
+    if (r.lsn <= after)
+      return outcome::success();
+    if (!replayed && r.lsn.value != after.value + 1)
+      return errc::corrupt_data; // records after `after` are missing
+    if (auto a = replay(r); !a)
+      return a.error();
+    if (!replayed)
+      report.first = r.lsn;
+    replayed = true;
+    report.last = r.lsn;
+    ++report.records;
+    return outcome::success();
+  });
+  if (!scanned)
+    return scanned.error();
+  auto& log = scanned.value();
+  bool removed = false;
+  for (size_t i = 0; i < log.segments.size(); ++i) {
+    auto& seg = log.segments[i];
+    bool after_end = log.ends_early && i > log.bad_segment;
+    if (seg.valid_bytes == 0 || after_end) {
+      // Empty (created just before a crash), invalid from its first byte, or
+      // after the end of the log.
       fs::remove(seg.path, ec);
+      removed = true;
       continue;
     }
-    if (bytes.empty()) {
-      fs::remove(seg.path, ec); // created just before a crash
-      continue;
+    if (log.ends_early && i == log.bad_segment) {
+      int fd = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0)
+        return files::last_error();
+      auto rc = ::ftruncate(fd, static_cast<off_t>(seg.valid_bytes));
+      if (rc == 0)
+        rc = sync_(fd);
+      auto err = rc != 0 ? files::last_error() : std::error_code{};
+      ::close(fd);
+      if (err)
+        return err;
     }
-    size_t pos = 0;
-    while (pos < bytes.size()) {
-      auto d = decode_record(std::string_view{bytes}.substr(pos));
-      std::string reason;
-      if (d.status == decode_status::incomplete)
-        reason = "torn record";
-      else if (d.status == decode_status::corrupt)
-        reason = "corrupt record (checksum or format)";
-      else if (have_prev && d.record.lsn.value != prev.value + 1)
-        reason = "lsn " + to_string(d.record.lsn) + " after " + to_string(prev);
-      else if (pos == 0 && d.record.lsn != seg.first)
-        reason = "first record " + to_string(d.record.lsn) + " does not match the name";
-      if (!reason.empty()) {
-        cut = true;
-        report.tail_cut = true;
-        report.cut_bytes += bytes.size() - pos;
-        report.cut_reason = reason + " in " + name + " at byte " + std::to_string(pos);
-        if (pos == 0) {
-          fs::remove(seg.path, ec);
-        } else {
-          int fd = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
-          if (fd < 0)
-            return files::last_error();
-          auto rc = ::ftruncate(fd, static_cast<off_t>(pos));
-          if (rc == 0)
-            rc = sync_(fd);
-          auto err = rc != 0 ? files::last_error() : std::error_code{};
-          ::close(fd);
-          if (err)
-            return err;
-        }
-        break;
-      }
-      auto& r = d.record;
-      if (r.lsn > after) {
-        if (!replayed && r.lsn.value != after.value + 1)
-          return errc::corrupt_data; // records after `after` are missing
-        if (auto a = replay(r); !a)
-          return a.error();
-        if (!replayed)
-          report.first = r.lsn;
-        replayed = true;
-        report.last = r.lsn;
-        ++report.records;
-      }
-      prev = r.lsn;
-      have_prev = true;
-      pos += d.size;
-    }
-    if (pos > 0)
-      segments_.push_back(seg);
+    segments_.push_back({seg.path, seg.named});
   }
-  if (cut)
+  if (log.ends_early) {
+    report.tail_cut = true;
+    report.cut_bytes = log.bytes_after_end;
+    report.cut_reason = log.reason;
+  }
+  if (removed || log.ends_early)
     if (auto s = files::sync_dir(log_dir_, sync_); !s)
       return s.error();
-  appended_ = durable_ = have_prev && prev > after ? prev : after;
+  appended_ = durable_ = log.records > 0 && log.last > after ? log.last : after;
   return outcome::success();
 }
 

@@ -1,0 +1,175 @@
+// conclave store check|backup|restore: a store's data directory from the
+// command line. See docs/store.md, "Command line".
+#include "runtime/cli/commands.hpp"
+
+#include "runtime/store/inspect.hpp"
+#include "runtime/store/state_manager.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <iostream>
+#include <memory>
+
+namespace conclave::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace st = conclave::store;
+
+struct store_options {
+  std::string dir;
+  std::string to;
+  std::string from;
+  bool json = false;
+  bool incremental = false;
+};
+
+const char* kind_name(st::collection_kind k) {
+  return k == st::collection_kind::queue ? "queue" : "dictionary";
+}
+
+int run_check(const store_options& o) {
+  auto checked = st::check_data_dir(o.dir);
+  if (!checked)
+    return bad_input("store check: " + o.dir + " is not a directory");
+  auto& c = checked.value();
+  if (o.json) {
+    nlohmann::json j;
+    j["dir"] = o.dir;
+    j["clean"] = c.clean();
+    j["recoverable"] = c.recoverable;
+    if (!c.problem.empty())
+      j["problem"] = c.problem;
+    j["recovered_lsn"] = c.recovered.value;
+    j["checkpoint_lsn"] = c.checkpoint_used.value;
+    j["checkpoints"] = nlohmann::json::array();
+    for (auto& k : c.checkpoints)
+      j["checkpoints"].push_back({{"file", k.path.filename().string()},
+                                  {"lsn", k.at.value},
+                                  {"ok", k.ok},
+                                  {"problem", k.problem}});
+    auto& log = j["log"];
+    log["segments"] = c.log.segments.size();
+    log["records"] = c.log.records;
+    log["first_lsn"] = c.log.first.value;
+    log["last_lsn"] = c.log.last.value;
+    log["ends_early"] = c.log.ends_early;
+    if (c.log.ends_early) {
+      log["reason"] = c.log.reason;
+      log["bytes_after_end"] = c.log.bytes_after_end;
+    }
+    j["collections"] = nlohmann::json::array();
+    for (auto& col : c.collections)
+      j["collections"].push_back(
+        {{"name", col.name}, {"kind", kind_name(col.kind)}, {"items", col.items}});
+    std::cout << j.dump(2) << '\n';
+    return c.clean() ? exit_ok : exit_failure;
+  }
+  std::cout << "data dir " << o.dir << ": " << (c.clean() ? "clean" : "PROBLEMS FOUND")
+            << '\n';
+  for (auto& k : c.checkpoints) {
+    std::cout << "  checkpoint " << k.path.filename().string();
+    if (k.ok)
+      std::cout << ": lsn " << k.at.value
+                << (k.at == c.checkpoint_used ? " (recovery starts here)" : "") << '\n';
+    else
+      std::cout << ": CORRUPT (" << k.problem << "); recovery skips it\n";
+  }
+  std::cout << "  log: " << c.log.segments.size() << " segment(s), " << c.log.records
+            << " record(s)";
+  if (c.log.records > 0)
+    std::cout << ", lsn " << c.log.first.value << ".." << c.log.last.value;
+  std::cout << '\n';
+  if (c.log.ends_early)
+    std::cout << "  log ends early: " << c.log.reason << "; recovery cuts the "
+              << c.log.bytes_after_end << " byte(s) after it\n";
+  if (!c.recoverable)
+    std::cout << "  NOT RECOVERABLE: " << c.problem << '\n';
+  else
+    std::cout << "  recovery reaches lsn " << c.recovered.value << '\n';
+  for (auto& col : c.collections)
+    std::cout << "  " << kind_name(col.kind) << ' ' << col.name << ": " << col.items
+              << " item(s)\n";
+  return c.clean() ? exit_ok : exit_failure;
+}
+
+int run_backup(const store_options& o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.dir, ec))
+    return bad_input("store backup: " + o.dir + " is not a directory");
+  st::state_manager_options opts;
+  opts.dir = o.dir;
+  auto store = st::state_manager::open(opts);
+  if (!store) {
+    std::cerr << "conclave: store backup: cannot open " << o.dir << ": "
+              << store.error().message() << '\n';
+    return exit_failure;
+  }
+  auto b = store.value()->backup(o.to, o.incremental);
+  if (!b) {
+    std::cerr << "conclave: store backup: " << b.error().message() << '\n';
+    return exit_failure;
+  }
+  std::cout << b.value().kind << " backup of lsn " << b.value().from.value << ".."
+            << b.value().to.value << " (" << b.value().bytes << " bytes) in "
+            << b.value().path.string() << '\n';
+  return exit_ok;
+}
+
+int run_restore(const store_options& o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.from, ec))
+    return bad_input("store restore: --from " + o.from + " is not a directory");
+  if (fs::exists(o.dir, ec) && !fs::is_empty(o.dir, ec))
+    return bad_input("store restore: --dir " + o.dir + " is not empty");
+  auto r = st::state_manager::restore(o.from, o.dir);
+  if (!r) {
+    std::cerr << "conclave: store restore: " << r.error().message() << '\n';
+    return exit_failure;
+  }
+  std::cout << "restored lsn " << r.value().from.value << ".." << r.value().to.value
+            << " into " << o.dir << '\n';
+  return exit_ok;
+}
+
+} // namespace
+
+void add_store_command(command_registry& reg) {
+  auto o = std::make_shared<store_options>();
+  auto subs = std::make_shared<std::array<CLI::App*, 3>>();
+  auto* store = reg.add("store", "Check, back up and restore a store's data directory",
+                        [o, subs] {
+                          auto [check, backup, restore] = *subs;
+                          if (check->parsed())
+                            return run_check(*o);
+                          if (backup->parsed())
+                            return run_backup(*o);
+                          if (restore->parsed())
+                            return run_restore(*o);
+                          return bad_input("store: give check, backup or restore");
+                        });
+  store->require_subcommand(1);
+
+  auto* check = store->add_subcommand(
+    "check", "Verify checkpoints and log without changing anything; exit 1 on problems");
+  option(check, "--dir", o->dir, "the store's data directory")->required();
+  check->add_flag("--json", o->json, "print one JSON document")->envname(env_name("--json"));
+
+  auto* backup = store->add_subcommand(
+    "backup", "Back up a data directory no store has open (full, or --incremental)");
+  option(backup, "--dir", o->dir, "the store's data directory")->required();
+  option(backup, "--to", o->to, "the backup directory")->required();
+  backup->add_flag("--incremental", o->incremental,
+                   "only the log since the previous backup in --to");
+
+  auto* restore = store->add_subcommand(
+    "restore", "Rebuild a data directory from the newest full backup and its increments");
+  option(restore, "--from", o->from, "the backup directory")->required();
+  option(restore, "--dir", o->dir, "the new data directory (absent or empty)")->required();
+
+  *subs = {check, backup, restore};
+}
+
+} // namespace conclave::cli

@@ -1,0 +1,81 @@
+#include "runtime/store/inspect.hpp"
+
+#include "protocols/store/store_core.hpp"
+#include "runtime/store/checkpoint_file.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace conclave::store {
+
+namespace fs = std::filesystem;
+
+bool data_dir_check::clean() const {
+  return recoverable && !log.ends_early
+         && std::all_of(checkpoints.begin(), checkpoints.end(),
+                        [](const checkpoint_file& c) { return c.ok; });
+}
+
+result<data_dir_check> check_data_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return errc::bad_argument;
+  data_dir_check out;
+  store_core core;
+  bool loaded = false;
+  for (auto& file : list_checkpoints(dir)) {
+    data_dir_check::checkpoint_file c;
+    c.path = file;
+    auto image = read_checkpoint(file);
+    if (!image) {
+      c.problem = image.error().message();
+    } else {
+      c.at = image.value().at;
+      if (loaded) {
+        c.ok = true; // verified, not needed
+      } else if (auto l = core.load_checkpoint(image.value().image); !l) {
+        c.problem = "image: " + l.error().message();
+      } else {
+        c.ok = true;
+        loaded = true;
+        out.checkpoint_used = c.at;
+      }
+    }
+    out.checkpoints.push_back(std::move(c));
+  }
+  auto base = core.last_lsn();
+  bool replaying = true;
+  auto scanned = scan_log(dir, [&](const log_record& r) -> result<void> {
+    if (!replaying || r.lsn <= base)
+      return outcome::success();
+    if (auto a = core.apply(r); !a) {
+      replaying = false;
+      out.recoverable = false;
+      out.problem = "the log holds lsn " + to_string(r.lsn) + " but the state is at lsn "
+                    + to_string(core.last_lsn())
+                    + (r.lsn.value > core.last_lsn().value + 1
+                         ? ": the records in between are missing"
+                         : ": the record does not apply");
+    }
+    return outcome::success();
+  });
+  if (!scanned)
+    return scanned.error();
+  out.log = std::move(scanned.value());
+  out.recovered = core.last_lsn();
+  if (out.recoverable) {
+    auto t = core.begin();
+    for (auto& info : core.collections()) {
+      op_request req;
+      req.txn = t;
+      req.collection = info.name;
+      req.op = info.kind == collection_kind::queue ? operation::queue_count : operation::count;
+      auto r = core.execute(req, timestamp{std::chrono::hours{1}});
+      out.collections.push_back({info.name, info.kind, info.key_type, info.value_type,
+                                 r ? r.value().count : 0});
+    }
+  }
+  return out;
+}
+
+} // namespace conclave::store

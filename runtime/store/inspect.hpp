@@ -1,0 +1,50 @@
+// A read-only check of a store's data directory (what `conclave store check`
+// prints): every checkpoint file verified, the log scanned, the state rebuilt
+// in memory the way recovery would, and a summary of the collections. Nothing
+// on disk changes and no lock is taken, so it also works next to a running
+// store (it then sees a moment's state).
+#pragma once
+
+#include "protocols/store/errc.hpp"
+#include "protocols/store/types.hpp"
+#include "runtime/store/log_scan.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace conclave::store {
+
+struct data_dir_check {
+  struct checkpoint_file {
+    std::filesystem::path path;
+    lsn at;
+    bool ok = false;
+    std::string problem;
+  };
+  struct collection {
+    std::string name;
+    collection_kind kind = collection_kind::dictionary;
+    std::string key_type, value_type;
+    uint64_t items = 0;
+  };
+
+  /// Newest first; the first ok one is what recovery would load.
+  std::vector<checkpoint_file> checkpoints;
+  lsn checkpoint_used;
+  log_scan log;
+  /// The state recovery would reach.
+  lsn recovered;
+  /// False if recovery would fail (e.g. the log after the checkpoint is gone).
+  bool recoverable = true;
+  std::string problem;
+  std::vector<collection> collections;
+
+  /// Nothing to cut, skip or fail on.
+  bool clean() const;
+};
+
+/// bad_argument if `dir` is not a directory.
+result<data_dir_check> check_data_dir(const std::filesystem::path& dir);
+
+} // namespace conclave::store
