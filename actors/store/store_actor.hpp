@@ -8,7 +8,8 @@
 //   (open_atom, name, kind, key_type, value_type) -> bool   create or check a collection
 //   (begin_atom)                                 -> txn_id
 //   (op_request, timeout_ms)                     -> op_result  (timeout_ms 0: the
-//                                                   store's default, 4 s unless configured)
+//                                                   store's default, 4 s unless
+//                                                   configured)
 //   (commit_atom, txn_id)                        -> lsn as uint64 (after fdatasync
 //                                                   in strong mode; 0: nothing changed)
 //   (abort_atom, txn_id)                         -> bool
@@ -35,29 +36,29 @@
 namespace conclave::store {
 
 using store_actor = caf::typed_actor<
-  caf::replies_to<store_atoms::open_atom, std::string, collection_kind, std::string,
-                  std::string>::with<bool>,
-  caf::replies_to<store_atoms::begin_atom>::with<txn_id>,
-  caf::replies_to<op_request, uint32_t>::with<op_result>,
-  caf::replies_to<store_atoms::commit_atom, txn_id>::with<uint64_t>,
-  caf::replies_to<store_atoms::abort_atom, txn_id>::with<bool>,
-  caf::replies_to<store_atoms::checkpoint_atom>::with<uint64_t>,
-  caf::reacts_to<store_atoms::done_atom, uint64_t, caf::error, op_result>,
-  caf::reacts_to<store_atoms::done_atom, uint64_t, caf::error, uint64_t>>;
+    caf::replies_to<store_atoms::open_atom, std::string, collection_kind, std::string,
+                    std::string>::with<bool>,
+    caf::replies_to<store_atoms::begin_atom>::with<txn_id>,
+    caf::replies_to<op_request, uint32_t>::with<op_result>,
+    caf::replies_to<store_atoms::commit_atom, txn_id>::with<uint64_t>,
+    caf::replies_to<store_atoms::abort_atom, txn_id>::with<bool>,
+    caf::replies_to<store_atoms::checkpoint_atom>::with<uint64_t>,
+    caf::reacts_to<store_atoms::done_atom, uint64_t, caf::error, op_result>,
+    caf::reacts_to<store_atoms::done_atom, uint64_t, caf::error, uint64_t>>;
 
 /// Registers the store's message types and a readable rendering of its
 /// errors ("lock_timeout") in `cfg`. Call before creating the actor system.
 inline void add_store_types(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::conclave_store>();
-  cfg.add_error_category(error_category_atom,
-                         [](uint8_t code, caf::atom_value, const caf::message&) {
-                           return std::string{"conclave.store: "}
-                                  + to_string(static_cast<errc>(code));
-                         });
+  cfg.add_error_category(
+      error_category_atom, [](uint8_t code, caf::atom_value, const caf::message&) {
+        return std::string{"conclave.store: "} + to_string(static_cast<errc>(code));
+      });
 }
 
 /// Spawns an actor serving `store`. The store must stay open while the actor
 /// lives (the actor holds a shared reference).
-store_actor spawn_store_actor(caf::actor_system& sys, std::shared_ptr<state_manager> store);
+store_actor spawn_store_actor(caf::actor_system& sys,
+                              std::shared_ptr<state_manager> store);
 
 } // namespace conclave::store

@@ -44,8 +44,8 @@ protected:
     std::pair<T, caf::error> out{};
     caf::scoped_actor self{sys};
     self->request(actor, 30s, std::forward<Ts>(xs)...)
-      .receive([&](T& x) { out.first = std::move(x); },
-               [&](caf::error& e) { out.second = std::move(e); });
+        .receive([&](T& x) { out.first = std::move(x); },
+                 [&](caf::error& e) { out.second = std::move(e); });
     return out;
   }
 
@@ -69,8 +69,9 @@ protected:
 } // namespace
 
 TEST_F(store_actor_test, a_transaction_through_messages) {
-  auto opened = ask<bool>(atoms::open_atom_v, std::string{"d"},
-                          collection_kind::dictionary, std::string{"k"}, std::string{"v"});
+  auto opened =
+      ask<bool>(atoms::open_atom_v, std::string{"d"}, collection_kind::dictionary,
+                std::string{"k"}, std::string{"v"});
   ASSERT_FALSE(opened.second);
   auto t = ask<txn_id>(atoms::begin_atom_v).first;
   auto put = ask<op_result>(req(t, operation::add_or_update, "k", "v"), uint32_t{0});
@@ -99,12 +100,17 @@ TEST_F(store_actor_test, a_waiting_request_does_not_block_the_actor) {
   // While that request waits for the lock, the actor serves others.
   auto other = ask<txn_id>(atoms::begin_atom_v);
   ASSERT_FALSE(other.second);
-  auto free_key = ask<op_result>(req(other.first, operation::try_get, "free"), uint32_t{0});
+  auto free_key =
+      ask<op_result>(req(other.first, operation::try_get, "free"), uint32_t{0});
   ASSERT_FALSE(free_key.second);
   EXPECT_EQ(store->get_stats().lock_waits, 1u);
   ASSERT_TRUE(holder.commit());
-  self->receive([&](op_result& r) { EXPECT_TRUE(r.found); answered = true; },
-                caf::after(30s) >> [] { FAIL() << "no answer after the lock was freed"; });
+  self->receive(
+      [&](op_result& r) {
+        EXPECT_TRUE(r.found);
+        answered = true;
+      },
+      caf::after(30s) >> [] { FAIL() << "no answer after the lock was freed"; });
   EXPECT_TRUE(answered);
   EXPECT_FALSE(ask<uint64_t>(atoms::commit_atom_v, t).second);
   auto check = store->begin();
@@ -124,7 +130,8 @@ TEST_F(store_actor_test, timeouts_and_bad_requests_are_typed_errors) {
   auto u = ask<txn_id>(atoms::begin_atom_v).first;
   auto unknown = req(u, operation::try_get, "k");
   unknown.collection = "nope";
-  EXPECT_EQ(to_errc(ask<op_result>(unknown, uint32_t{0}).second), errc::unknown_collection);
+  EXPECT_EQ(to_errc(ask<op_result>(unknown, uint32_t{0}).second),
+            errc::unknown_collection);
   auto wrong = ask<bool>(atoms::open_atom_v, std::string{"d"}, collection_kind::queue,
                          std::string{}, std::string{"x"});
   EXPECT_EQ(to_errc(wrong.second), errc::wrong_type);
@@ -151,6 +158,7 @@ TEST(store_messages, requests_and_results_serialize) {
   EXPECT_EQ(back.mode, read_mode::update);
   EXPECT_TRUE(back.has_from);
   EXPECT_EQ(back.from, "a");
-  EXPECT_EQ(caf::to_string(make_error(errc::lock_timeout)).find("lock_timeout") != std::string::npos,
+  EXPECT_EQ(caf::to_string(make_error(errc::lock_timeout)).find("lock_timeout")
+                != std::string::npos,
             true);
 }

@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
     if (a == "--dir" && i + 1 < argc) {
       dir = argv[++i];
     } else {
-      std::cerr << "store_demo: unknown argument '" << a << "' (usage: store_demo [--dir DIR])\n";
+      std::cerr << "store_demo: unknown argument '" << a
+                << "' (usage: store_demo [--dir DIR])\n";
       return 2;
     }
   }
@@ -98,10 +99,11 @@ int main(int argc, char** argv) {
       auto current = check(orders.try_get(tx, next.value, read_mode::update), "get");
       auto shipped = current.value;
       shipped.state = "shipped";
-      bool updated = check(orders.try_update(tx, next.value, shipped, current.value), "update");
+      bool updated =
+          check(orders.try_update(tx, next.value, shipped, current.value), "update");
       check(tx.commit(), "commit");
-      std::cout << "worker took " << next.value << ", shipped: " << std::boolalpha << updated
-                << '\n';
+      std::cout << "worker took " << next.value << ", shipped: " << std::boolalpha
+                << updated << '\n';
     }
 
     // 3. Two writers on one order: the second one times out instead of
@@ -117,7 +119,8 @@ int main(int argc, char** argv) {
     }
 
     // 4. Checkpoint, backup.
-    std::cout << "checkpoint at lsn " << check(store->checkpoint(), "checkpoint").value << '\n';
+    std::cout << "checkpoint at lsn " << check(store->checkpoint(), "checkpoint").value
+              << '\n';
     auto b = check(store->backup(dir / "backups", false), "backup");
     std::cout << "full backup of lsn " << b.from.value << ".." << b.to.value << " in "
               << b.path << '\n';
@@ -131,17 +134,18 @@ int main(int argc, char** argv) {
     caf::scoped_actor self{sys};
     txn_id t;
     self->request(actor, 10s, conclave::store_atoms::begin_atom_v)
-      .receive([&](txn_id x) { t = x; },
-               [](caf::error& e) { std::cerr << caf::to_string(e) << '\n'; });
+        .receive([&](txn_id x) { t = x; },
+                 [](caf::error& e) { std::cerr << caf::to_string(e) << '\n'; });
     op_request count;
     count.txn = t;
     count.op = operation::count;
     count.collection = "orders";
     self->request(actor, 10s, count, uint32_t{0})
-      .receive([](op_result& r) { std::cout << "actor counted " << r.count << " orders\n"; },
-               [](caf::error& e) { std::cerr << caf::to_string(e) << '\n'; });
+        .receive(
+            [](op_result& r) { std::cout << "actor counted " << r.count << " orders\n"; },
+            [](caf::error& e) { std::cerr << caf::to_string(e) << '\n'; });
     self->request(actor, 10s, conclave::store_atoms::abort_atom_v, t)
-      .receive([](bool) {}, [](caf::error&) {});
+        .receive([](bool) {}, [](caf::error&) {});
     caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
   }
 
@@ -154,8 +158,9 @@ int main(int argc, char** argv) {
     auto store = check(state_manager::open(opts), "reopen");
     auto orders = check(store->dictionary<std::string, order>("orders"), "orders");
     auto tx = store->begin();
-    std::cout << where.filename() << ": checkpoint lsn " << store->recovery().checkpoint.value
-              << ", replayed " << store->recovery().records_replayed << " records;";
+    std::cout << where.filename() << ": checkpoint lsn "
+              << store->recovery().checkpoint.value << ", replayed "
+              << store->recovery().records_replayed << " records;";
     for (auto& [id, o] : check(orders.enumerate(tx), "enumerate"))
       std::cout << ' ' << id << '=' << o.quantity << '/' << o.state;
     std::cout << '\n';

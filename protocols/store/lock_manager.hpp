@@ -40,9 +40,12 @@ namespace conclave::store {
 /// transaction holds the same resource in mode `granted`.
 constexpr bool compatible(lock_mode requested, lock_mode granted) {
   switch (requested) {
-    case lock_mode::shared: return granted == lock_mode::shared;
-    case lock_mode::update: return granted == lock_mode::shared;
-    case lock_mode::exclusive: return false;
+  case lock_mode::shared:
+    return granted == lock_mode::shared;
+  case lock_mode::update:
+    return granted == lock_mode::shared;
+  case lock_mode::exclusive:
+    return false;
   }
   return false;
 }

@@ -10,7 +10,9 @@ namespace {
 const lock_key row{1, lock_space::row, "k"};
 constexpr timestamp forever = timestamp{1h};
 
-txn_id t(uint64_t x) { return txn_id{x}; }
+txn_id t(uint64_t x) {
+  return txn_id{x};
+}
 
 } // namespace
 
@@ -21,9 +23,9 @@ TEST(lock_manager, compatibility_table_matches_the_pattern) {
     bool with_shared, with_update, with_exclusive;
   };
   const row_t table[] = {
-    {lock_mode::shared, true, false, false},
-    {lock_mode::update, true, false, false},
-    {lock_mode::exclusive, false, false, false},
+      {lock_mode::shared, true, false, false},
+      {lock_mode::update, true, false, false},
+      {lock_mode::exclusive, false, false, false},
   };
   for (auto& r : table) {
     EXPECT_EQ(compatible(r.requested, lock_mode::shared), r.with_shared);
@@ -35,12 +37,12 @@ TEST(lock_manager, compatibility_table_matches_the_pattern) {
     for (auto& r : table) {
       lock_manager m;
       ASSERT_EQ(m.acquire(t(1), row, granted, forever), acquire_result::granted);
-      bool ok = granted == lock_mode::shared     ? r.with_shared
+      bool ok = granted == lock_mode::shared   ? r.with_shared
                 : granted == lock_mode::update ? r.with_update
                                                : r.with_exclusive;
       EXPECT_EQ(m.acquire(t(2), row, r.requested, forever),
                 ok ? acquire_result::granted : acquire_result::waiting)
-        << "requested " << int(r.requested) << " granted " << int(granted);
+          << "requested " << int(r.requested) << " granted " << int(granted);
     }
 }
 

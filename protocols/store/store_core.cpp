@@ -48,7 +48,8 @@ std::optional<collection_info> store_core::find_collection(std::string_view name
 
 result<std::optional<log_record>>
 store_core::ensure_collection(const std::string& name, collection_kind kind,
-                              const std::string& key_type, const std::string& value_type) {
+                              const std::string& key_type,
+                              const std::string& value_type) {
   if (name.empty())
     return errc::bad_argument;
   if (name.size() > limits_.max_name_bytes)
@@ -167,94 +168,94 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     t.writes[{id, req.key}] = std::move(value);
   };
   switch (req.op) {
-    case operation::try_get:
-    case operation::contains: {
-      std::optional<std::string> seen;
-      if (has_own) {
-        seen = own->second;
-      } else if (req.mode == read_mode::snapshot) {
-        auto r = c.rows.find(req.key);
-        if (r != c.rows.end())
-          if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
-            seen = v->value;
-      } else {
-        if (!lock(req.mode == read_mode::update ? lock_mode::update : lock_mode::shared)) {
-          out.waiting = true;
-          return out;
-        }
-        if (auto v = latest(); v && v->present)
+  case operation::try_get:
+  case operation::contains: {
+    std::optional<std::string> seen;
+    if (has_own) {
+      seen = own->second;
+    } else if (req.mode == read_mode::snapshot) {
+      auto r = c.rows.find(req.key);
+      if (r != c.rows.end())
+        if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
           seen = v->value;
-      }
-      out.found = seen.has_value();
-      if (seen && req.op == operation::try_get)
-        out.value = std::move(*seen);
-      return out;
-    }
-    case operation::add:
-    case operation::add_or_update:
-    case operation::try_update:
-    case operation::try_remove: {
-      if (!lock(lock_mode::exclusive)) {
+    } else {
+      if (!lock(req.mode == read_mode::update ? lock_mode::update : lock_mode::shared)) {
         out.waiting = true;
         return out;
       }
-      auto now = current();
-      if (req.op == operation::add) {
-        if (now)
-          return errc::key_exists;
-        write(req.value);
-        out.found = true;
-      } else if (req.op == operation::add_or_update) {
-        out.found = now.has_value();
-        write(req.value);
-      } else if (req.op == operation::try_update) {
-        if (now && *now == req.expected) {
-          write(req.value);
-          out.found = true;
-        }
-      } else if (now) {
-        out.found = true;
-        out.value = std::move(*now);
-        write(std::nullopt);
-      }
+      if (auto v = latest(); v && v->present)
+        seen = v->value;
+    }
+    out.found = seen.has_value();
+    if (seen && req.op == operation::try_get)
+      out.value = std::move(*seen);
+    return out;
+  }
+  case operation::add:
+  case operation::add_or_update:
+  case operation::try_update:
+  case operation::try_remove: {
+    if (!lock(lock_mode::exclusive)) {
+      out.waiting = true;
       return out;
     }
-    case operation::count:
-    case operation::enumerate: {
-      if (req.has_from && req.has_to && req.to < req.from)
-        return errc::bad_argument;
-      auto in_range = [&](const std::string& k) {
-        return (!req.has_from || k >= req.from) && (!req.has_to || k < req.to);
-      };
-      // Snapshot state merged with this transaction's own writes.
-      std::map<std::string, const std::string*> view;
-      auto first = req.has_from ? c.rows.lower_bound(req.from) : c.rows.begin();
-      for (auto r = first; r != c.rows.end() && in_range(r->first); ++r)
-        if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
-          view.emplace(r->first, &v->value);
-      auto w = t.writes.lower_bound({id, req.has_from ? req.from : std::string{}});
-      for (; w != t.writes.end() && w->first.first == id; ++w) {
-        auto& k = w->first.second;
-        if (!in_range(k)) {
-          if (req.has_to && k >= req.to)
-            break;
-          continue;
-        }
-        if (w->second)
-          view[k] = &*w->second;
-        else
-          view.erase(k);
+    auto now = current();
+    if (req.op == operation::add) {
+      if (now)
+        return errc::key_exists;
+      write(req.value);
+      out.found = true;
+    } else if (req.op == operation::add_or_update) {
+      out.found = now.has_value();
+      write(req.value);
+    } else if (req.op == operation::try_update) {
+      if (now && *now == req.expected) {
+        write(req.value);
+        out.found = true;
       }
-      out.count = view.size();
-      if (req.op == operation::enumerate) {
-        out.items.reserve(view.size());
-        for (auto& [k, v] : view)
-          out.items.emplace_back(k, *v);
-      }
-      return out;
+    } else if (now) {
+      out.found = true;
+      out.value = std::move(*now);
+      write(std::nullopt);
     }
-    default:
+    return out;
+  }
+  case operation::count:
+  case operation::enumerate: {
+    if (req.has_from && req.has_to && req.to < req.from)
       return errc::bad_argument;
+    auto in_range = [&](const std::string& k) {
+      return (!req.has_from || k >= req.from) && (!req.has_to || k < req.to);
+    };
+    // Snapshot state merged with this transaction's own writes.
+    std::map<std::string, const std::string*> view;
+    auto first = req.has_from ? c.rows.lower_bound(req.from) : c.rows.begin();
+    for (auto r = first; r != c.rows.end() && in_range(r->first); ++r)
+      if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
+        view.emplace(r->first, &v->value);
+    auto w = t.writes.lower_bound({id, req.has_from ? req.from : std::string{}});
+    for (; w != t.writes.end() && w->first.first == id; ++w) {
+      auto& k = w->first.second;
+      if (!in_range(k)) {
+        if (req.has_to && k >= req.to)
+          break;
+        continue;
+      }
+      if (w->second)
+        view[k] = &*w->second;
+      else
+        view.erase(k);
+    }
+    out.count = view.size();
+    if (req.op == operation::enumerate) {
+      out.items.reserve(view.size());
+      for (auto& [k, v] : view)
+        out.items.emplace_back(k, *v);
+    }
+    return out;
+  }
+  default:
+    return errc::bad_argument;
   }
 }
 
@@ -267,70 +268,70 @@ result<op_result> store_core::execute_queue(txn_state& t, collection& c,
            == acquire_result::granted;
   };
   switch (req.op) {
-    case operation::enqueue:
-      if (!lock(lock_space::enqueue)) {
-        out.waiting = true;
-        return out;
-      }
-      t.queues[id].enqueued.push_back(req.value);
+  case operation::enqueue:
+    if (!lock(lock_space::enqueue)) {
+      out.waiting = true;
+      return out;
+    }
+    t.queues[id].enqueued.push_back(req.value);
+    out.found = true;
+    return out;
+  case operation::try_dequeue:
+  case operation::try_peek: {
+    if (!lock(lock_space::dequeue)) {
+      out.waiting = true;
+      return out;
+    }
+    // Committed items still in the queue, minus the ones this transaction
+    // took already, then this transaction's own enqueues.
+    auto& pending = t.queues[id];
+    const queue_item* head = nullptr;
+    for (auto& item : c.items) {
+      if (item.dequeued.value != 0)
+        continue;
+      if (std::find(pending.dequeued.begin(), pending.dequeued.end(), item.seq)
+          != pending.dequeued.end())
+        continue;
+      head = &item;
+      break;
+    }
+    if (head) {
       out.found = true;
-      return out;
-    case operation::try_dequeue:
-    case operation::try_peek: {
-      if (!lock(lock_space::dequeue)) {
-        out.waiting = true;
-        return out;
-      }
-      // Committed items still in the queue, minus the ones this transaction
-      // took already, then this transaction's own enqueues.
-      auto& pending = t.queues[id];
-      const queue_item* head = nullptr;
-      for (auto& item : c.items) {
-        if (item.dequeued.value != 0)
-          continue;
-        if (std::find(pending.dequeued.begin(), pending.dequeued.end(), item.seq)
-            != pending.dequeued.end())
-          continue;
-        head = &item;
-        break;
-      }
-      if (head) {
-        out.found = true;
-        out.value = head->value;
-        if (req.op == operation::try_dequeue)
-          pending.dequeued.push_back(head->seq);
-        return out;
-      }
-      if (!pending.enqueued.empty()) {
-        out.found = true;
-        out.value = pending.enqueued.front();
-        if (req.op == operation::try_dequeue)
-          pending.enqueued.pop_front();
-        return out;
-      }
-      // Empty: hold the enqueue lock too, so nothing can be enqueued ahead of
-      // what this transaction saw (FIFO across transactions).
-      if (!lock(lock_space::enqueue)) {
-        out.waiting = true;
-        return out;
-      }
+      out.value = head->value;
+      if (req.op == operation::try_dequeue)
+        pending.dequeued.push_back(head->seq);
       return out;
     }
-    case operation::queue_count: {
-      uint64_t n = 0;
-      for (auto& item : c.items)
-        if (item.enqueued <= t.snapshot
-            && (item.dequeued.value == 0 || item.dequeued > t.snapshot))
-          ++n;
-      if (auto p = t.queues.find(id); p != t.queues.end()) {
-        n += p->second.enqueued.size();
-        n -= std::min<uint64_t>(n, p->second.dequeued.size());
-      }
-      out.count = n;
+    if (!pending.enqueued.empty()) {
+      out.found = true;
+      out.value = pending.enqueued.front();
+      if (req.op == operation::try_dequeue)
+        pending.enqueued.pop_front();
       return out;
     }
-    default:
-      return errc::bad_argument;
+    // Empty: hold the enqueue lock too, so nothing can be enqueued ahead of
+    // what this transaction saw (FIFO across transactions).
+    if (!lock(lock_space::enqueue)) {
+      out.waiting = true;
+      return out;
+    }
+    return out;
+  }
+  case operation::queue_count: {
+    uint64_t n = 0;
+    for (auto& item : c.items)
+      if (item.enqueued <= t.snapshot
+          && (item.dequeued.value == 0 || item.dequeued > t.snapshot))
+        ++n;
+    if (auto p = t.queues.find(id); p != t.queues.end()) {
+      n += p->second.enqueued.size();
+      n -= std::min<uint64_t>(n, p->second.dequeued.size());
+    }
+    out.count = n;
+    return out;
+  }
+  default:
+    return errc::bad_argument;
   }
 }
 
@@ -445,25 +446,25 @@ void store_core::apply_ops(const log_record& r) {
   for (auto& op : r.ops) {
     auto& c = collections_.at(op.collection);
     switch (op.kind) {
-      case op_kind::put:
-        c.rows[op.key].push_back(version{r.lsn, true, op.value});
-        break;
-      case op_kind::remove:
-        c.rows[op.key].push_back(version{r.lsn, false, {}});
-        break;
-      case op_kind::enqueue:
-        c.items.push_back(queue_item{c.next_seq++, r.lsn, lsn{}, op.value});
-        break;
-      case op_kind::dequeue: {
-        // Items are dequeued strictly from the head (checked in apply()).
-        auto seq = c.head_seq++;
-        for (auto& item : c.items)
-          if (item.seq == seq) {
-            item.dequeued = r.lsn;
-            break;
-          }
-        break;
-      }
+    case op_kind::put:
+      c.rows[op.key].push_back(version{r.lsn, true, op.value});
+      break;
+    case op_kind::remove:
+      c.rows[op.key].push_back(version{r.lsn, false, {}});
+      break;
+    case op_kind::enqueue:
+      c.items.push_back(queue_item{c.next_seq++, r.lsn, lsn{}, op.value});
+      break;
+    case op_kind::dequeue: {
+      // Items are dequeued strictly from the head (checked in apply()).
+      auto seq = c.head_seq++;
+      for (auto& item : c.items)
+        if (item.seq == seq) {
+          item.dequeued = r.lsn;
+          break;
+        }
+      break;
+    }
     }
   }
 }
@@ -566,7 +567,7 @@ result<void> store_core::load_checkpoint(std::string_view image) {
     return errc::bad_argument;
   if (image.size() < checkpoint_magic_size + 4
       || image.substr(0, checkpoint_magic_size)
-           != std::string_view{checkpoint_magic, checkpoint_magic_size})
+             != std::string_view{checkpoint_magic, checkpoint_magic_size})
     return errc::corrupt_data;
   auto body = image.substr(0, image.size() - 4);
   byte_reader tail{image.substr(image.size() - 4)};

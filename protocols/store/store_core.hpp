@@ -147,7 +147,7 @@ private:
     uint64_t next_seq = 1; // seq of the next enqueue
   };
   struct pending_queue {
-    std::vector<uint64_t> dequeued;  // seqs of committed items taken
+    std::vector<uint64_t> dequeued;   // seqs of committed items taken
     std::deque<std::string> enqueued; // own items not yet taken back
   };
   struct txn_state {

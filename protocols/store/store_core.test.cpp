@@ -78,7 +78,9 @@ protected:
   store_core core;
 };
 
-errc code(const std::error_code& e) { return static_cast<errc>(e.value()); }
+errc code(const std::error_code& e) {
+  return static_cast<errc>(e.value());
+}
 
 } // namespace
 
@@ -146,7 +148,7 @@ TEST_F(core_test, update_reads_conflict_with_shared_and_update_requests) {
   EXPECT_TRUE(ok(run(s, operation::try_get, "a")).waiting);
   auto snap = core.begin();
   EXPECT_EQ(get(snap, "a", read_mode::snapshot), "1"); // snapshots take no lock
-  put(u, "a", "2");                                     // upgrade to exclusive
+  put(u, "a", "2");                                    // upgrade to exclusive
   commit(u);
   EXPECT_EQ(core.take_woken(), std::vector<txn_id>{s});
   EXPECT_EQ(get(s, "a"), "2");
@@ -239,12 +241,13 @@ TEST_F(core_test, finished_unknown_and_bad_requests_are_clear_errors) {
             errc::too_large);
   EXPECT_EQ(code(run(u, operation::add, std::string(5000, 'k'), "v").error()),
             errc::too_large);
-  EXPECT_EQ(code(core.ensure_collection("d", collection_kind::dictionary, "int", "str")
-                   .error()),
-            errc::wrong_type);
-  EXPECT_EQ(code(core.ensure_collection("q", collection_kind::dictionary, "", "str")
-                   .error()),
-            errc::wrong_type);
+  EXPECT_EQ(
+      code(
+          core.ensure_collection("d", collection_kind::dictionary, "int", "str").error()),
+      errc::wrong_type);
+  EXPECT_EQ(
+      code(core.ensure_collection("q", collection_kind::dictionary, "", "str").error()),
+      errc::wrong_type);
   EXPECT_EQ(code(core.ensure_collection("", collection_kind::queue, "", "str").error()),
             errc::bad_argument);
   // The failed calls changed nothing; the transaction still works.
@@ -353,7 +356,7 @@ TEST_F(core_test, queue_is_strict_fifo_under_interleaving_and_aborts) {
         t.items.push_back(r.value);
       // A waiting transaction's request was granted: forget the wait.
       for (auto id : c.take_woken())
-        (void) id;
+        (void)id;
     }
     for (auto& t : txns)
       ASSERT_TRUE(c.abort(t.id));

@@ -23,12 +23,24 @@ template <class Tag>
 struct strong_u64 {
   uint64_t value = 0;
 
-  friend constexpr bool operator==(strong_u64 a, strong_u64 b) { return a.value == b.value; }
-  friend constexpr bool operator!=(strong_u64 a, strong_u64 b) { return a.value != b.value; }
-  friend constexpr bool operator<(strong_u64 a, strong_u64 b) { return a.value < b.value; }
-  friend constexpr bool operator>(strong_u64 a, strong_u64 b) { return a.value > b.value; }
-  friend constexpr bool operator<=(strong_u64 a, strong_u64 b) { return a.value <= b.value; }
-  friend constexpr bool operator>=(strong_u64 a, strong_u64 b) { return a.value >= b.value; }
+  friend constexpr bool operator==(strong_u64 a, strong_u64 b) {
+    return a.value == b.value;
+  }
+  friend constexpr bool operator!=(strong_u64 a, strong_u64 b) {
+    return a.value != b.value;
+  }
+  friend constexpr bool operator<(strong_u64 a, strong_u64 b) {
+    return a.value < b.value;
+  }
+  friend constexpr bool operator>(strong_u64 a, strong_u64 b) {
+    return a.value > b.value;
+  }
+  friend constexpr bool operator<=(strong_u64 a, strong_u64 b) {
+    return a.value <= b.value;
+  }
+  friend constexpr bool operator>=(strong_u64 a, strong_u64 b) {
+    return a.value >= b.value;
+  }
 
   template <class Inspector>
   friend typename Inspector::result_type inspect(Inspector& f, strong_u64& x) {
@@ -49,7 +61,9 @@ using term = detail::strong_u64<detail::term_tag>;
 /// Identity of a transaction within one store instance. 0 means "none".
 using txn_id = detail::strong_u64<detail::txn_tag>;
 
-inline std::string to_string(lsn x) { return std::to_string(x.value); }
+inline std::string to_string(lsn x) {
+  return std::to_string(x.value);
+}
 
 /// Index of a collection in the store (assigned at creation, logged).
 using collection_id = uint32_t;

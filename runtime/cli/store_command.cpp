@@ -63,7 +63,7 @@ int run_check(const store_options& o) {
     j["collections"] = nlohmann::json::array();
     for (auto& col : c.collections)
       j["collections"].push_back(
-        {{"name", col.name}, {"kind", kind_name(col.kind)}, {"items", col.items}});
+          {{"name", col.name}, {"kind", kind_name(col.kind)}, {"items", col.items}});
     std::cout << j.dump(2) << '\n';
     return c.clean() ? exit_ok : exit_failure;
   }
@@ -139,35 +139,39 @@ int run_restore(const store_options& o) {
 void add_store_command(command_registry& reg) {
   auto o = std::make_shared<store_options>();
   auto subs = std::make_shared<std::array<CLI::App*, 3>>();
-  auto* store = reg.add("store", "Check, back up and restore a store's data directory",
-                        [o, subs] {
-                          auto [check, backup, restore] = *subs;
-                          if (check->parsed())
-                            return run_check(*o);
-                          if (backup->parsed())
-                            return run_backup(*o);
-                          if (restore->parsed())
-                            return run_restore(*o);
-                          return bad_input("store: give check, backup or restore");
-                        });
+  auto* store =
+      reg.add("store", "Check, back up and restore a store's data directory", [o, subs] {
+        auto [check, backup, restore] = *subs;
+        if (check->parsed())
+          return run_check(*o);
+        if (backup->parsed())
+          return run_backup(*o);
+        if (restore->parsed())
+          return run_restore(*o);
+        return bad_input("store: give check, backup or restore");
+      });
   store->require_subcommand(1);
 
   auto* check = store->add_subcommand(
-    "check", "Verify checkpoints and log without changing anything; exit 1 on problems");
+      "check",
+      "Verify checkpoints and log without changing anything; exit 1 on problems");
   option(check, "--dir", o->dir, "the store's data directory")->required();
-  check->add_flag("--json", o->json, "print one JSON document")->envname(env_name("--json"));
+  check->add_flag("--json", o->json, "print one JSON document")
+      ->envname(env_name("--json"));
 
   auto* backup = store->add_subcommand(
-    "backup", "Back up a data directory no store has open (full, or --incremental)");
+      "backup", "Back up a data directory no store has open (full, or --incremental)");
   option(backup, "--dir", o->dir, "the store's data directory")->required();
   option(backup, "--to", o->to, "the backup directory")->required();
   backup->add_flag("--incremental", o->incremental,
                    "only the log since the previous backup in --to");
 
   auto* restore = store->add_subcommand(
-    "restore", "Rebuild a data directory from the newest full backup and its increments");
+      "restore",
+      "Rebuild a data directory from the newest full backup and its increments");
   option(restore, "--from", o->from, "the backup directory")->required();
-  option(restore, "--dir", o->dir, "the new data directory (absent or empty)")->required();
+  option(restore, "--dir", o->dir, "the new data directory (absent or empty)")
+      ->required();
 
   *subs = {check, backup, restore};
 }

@@ -66,7 +66,8 @@ result<manifest> parse_manifest(const fs::path& dir) {
   while (in >> word) {
     manifest::file f;
     std::string crc;
-    if (word != "file" || !(in >> f.name >> f.size >> crc) || f.name.find('/') != std::string::npos)
+    if (word != "file" || !(in >> f.name >> f.size >> crc)
+        || f.name.find('/') != std::string::npos)
       return errc::corrupt_data;
     f.crc = static_cast<uint32_t>(std::stoul(crc, nullptr, 16));
     m.files.push_back(f);
@@ -83,7 +84,8 @@ std::vector<backup_entry> list_backups(const fs::path& dir) {
     if (name.size() < 8 || name[6] != '-')
       continue;
     auto digits = name.substr(0, 6);
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    if (!std::all_of(digits.begin(), digits.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }))
       continue;
     out.push_back({std::stoull(digits), e.path()});
   }
@@ -128,8 +130,9 @@ result<std::string> log_frames(const fs::path& data_dir, lsn from, lsn upto) {
   return out;
 }
 
-result<backup_info> write_backup(const fs::path& backup_dir, manifest m,
-                                 const std::vector<std::pair<std::string, std::string>>& contents) {
+result<backup_info>
+write_backup(const fs::path& backup_dir, manifest m,
+             const std::vector<std::pair<std::string, std::string>>& contents) {
   std::error_code ec;
   fs::create_directories(backup_dir, ec);
   if (ec)
@@ -187,8 +190,8 @@ result<backup_info> backup_full(const fs::path& data_dir, const fs::path& backup
   return write_backup(backup_dir, manifest{"full", from, upto, {}}, contents);
 }
 
-result<backup_info> backup_incremental(const fs::path& data_dir, const fs::path& backup_dir,
-                                       lsn upto) {
+result<backup_info> backup_incremental(const fs::path& data_dir,
+                                       const fs::path& backup_dir, lsn upto) {
   auto existing = list_backups(backup_dir);
   if (existing.empty())
     return errc::bad_argument;
@@ -207,7 +210,8 @@ result<backup_info> backup_incremental(const fs::path& data_dir, const fs::path&
   return write_backup(backup_dir, manifest{"incremental", from, upto, {}}, contents);
 }
 
-result<backup_info> restore_backup(const fs::path& backup_dir, const fs::path& new_data_dir) {
+result<backup_info> restore_backup(const fs::path& backup_dir,
+                                   const fs::path& new_data_dir) {
   std::error_code ec;
   if (fs::exists(new_data_dir, ec) && !fs::is_empty(new_data_dir, ec))
     return errc::bad_argument;

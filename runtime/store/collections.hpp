@@ -42,8 +42,8 @@ class transaction {
 public:
   transaction() = default;
   transaction(state_manager* store, result<txn_id> id)
-    : store_(store), id_(id ? id.value() : txn_id{}), error_(id ? std::error_code{} : id.error()) {
-  }
+      : store_(store), id_(id ? id.value() : txn_id{}),
+        error_(id ? std::error_code{} : id.error()) {}
   transaction(transaction&& other) noexcept { *this = std::move(other); }
   transaction& operator=(transaction&& other) noexcept {
     if (this != &other) {
@@ -101,7 +101,7 @@ private:
   }
   void drop() {
     if (active())
-      (void) store_->abort(id_);
+      (void)store_->abort(id_);
     finished_ = true;
   }
 
@@ -144,7 +144,7 @@ public:
   using ms = std::chrono::milliseconds;
 
   reliable_dictionary(state_manager* store, std::string name)
-    : store_(store), name_(std::move(name)) {}
+      : store_(store), name_(std::move(name)) {}
 
   const std::string& name() const { return name_; }
 
@@ -184,8 +184,8 @@ public:
   }
 
   /// Sets the key to `value` only if it currently holds `expected`.
-  result<bool> try_update(transaction& tx, const K& key, const V& value, const V& expected,
-                          ms timeout = default_timeout_marker) {
+  result<bool> try_update(transaction& tx, const K& key, const V& value,
+                          const V& expected, ms timeout = default_timeout_marker) {
     auto req = keyed(operation::try_update, key);
     req.value = value_codec<V>::encode(value);
     req.expected = value_codec<V>::encode(expected);
@@ -200,7 +200,8 @@ public:
 
   /// Number of keys in the transaction's snapshot (plus its own changes).
   result<uint64_t> count(transaction& tx) {
-    auto r = tx.run(detail::make_request(operation::count, name_), default_timeout_marker);
+    auto r =
+        tx.run(detail::make_request(operation::count, name_), default_timeout_marker);
     if (!r)
       return r.error();
     return r.value().count;
@@ -257,11 +258,12 @@ public:
   using ms = std::chrono::milliseconds;
 
   reliable_queue(state_manager* store, std::string name)
-    : store_(store), name_(std::move(name)) {}
+      : store_(store), name_(std::move(name)) {}
 
   const std::string& name() const { return name_; }
 
-  result<void> enqueue(transaction& tx, const T& item, ms timeout = default_timeout_marker) {
+  result<void> enqueue(transaction& tx, const T& item,
+                       ms timeout = default_timeout_marker) {
     auto req = detail::make_request(operation::enqueue, name_);
     req.value = value_codec<T>::encode(item);
     auto r = tx.run(std::move(req), timeout);
@@ -275,7 +277,8 @@ public:
     return item(tx.run(detail::make_request(operation::try_dequeue, name_), timeout));
   }
 
-  result<conditional_value<T>> try_peek(transaction& tx, ms timeout = default_timeout_marker) {
+  result<conditional_value<T>> try_peek(transaction& tx,
+                                        ms timeout = default_timeout_marker) {
     return item(tx.run(detail::make_request(operation::try_peek, name_), timeout));
   }
 

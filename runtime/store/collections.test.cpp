@@ -27,7 +27,9 @@ typename Inspector::result_type inspect(Inspector& f, account& x) {
   return f(x.balance, x.owner);
 }
 
-errc code(const std::error_code& e) { return static_cast<errc>(e.value()); }
+errc code(const std::error_code& e) {
+  return static_cast<errc>(e.value());
+}
 
 class collections_test : public testing::Test {
 protected:

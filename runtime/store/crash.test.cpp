@@ -71,7 +71,8 @@ void run_workload(state_manager& s, const std::function<void(uint64_t)>& ack,
 }
 
 /// Checks the recovered store against the acknowledged ids.
-void verify(const fs::path& data, const std::set<uint64_t>& acked, const std::string& where) {
+void verify(const fs::path& data, const std::set<uint64_t>& acked,
+            const std::string& where) {
   state_manager_options o;
   o.dir = data;
   o.log = [](const std::string&) {};
@@ -93,7 +94,8 @@ void verify(const fs::path& data, const std::set<uint64_t>& acked, const std::st
       auto item = q.value().try_dequeue(tx).value();
       if (!item)
         break;
-      EXPECT_TRUE(in_q.insert(item.value).second) << where << ": duplicate " << item.value;
+      EXPECT_TRUE(in_q.insert(item.value).second)
+          << where << ": duplicate " << item.value;
     }
   }
   // No partial transaction: all three parts or none.
@@ -129,13 +131,13 @@ TEST(store_crash, kill_9_at_random_points_loses_no_acknowledged_commit) {
       std::atomic<bool> stop{false};
       std::mutex mtx;
       run_workload(
-        *s.value(),
-        [&](uint64_t i) {
-          std::lock_guard<std::mutex> guard{mtx};
-          if (::write(fds[1], &i, sizeof(i)) != sizeof(i))
-            ::_exit(4);
-        },
-        stop);
+          *s.value(),
+          [&](uint64_t i) {
+            std::lock_guard<std::mutex> guard{mtx};
+            if (::write(fds[1], &i, sizeof(i)) != sizeof(i))
+              ::_exit(4);
+          },
+          stop);
       ::_exit(0);
     }
     ::close(fds[1]);
@@ -182,7 +184,7 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
     o.log = [](const std::string&) {};
     o.sync = [&](int fd) {
       auto path = fs::read_symlink("/proc/self/fd/" + std::to_string(fd));
-      struct stat st{};
+      struct stat st {};
       ::fstat(fd, &st);
       auto r = ::fdatasync(fd);
       std::lock_guard<std::mutex> guard{mtx};
@@ -208,12 +210,12 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
         stop = true;
       }};
       run_workload(
-        *s.value(),
-        [&](uint64_t i) {
-          std::lock_guard<std::mutex> guard{mtx};
-          acked.insert(i);
-        },
-        stop);
+          *s.value(),
+          [&](uint64_t i) {
+            std::lock_guard<std::mutex> guard{mtx};
+            acked.insert(i);
+          },
+          stop);
       crasher.join();
     }
     // The page cache is gone: each log file keeps what its last sync covered

@@ -78,7 +78,8 @@ result<void> write_file_synced(const std::filesystem::path& file, std::string_vi
 
 std::string lsn_name(const std::string& prefix, lsn l, const std::string& suffix) {
   char digits[32];
-  std::snprintf(digits, sizeof(digits), "%020llu", static_cast<unsigned long long>(l.value));
+  std::snprintf(digits, sizeof(digits), "%020llu",
+                static_cast<unsigned long long>(l.value));
   return prefix + digits + suffix;
 }
 

@@ -54,8 +54,8 @@ result<data_dir_check> check_data_dir(const fs::path& dir) {
       out.problem = "the log holds lsn " + to_string(r.lsn) + " but the state is at lsn "
                     + to_string(core.last_lsn())
                     + (r.lsn.value > core.last_lsn().value + 1
-                         ? ": the records in between are missing"
-                         : ": the record does not apply");
+                           ? ": the records in between are missing"
+                           : ": the record does not apply");
     }
     return outcome::success();
   });
@@ -69,7 +69,8 @@ result<data_dir_check> check_data_dir(const fs::path& dir) {
       op_request req;
       req.txn = t;
       req.collection = info.name;
-      req.op = info.kind == collection_kind::queue ? operation::queue_count : operation::count;
+      req.op =
+          info.kind == collection_kind::queue ? operation::queue_count : operation::count;
       auto r = core.execute(req, timestamp{std::chrono::hours{1}});
       out.collections.push_back({info.name, info.kind, info.key_type, info.value_type,
                                  r ? r.value().count : 0});

@@ -16,7 +16,8 @@ result<log_scan> scan_log(const fs::path& dir,
   if (!fs::exists(log_dir, ec))
     return out;
   for (auto& e : fs::directory_iterator(log_dir, ec))
-    if (auto named = files::parse_lsn_name(e.path().filename().string(), "seg-", ".wal")) {
+    if (auto named =
+            files::parse_lsn_name(e.path().filename().string(), "seg-", ".wal")) {
       segment_scan s;
       s.path = e.path();
       s.named = *named;
@@ -24,8 +25,9 @@ result<log_scan> scan_log(const fs::path& dir,
     }
   if (ec)
     return ec;
-  std::sort(out.segments.begin(), out.segments.end(),
-            [](const segment_scan& a, const segment_scan& b) { return a.named < b.named; });
+  std::sort(
+      out.segments.begin(), out.segments.end(),
+      [](const segment_scan& a, const segment_scan& b) { return a.named < b.named; });
   bool have_prev = false;
   lsn prev;
   for (size_t i = 0; i < out.segments.size(); ++i) {

@@ -18,7 +18,8 @@ namespace conclave::store {
 class prometheus_store_probe final : public store_probe {
 public:
   /// Registers the metrics in `registry` (a new one if null).
-  explicit prometheus_store_probe(std::shared_ptr<prometheus::Registry> registry = nullptr);
+  explicit prometheus_store_probe(
+      std::shared_ptr<prometheus::Registry> registry = nullptr);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 

@@ -26,9 +26,8 @@ std::chrono::nanoseconds since(steady_clock::time_point t) {
 } // namespace
 
 state_manager::state_manager(state_manager_options opts)
-  : opts_(std::move(opts)),
-    probe_(opts_.probe ? opts_.probe : &null_store_probe()),
-    core_(opts_.limits) {
+    : opts_(std::move(opts)), probe_(opts_.probe ? opts_.probe : &null_store_probe()),
+      core_(opts_.limits) {
   if (!opts_.log)
     opts_.log = [](const std::string& line) { std::cerr << line << '\n'; };
 }
@@ -154,9 +153,8 @@ result<void> state_manager::recover() {
     auto aside = file;
     aside += ".corrupt";
     fs::rename(file, aside, ec);
-    report("checkpoint " + file.filename().string()
-           + " is corrupt (moved to " + aside.filename().string()
-           + "); falling back to the previous one");
+    report("checkpoint " + file.filename().string() + " is corrupt (moved to "
+           + aside.filename().string() + "); falling back to the previous one");
     probe_->corruption("checkpoint");
   }
   wal_options wo;
@@ -169,10 +167,10 @@ result<void> state_manager::recover() {
   auto replay = [this](const log_record& r) -> result<void> { return core_.apply(r); };
   auto w = wal::open(wo, core_.last_lsn(), replay, found);
   if (!w) {
-    report("cannot recover the log after lsn " + to_string(core_.last_lsn()) + ": "
-           + w.error().message()
-           + (recovery_.corrupt_checkpoints.empty() ? ""
-                                                    : " (a checkpoint was corrupt)"));
+    report(
+        "cannot recover the log after lsn " + to_string(core_.last_lsn()) + ": "
+        + w.error().message()
+        + (recovery_.corrupt_checkpoints.empty() ? "" : " (a checkpoint was corrupt)"));
     return w.error();
   }
   wal_ = std::move(w.value());
@@ -243,7 +241,8 @@ result<op_result> state_manager::execute(const op_request& req,
                                          std::chrono::milliseconds timeout) {
   std::promise<result<op_result>> done;
   auto f = done.get_future();
-  execute_async(req, timeout, [&done](result<op_result> r) { done.set_value(std::move(r)); });
+  execute_async(req, timeout,
+                [&done](result<op_result> r) { done.set_value(std::move(r)); });
   return f.get();
 }
 
@@ -279,9 +278,8 @@ void state_manager::wake(std::vector<completion>& out) {
       continue; // granted one lock, waits for the next (queues)
     auto cb = std::move(p->second.cb);
     parked_.erase(p);
-    out.emplace_back([cb = std::move(cb), res = std::move(res)]() mutable {
-      cb(std::move(res));
-    });
+    out.emplace_back(
+        [cb = std::move(cb), res = std::move(res)]() mutable { cb(std::move(res)); });
   }
 }
 
@@ -310,7 +308,8 @@ result<lsn> state_manager::commit_locked(txn_id txn, std::vector<completion>& ou
   auto size = frame.size();
   if (cb) {
     std::lock_guard<std::mutex> guard{durable_mtx_};
-    commit_waiters_.emplace(r.lsn.value, commit_waiter{std::move(*cb), steady_clock::now()});
+    commit_waiters_.emplace(r.lsn.value,
+                            commit_waiter{std::move(*cb), steady_clock::now()});
   }
   if (auto a = wal_->append(r.lsn, std::move(frame)); !a) {
     // Applied in memory but not logged: the store must stop. The caller
@@ -330,7 +329,8 @@ result<lsn> state_manager::commit_locked(txn_id txn, std::vector<completion>& ou
   probe_->log_bytes(size);
   log_bytes_since_checkpoint_ += size;
   if (opts_.checkpoint_log_bytes > 0
-      && log_bytes_since_checkpoint_ >= opts_.checkpoint_log_bytes && !checkpoint_wanted_) {
+      && log_bytes_since_checkpoint_ >= opts_.checkpoint_log_bytes
+      && !checkpoint_wanted_) {
     checkpoint_wanted_ = true;
     maintenance_cv_.notify_all();
   }
@@ -443,8 +443,8 @@ void state_manager::maintenance_loop() {
     }
     if (auto next = core_.next_deadline())
       maintenance_cv_.wait_until(
-        lk, steady_clock::time_point{
-              std::chrono::duration_cast<steady_clock::duration>(*next)});
+          lk, steady_clock::time_point{
+                  std::chrono::duration_cast<steady_clock::duration>(*next)});
     else
       maintenance_cv_.wait(lk);
     std::vector<completion> out;

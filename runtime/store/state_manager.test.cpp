@@ -2,8 +2,8 @@
 // commit, failed fsync, checkpoints and log truncation, recovery from a cut
 // log tail and from a corrupt checkpoint, backup and restore, async calls,
 // metrics.
-#include "runtime/store/collections.hpp"
 #include "runtime/store/checkpoint_file.hpp"
+#include "runtime/store/collections.hpp"
 #include "runtime/store/prometheus_store_probe.hpp"
 
 #include "tests/support/temp_dir.hpp"
@@ -23,7 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-errc code(const std::error_code& e) { return static_cast<errc>(e.value()); }
+errc code(const std::error_code& e) {
+  return static_cast<errc>(e.value());
+}
 
 class store_test : public testing::Test {
 protected:
@@ -63,7 +65,8 @@ protected:
 
   /// `threads` threads commit `each` transactions; returns the log records
   /// and syncs this added.
-  std::pair<uint64_t, uint64_t> commit_concurrently(state_manager& s, int threads, int each) {
+  std::pair<uint64_t, uint64_t> commit_concurrently(state_manager& s, int threads,
+                                                    int each) {
     auto d = s.dictionary<std::string, std::string>("d").value();
     auto before = s.get_stats();
     std::vector<std::thread> writers;
@@ -71,7 +74,8 @@ protected:
       writers.emplace_back([&, w] {
         for (int i = 0; i < each; ++i) {
           auto tx = s.begin();
-          ASSERT_TRUE(d.add_or_update(tx, std::to_string(w) + "/" + std::to_string(i), "v"));
+          ASSERT_TRUE(
+              d.add_or_update(tx, std::to_string(w) + "/" + std::to_string(i), "v"));
           ASSERT_TRUE(tx.commit());
         }
       });
@@ -270,7 +274,7 @@ TEST_F(store_test, a_corrupt_checkpoint_is_reported_and_the_previous_one_used) {
   auto text = prometheus::TextSerializer{}.Serialize(probe.registry()->Collect());
   EXPECT_NE(text.find("conclave_store_corruptions_total{what=\"checkpoint\"} 1"),
             std::string::npos)
-    << text;
+      << text;
 }
 
 TEST_F(store_test, a_torn_log_tail_is_cut_reported_and_counted) {
@@ -379,7 +383,8 @@ TEST_F(store_test, metrics_count_commits_aborts_waits_and_log_bytes) {
   for (auto expected :
        {"conclave_store_commits_total 3", "conclave_store_aborts_total 1",
         "conclave_store_lock_waits_total 1", "conclave_store_lock_timeouts_total 1",
-        "conclave_store_checkpoints_total 1", "conclave_store_commit_duration_seconds_count 3"})
+        "conclave_store_checkpoints_total 1",
+        "conclave_store_commit_duration_seconds_count 3"})
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   EXPECT_EQ(text.find("conclave_store_log_bytes_total 0"), std::string::npos);
 }

@@ -18,13 +18,11 @@ const std::string segment_suffix = ".wal";
 } // namespace
 
 wal::wal(wal_options opts)
-  : opts_(std::move(opts)),
-    log_dir_(opts_.dir / "log"),
-    sync_(opts_.sync ? opts_.sync : files::default_sync()) {
-}
+    : opts_(std::move(opts)), log_dir_(opts_.dir / "log"),
+      sync_(opts_.sync ? opts_.sync : files::default_sync()) {}
 
-result<std::unique_ptr<wal>> wal::open(wal_options opts, lsn after, const replay_fn& replay,
-                                       wal_recovery& report) {
+result<std::unique_ptr<wal>> wal::open(wal_options opts, lsn after,
+                                       const replay_fn& replay, wal_recovery& report) {
   std::unique_ptr<wal> w{new wal(std::move(opts))};
   if (auto r = w->scan(after, replay, report); !r)
     return r.error();
@@ -180,7 +178,8 @@ result<void> wal::truncate_through(lsn l) {
       ++n;
     for (size_t i = 0; i < n; ++i)
       doomed.push_back(segments_[i].path);
-    segments_.erase(segments_.begin(), segments_.begin() + static_cast<std::ptrdiff_t>(n));
+    segments_.erase(segments_.begin(),
+                    segments_.begin() + static_cast<std::ptrdiff_t>(n));
   }
   if (doomed.empty())
     return outcome::success();
@@ -260,7 +259,8 @@ void wal::run() {
 
 result<void> wal::open_segment(lsn first) {
   auto path = log_dir_ / files::lsn_name(segment_prefix, first, segment_suffix);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
     return files::last_error();
   if (auto s = files::sync_dir(log_dir_, sync_); !s) {

@@ -17,13 +17,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-errc code(const std::error_code& e) { return static_cast<errc>(e.value()); }
+errc code(const std::error_code& e) {
+  return static_cast<errc>(e.value());
+}
 
 std::string frame(uint64_t l, size_t value_bytes = 40) {
   log_record r;
   r.lsn = lsn{l};
   r.txn = txn_id{l};
-  r.ops.push_back({op_kind::put, 1, "key" + std::to_string(l), std::string(value_bytes, 'v')});
+  r.ops.push_back(
+      {op_kind::put, 1, "key" + std::to_string(l), std::string(value_bytes, 'v')});
   return encode_record(r);
 }
 
@@ -39,12 +42,13 @@ protected:
   std::vector<uint64_t> replay(wal_recovery& rep, lsn after = {},
                                std::unique_ptr<wal>* keep = nullptr) {
     std::vector<uint64_t> seen;
-    auto w = wal::open(options(), after,
-                       [&](const log_record& r) -> result<void> {
-                         seen.push_back(r.lsn.value);
-                         return outcome::success();
-                       },
-                       rep);
+    auto w = wal::open(
+        options(), after,
+        [&](const log_record& r) -> result<void> {
+          seen.push_back(r.lsn.value);
+          return outcome::success();
+        },
+        rep);
     EXPECT_TRUE(w) << (w ? "" : w.error().message());
     if (w && keep)
       *keep = std::move(w.value());
@@ -53,9 +57,10 @@ protected:
 
   void write(uint64_t from, uint64_t to, wal_options o) {
     wal_recovery rep;
-    auto w = wal::open(o, lsn{from - 1}, [](const log_record&) { return result<void>{outcome::success()}; },
-                       rep)
-               .value();
+    auto w = wal::open(
+                 o, lsn{from - 1},
+                 [](const log_record&) { return result<void>{outcome::success()}; }, rep)
+                 .value();
     for (uint64_t l = from; l <= to; ++l)
       ASSERT_TRUE(w->append(lsn{l}, frame(l)));
     ASSERT_TRUE(w->wait_durable(lsn{to}));
@@ -103,8 +108,9 @@ TEST_F(wal_test, reopen_replays_everything_after_the_given_lsn) {
 TEST_F(wal_test, a_log_that_starts_too_late_is_an_error_not_a_silent_gap) {
   write(10, 20, options()); // records 1..9 are missing
   wal_recovery rep;
-  auto w = wal::open(options(), lsn{3}, [](const log_record&) { return result<void>{outcome::success()}; },
-                     rep);
+  auto w = wal::open(
+      options(), lsn{3},
+      [](const log_record&) { return result<void>{outcome::success()}; }, rep);
   ASSERT_FALSE(w);
   EXPECT_EQ(code(w.error()), errc::corrupt_data);
 }
@@ -116,8 +122,10 @@ TEST_F(wal_test, group_commit_shares_syncs_and_serial_mode_does_not) {
     o.dir = d.path();
     o.group_commit = group;
     wal_recovery rep;
-    auto w = wal::open(o, lsn{}, [](const log_record&) { return result<void>{outcome::success()}; }, rep)
-               .value();
+    auto w = wal::open(
+                 o, lsn{},
+                 [](const log_record&) { return result<void>{outcome::success()}; }, rep)
+                 .value();
     std::mutex mtx; // appends must be in lsn order, like the state manager does
     uint64_t next = 1;
     std::vector<std::thread> threads;
@@ -206,7 +214,7 @@ TEST_F(wal_test, corruption_in_an_earlier_segment_ends_the_log_there) {
   EXPECT_LT(seen.back(), 30u);
   EXPECT_TRUE(rep.tail_cut);
   EXPECT_NE(rep.cut_reason.find(segs[1].filename().string()), std::string::npos)
-    << rep.cut_reason;
+      << rep.cut_reason;
   EXPECT_LE(segments().size(), 2u); // later segments are gone
   // The log continues from the cut.
   std::unique_ptr<wal> w;
@@ -227,8 +235,10 @@ TEST_F(wal_test, a_failed_sync_is_final) {
     return ::fdatasync(fd);
   };
   wal_recovery rep;
-  auto w = wal::open(o, lsn{}, [](const log_record&) { return result<void>{outcome::success()}; }, rep)
-             .value();
+  auto w = wal::open(
+               o, lsn{},
+               [](const log_record&) { return result<void>{outcome::success()}; }, rep)
+               .value();
   std::atomic<int> errors{0};
   w->on_durable([&](lsn, std::error_code e) {
     if (e)
@@ -252,9 +262,10 @@ TEST_F(wal_test, a_failed_sync_is_final) {
 
 TEST_F(wal_test, roll_and_truncate_drop_only_covered_segments) {
   wal_recovery rep;
-  auto w = wal::open(options(), lsn{}, [](const log_record&) { return result<void>{outcome::success()}; },
-                     rep)
-             .value();
+  auto w = wal::open(
+               options(), lsn{},
+               [](const log_record&) { return result<void>{outcome::success()}; }, rep)
+               .value();
   for (uint64_t l = 1; l <= 10; ++l) {
     if (l == 4 || l == 8) {
       ASSERT_TRUE(w->roll());

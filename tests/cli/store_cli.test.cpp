@@ -42,10 +42,11 @@ nlohmann::json check_json(const fs::path& dir, int expected_status) {
 
 TEST(store_cli, bad_input_is_exit_2_with_one_line) {
   conclave::test::temp_dir tmp{"conclave-store-cli"};
-  for (auto args : {"store check --dir " + (tmp / "missing").string(), std::string{"store check"},
-                    "store backup --dir " + (tmp / "missing").string() + " --to x",
-                    "store restore --from " + (tmp / "missing").string() + " --dir x",
-                    std::string{"store frobnicate"}}) {
+  for (auto args :
+       {"store check --dir " + (tmp / "missing").string(), std::string{"store check"},
+        "store backup --dir " + (tmp / "missing").string() + " --to x",
+        "store restore --from " + (tmp / "missing").string() + " --dir x",
+        std::string{"store frobnicate"}}) {
     auto r = run_conclave(args, true);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << "\n" << r.out;
@@ -82,9 +83,7 @@ TEST(store_cli, check_reports_a_torn_tail_and_a_corrupt_checkpoint_without_repai
   EXPECT_EQ(fs::file_size(seg), size - 5); // check changes nothing
   // A corrupt checkpoint is named, and recovery is still possible from the log.
   fs::create_directories(data / "checkpoints");
-  {
-    std::ofstream{data / "checkpoints" / "ckpt-00000000000000000003.ckpt"} << "garbage";
-  }
+  { std::ofstream{data / "checkpoints" / "ckpt-00000000000000000003.ckpt"} << "garbage"; }
   auto k = check_json(data, 1);
   ASSERT_EQ(k["checkpoints"].size(), 1u);
   EXPECT_FALSE(k["checkpoints"][0]["ok"].get<bool>());
@@ -114,7 +113,8 @@ TEST(store_cli, a_log_with_missing_records_is_reported_unrecoverable) {
   fs::remove_all(data / "checkpoints");
   auto j = check_json(data, 1);
   EXPECT_FALSE(j["recoverable"].get<bool>());
-  EXPECT_NE(j["problem"].get<std::string>().find("missing"), std::string::npos) << j.dump();
+  EXPECT_NE(j["problem"].get<std::string>().find("missing"), std::string::npos)
+      << j.dump();
 }
 
 TEST(store_cli, backup_and_restore_through_the_command_line) {
@@ -141,8 +141,8 @@ TEST(store_cli, backup_and_restore_through_the_command_line) {
   state_manager_options o;
   o.dir = data;
   auto open = state_manager::open(o).value();
-  auto busy = run_conclave("store backup --dir " + data.string() + " --to "
-                           + (tmp / "b").string(), true);
+  auto busy = run_conclave(
+      "store backup --dir " + data.string() + " --to " + (tmp / "b").string(), true);
   EXPECT_EQ(busy.status, 1);
   EXPECT_NE(busy.out.find("open in another store"), std::string::npos) << busy.out;
 }

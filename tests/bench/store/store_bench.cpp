@@ -59,6 +59,7 @@ struct sample {
   double p50_ms = 0;
   double p99_ms = 0;
   uint64_t commits = 0;
+  bool failed = false; // a commit failed: the run stopped early
 };
 
 struct result_row {
@@ -79,6 +80,7 @@ sample median_of(const std::vector<sample>& reps) {
     b.push_back(r.p50_ms);
     c.push_back(r.p99_ms);
     s.commits += r.commits;
+    s.failed = s.failed || r.failed;
   }
   s.per_second = median(a);
   s.p50_ms = median(b);
@@ -87,7 +89,8 @@ sample median_of(const std::vector<sample>& reps) {
 }
 
 /// Runs `writers` threads calling commit(w, i) until the time is up; commit
-/// returns false on failure (the run stops and is reported).
+/// returns false on failure: the run stops and the sample is marked failed,
+/// so that the caller can stop what it started before giving up.
 template <class Commit>
 sample run_writers(int writers, double seconds, Commit commit) {
   std::atomic<bool> stop{false};
@@ -105,7 +108,8 @@ sample run_writers(int writers, double seconds, Commit commit) {
           failed = true;
           return;
         }
-        lat.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+        lat.push_back(
+            std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
       }
     });
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
@@ -113,19 +117,24 @@ sample run_writers(int writers, double seconds, Commit commit) {
   for (auto& t : threads)
     t.join();
   auto elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
-  if (failed) {
-    std::cerr << "store_bench: a commit failed; stopping\n";
-    std::exit(1);
-  }
   std::vector<double> all;
   for (auto& l : latencies)
     all.insert(all.end(), l.begin(), l.end());
   sample s;
+  s.failed = failed;
   s.commits = all.size();
   s.per_second = static_cast<double>(all.size()) / elapsed;
   s.p50_ms = percentile(all, 0.50);
   s.p99_ms = percentile(all, 0.99);
   return s;
+}
+
+/// Gives up on a failed run (after the caller cleaned up).
+void check(const sample& s, const std::string& what) {
+  if (!s.failed)
+    return;
+  std::cerr << "store_bench: a commit failed (" << what << "); stopping\n";
+  std::exit(1);
 }
 
 fs::path fresh_dir(const fs::path& parent, const std::string& name) {
@@ -144,7 +153,8 @@ std::string value_for(int w, uint64_t i) {
 
 sample bench_fdatasync(const fs::path& parent, double seconds) {
   auto dir = fresh_dir(parent, "fdatasync");
-  int fd = ::open((dir / "file").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd =
+      ::open((dir / "file").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   std::string v(value_bytes, 'x');
   auto s = run_writers(1, seconds, [&](int, uint64_t) {
     return ::write(fd, v.data(), v.size()) == static_cast<ssize_t>(v.size())
@@ -152,6 +162,7 @@ sample bench_fdatasync(const fs::path& parent, double seconds) {
   });
   ::close(fd);
   fs::remove_all(dir);
+  check(s, "fdatasync");
   return s;
 }
 
@@ -183,6 +194,7 @@ sample bench_conclave(const fs::path& parent, int writers, double seconds, bool 
     });
   }
   fs::remove_all(dir);
+  check(s, group ? "conclave" : "serial");
   return s;
 }
 
@@ -222,6 +234,10 @@ sample bench_etcd(const options& o, int writers, double seconds) {
   });
   conns.clear();
   conclave::bench::stop_child(pid, SIGTERM);
+  if (s.failed) {
+    std::cerr << "store_bench: etcd log kept in " << data << ".log\n";
+    check(s, "etcd");
+  }
   fs::remove_all(dir);
   return s;
 }
@@ -235,7 +251,7 @@ sample repeat(int reps, F f) {
 }
 
 bool on_tmpfs(const fs::path& p) {
-  struct statfs st{};
+  struct statfs st {};
   return ::statfs(p.c_str(), &st) == 0 && st.f_type == 0x01021994; // TMPFS_MAGIC
 }
 
@@ -312,7 +328,8 @@ int main(int argc, char** argv) {
             << std::left << std::setw(10) << "system" << std::right << std::setw(8)
             << "writers" << std::setw(14) << "commits/s" << std::setw(11) << "p50 ms"
             << std::setw(11) << "p99 ms" << '\n';
-  rows.push_back({"fdatasync", 1, repeat(o.reps, [&] { return bench_fdatasync(o.parent, o.seconds); })});
+  rows.push_back({"fdatasync", 1,
+                  repeat(o.reps, [&] { return bench_fdatasync(o.parent, o.seconds); })});
   print(rows.back());
   for (auto w : o.writers) {
     rows.push_back({"conclave", w, repeat(o.reps, [&] {
@@ -324,7 +341,8 @@ int main(int argc, char** argv) {
                     })});
     print(rows.back());
     if (!o.skip_etcd) {
-      rows.push_back({"etcd", w, repeat(o.reps, [&] { return bench_etcd(o, w, o.seconds); })});
+      rows.push_back(
+          {"etcd", w, repeat(o.reps, [&] { return bench_etcd(o, w, o.seconds); })});
       print(rows.back());
     }
   }
@@ -340,27 +358,31 @@ int main(int argc, char** argv) {
     auto e = find("etcd", w);
     if (c && e && e->per_second > 0) {
       auto ratio = c->per_second / e->per_second;
-      std::cout << "conclave / etcd at " << w << " writers: " << std::setprecision(1) << ratio
-                << "x (target >= 2x: " << (ratio >= 2 ? "met" : "MISSED") << ")\n";
+      std::cout << "conclave / etcd at " << w << " writers: " << std::setprecision(1)
+                << ratio << "x (target >= 2x: " << (ratio >= 2 ? "met" : "MISSED")
+                << ")\n";
     }
   }
-  if (auto g = find("conclave", 32), s = find("serial", 32); g && s && s->per_second > 0) {
+  if (auto g = find("conclave", 32), s = find("serial", 32);
+      g && s && s->per_second > 0) {
     auto ratio = g->per_second / s->per_second;
     std::cout << "group commit / serial at 32 writers: " << std::setprecision(1) << ratio
               << "x (target >= 5x: " << (ratio >= 5 ? "met" : "MISSED") << ")\n";
   }
-  if (auto g = find("conclave", 32), f = find("fdatasync", 1); g && f && f->per_second > 0)
+  if (auto g = find("conclave", 32), f = find("fdatasync", 1);
+      g && f && f->per_second > 0)
     std::cout << "conclave at 32 writers / raw fdatasync rate: " << std::setprecision(1)
               << g->per_second / f->per_second << "x (commits per sync)\n";
   if (!o.json.empty()) {
     std::ofstream out{o.json};
-    out << "{\"seconds\": " << o.seconds << ", \"reps\": " << o.reps << ", \"results\": [";
+    out << "{\"seconds\": " << o.seconds << ", \"reps\": " << o.reps
+        << ", \"results\": [";
     for (size_t i = 0; i < rows.size(); ++i)
       out << (i ? ", " : "") << "{\"system\": \"" << rows[i].system
           << "\", \"writers\": " << rows[i].writers
           << ", \"commits_per_second\": " << rows[i].median.per_second
-          << ", \"p50_ms\": " << rows[i].median.p50_ms << ", \"p99_ms\": "
-          << rows[i].median.p99_ms << "}";
+          << ", \"p50_ms\": " << rows[i].median.p50_ms
+          << ", \"p99_ms\": " << rows[i].median.p99_ms << "}";
     out << "]}\n";
   }
   fs::remove_all(o.parent);

@@ -1,7 +1,7 @@
 // Benchmarks against etcd (Debian's etcd-server, installed only by the bench
 // scripts): start members on loopback as child processes, stop them by pid,
-// and talk to etcd's JSON gateway over HTTP — one-shot requests and a
-// keep-alive connection for throughput runs.
+// and talk to etcd's JSON gateway over a keep-alive HTTP/1.1 connection
+// (throughput runs; failover_bench keeps its own one-shot status poll).
 #pragma once
 
 #include <chrono>
@@ -40,17 +40,27 @@ inline pid_t spawn_logged(std::vector<std::string> args, const std::string& log)
   return pid;
 }
 
-/// Sends `sig` to the child `pid` and reaps it.
-inline void stop_child(pid_t pid, int sig = SIGTERM) {
+/// Sends `sig` to the child `pid` and reaps it; SIGKILL if it has not exited
+/// after `grace`.
+inline void stop_child(pid_t pid, int sig = SIGTERM,
+                       std::chrono::milliseconds grace = std::chrono::seconds(10)) {
   if (pid <= 0)
     return;
   ::kill(pid, sig);
-  ::waitpid(pid, nullptr, 0);
+  auto until = std::chrono::steady_clock::now() + grace;
+  while (::waitpid(pid, nullptr, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= until) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      return;
+    }
+    ::usleep(10000);
+  }
 }
 
 inline std::string base64(std::string_view in) {
   static constexpr char table[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((in.size() + 2) / 3 * 4);
   size_t i = 0;
@@ -75,8 +85,8 @@ inline std::string base64(std::string_view in) {
 /// An HTTP/1.1 keep-alive connection to 127.0.0.1:port for POSTs of JSON.
 class http_connection {
 public:
-  explicit http_connection(uint16_t port, std::chrono::milliseconds timeout =
-                                            std::chrono::seconds(5)) {
+  explicit http_connection(uint16_t port,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     timeval tv{static_cast<time_t>(timeout.count() / 1000),
                static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
@@ -108,7 +118,8 @@ public:
                       + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
                         "\r\nContent-Length: "
                       + std::to_string(body.size()) + "\r\n\r\n" + body;
-    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+    if (::send(fd_, req.data(), req.size(), MSG_NOSIGNAL)
+        != static_cast<ssize_t>(req.size()))
       return broken();
     // Headers.
     size_t end;
@@ -173,14 +184,15 @@ private:
 
 /// Starts one etcd member (default timing) with its data in `dir` and its
 /// log in `dir`.log, clients on 127.0.0.1:client. Returns the pid.
-inline pid_t start_single_etcd(const std::string& bin, const std::string& dir, uint16_t client,
-                               uint16_t peer) {
+inline pid_t start_single_etcd(const std::string& bin, const std::string& dir,
+                               uint16_t client, uint16_t peer) {
   auto c = "http://127.0.0.1:" + std::to_string(client);
   auto p = "http://127.0.0.1:" + std::to_string(peer);
-  return spawn_logged({bin, "--name=bench", "--data-dir=" + dir, "--listen-client-urls=" + c,
-                       "--advertise-client-urls=" + c, "--listen-peer-urls=" + p,
-                       "--initial-advertise-peer-urls=" + p, "--initial-cluster=bench=" + p,
-                       "--initial-cluster-state=new", "--log-level=error"},
+  return spawn_logged({bin, "--name=bench", "--data-dir=" + dir,
+                       "--listen-client-urls=" + c, "--advertise-client-urls=" + c,
+                       "--listen-peer-urls=" + p, "--initial-advertise-peer-urls=" + p,
+                       "--initial-cluster=bench=" + p, "--initial-cluster-state=new",
+                       "--log-level=error"},
                       dir + ".log");
 }
 
