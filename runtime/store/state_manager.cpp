@@ -89,7 +89,7 @@ timestamp state_manager::deadline_in(std::chrono::milliseconds timeout) const {
 result<void> state_manager::check_running() {
   // The log may have failed a moment ago on its writer thread, before its
   // callback reached durable().
-  if (!failure_ && wal_)
+  if (!failure_ && wal_ && wal_->failed())
     failure_ = wal_->failure();
   if (stopping_ || failure_)
     return errc::store_failed;
@@ -239,33 +239,39 @@ result<txn_id> state_manager::begin_txn() {
 
 result<op_result> state_manager::execute(const op_request& req,
                                          std::chrono::milliseconds timeout) {
-  std::promise<result<op_result>> done;
-  auto f = done.get_future();
-  execute_async(req, timeout,
-                [&done](result<op_result> r) { done.set_value(std::move(r)); });
-  return f.get();
+  // Most operations complete at once; a promise is made only for a wait.
+  std::optional<std::promise<result<op_result>>> done;
+  auto make_callback = [&done]() -> op_callback {
+    done.emplace();
+    return [&done](result<op_result> r) { done->set_value(std::move(r)); };
+  };
+  if (auto now = run_or_park(op_request{req}, timeout, make_callback))
+    return std::move(*now);
+  return done->get_future().get();
 }
 
 void state_manager::execute_async(op_request req, std::chrono::milliseconds timeout,
                                   op_callback cb) {
-  result<op_result> res = errc::store_failed;
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (auto r = check_running(); !r) {
-      res = r.error();
-    } else {
-      auto deadline = deadline_in(timeout);
-      res = core_.execute(req, deadline);
-      if (res && res.value().waiting) {
-        ++stats_.lock_waits;
-        probe_->lock_waited();
-        parked_[req.txn.value] = parked{std::move(req), deadline, std::move(cb)};
-        maintenance_cv_.notify_all(); // maybe an earlier deadline
-        return;
-      }
-    }
-  }
-  cb(std::move(res));
+  auto now = run_or_park(std::move(req), timeout, [&cb] { return std::move(cb); });
+  if (now)
+    cb(std::move(*now));
+}
+
+std::optional<result<op_result>>
+state_manager::run_or_park(op_request req, std::chrono::milliseconds timeout,
+                           const std::function<op_callback()>& make_callback) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (auto r = check_running(); !r)
+    return std::optional<result<op_result>>{std::in_place, r.error()};
+  auto deadline = deadline_in(timeout);
+  auto res = core_.execute(req, deadline);
+  if (!res || !res.value().waiting)
+    return res;
+  ++stats_.lock_waits;
+  probe_->lock_waited();
+  parked_[req.txn.value] = parked{std::move(req), deadline, make_callback()};
+  maintenance_cv_.notify_all(); // maybe an earlier deadline
+  return std::nullopt;
 }
 
 void state_manager::wake(std::vector<completion>& out) {

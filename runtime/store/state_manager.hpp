@@ -44,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -202,6 +203,11 @@ private:
   /// Re-runs parked operations that were granted their lock; returns the
   /// callbacks to run once the lock is released. Caller holds mtx_.
   void wake(std::vector<completion>& out);
+  /// Runs the operation; if it must wait for a lock, parks it with the
+  /// callback make_callback() returns and gives nullopt.
+  std::optional<result<op_result>>
+  run_or_park(op_request req, std::chrono::milliseconds timeout,
+              const std::function<op_callback()>& make_callback);
   result<lsn> commit_locked(txn_id txn, std::vector<completion>& out,
                             commit_callback* cb);
   void fail_parked(txn_id txn, errc why, std::vector<completion>& out);

@@ -203,6 +203,7 @@ void wal::crash_for_testing() {
     queue_.clear();
     if (!failure_)
       failure_ = make_error_code(errc::io_failure);
+    failed_ = true;
     cb = on_durable_;
     d = durable_;
     err = failure_;
@@ -236,6 +237,7 @@ void wal::run() {
     if (!r) {
       if (!failure_)
         failure_ = r.error();
+      failed_ = true;
       durable_cv_.notify_all();
       auto cb = on_durable_;
       auto err = failure_;

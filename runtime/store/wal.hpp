@@ -25,6 +25,7 @@
 #include "protocols/store/log_record.hpp"
 #include "runtime/store/file_util.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -91,6 +92,8 @@ public:
   result<void> truncate_through(lsn l);
 
   std::error_code failure() const;
+  /// failure() is set (lock-free; for hot paths).
+  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
 
   struct stats {
     uint64_t bytes = 0, records = 0, syncs = 0;
@@ -142,6 +145,7 @@ private:
   lsn appended_;
   lsn durable_;
   std::error_code failure_;
+  std::atomic<bool> failed_{false}; // failure_ is set
   stats stats_;
   std::function<void(lsn, std::error_code)> on_durable_;
   std::thread writer_;

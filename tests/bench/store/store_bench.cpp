@@ -5,7 +5,8 @@
 // transaction after another, each writing a fresh key with a 256-byte value,
 // strong mode (commit returns after fdatasync). Reported: commits/s, p50 and
 // p99 commit latency, medians over --reps repetitions, each on a fresh data
-// directory. Cases, side by side in one run:
+// directory; the repetitions are interleaved (round r runs every case once),
+// so machine noise spreads over all systems. Cases, side by side in one run:
 //   fdatasync     one thread: append 256 B + fdatasync, in a loop
 //   conclave      group commit at 1, 8, 32 writers
 //   serial        one fdatasync per commit (group commit off) at 1, 8, 32
@@ -26,6 +27,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -242,14 +244,6 @@ sample bench_etcd(const options& o, int writers, double seconds) {
   return s;
 }
 
-template <class F>
-sample repeat(int reps, F f) {
-  std::vector<sample> v;
-  for (int r = 0; r < reps; ++r)
-    v.push_back(f());
-  return median_of(v);
-}
-
 bool on_tmpfs(const fs::path& p) {
   struct statfs st {};
   return ::statfs(p.c_str(), &st) == 0 && st.f_type == 0x01021994; // TMPFS_MAGIC
@@ -328,23 +322,34 @@ int main(int argc, char** argv) {
             << std::left << std::setw(10) << "system" << std::right << std::setw(8)
             << "writers" << std::setw(14) << "commits/s" << std::setw(11) << "p50 ms"
             << std::setw(11) << "p99 ms" << '\n';
-  rows.push_back({"fdatasync", 1,
-                  repeat(o.reps, [&] { return bench_fdatasync(o.parent, o.seconds); })});
-  print(rows.back());
+  // Repetitions are interleaved (every case once per round) so that a noisy
+  // stretch on a shared machine hits every system, not just the one that
+  // happened to run then.
+  struct bench_case {
+    std::string system;
+    int writers;
+    std::function<sample()> run;
+    std::vector<sample> reps;
+  };
+  std::vector<bench_case> cases;
+  cases.push_back({"fdatasync", 1, [&] { return bench_fdatasync(o.parent, o.seconds); }, {}});
   for (auto w : o.writers) {
-    rows.push_back({"conclave", w, repeat(o.reps, [&] {
-                      return bench_conclave(o.parent, w, o.seconds, true);
-                    })});
+    cases.push_back(
+        {"conclave", w, [&o, w] { return bench_conclave(o.parent, w, o.seconds, true); }, {}});
+    cases.push_back(
+        {"serial", w, [&o, w] { return bench_conclave(o.parent, w, o.seconds, false); }, {}});
+    if (!o.skip_etcd)
+      cases.push_back({"etcd", w, [&o, w] { return bench_etcd(o, w, o.seconds); }, {}});
+  }
+  for (int r = 0; r < o.reps; ++r) {
+    if (o.reps > 1)
+      std::cerr << "store_bench: round " << r + 1 << "/" << o.reps << '\n';
+    for (auto& c : cases)
+      c.reps.push_back(c.run());
+  }
+  for (auto& c : cases) {
+    rows.push_back({c.system, c.writers, median_of(c.reps)});
     print(rows.back());
-    rows.push_back({"serial", w, repeat(o.reps, [&] {
-                      return bench_conclave(o.parent, w, o.seconds, false);
-                    })});
-    print(rows.back());
-    if (!o.skip_etcd) {
-      rows.push_back(
-          {"etcd", w, repeat(o.reps, [&] { return bench_etcd(o, w, o.seconds); })});
-      print(rows.back());
-    }
   }
   auto find = [&](const std::string& sys, int w) -> const sample* {
     for (auto& r : rows)
