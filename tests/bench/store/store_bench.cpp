@@ -12,6 +12,10 @@
 //   serial        one fdatasync per commit (group commit off) at 1, 8, 32
 //   etcd          one member (Debian's etcd-server, default settings) on the
 //                 same disk, W keep-alive HTTP clients doing /v3/kv/put
+// Each row also shows the fdatasync calls of the system's log per second and
+// commits per sync (conclave: the store's stats; etcd: its /metrics WAL fsync
+// count), and etcd's mean WAL fsync time: whether the systems met the same
+// disk, which on a shared machine they may not (-1 in the JSON: unknown).
 // Targets (issue 5): conclave >= 2x etcd at 8 and 32 writers; group commit
 // >= 5x serial at 32 writers.
 //
@@ -61,8 +65,19 @@ struct sample {
   double p50_ms = 0;
   double p99_ms = 0;
   uint64_t commits = 0;
-  bool failed = false; // a commit failed: the run stopped early
+  double seconds = 0;           // measured run time
+  double syncs_per_second = -1; // fdatasync calls of the log (-1: unknown)
+  double sync_ms_mean = -1;     // mean fdatasync time (-1: unknown)
+  bool failed = false;          // a commit failed: the run stopped early
 };
+
+/// Fills in the sync figures from `syncs` fdatasync calls in the run.
+void set_syncs(sample& s, double syncs, double sync_seconds_total = -1) {
+  if (s.seconds > 0)
+    s.syncs_per_second = syncs / s.seconds;
+  if (sync_seconds_total >= 0 && syncs > 0)
+    s.sync_ms_mean = 1000 * sync_seconds_total / syncs;
+}
 
 struct result_row {
   std::string system;
@@ -75,18 +90,22 @@ using conclave::bench::median;
 using conclave::bench::percentile;
 
 sample median_of(const std::vector<sample>& reps) {
-  std::vector<double> a, b, c;
+  std::vector<double> a, b, c, d, e;
   sample s;
   for (auto& r : reps) {
     a.push_back(r.per_second);
     b.push_back(r.p50_ms);
     c.push_back(r.p99_ms);
+    d.push_back(r.syncs_per_second);
+    e.push_back(r.sync_ms_mean);
     s.commits += r.commits;
     s.failed = s.failed || r.failed;
   }
   s.per_second = median(a);
   s.p50_ms = median(b);
   s.p99_ms = median(c);
+  s.syncs_per_second = median(d);
+  s.sync_ms_mean = median(e);
   return s;
 }
 
@@ -124,6 +143,7 @@ sample run_writers(int writers, double seconds, Commit commit) {
     all.insert(all.end(), l.begin(), l.end());
   sample s;
   s.failed = failed;
+  s.seconds = elapsed;
   s.commits = all.size();
   s.per_second = static_cast<double>(all.size()) / elapsed;
   s.p50_ms = percentile(all, 0.50);
@@ -165,6 +185,8 @@ sample bench_fdatasync(const fs::path& parent, double seconds) {
   ::close(fd);
   fs::remove_all(dir);
   check(s, "fdatasync");
+  // One sync per loop; its time is the loop's time (the write is in cache).
+  set_syncs(s, static_cast<double>(s.commits), s.seconds);
   return s;
 }
 
@@ -189,11 +211,13 @@ sample bench_conclave(const fs::path& parent, int writers, double seconds, bool 
       std::exit(1);
     }
     auto& d = dict.value();
+    auto syncs0 = store.get_stats().log_syncs;
     s = run_writers(writers, seconds, [&](int w, uint64_t i) {
       auto tx = store.begin();
       auto key = "w" + std::to_string(w) + "-" + std::to_string(i);
       return d.add_or_update(tx, key, value_for(w, i)) && tx.commit();
     });
+    set_syncs(s, static_cast<double>(store.get_stats().log_syncs - syncs0));
   }
   fs::remove_all(dir);
   check(s, group ? "conclave" : "serial");
@@ -223,6 +247,20 @@ sample bench_etcd(const options& o, int writers, double seconds) {
     std::cerr << "store_bench: etcd did not start (log: " << data << ".log)\n";
     std::exit(1);
   }
+  // etcd's own count and time of WAL fsyncs, from its /metrics.
+  auto wal_fsyncs = [&](double& count, double& seconds_total) {
+    conclave::bench::http_connection c{client};
+    std::string text;
+    if (c.get("/metrics", text) != 200)
+      return false;
+    count = conclave::bench::prometheus_value(
+        text, "etcd_disk_wal_fsync_duration_seconds_count");
+    seconds_total = conclave::bench::prometheus_value(
+        text, "etcd_disk_wal_fsync_duration_seconds_sum");
+    return true;
+  };
+  double n0 = 0, t0 = 0, n1 = 0, t1 = 0;
+  bool have_metrics = wal_fsyncs(n0, t0);
   std::vector<std::unique_ptr<conclave::bench::http_connection>> conns;
   for (int w = 0; w < writers; ++w)
     conns.push_back(std::make_unique<conclave::bench::http_connection>(client));
@@ -235,6 +273,8 @@ sample bench_etcd(const options& o, int writers, double seconds) {
            && response.find("header") != std::string::npos;
   });
   conns.clear();
+  if (have_metrics && wal_fsyncs(n1, t1))
+    set_syncs(s, n1 - n0, t1 - t0);
   conclave::bench::stop_child(pid, SIGTERM);
   if (s.failed) {
     std::cerr << "store_bench: etcd log kept in " << data << ".log\n";
@@ -314,14 +354,24 @@ int main(int argc, char** argv) {
     std::cout << std::left << std::setw(10) << r.system << std::right << std::setw(8)
               << r.writers << std::setw(14) << std::fixed << std::setprecision(0)
               << r.median.per_second << std::setw(11) << std::setprecision(3)
-              << r.median.p50_ms << std::setw(11) << r.median.p99_ms << '\n'
-              << std::flush;
+              << r.median.p50_ms << std::setw(11) << r.median.p99_ms;
+    auto& m = r.median;
+    if (m.syncs_per_second > 0)
+      std::cout << std::setw(10) << std::setprecision(0) << m.syncs_per_second
+                << std::setw(14) << std::setprecision(1)
+                << m.per_second / m.syncs_per_second;
+    else
+      std::cout << std::setw(10) << "-" << std::setw(14) << "-";
+    if (m.sync_ms_mean >= 0)
+      std::cout << std::setw(14) << std::setprecision(3) << m.sync_ms_mean;
+    else
+      std::cout << std::setw(14) << "-";
+    std::cout << '\n' << std::flush;
   };
   std::cout << "store_bench: " << o.seconds << " s per case, median of " << o.reps
-            << " reps, 256-byte values, strong mode, data under " << o.parent << "\n\n"
-            << std::left << std::setw(10) << "system" << std::right << std::setw(8)
-            << "writers" << std::setw(14) << "commits/s" << std::setw(11) << "p50 ms"
-            << std::setw(11) << "p99 ms" << '\n';
+            << " reps (interleaved), 256-byte values, strong mode, data under "
+            << o.parent << "\n"
+            << std::flush;
   // Repetitions are interleaved (every case once per round) so that a noisy
   // stretch on a shared machine hits every system, not just the one that
   // happened to run then.
@@ -332,12 +382,17 @@ int main(int argc, char** argv) {
     std::vector<sample> reps;
   };
   std::vector<bench_case> cases;
-  cases.push_back({"fdatasync", 1, [&] { return bench_fdatasync(o.parent, o.seconds); }, {}});
+  cases.push_back(
+      {"fdatasync", 1, [&] { return bench_fdatasync(o.parent, o.seconds); }, {}});
   for (auto w : o.writers) {
-    cases.push_back(
-        {"conclave", w, [&o, w] { return bench_conclave(o.parent, w, o.seconds, true); }, {}});
-    cases.push_back(
-        {"serial", w, [&o, w] { return bench_conclave(o.parent, w, o.seconds, false); }, {}});
+    cases.push_back({"conclave",
+                     w,
+                     [&o, w] { return bench_conclave(o.parent, w, o.seconds, true); },
+                     {}});
+    cases.push_back({"serial",
+                     w,
+                     [&o, w] { return bench_conclave(o.parent, w, o.seconds, false); },
+                     {}});
     if (!o.skip_etcd)
       cases.push_back({"etcd", w, [&o, w] { return bench_etcd(o, w, o.seconds); }, {}});
   }
@@ -347,6 +402,11 @@ int main(int argc, char** argv) {
     for (auto& c : cases)
       c.reps.push_back(c.run());
   }
+  std::cout << '\n'
+            << std::left << std::setw(10) << "system" << std::right << std::setw(8)
+            << "writers" << std::setw(14) << "commits/s" << std::setw(11) << "p50 ms"
+            << std::setw(11) << "p99 ms" << std::setw(10) << "syncs/s" << std::setw(14)
+            << "commits/sync" << std::setw(14) << "mean sync ms" << '\n';
   for (auto& c : cases) {
     rows.push_back({c.system, c.writers, median_of(c.reps)});
     print(rows.back());
@@ -377,7 +437,8 @@ int main(int argc, char** argv) {
   if (auto g = find("conclave", 32), f = find("fdatasync", 1);
       g && f && f->per_second > 0)
     std::cout << "conclave at 32 writers / raw fdatasync rate: " << std::setprecision(1)
-              << g->per_second / f->per_second << "x (commits per sync)\n";
+              << g->per_second / f->per_second
+              << "x (real commits per sync: the commits/sync column)\n";
   if (!o.json.empty()) {
     std::ofstream out{o.json};
     out << "{\"seconds\": " << o.seconds << ", \"reps\": " << o.reps
@@ -387,7 +448,9 @@ int main(int argc, char** argv) {
           << "\", \"writers\": " << rows[i].writers
           << ", \"commits_per_second\": " << rows[i].median.per_second
           << ", \"p50_ms\": " << rows[i].median.p50_ms
-          << ", \"p99_ms\": " << rows[i].median.p99_ms << "}";
+          << ", \"p99_ms\": " << rows[i].median.p99_ms
+          << ", \"syncs_per_second\": " << rows[i].median.syncs_per_second
+          << ", \"mean_sync_ms\": " << rows[i].median.sync_ms_mean << "}";
     out << "]}\n";
   }
   fs::remove_all(o.parent);

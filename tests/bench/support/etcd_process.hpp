@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -112,9 +113,19 @@ public:
   /// POSTs `body`; returns the status code (0 on a broken connection) and
   /// stores the response body in `response`.
   int post(const std::string& path, const std::string& body, std::string& response) {
+    return request("POST", path, body, response);
+  }
+
+  /// GETs `path` (e.g. /metrics); same contract as post().
+  int get(const std::string& path, std::string& response) {
+    return request("GET", path, "", response);
+  }
+
+  int request(const std::string& method, const std::string& path, const std::string& body,
+              std::string& response) {
     if (!ok_)
       return 0;
-    std::string req = "POST " + path
+    std::string req = method + " " + path
                       + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
                         "\r\nContent-Length: "
                       + std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -181,6 +192,27 @@ private:
   bool ok_ = false;
   std::string buf_;
 };
+
+/// Sum of the samples of a Prometheus metric (all label sets) in `text`,
+/// e.g. "etcd_disk_wal_fsync_duration_seconds_count"; 0 if absent.
+inline double prometheus_value(const std::string& text, const std::string& name) {
+  double sum = 0;
+  size_t at = 0;
+  while ((at = text.find(name, at)) != std::string::npos) {
+    auto line_start = at == 0 || text[at - 1] == '\n';
+    auto after = at + name.size();
+    at = after;
+    if (!line_start || after >= text.size() || (text[after] != ' ' && text[after] != '{'))
+      continue;
+    auto eol = text.find('\n', after);
+    auto line =
+        text.substr(after, eol == std::string::npos ? std::string::npos : eol - after);
+    auto sp = line.rfind(' ');
+    if (sp != std::string::npos)
+      sum += std::atof(line.c_str() + sp + 1);
+  }
+  return sum;
+}
 
 /// Starts one etcd member (default timing) with its data in `dir` and its
 /// log in `dir`.log, clients on 127.0.0.1:client. Returns the pid.
