@@ -67,10 +67,14 @@ result<void> wal::scan(lsn after, const replay_fn& replay, wal_recovery& report)
     return scanned.error();
   auto& log = scanned.value();
   bool removed = false;
+  // A log that ends before `after` holds only what the checkpoint covers. Its
+  // segments go: the next record (after + 1) starts a new one, and leaving
+  // the old ones would read as a gap in the lsns at the next open.
+  bool stale = log.records > 0 && log.last < after;
   for (size_t i = 0; i < log.segments.size(); ++i) {
     auto& seg = log.segments[i];
     bool after_end = log.ends_early && i > log.bad_segment;
-    if (seg.valid_bytes == 0 || after_end) {
+    if (seg.valid_bytes == 0 || after_end || stale) {
       // Empty (created just before a crash), invalid from its first byte, or
       // after the end of the log.
       fs::remove(seg.path, ec);

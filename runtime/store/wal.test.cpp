@@ -115,6 +115,21 @@ TEST_F(wal_test, a_log_that_starts_too_late_is_an_error_not_a_silent_gap) {
   EXPECT_EQ(code(w.error()), errc::corrupt_data);
 }
 
+TEST_F(wal_test, a_log_that_ends_before_the_checkpoint_does_not_become_a_gap) {
+  write(1, 5, options());
+  // The state (a checkpoint) is at 10: records 1..5 are covered, 6..10 gone.
+  std::unique_ptr<wal> w;
+  wal_recovery rep;
+  EXPECT_TRUE(replay(rep, lsn{10}, &w).empty());
+  ASSERT_TRUE(w->append(lsn{11}, frame(11)));
+  ASSERT_TRUE(w->append(lsn{12}, frame(12)));
+  ASSERT_TRUE(w->wait_durable(lsn{12}));
+  w.reset();
+  wal_recovery again;
+  EXPECT_EQ(replay(again, lsn{10}), range(11, 12));
+  EXPECT_FALSE(again.tail_cut) << again.cut_reason;
+}
+
 TEST_F(wal_test, group_commit_shares_syncs_and_serial_mode_does_not) {
   for (bool group : {true, false}) {
     conclave::test::temp_dir d{"conclave-wal-gc"};
