@@ -142,22 +142,29 @@ write_backup(const fs::path& backup_dir, manifest m,
   char name[32];
   std::snprintf(name, sizeof(name), "%06llu-%s", static_cast<unsigned long long>(seq),
                 m.kind == "full" ? "full" : "incr");
+  // Written under a hidden temporary name and renamed when complete, so a
+  // crash never leaves a half backup that restore would take for the newest.
   auto target = backup_dir / name;
-  fs::create_directories(target, ec);
+  auto tmp = backup_dir / ("." + std::string{name} + ".tmp");
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
   if (ec)
     return ec;
   backup_info info{m.kind, m.from, m.to, target, 0};
   auto sync = files::default_sync();
   for (auto& [file, bytes] : contents) {
-    if (auto w = files::write_file_synced(target / file, bytes, sync); !w)
+    if (auto w = files::write_file_synced(tmp / file, bytes, sync); !w)
       return w.error();
     m.files.push_back({file, bytes.size(), crc32c(bytes)});
     info.bytes += bytes.size();
   }
-  if (auto w = files::write_file_synced(target / "MANIFEST", render(m), sync); !w)
+  if (auto w = files::write_file_synced(tmp / "MANIFEST", render(m), sync); !w)
     return w.error();
-  if (auto s = files::sync_dir(target, sync); !s)
+  if (auto s = files::sync_dir(tmp, sync); !s)
     return s.error();
+  fs::rename(tmp, target, ec);
+  if (ec)
+    return ec;
   if (auto s = files::sync_dir(backup_dir, sync); !s)
     return s.error();
   return info;

@@ -7,7 +7,8 @@
 // MANIFEST (text): "conclave-backup 1", "kind full|incremental", "from N",
 // "to N", then one "file NAME SIZE CRC32C" line per file.
 //
-// Only records up to `upto` (the durable lsn when the backup starts) are
+// Each backup is written under a hidden temporary name and renamed into place
+// when complete. Only records up to `upto` (the durable lsn when the backup starts) are
 // copied, so backups run while the store keeps writing. An incremental backup
 // needs the log since the previous backup: if a checkpoint truncated it,
 // backup_incremental fails with backup_gap (take a full one).

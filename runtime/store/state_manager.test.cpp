@@ -332,6 +332,10 @@ TEST_F(store_test, full_and_incremental_backups_restore_the_same_contents) {
   auto s = open(o);
   EXPECT_EQ(contents(*s), expected);
   EXPECT_EQ(expected.size(), 25u);
+  // A backup interrupted by a crash (hidden temporary directory) is ignored.
+  fs::create_directories(backups / ".000009-full.tmp");
+  auto again = dir / "restored-again";
+  ASSERT_TRUE(state_manager::restore(backups, again));
   // A non-empty target is refused.
   EXPECT_EQ(code(state_manager::restore(backups, restored).error()), errc::bad_argument);
 }
