@@ -6,13 +6,4 @@
 # missing (only this script needs it). Extra arguments go to failover_bench,
 # e.g. --rounds 20 or --nodes 5. Loopback only; every process is stopped by pid.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/install-etcd.sh
-build=${CONCLAVE_BUILD_DIR:-build}
-if [ "$build" = build ]; then
-  bash scripts/build.sh
-else
-  cmake --build "$build" -j "${CONCLAVE_JOBS:-2}" --target conclave failover_bench
-fi
-"$build/bin/failover_bench" --etcd "$(command -v etcd)" "$@"
+exec bash "$(dirname "$0")/etcd-bench.sh" failover_bench "conclave failover_bench" "$@"
