@@ -8,10 +8,18 @@
 //
 // Conventions (docs/ and ../shared/DESIGN.md, "User-facing contract"):
 // - `--help` everywhere; `--name value` and `--name=value` both work.
-// - A flag can also come from CONCLAVE_<FLAG> (upper case, '-' → '_'); a flag on
-//   the command line wins over the environment (CLI11's order).
+// - A flag can also come from CONCLAVE_<COMMAND>_<FLAG> (upper case, '-' → '_'):
+//   `node --data-dir` ← CONCLAVE_NODE_DATA_DIR, `cluster up --dir` ←
+//   CONCLAVE_CLUSTER_DIR. Variables are scoped by command so that one exported for
+//   one command never feeds another (a CONCLAVE_DIR meant for `cluster` must not
+//   point `store` at a cluster directory). The registry applies the scope to
+//   every option that has an environment name when it runs; a flag on the
+//   command line wins over the environment (CLI11's order).
+// - `conclave --version` prints the version; an unknown command is bad input,
+//   answered with the list of commands.
 // - Exit status: 0 success, 1 failure or timeout, 2 bad input (one line on stderr
-//   naming the problem), 3 `sim` found safety violations.
+//   naming the problem), 3 `sim` found safety violations. Commands that check
+//   something (`cluster status`) document their own meaning of 1.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -46,15 +54,20 @@ public:
 
   CLI::App& app() { return app_; }
 
+  /// Enables `--version`, printing `text`.
+  void set_version(const std::string& text);
+
 private:
   CLI::App app_;
   std::map<const CLI::App*, run_fn> runs_;
 };
 
-/// The environment variable that backs a flag: "--data-dir" → CONCLAVE_DATA_DIR.
-std::string env_name(std::string_view flag);
+/// The environment variable that backs a flag of `command`: ("node",
+/// "--data-dir") → CONCLAVE_NODE_DATA_DIR. Without a command: CONCLAVE_DATA_DIR,
+/// which the registry then scopes to the command the option belongs to.
+std::string env_name(std::string_view flag, std::string_view command = {});
 
-/// Adds an option that can also be set with its CONCLAVE_ environment variable.
+/// Adds an option that can also be set with its CONCLAVE_<COMMAND>_ variable.
 template <class T>
 CLI::Option* option(CLI::App* sub, const std::string& flag, T& value,
                     const std::string& description) {

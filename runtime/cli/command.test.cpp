@@ -17,7 +17,7 @@ int run(cli::command_registry& reg, std::vector<const char*> args) {
 } // namespace
 
 TEST(cli, env_name_follows_the_conclave_prefix_convention) {
-  EXPECT_EQ(cli::env_name("--data-dir"), "CONCLAVE_DATA_DIR");
+  EXPECT_EQ(cli::env_name("--data-dir", "node"), "CONCLAVE_NODE_DATA_DIR");
   EXPECT_EQ(cli::env_name("--nodes"), "CONCLAVE_NODES");
 }
 
@@ -52,7 +52,7 @@ TEST(cli, flag_beats_environment_which_beats_default) {
     return 0;
   });
   cli::option(sub, "--nodes", nodes, "n");
-  ::setenv("CONCLAVE_NODES", "5", 1);
+  ::setenv("CONCLAVE_X_NODES", "5", 1);
   EXPECT_EQ(run(reg, {"x"}), 0);
   EXPECT_EQ(seen, 5);
   cli::command_registry reg2{"conclave", "test"};
@@ -63,7 +63,60 @@ TEST(cli, flag_beats_environment_which_beats_default) {
   cli::option(sub2, "--nodes", nodes, "n");
   EXPECT_EQ(run(reg2, {"x", "--nodes", "9"}), 0);
   EXPECT_EQ(seen, 9);
-  ::unsetenv("CONCLAVE_NODES");
+  ::unsetenv("CONCLAVE_X_NODES");
+}
+
+TEST(cli, environment_variables_are_scoped_by_command) {
+  cli::command_registry reg{"conclave", "test"};
+  std::string a_dir, b_dir;
+  bool b_json = false;
+  auto* a = reg.add("cluster", "a", [] { return 0; });
+  auto* a_up = a->add_subcommand("up", "up");
+  cli::option(a_up, "--dir", a_dir, "d");
+  auto* b = reg.add("store", "b", [] { return 0; });
+  cli::option(b, "--dir", b_dir, "d");
+  b->add_flag("--json", b_json, "j")->envname(cli::env_name("--json"));
+  ::setenv("CONCLAVE_CLUSTER_DIR", "/c", 1);
+  ::setenv("CONCLAVE_DIR", "/shared", 1);
+  ::setenv("CONCLAVE_STORE_JSON", "1", 1);
+  EXPECT_EQ(run(reg, {"cluster", "up"}), 0);
+  EXPECT_EQ(run(reg, {"store"}), 0);
+  ::unsetenv("CONCLAVE_CLUSTER_DIR");
+  ::unsetenv("CONCLAVE_DIR");
+  ::unsetenv("CONCLAVE_STORE_JSON");
+  EXPECT_EQ(a_dir, "/c");
+  EXPECT_EQ(b_dir, ""); // neither CONCLAVE_DIR nor the cluster's variable
+  EXPECT_TRUE(b_json);
+}
+
+TEST(cli, an_unknown_command_is_named_with_the_list_of_commands) {
+  cli::command_registry reg{"conclave", "test"};
+  reg.add("sim", "s", [] { return 0; });
+  auto* cl = reg.add("cluster", "c", [] { return 0; });
+  cl->add_subcommand("up", "u");
+  cl->add_subcommand("down", "d");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run(reg, {"foo"}), cli::exit_bad_input);
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("unknown command 'foo'; commands: sim, cluster"), std::string::npos)
+      << err;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run(reg, {"cluster", "sideways"}), cli::exit_bad_input);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("unknown command 'cluster sideways'; cluster commands: up, down"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+}
+
+TEST(cli, version_prints_the_version_and_succeeds) {
+  cli::command_registry reg{"conclave", "test"};
+  reg.add("sim", "s", [] { return 1; });
+  reg.set_version("conclave 9.9.9");
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(run(reg, {"--version"}), cli::exit_ok);
+  EXPECT_NE(testing::internal::GetCapturedStdout().find("conclave 9.9.9"),
+            std::string::npos);
 }
 
 TEST(cli, the_selected_command_decides_the_exit_status) {

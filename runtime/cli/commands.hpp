@@ -6,6 +6,8 @@
 
 namespace conclave::cli {
 
+/// "conclave 0.1.0 (CAF 0.17.6)"; also what `--version` prints.
+std::string version_text();
 void add_version_command(command_registry& reg);
 void add_sim_command(command_registry& reg);
 void add_node_command(command_registry& reg);
