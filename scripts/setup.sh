@@ -10,6 +10,7 @@ packages=(
   prometheus-cpp-dev    # metrics exposer
   libcli11-dev          # command line: subcommands, env vars, config files
   nlohmann-json3-dev    # JSON output and reports
+  libspdlog-dev         # node logs: ISO timestamps, levels, JSON lines
   googletest libgtest-dev libgmock-dev
   libbenchmark-dev
   gnuplot-nox           # plots of simulation runs

@@ -24,6 +24,7 @@ struct cluster_options {
   std::string detector;
   unsigned heartbeat_ms = 0;
   unsigned detector_timeout_ms = 0;
+  std::string log_format;
 };
 
 CLI::Option* dir_option(CLI::App* sub, std::string& dir) {
@@ -40,6 +41,8 @@ int run_up(cluster_options& o) {
   if (o.detector_timeout_ms != 0)
     o.up.node_settings.push_back("detector-timeout-ms = "
                                  + std::to_string(o.detector_timeout_ms));
+  if (!o.log_format.empty())
+    o.up.node_settings.push_back("log-format = " + o.log_format);
   return cluster::up(o.up, std::cout);
 }
 
@@ -91,6 +94,7 @@ void add_cluster_command(command_registry& reg) {
   option(up, "--heartbeat-ms", o->heartbeat_ms, "nodes' leader heartbeat interval");
   option(up, "--detector-timeout-ms", o->detector_timeout_ms,
          "nodes' silence before suspecting the leader");
+  option(up, "--log-format", o->log_format, "nodes' log format: text or json");
   up->add_flag("--json", o->up.json, "print one JSON document")
       ->envname(env_name("--json"));
 

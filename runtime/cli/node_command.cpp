@@ -17,8 +17,9 @@ struct node_command {
 };
 
 /// Fills every option that neither a flag nor its environment variable set from
-/// the config file (INI, `name = value`, names as the flags without "--"), so
-/// that flag > environment > config file. Unknown names are bad input.
+/// the config file (INI, `name = value`, names as the flags without "--", at the
+/// top or in a `[node]` section: sections are named after the command), so that
+/// flag > environment > config file. Unknown names and sections are bad input.
 std::optional<std::string> apply_config_file(node_command& c) {
   std::vector<CLI::ConfigItem> items;
   try {
@@ -27,7 +28,12 @@ std::optional<std::string> apply_config_file(node_command& c) {
     return "--config: cannot read " + c.config;
   }
   for (auto& item : items) {
-    auto name = item.fullname();
+    if (item.name == "++" || item.name == "--")
+      continue; // CLI11's markers of a section's start and end
+    if (!item.parents.empty() && item.parents != std::vector<std::string>{"node"})
+      return "--config " + c.config + ": unknown section '[" + item.parents.front()
+             + "]' (settings go at the top or in [node])";
+    auto name = item.name;
     auto* opt = name == "config" ? nullptr : c.sub->get_option_no_throw("--" + name);
     if (opt == nullptr)
       return "--config " + c.config + ": unknown setting '" + name + "'";
@@ -54,11 +60,16 @@ int run(node_command& c) {
   auto cfg = node::make_node_config(c.o);
   if (!cfg)
     return bad_input(cfg.error());
-  if (auto r = node::check_bindable(cfg.value().listen, "--listen"); !r)
-    return bad_input(r.error());
-  if (cfg.value().metrics)
-    if (auto r = node::check_bindable(*cfg.value().metrics, "--metrics"); !r)
-      return bad_input(r.error());
+  for (auto [addr, flag] :
+       {std::pair{&cfg.value().listen, "--listen"},
+        std::pair{cfg.value().metrics ? &*cfg.value().metrics : nullptr, "--metrics"}}) {
+    if (addr == nullptr)
+      continue;
+    if (auto r = node::check_bindable(*addr, flag)) {
+      bad_input(r->message);
+      return r->in_use ? node::exit_address_in_use : int{exit_bad_input};
+    }
+  }
   return node::run_node(cfg.value());
 }
 
@@ -73,7 +84,8 @@ void add_node_command(command_registry& reg) {
   option(sub, "--id", o.id, "this node's id: a positive integer, unique in the cluster");
   option(sub, "--listen", o.listen, "HOST:PORT to listen on (keep it on loopback)");
   option(sub, "--peers", o.peers,
-         "the members: ID@HOST:PORT,... (this node may be listed with its own address)");
+         "required: the members, ID@HOST:PORT,... (this node may be listed with its own "
+         "address; a group of one lists only this node)");
   option(sub, "--metrics", o.metrics, "HOST:PORT to serve /metrics on");
   option(sub, "--data-dir", o.data_dir, "directory for status.json");
   option(sub, "--algorithm", o.algorithm, "bully or ring")->capture_default_str();
@@ -97,11 +109,14 @@ void add_node_command(command_registry& reg) {
   option(sub, "--link-timeout-ms", o.link_timeout_ms,
          "close a connection silent this long (same on every member)")
       ->capture_default_str();
+  option(sub, "--log-format", o.log_format,
+         "text, or json (one object per line, for log shippers)")
+      ->capture_default_str();
   sub->add_flag("--preempt", o.preempt, "classic Bully: a higher id takes over on rejoin")
       ->envname(env_name("--preempt"));
   option(sub, "--config", c->config,
-         "INI file with these settings (name = value); flags and CONCLAVE_* "
-         "variables take precedence");
+         "INI file with these settings (name = value, at the top or under [node]); "
+         "flags and CONCLAVE_NODE_* variables take precedence");
 }
 
 } // namespace conclave::cli

@@ -1,5 +1,6 @@
 #include "runtime/cluster/cluster.hpp"
 
+#include "runtime/node/node.hpp"
 #include "runtime/node/status_file.hpp"
 
 #include <nlohmann/json.hpp>
@@ -86,7 +87,8 @@ std::optional<cluster_file> load_cluster(const std::string& dir) {
   return c;
 }
 
-void save_cluster(const std::string& dir, const cluster_file& c) {
+/// Writes cluster.json and prometheus-targets.json; the error names the file.
+node::result<void> save_cluster(const std::string& dir, const cluster_file& c) {
   json nodes = json::array();
   for (auto& n : c.nodes)
     nodes.push_back({{"id", n.id}, {"listen", n.listen}, {"metrics", n.metrics}});
@@ -94,16 +96,18 @@ void save_cluster(const std::string& dir, const cluster_file& c) {
          {"algorithm", c.algorithm},
          {"binary", c.binary},
          {"nodes", nodes}};
-  node::write_file_atomically((fs::path{dir} / "cluster.json").string(),
-                              j.dump(2) + "\n");
+  if (auto w = node::write_file_atomically((fs::path{dir} / "cluster.json").string(),
+                                           j.dump(2) + "\n");
+      !w)
+    return w;
   // Prometheus file-based discovery (examples/prometheus/prometheus.yml).
   json targets = json::array();
   for (auto& n : c.nodes)
     targets.push_back(
         {{"targets", {n.metrics}},
          {"labels", {{"cluster", c.name}, {"node", std::to_string(n.id)}}}});
-  node::write_file_atomically((fs::path{dir} / "prometheus-targets.json").string(),
-                              targets.dump(2) + "\n");
+  return node::write_file_atomically((fs::path{dir} / "prometheus-targets.json").string(),
+                                     targets.dump(2) + "\n");
 }
 
 /// State letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), 0 if gone.
@@ -156,7 +160,8 @@ std::vector<node_view> views_of(const std::string& dir, const cluster_file& c) {
     v.alive = alive(v.pid, dir, n.id);
     v.stopped = v.alive && proc_state(v.pid) == 'T';
     if (auto s = node::status_from_json(read_file(node_dir(dir, n.id) / "status.json"))) {
-      if (s->pid == v.pid && s->running && v.alive) {
+      v.leaving = v.alive && s->pid == v.pid && !s->running;
+      if (s->pid == v.pid && s->running && v.alive && !v.stopped) {
         v.reported = true;
         v.leader = s->leader;
         v.term = s->term;
@@ -204,7 +209,9 @@ std::string self_binary() {
 }
 
 /// Starts node `id`: own session, stdio to node.log, no CONCLAVE_* variables.
-int spawn_node(const std::string& dir, const cluster_file& c, uint64_t id) {
+/// Returns its pid, or an error (then no process is left running): without
+/// node.pid nothing could stop the node later.
+node::result<int> spawn_node(const std::string& dir, const cluster_file& c, uint64_t id) {
   auto nd = node_dir(dir, id);
   auto cfg = (nd / "config.ini").string();
   auto log = (nd / "node.log").string();
@@ -220,7 +227,7 @@ int spawn_node(const std::string& dir, const cluster_file& c, uint64_t id) {
   std::vector<char*> argv{a0.data(), a1.data(), a2.data(), cfg.data(), nullptr};
   auto pid = ::fork();
   if (pid < 0)
-    return -1;
+    return "cannot start node " + std::to_string(id) + ": " + std::strerror(errno);
   if (pid == 0) {
     ::setsid();
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -234,12 +241,19 @@ int spawn_node(const std::string& dir, const cluster_file& c, uint64_t id) {
     ::execve(c.binary.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
-  node::write_file_atomically((nd / "node.pid").string(), std::to_string(pid) + "\n");
-  return pid;
+  if (auto w = node::write_file_atomically((nd / "node.pid").string(),
+                                           std::to_string(pid) + "\n");
+      !w) {
+    ::kill(pid, SIGKILL); // our own child, just forked
+    ::waitpid(pid, nullptr, 0);
+    return "node " + std::to_string(id) + " not started: " + w.error();
+  }
+  return static_cast<int>(pid);
 }
 
-void write_config(const std::string& dir, const cluster_file& c, const node_entry& n,
-                  const std::vector<std::string>& extra) {
+node::result<void> write_config(const std::string& dir, const cluster_file& c,
+                                const node_entry& n,
+                                const std::vector<std::string>& extra) {
   std::ostringstream peers;
   for (auto& p : c.nodes)
     peers << (&p == &c.nodes.front() ? "" : ",") << p.id << '@' << p.listen;
@@ -255,8 +269,11 @@ void write_config(const std::string& dir, const cluster_file& c, const node_entr
   for (auto& line : extra)
     ini << line << "\n";
   auto nd = node_dir(dir, n.id);
-  fs::create_directories(nd);
-  node::write_file_atomically((nd / "config.ini").string(), ini.str());
+  std::error_code ec;
+  fs::create_directories(nd, ec);
+  if (ec)
+    return "cannot create " + nd.string() + ": " + ec.message();
+  return node::write_file_atomically((nd / "config.ini").string(), ini.str());
 }
 
 /// Sends `sig` to node `id` if it is still ours. Returns false if it is not alive.
@@ -323,6 +340,11 @@ std::string signal_name(int sig) {
   }
 }
 
+/// One notation for a term everywhere it is shown: EPOCH/LEADER (docs/node.md).
+std::string term_text(uint64_t epoch, uint64_t leader) {
+  return std::to_string(epoch) + "/" + std::to_string(leader);
+}
+
 json view_json(const node_view& v) {
   return {{"id", v.id},
           {"address", v.address},
@@ -332,22 +354,27 @@ json view_json(const node_view& v) {
           {"stopped", v.stopped},
           {"leader", v.reported ? json(v.leader) : json(nullptr)},
           {"term", v.reported ? json(v.term) : json(nullptr)},
+          {"term_leader", v.reported ? json(v.term_leader) : json(nullptr)},
+          {"leaving", v.leaving},
           {"is_leader", v.reported && v.is_leader},
           {"metrics_url", "http://" + v.metrics + "/metrics"}};
 }
 
 void print_table(const std::vector<node_view>& views, std::ostream& out) {
   out << std::left << std::setw(6) << "node" << std::setw(18) << "address" << std::setw(9)
-      << "pid" << std::setw(9) << "state" << std::setw(8) << "leader" << std::setw(6)
+      << "pid" << std::setw(9) << "state" << std::setw(8) << "leader" << std::setw(8)
       << "term" << std::setw(10) << "role"
       << "metrics\n";
   for (auto& v : views) {
-    std::string state = !v.alive ? "dead" : v.stopped ? "stopped" : "running";
+    std::string state = !v.alive    ? "dead"
+                        : v.stopped ? "stopped"
+                        : v.leaving ? "leaving"
+                                    : "running";
     std::string role = !v.reported ? "-" : v.is_leader ? "LEADER" : "follower";
     out << std::left << std::setw(6) << v.id << std::setw(18) << v.address << std::setw(9)
         << v.pid << std::setw(9) << state << std::setw(8)
-        << (v.reported && v.leader ? std::to_string(v.leader) : "-") << std::setw(6)
-        << (v.reported ? std::to_string(v.term) : "-") << std::setw(10) << role
+        << (v.reported && v.leader ? std::to_string(v.leader) : "-") << std::setw(8)
+        << (v.reported ? term_text(v.term, v.term_leader) : "-") << std::setw(10) << role
         << "http://" << v.metrics << "/metrics\n";
   }
 }
@@ -366,14 +393,16 @@ std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
   for (auto& v : nodes) {
     if (std::find(ignore.begin(), ignore.end(), v.id) != ignore.end())
       continue;
-    if (!v.alive || v.stopped)
+    if (!v.alive || v.stopped || v.leaving)
       continue;
     if (!v.reported || v.leader == 0)
       return std::nullopt;
     if (a.members == 0) {
       a.leader = v.leader;
       a.term = v.term;
-    } else if (v.leader != a.leader || v.term != a.term) {
+      a.term_leader = v.term_leader;
+    } else if (v.leader != a.leader || v.term != a.term
+               || v.term_leader != a.term_leader) {
       return std::nullopt;
     }
     if (v.id == v.leader && v.is_leader)
@@ -438,9 +467,11 @@ int up(const up_options& o, std::ostream& out) {
     for (size_t i = 0; i < o.nodes; ++i)
       c.nodes.push_back({i + 1, "127.0.0.1:" + std::to_string(ports[2 * i]),
                          "127.0.0.1:" + std::to_string(ports[2 * i + 1])});
-    save_cluster(dir, c);
+    if (auto w = save_cluster(dir, c); !w)
+      return failure(w.error());
     for (auto& n : c.nodes) {
-      write_config(dir, c, n, o.node_settings);
+      if (auto w = write_config(dir, c, n, o.node_settings); !w)
+        return failure(w.error());
       fs::remove(node_dir(dir, n.id) / "status.json", ec);
       std::ofstream{node_dir(dir, n.id) / "node.log", std::ios::app}
           << "--- conclave cluster up (attempt " << attempt << ")\n";
@@ -448,12 +479,11 @@ int up(const up_options& o, std::ostream& out) {
     std::map<int, uint64_t> children;
     for (auto& n : c.nodes) {
       auto pid = spawn_node(dir, c, n.id);
-      if (pid < 0) {
+      if (!pid) {
         stop_nodes(dir, c, 2s);
-        return failure("cannot start node " + std::to_string(n.id) + ": "
-                       + std::strerror(errno));
+        return failure(pid.error());
       }
-      children[pid] = n.id;
+      children[pid.value()] = n.id;
     }
     auto deadline = std::chrono::steady_clock::now() + o.timeout;
     bool retry = false;
@@ -464,7 +494,8 @@ int up(const up_options& o, std::ostream& out) {
         auto id = children[pid];
         auto why = last_line(node_dir(dir, id) / "node.log");
         stop_nodes(dir, c, 2s);
-        if (why.find("port in use") != std::string::npos && attempt < 3) {
+        if (WIFEXITED(st) && WEXITSTATUS(st) == node::exit_address_in_use
+            && attempt < 3) {
           retry = true; // a port was taken between choosing and binding it
           break;
         }
@@ -481,6 +512,7 @@ int up(const up_options& o, std::ostream& out) {
                       {"dir", dir},
                       {"leader", a->leader},
                       {"term", a->term},
+                      {"term_leader", a->term_leader},
                       {"elapsed_ms",
                        ms_between(started, std::chrono::steady_clock::now())},
                       {"nodes", nodes}}
@@ -488,8 +520,9 @@ int up(const up_options& o, std::ostream& out) {
               << '\n';
         } else {
           out << "cluster '" << c.name << "' up: " << o.nodes << " node(s) in " << dir
-              << ", leader " << a->leader << " (term " << a->term << ") after "
-              << std::fixed << std::setprecision(0)
+              << ", leader " << a->leader << " (term "
+              << term_text(a->term, a->term_leader) << ") after " << std::fixed
+              << std::setprecision(0)
               << ms_between(started, std::chrono::steady_clock::now()) << " ms\n";
           print_table(views, out);
         }
@@ -522,19 +555,20 @@ int status(const std::string& dir, bool json_out, std::ostream& out) {
                 {"algorithm", c->algorithm},
                 {"leader", a ? json(a->leader) : json(nullptr)},
                 {"term", a ? json(a->term) : json(nullptr)},
+                {"term_leader", a ? json(a->term_leader) : json(nullptr)},
                 {"nodes", nodes}}
                .dump(2)
         << '\n';
   } else {
     out << "cluster '" << c->name << "' in " << dir << ": ";
     if (a)
-      out << "leader " << a->leader << " (term " << a->term << "), agreed by "
-          << a->members << " live node(s)\n";
+      out << "leader " << a->leader << " (term " << term_text(a->term, a->term_leader)
+          << "), agreed by " << a->members << " live node(s)\n";
     else
       out << "no agreed leader right now\n";
     print_table(views, out);
   }
-  return exit_ok;
+  return a ? exit_ok : exit_failure; // usable as a health check
 }
 
 int kill(const std::string& dir, uint64_t id, int sig, bool wait,
@@ -563,21 +597,22 @@ int kill(const std::string& dir, uint64_t id, int sig, bool wait,
       out << "sent " << signal_name(sig) << " to node " << id << '\n';
     return exit_ok;
   }
-  // Wait until the other live nodes agree on a leader; if the signal took the
-  // leader out, on a new one with a higher term.
+  // Wait until the live nodes agree on a leader exactly as `status` judges it
+  // (so a `status` right after agrees); if the signal took the leader out, on a
+  // new one with a higher term, and only once the old leader is gone, stopped
+  // or leaving (until then it still claims the old term, and `status` would
+  // see no agreement).
   bool takes_out = sig == SIGKILL || sig == SIGSTOP || sig == SIGTERM || sig == SIGINT;
   bool was_leader = before && before->leader == id && takes_out;
-  std::vector<uint64_t> ignore;
-  if (takes_out)
-    ignore.push_back(id);
   auto deadline = t0 + timeout;
   for (;;) {
     auto views = views_of(dir, *c);
-    auto a = agreed_leader(views, ignore);
+    auto a = agreed_leader(views);
     bool done = a && (!was_leader || (a->leader != id && a->term > before->term));
     if (sig == SIGCONT && done) // the resumed node must have caught up too
       done = std::any_of(views.begin(), views.end(), [&](const node_view& v) {
-        return v.id == id && v.reported && v.leader == a->leader && v.term == a->term;
+        return v.id == id && v.reported && v.leader == a->leader && v.term == a->term
+               && v.term_leader == a->term_leader;
       });
     if (done) {
       auto observed = ms_between(t0, std::chrono::steady_clock::now());
@@ -587,8 +622,11 @@ int kill(const std::string& dir, uint64_t id, int sig, bool wait,
                     {"signal", signal_name(sig)},
                     {"old_leader", before ? json(before->leader) : json(nullptr)},
                     {"old_term", before ? json(before->term) : json(nullptr)},
+                    {"old_term_leader",
+                     before ? json(before->term_leader) : json(nullptr)},
                     {"leader", a->leader},
                     {"term", a->term},
+                    {"term_leader", a->term_leader},
                     {"leader_changed", was_leader},
                     {"failover_ms", was_leader ? json(failover) : json(nullptr)},
                     {"observed_ms", observed}}
@@ -597,11 +635,13 @@ int kill(const std::string& dir, uint64_t id, int sig, bool wait,
       } else {
         out << "sent " << signal_name(sig) << " to node " << id;
         if (was_leader)
-          out << " (the leader); new leader " << a->leader << " (term " << a->term
-              << "), agreed by all live nodes " << std::fixed << std::setprecision(1)
-              << failover << " ms after the signal\n";
+          out << " (the leader); new leader " << a->leader << " (term "
+              << term_text(a->term, a->term_leader) << "), agreed by all live nodes "
+              << std::fixed << std::setprecision(1) << failover
+              << " ms after the signal\n";
         else
-          out << "; leader " << a->leader << " (term " << a->term << ")\n";
+          out << "; leader " << a->leader << " (term "
+              << term_text(a->term, a->term_leader) << ")\n";
       }
       return exit_ok;
     }
@@ -625,9 +665,10 @@ int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeo
   cluster_file one = *c;
   one.nodes = {*entry};
   stop_nodes(dir, one, 3s);
-  auto pid = spawn_node(dir, *c, id);
-  if (pid < 0)
-    return failure("cannot start node " + std::to_string(id));
+  auto spawned = spawn_node(dir, *c, id);
+  if (!spawned)
+    return failure(spawned.error());
+  auto pid = spawned.value();
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     int st = 0;
@@ -640,7 +681,7 @@ int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeo
                            [&](const node_view& v) { return v.id == id; });
     if (a && me != views.end() && me->reported && me->leader == a->leader) {
       out << "node " << id << " restarted (pid " << pid << "); leader " << a->leader
-          << " (term " << a->term << ")\n";
+          << " (term " << term_text(a->term, a->term_leader) << ")\n";
       return exit_ok;
     }
     if (std::chrono::steady_clock::now() >= deadline)

@@ -40,9 +40,12 @@ struct node_view {
   std::string address;
   std::string metrics; ///< HOST:PORT
   int pid = 0;
-  bool alive = false;    ///< the process runs (stopped or not)
-  bool stopped = false;  ///< SIGSTOP'ed
-  bool reported = false; ///< status.json exists and belongs to this pid
+  bool alive = false;   ///< the process runs (stopped or not)
+  bool stopped = false; ///< SIGSTOP'ed
+  bool leaving = false; ///< running, but its status says it is shutting down
+  /// status.json exists, belongs to this pid, and the node runs and is not
+  /// stopped: a frozen or departing node's last view is stale, not reported.
+  bool reported = false;
   uint64_t leader = 0;
   uint64_t term = 0;
   uint64_t term_leader = 0;
@@ -51,11 +54,12 @@ struct node_view {
 };
 
 /// The leader all live, running nodes in `nodes` agree on (same leader and term,
-/// and the leader itself among them claims it), if they do. Nodes in `ignore`
-/// are left out.
+/// and the leader itself among them claims it), if they do. Dead, stopped and
+/// leaving nodes and those in `ignore` are left out.
 struct agreement {
   uint64_t leader = 0;
-  uint64_t term = 0;
+  uint64_t term = 0;        ///< epoch
+  uint64_t term_leader = 0; ///< the leader id of the term (printed EPOCH/LEADER)
   size_t members = 0;
   int64_t latest_change_us = 0; ///< the last node to adopt this leader, wall clock
 };
@@ -66,7 +70,9 @@ std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
 int parse_signal(const std::string& name);
 
 // Commands: return the process exit status (0 ok, 1 failure/timeout, 2 bad input).
-// kill: node 0 means the leader the live nodes agree on.
+// status: 0 only if the live nodes agree on a leader (a health check), else 1.
+// kill: node 0 means the leader the live nodes agree on; with `wait`, returns
+// once `status` would report the new agreement.
 int up(const up_options& o, std::ostream& out);
 int status(const std::string& dir, bool json, std::ostream& out);
 int kill(const std::string& dir, uint64_t node, int signal, bool wait,

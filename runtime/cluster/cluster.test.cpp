@@ -13,6 +13,7 @@ node_view node(uint64_t id, uint64_t leader, uint64_t term, int64_t since = 0) {
   v.reported = true;
   v.leader = leader;
   v.term = term;
+  v.term_leader = leader;
   v.is_leader = id == leader;
   v.leader_since_us = since;
   return v;
@@ -44,6 +45,21 @@ TEST(cluster, dead_stopped_and_ignored_nodes_do_not_count) {
   ASSERT_TRUE(a);
   EXPECT_EQ(a->leader, 2u);
   EXPECT_TRUE(agreed_leader({node(1, 2, 2), node(2, 2, 2), node(3, 3, 1)}, {3}));
+}
+
+TEST(cluster, a_leaving_node_does_not_block_agreement) {
+  auto leaving = node(3, 3, 1);
+  leaving.reported = false; // its status says running: false
+  leaving.leaving = true;
+  auto a = agreed_leader({node(1, 2, 2), node(2, 2, 2), leaving});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->leader, 2u);
+}
+
+TEST(cluster, same_epoch_with_another_leader_is_no_agreement) {
+  auto other = node(1, 3, 2);
+  other.term_leader = 2; // term 2/2, not 2/3
+  EXPECT_FALSE(agreed_leader({other, node(2, 3, 2), node(3, 3, 2)}));
 }
 
 TEST(cluster, a_leader_nobody_claims_is_no_agreement) {

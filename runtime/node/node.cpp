@@ -54,106 +54,104 @@ void configure(caf::actor_system_config& cfg, const node_config& c) {
   cfg.set("middleman.connection-timeout", caf::timespan{c.link_timeout});
 }
 
-} // namespace
+/// DIR/status.json, creating DIR; "" without --data-dir; nullopt if DIR cannot
+/// be created (reported on stderr).
+std::optional<std::string> prepare_status_path(const node_config& c) {
+  if (c.data_dir.empty())
+    return std::string{};
+  std::error_code ec;
+  std::filesystem::create_directories(c.data_dir, ec);
+  if (ec) {
+    std::cerr << "conclave: error: --data-dir: cannot create " << c.data_dir << ": "
+              << ec.message() << '\n';
+    return std::nullopt;
+  }
+  return (std::filesystem::path{c.data_dir} / "status.json").string();
+}
 
-int run_node(const node_config& c) {
-  auto signals = block_termination_signals();
-  caf::actor_system_config cfg;
-  configure(cfg, c);
-
-  node_status initial;
-  initial.id = c.id.value;
-  initial.cluster = c.cluster;
-  initial.address = c.listen.to_string();
-  initial.pid = static_cast<int>(::getpid());
+node_status initial_status(const node_config& c) {
+  node_status s;
+  s.id = c.id.value;
+  s.cluster = c.cluster;
+  s.address = c.listen.to_string();
+  s.pid = static_cast<int>(::getpid());
   for (auto& [id, addr] : c.peers)
-    initial.peers.push_back({id, addr.to_string(), false, "alive"});
-  std::string status_path;
-  if (!c.data_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(c.data_dir, ec);
-    if (ec) {
-      std::cerr << "conclave: error: --data-dir: cannot create " << c.data_dir << ": "
-                << ec.message() << '\n';
-      return 2;
-    }
-    status_path = (std::filesystem::path{c.data_dir} / "status.json").string();
-  }
-  auto status = std::make_shared<status_writer>(status_path, initial);
-  auto probe = std::make_shared<node_probe>(c, status);
+    s.peers.push_back({id, addr.to_string(), false, "alive"});
+  return s;
+}
 
-  std::unique_ptr<prometheus::Exposer> exposer;
-  if (c.metrics) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(c.metrics->to_string(), 1);
-      exposer->RegisterCollectable(probe->registry());
-    } catch (const std::exception& e) {
-      std::cerr << "conclave: error: --metrics: cannot listen on "
-                << c.metrics->to_string() << ": port in use or not permitted\n";
-      return 2;
-    }
+/// The /metrics endpoint, if --metrics is set. Sets `failed` if it cannot listen.
+std::unique_ptr<prometheus::Exposer>
+serve_metrics(const node_config& c, const std::shared_ptr<node_probe>& probe,
+              bool& failed) {
+  failed = false;
+  if (!c.metrics)
+    return nullptr;
+  try {
+    auto exposer = std::make_unique<prometheus::Exposer>(c.metrics->to_string(), 1);
+    exposer->RegisterCollectable(probe->registry());
+    exposer->RegisterCollectable(live_metrics(probe));
+    return exposer;
+  } catch (const std::exception& e) {
+    std::cerr << "conclave: error: --metrics: cannot listen on " << c.metrics->to_string()
+              << ": port in use or not permitted\n";
+    failed = true;
+    return nullptr;
   }
+}
 
-  caf::actor_system sys{cfg};
-  // The middleman's link settings are silently ignored if mistyped: read back.
+/// The middleman's link settings are silently ignored if mistyped: read back.
+bool link_settings_applied(caf::actor_system& sys, const node_config& c) {
   auto hb = caf::get_or(sys.config(), "middleman.heartbeat-interval", caf::timespan{0});
   auto to = caf::get_or(sys.config(), "middleman.connection-timeout", caf::timespan{0});
-  if (hb != caf::timespan{c.link_heartbeat} || to != caf::timespan{c.link_timeout}) {
-    std::cerr << "conclave: error: the middleman did not take the link heartbeat "
-                 "settings\n";
-    return 1;
-  }
+  return hb == caf::timespan{c.link_heartbeat} && to == caf::timespan{c.link_timeout};
+}
 
+std::shared_ptr<peer_links> make_links(const node_config& c,
+                                       const std::shared_ptr<node_probe>& probe,
+                                       const std::shared_ptr<const node_log>& log) {
   membership members{c.cluster, c.id.value, {}};
-  std::vector<el::node_id> peer_ids;
-  for (auto& [id, addr] : c.peers) {
+  for (auto& [id, addr] : c.peers)
     members.peers.insert(id);
-    peer_ids.push_back(el::node_id{id});
-  }
-  auto directory = std::make_shared<el::directory_transport>();
-  auto links = std::make_shared<peer_links>(members, probe, directory);
-  probe->set_log([links](const std::string& line) { links->log(line); });
+  return std::make_shared<peer_links>(members, probe,
+                                      std::make_shared<el::directory_transport>(), log);
+}
 
+el::candidate_actor start_candidate_actor(caf::actor_system& sys, const node_config& c,
+                                          const std::shared_ptr<peer_links>& links,
+                                          const std::shared_ptr<node_probe>& probe) {
   el::candidate_options opts;
   opts.id = c.id;
-  opts.peers = peer_ids;
+  for (auto& [id, addr] : c.peers)
+    opts.peers.push_back(el::node_id{id});
   opts.config = c.election;
-  opts.net = std::make_shared<node_transport>(directory);
+  opts.net = std::make_shared<node_transport>(links->directory());
   opts.probe = probe;
   opts.incarnation = static_cast<uint64_t>(wall_clock_us());
   auto candidate = el::spawn_candidate(sys, opts);
   links->set_candidate(candidate);
+  return candidate;
+}
 
-  auto gate = spawn_gate(sys, links);
-  auto published =
-      sys.middleman().publish(gate, c.listen.port, c.listen.host.c_str(), true);
-  auto stop_all = [&](std::vector<caf::actor> extra) {
-    caf::anon_send_exit(candidate, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
-    for (auto& a : extra)
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  };
-  if (!published) {
-    std::cerr << "conclave: error: --listen: cannot listen on " << c.listen.to_string()
-              << ": port in use (" << sys.render(published.error()) << ")\n";
-    stop_all({});
-    return 2;
-  }
-  links->log("listening on " + c.listen.to_string() + ", cluster '" + c.cluster + "', "
-             + std::string{el::to_string(c.election.algo)} + ", "
-             + std::to_string(c.peers.size()) + " peer(s)"
-             + (c.metrics ? ", metrics on http://" + c.metrics->to_string() + "/metrics"
-                          : std::string{}));
+void log_start(const node_config& c, const peer_links& links) {
+  links.log("listening on " + c.listen.to_string() + ", cluster '" + c.cluster + "', "
+            + std::string{el::to_string(c.election.algo)} + ", "
+            + std::to_string(c.peers.size()) + " peer(s)"
+            + (c.metrics ? ", metrics on http://" + c.metrics->to_string() + "/metrics"
+                         : std::string{}));
   if (!is_loopback(c.listen.host))
-    links->log("WARNING: listening beyond loopback; CAF 0.17's wire protocol trusts "
-               "anyone who connects (docs/node.md)");
+    links.warn("listening beyond loopback; CAF 0.17's wire protocol trusts anyone who "
+               "connects (docs/node.md)");
+}
 
-  // The lower id of each pair dials the higher one.
+/// The lower id of each pair dials the higher one; after a pause, a dropped
+/// lower member is dialed back once (peer_links::set_repair).
+std::vector<caf::actor> dial_members(caf::actor_system& sys, const node_config& c,
+                                     const std::shared_ptr<peer_links>& links) {
   std::vector<caf::actor> connectors;
   for (auto& [id, addr] : c.peers)
     if (id > c.id.value)
       connectors.push_back(spawn_connector(sys, links, connector_options{id, addr}));
-
   links->set_repair([&sys, weak = std::weak_ptr<peer_links>{links},
                      peers = c.peers](uint64_t id) -> caf::actor {
     auto l = weak.lock();
@@ -164,39 +162,44 @@ int run_node(const node_config& c) {
     l->log("dialing node " + std::to_string(id) + " back");
     return spawn_connector(sys, l, o);
   });
+  return connectors;
+}
 
-  // Give the links a moment to come up so the first election sees everyone
-  // (the core listens for a leader's heartbeat before electing anyway).
-  auto grace_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-  while (links->linked() < c.peers.size() && std::chrono::steady_clock::now() < grace_end)
+/// Gives the links a moment to come up so the first election sees everyone
+/// (the core listens for a leader's heartbeat before electing anyway).
+void await_links(const peer_links& links, size_t peers, std::chrono::milliseconds grace) {
+  auto end = std::chrono::steady_clock::now() + grace;
+  while (links.linked() < peers && std::chrono::steady_clock::now() < end)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  caf::anon_send(candidate, conclave::election_atoms::start_atom::value);
-  links->log("joined with " + std::to_string(links->linked()) + " of "
-             + std::to_string(c.peers.size()) + " peer(s) linked");
+}
 
-  // Wait for SIGTERM/SIGINT, ticking the pause guard every 50 ms meanwhile.
-  links->set_pause_guard(std::chrono::milliseconds{250},
-                         c.link_timeout + c.link_timeout / 2);
-  int sig = 0;
+/// Waits for SIGTERM/SIGINT, ticking the pause guard every 50 ms meanwhile.
+int await_termination(const sigset_t& signals, peer_links& links, const node_config& c) {
+  links.set_pause_guard(std::chrono::milliseconds{250},
+                        c.link_timeout + c.link_timeout / 2);
   timespec period{0, 50'000'000};
   for (;;) {
-    links->tick(std::chrono::steady_clock::now());
-    sig = sigtimedwait(&signals, nullptr, &period);
+    links.tick(std::chrono::steady_clock::now());
+    int sig = sigtimedwait(&signals, nullptr, &period);
     if (sig == SIGTERM || sig == SIGINT)
-      break;
+      return sig;
   }
-  links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
-             + ": leaving the group");
+}
+
+/// Leaves the group: no new links, the gate unpublished, a leader resigns (its
+/// candidate's exit handler does), the resignation gets time to leave.
+void leave(caf::actor_system& sys, const node_config& c, peer_links& links,
+           std::vector<caf::actor> connectors, const caf::actor& gate,
+           const el::candidate_actor& candidate) {
   // No new links while leaving (the peers' candidates stay in the directory, so
   // the resignation still reaches them).
-  for (auto& a : links->stop_repairs())
+  for (auto& a : links.stop_repairs())
     connectors.push_back(a);
   sys.middleman().unpublish(gate, c.listen.port);
   for (auto& a : connectors)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
   {
-    // The candidate's exit handler resigns if it leads: the others elect at once.
     caf::scoped_actor self{sys};
     self->monitor(candidate);
     caf::anon_send_exit(candidate, caf::exit_reason::user_shutdown);
@@ -204,6 +207,56 @@ int run_node(const node_config& c) {
   }
   // Let the resign messages leave before the connections close.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+} // namespace
+
+int run_node(const node_config& c) {
+  auto signals = block_termination_signals();
+  auto log = std::make_shared<const node_log>(c.id.value, c.log_format);
+  auto path = prepare_status_path(c);
+  if (!path)
+    return 2;
+  auto status = std::make_shared<status_writer>(*path, initial_status(c));
+  auto probe = std::make_shared<node_probe>(c, status);
+  probe->set_log(log);
+  bool metrics_failed = false;
+  auto exposer = serve_metrics(c, probe, metrics_failed);
+  if (metrics_failed)
+    return exit_address_in_use;
+
+  caf::actor_system_config cfg;
+  configure(cfg, c);
+  caf::actor_system sys{cfg};
+  if (!link_settings_applied(sys, c)) {
+    std::cerr << "conclave: error: the middleman did not take the link heartbeat "
+                 "settings\n";
+    return 1;
+  }
+  auto links = make_links(c, probe, log);
+  auto candidate = start_candidate_actor(sys, c, links, probe);
+  auto gate = spawn_gate(sys, links);
+  auto published =
+      sys.middleman().publish(gate, c.listen.port, c.listen.host.c_str(), true);
+  if (!published) {
+    std::cerr << "conclave: error: --listen: cannot listen on " << c.listen.to_string()
+              << ": port in use (" << sys.render(published.error()) << ")\n";
+    caf::anon_send_exit(candidate, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    return exit_address_in_use;
+  }
+  log_start(c, *links);
+  auto connectors = dial_members(sys, c, links);
+  await_links(*links, c.peers.size(), std::chrono::milliseconds(500));
+  caf::anon_send(candidate, conclave::election_atoms::start_atom::value);
+  links->log("joined with " + std::to_string(links->linked()) + " of "
+             + std::to_string(c.peers.size()) + " peer(s) linked");
+
+  auto sig = await_termination(signals, *links, c);
+  links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+             + ": leaving the group");
+  leave(sys, c, *links, std::move(connectors), caf::actor_cast<caf::actor>(gate),
+        candidate);
   status->set_running(false);
   links->log("stopped");
   // civetweb's orderly stop waits for its 2 s poll timeout; the process is

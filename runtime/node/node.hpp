@@ -11,8 +11,14 @@
 
 namespace conclave::node {
 
+/// Exit status of a node whose --listen or --metrics address is taken (also when
+/// it is taken between the up-front check and the bind): the launcher retries on
+/// new ports when it sees it. Documented in docs/node.md.
+constexpr int exit_address_in_use = 4;
+
 /// Runs the node until SIGTERM or SIGINT. Returns the process exit status:
-/// 0 after a clean shutdown, 2 if an address cannot be bound, 1 otherwise.
+/// 0 after a clean shutdown, exit_address_in_use if an address cannot be bound,
+/// 1 otherwise.
 int run_node(const node_config& cfg);
 
 } // namespace conclave::node

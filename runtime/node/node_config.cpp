@@ -108,6 +108,9 @@ result<node_config> make_node_config(const node_options& o) {
   if (!listen)
     return "--listen: " + listen.error();
   c.listen = listen.value();
+  if (o.peers.find_first_not_of(" \t") == std::string::npos)
+    return std::string{"--peers: required, the members ID@HOST:PORT,... (for a "
+                       "one-member group, list this node alone)"};
   auto peers = parse_peers(o.peers);
   if (!peers)
     return "--peers: " + peers.error();
@@ -164,12 +167,16 @@ result<node_config> make_node_config(const node_options& o) {
   if (o.link_heartbeat_ms == 0 || o.link_timeout_ms <= 2 * o.link_heartbeat_ms)
     return std::string{"--link-timeout-ms: must exceed twice --link-heartbeat-ms "
                        "(and both must be positive)"};
+  auto format = parse_log_format(o.log_format);
+  if (!format)
+    return "--log-format: expected text or json, got " + in_quotes(o.log_format);
+  c.log_format = *format;
   c.link_heartbeat = milliseconds{o.link_heartbeat_ms};
   c.link_timeout = milliseconds{o.link_timeout_ms};
   return c;
 }
 
-result<void> check_bindable(const address& a, std::string_view flag) {
+std::optional<bind_failure> check_bindable(const address& a, std::string_view flag) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -177,22 +184,26 @@ result<void> check_bindable(const address& a, std::string_view flag) {
   addrinfo* res = nullptr;
   auto port = std::to_string(a.port);
   if (::getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res) != 0 || res == nullptr)
-    return std::string{flag} + ": cannot resolve host " + in_quotes(a.host);
+    return bind_failure{std::string{flag} + ": cannot resolve host " + in_quotes(a.host)};
   std::string err;
+  bool in_use = false;
   int fd = ::socket(res->ai_family, SOCK_STREAM, 0);
   if (fd < 0) {
     err = std::strerror(errno);
   } else {
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, 1) != 0)
-      err = errno == EADDRINUSE ? "port in use" : std::strerror(errno);
+    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, 1) != 0) {
+      in_use = errno == EADDRINUSE;
+      err = in_use ? "port in use" : std::strerror(errno);
+    }
     ::close(fd);
   }
   ::freeaddrinfo(res);
   if (!err.empty())
-    return std::string{flag} + ": cannot listen on " + a.to_string() + ": " + err;
-  return outcome::success();
+    return bind_failure{
+        std::string{flag} + ": cannot listen on " + a.to_string() + ": " + err, in_use};
+  return std::nullopt;
 }
 
 } // namespace conclave::node

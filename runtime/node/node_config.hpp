@@ -6,6 +6,7 @@
 #pragma once
 
 #include "protocols/election/config.hpp"
+#include "runtime/node/node_log.hpp"
 
 #include <boost/outcome.hpp>
 
@@ -61,6 +62,7 @@ struct node_options {
   unsigned link_heartbeat_ms = 100;
   unsigned link_timeout_ms = 1000;
   bool preempt = false;
+  std::string log_format = "text";
 };
 
 /// A validated node configuration.
@@ -76,15 +78,25 @@ struct node_config {
   /// connection is closed (every member must use the same values).
   std::chrono::milliseconds link_heartbeat{100};
   std::chrono::milliseconds link_timeout{1000};
+  node::log_format log_format = node::log_format::text;
 };
 
-/// Validates the options: id given, addresses well-formed, no duplicate ids or
-/// addresses, this node listed among the peers only with its own address,
-/// settings consistent. Does not touch the network (see check_ports).
+/// Validates the options: id, listen and peers given (a node always names its
+/// group, so a typo cannot turn it into a group of one), addresses well-formed, no
+/// duplicate ids or addresses, this node listed among the peers only with its own
+/// address, settings consistent. Does not touch the network (see check_ports).
 result<node_config> make_node_config(const node_options& o);
 
-/// Whether HOST:PORT can be bound right now (as a listener with address reuse).
-/// The error says which flag and address, and why.
-result<void> check_bindable(const address& a, std::string_view flag);
+/// Why an address cannot be bound: the line for the user (which flag and
+/// address, and why), and whether the port is taken (exit_address_in_use) rather
+/// than the input bad (an unknown host: exit 2).
+struct bind_failure {
+  std::string message;
+  bool in_use = false;
+};
+
+/// Why HOST:PORT cannot be bound right now (as a listener with address reuse);
+/// nullopt if it can.
+std::optional<bind_failure> check_bindable(const address& a, std::string_view flag);
 
 } // namespace conclave::node

@@ -2,9 +2,13 @@
 
 #include <caf/config.hpp>
 
+#include <prometheus/client_metric.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+
+#include <algorithm>
 
 namespace conclave::node {
 
@@ -21,11 +25,42 @@ std::string caf_version() {
          + std::to_string(CAF_PATCH_VERSION);
 }
 
+/// The metrics a scrape computes: they change between inputs.
+class live_collectable final : public prometheus::Collectable {
+public:
+  explicit live_collectable(std::weak_ptr<const node_probe> probe)
+      : probe_(std::move(probe)) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    auto probe = probe_.lock();
+    if (!probe)
+      return {};
+    prometheus::MetricFamily f;
+    f.name = "conclave_leader_silence_seconds";
+    f.help = "Follower: seconds since the last heartbeat of its leader (computed "
+             "at scrape time); 0 on the leader and while no leader is known";
+    f.type = prometheus::MetricType::Gauge;
+    prometheus::ClientMetric m;
+    m.gauge.value = probe->leader_silence_seconds();
+    f.metric.push_back(m);
+    return {f};
+  }
+
+private:
+  std::weak_ptr<const node_probe> probe_;
+};
+
 } // namespace
 
-node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> status)
+node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> status,
+                       steady_now_fn now)
     : registry_(std::make_shared<prometheus::Registry>()), status_(std::move(status)),
-      algorithm_(el::to_string(cfg.election.algo)) {
+      now_(std::move(now)), self_(cfg.id.value),
+      algorithm_(el::to_string(cfg.election.algo)),
+      heartbeat_type_(
+          static_cast<size_t>(std::find(el::message_type_names.begin(),
+                                        el::message_type_names.end(), "heartbeat")
+                              - el::message_type_names.begin())) {
   using namespace prometheus;
   auto& reg = *registry_;
   for (auto& [id, addr] : cfg.peers)
@@ -50,9 +85,16 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                  .Add({});
   term_ = &BuildGauge()
                .Name("conclave_term")
-               .Help("Epoch of the term this node currently knows")
+               .Help("Epoch of the term this node currently knows (the term is "
+                     "epoch/leader: see conclave_term_leader)")
                .Register(reg)
                .Add({});
+  term_leader_ = &BuildGauge()
+                      .Name("conclave_term_leader")
+                      .Help("Leader id of the term this node currently knows; terms "
+                            "order by (conclave_term, conclave_term_leader)")
+                      .Register(reg)
+                      .Add({});
   elections_ = &BuildCounter()
                     .Name("conclave_elections_total")
                     .Help("Elections this node started, by algorithm and reason")
@@ -105,44 +147,60 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                    .Help("Handshakes and messages dropped, by reason")
                    .Register(reg);
   for (auto r : {"wrong_cluster", "unknown_node", "same_id", "wrong_node",
-                 "protocol_mismatch", "unexpected_message", "stale_term"})
+                 "protocol_mismatch", "unexpected_message"})
     rejected_->Add({{"reason", r}});
-  elections("startup"); // make the family visible before the first election
+  stale_rejected_ = &rejected_->Add({{"reason", "stale_term"}});
+  // Every reason at 0 from the start: the first failover must show in increase().
+  for (int r = 0; r <= static_cast<int>(el::election_reason::requested); ++r)
+    elections(el::to_string(static_cast<el::election_reason>(r)));
+  last_heard_ = now_();
+}
+
+std::shared_ptr<prometheus::Collectable>
+live_metrics(const std::shared_ptr<const node_probe>& probe) {
+  return std::make_shared<live_collectable>(probe);
 }
 
 prometheus::Counter& node_probe::elections(std::string_view reason) {
   return elections_->Add({{"algorithm", algorithm_}, {"reason", std::string{reason}}});
 }
 
+void node_probe::log_event(const el::election_event& e) const {
+  using el::event_kind;
+  if (!log_)
+    return;
+  switch (e.kind) {
+  case event_kind::election_started:
+    log_->info("election started (" + std::string{el::to_string(e.reason)}
+               + "), last term " + el::to_string(e.t));
+    break;
+  case event_kind::became_leader:
+    log_->info("became leader, term " + el::to_string(e.t));
+    break;
+  case event_kind::lost_leadership:
+    log_->warn("lost leadership of term " + el::to_string(e.t) + " ("
+               + std::string{el::to_string(e.why)} + ")");
+    break;
+  case event_kind::leader_changed:
+    if (e.peer.value != self_) // a new leader logs "became leader" instead
+      log_->info("following node " + el::to_string(e.peer) + ", term "
+                 + el::to_string(e.t));
+    break;
+  case event_kind::peer_suspected:
+    log_->warn("suspects node " + el::to_string(e.peer));
+    break;
+  case event_kind::stale_claim_rejected:
+    log_->warn("rejected a stale claim of node " + el::to_string(e.peer) + ", term "
+               + el::to_string(e.t));
+    break;
+  default:
+    break;
+  }
+}
+
 void node_probe::event(const el::election_event& e, el::timestamp now) {
   using el::event_kind;
-  if (log_) {
-    switch (e.kind) {
-    case event_kind::election_started:
-      log_("election started (" + std::string{el::to_string(e.reason)} + "), last term "
-           + el::to_string(e.t));
-      break;
-    case event_kind::became_leader:
-      log_("became leader, term " + el::to_string(e.t));
-      break;
-    case event_kind::lost_leadership:
-      log_("lost leadership of term " + el::to_string(e.t) + " ("
-           + std::string{el::to_string(e.why)} + ")");
-      break;
-    case event_kind::leader_changed:
-      log_("following node " + el::to_string(e.peer) + ", term " + el::to_string(e.t));
-      break;
-    case event_kind::peer_suspected:
-      log_("suspects node " + el::to_string(e.peer));
-      break;
-    case event_kind::stale_claim_rejected:
-      log_("rejected a stale claim of node " + el::to_string(e.peer) + ", term "
-           + el::to_string(e.t));
-      break;
-    default:
-      break;
-    }
-  }
+  log_event(e);
   switch (e.kind) {
   case event_kind::election_started: {
     elections(el::to_string(e.reason)).Increment();
@@ -153,8 +211,6 @@ void node_probe::event(const el::election_event& e, el::timestamp now) {
   }
   case event_kind::became_leader:
   case event_kind::leader_changed: {
-    if (e.kind == event_kind::leader_changed)
-      leader_changes_->Increment();
     std::lock_guard<std::mutex> guard{mtx_};
     if (election_started_) {
       election_duration_->Observe(seconds(now - *election_started_));
@@ -162,9 +218,6 @@ void node_probe::event(const el::election_event& e, el::timestamp now) {
     }
     break;
   }
-  case event_kind::stale_claim_rejected:
-    rejected_->Add({{"reason", "stale_term"}}).Increment();
-    break;
   case event_kind::heartbeat_rtt:
     rtt_->Observe(seconds(e.rtt));
     break;
@@ -173,18 +226,31 @@ void node_probe::event(const el::election_event& e, el::timestamp now) {
   }
 }
 
-void node_probe::message_sent(size_t type) {
-  if (type < sent_.size())
-    sent_[type]->Increment();
-}
-
 void node_probe::message_received(size_t type) {
-  if (type < received_.size())
-    received_[type]->Increment();
+  if (type != heartbeat_type_)
+    return;
+  std::lock_guard<std::mutex> guard{mtx_};
+  heartbeat_pending_ = true; // state() follows once the core has handled it
 }
 
 void node_probe::message_rejected(std::string_view reason) {
   rejected_->Add({{"reason", std::string{reason}}}).Increment();
+}
+
+void node_probe::copy_core_stats(const el::core_stats& s) {
+  // Counters only grow; a core's counters only grow too, so the difference is
+  // what happened since the last copy.
+  auto add = [](prometheus::Counter& c, uint64_t now, uint64_t before) {
+    if (now > before)
+      c.Increment(static_cast<double>(now - before));
+  };
+  for (size_t i = 0; i < el::message_type_count; ++i) {
+    add(*sent_[i], s.sent[i], copied_.sent[i]);
+    add(*received_[i], s.received[i], copied_.received[i]);
+  }
+  add(*leader_changes_, s.leader_changes, copied_.leader_changes);
+  add(*stale_rejected_, s.stale_rejected, copied_.stale_rejected);
+  copied_ = s;
 }
 
 void node_probe::state(const el::candidate_core& core, el::timestamp now) {
@@ -192,15 +258,33 @@ void node_probe::state(const el::candidate_core& core, el::timestamp now) {
   acting_->Set(core.acting() ? 1 : 0);
   auto t = core.current_term();
   term_->Set(static_cast<double>(t.epoch));
+  term_leader_->Set(static_cast<double>(t.leader.value));
   auto leader = core.leader();
   double phi = core.is_leader() ? 0.0 : core.leader_phi(now);
   for (auto p : peers_)
     phi_->Add({{"peer", std::to_string(p)}}).Set(p == leader.value ? phi : 0.0);
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    copy_core_stats(core.stats());
+    bool following = !core.is_leader() && leader != el::no_node;
+    if (following && (!following_ || leader != followed_ || heartbeat_pending_))
+      last_heard_ = now_(); // a heartbeat, or a new leader: silence starts now
+    following_ = following;
+    followed_ = leader;
+    heartbeat_pending_ = false;
+  }
   std::map<uint64_t, std::string> states;
   for (auto& p : core.participants(now))
     states[p.id.value] = std::string{el::to_string(p.state)};
   status_->update_leadership(leader.value, t.epoch, t.leader.value, core.is_leader(),
                              core.acting(), states);
+}
+
+double node_probe::leader_silence_seconds() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (!following_)
+    return 0.0;
+  return std::chrono::duration<double>(now_() - last_heard_).count();
 }
 
 void node_probe::peer_link(uint64_t peer, bool up) {

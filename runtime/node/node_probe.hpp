@@ -3,18 +3,29 @@
 // (links up and down, rejected handshakes). Thread-safe: prometheus-cpp metrics
 // are atomic, the status writer has its own lock, the rest is guarded here.
 //
+// One source per figure: message, leader-change and stale-claim counts are the
+// core's own counters (core_stats), copied into the metrics after every input;
+// elections by reason come from the core's events (the core counts only the
+// total). Every labelled series exists at 0 from the start, so increase() sees
+// the first failover. What a scrape must see at the moment of the scrape (how
+// long the leader has been silent) is computed then, by live_metrics().
+//
 // Metric names: docs/metrics.md.
 #pragma once
 
 #include "actors/election/election_probe.hpp"
+#include "runtime/node/node_log.hpp"
 #include "runtime/node/status_file.hpp"
 
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -24,18 +35,23 @@
 
 namespace conclave::node {
 
+/// The probe's clock (a seam for tests): monotonic, read when an input arrives
+/// and when Prometheus scrapes.
+using steady_now_fn = std::function<std::chrono::steady_clock::time_point()>;
+
 class node_probe final : public election::election_probe {
 public:
-  node_probe(const node_config& cfg, std::shared_ptr<status_writer> status);
+  node_probe(
+      const node_config& cfg, std::shared_ptr<status_writer> status,
+      steady_now_fn now = [] { return std::chrono::steady_clock::now(); });
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
   /// Where leadership events are logged (one line each); none by default.
-  void set_log(std::function<void(const std::string&)> log) { log_ = std::move(log); }
+  void set_log(std::shared_ptr<const node_log> log) { log_ = std::move(log); }
 
   // -- election_probe -------------------------------------------------------
   void event(const election::election_event& e, election::timestamp now) override;
-  void message_sent(size_t type) override;
   void message_received(size_t type) override;
   void message_rejected(std::string_view reason) override;
   void state(const election::candidate_core& core, election::timestamp now) override;
@@ -43,17 +59,27 @@ public:
   // -- transport ------------------------------------------------------------
   void peer_link(uint64_t peer, bool up);
 
+  /// Follower: seconds since its leader's last heartbeat (or since it adopted
+  /// that leader); 0 on a leader and while no leader is known.
+  double leader_silence_seconds() const;
+
 private:
   prometheus::Counter& elections(std::string_view reason);
+  void log_event(const election::election_event& e) const;
+  void copy_core_stats(const election::core_stats& s);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<status_writer> status_;
+  steady_now_fn now_;
+  uint64_t self_;
   std::string algorithm_;
   std::vector<uint64_t> peers_;
+  size_t heartbeat_type_;
 
   prometheus::Gauge* is_leader_;
   prometheus::Gauge* acting_;
   prometheus::Gauge* term_;
+  prometheus::Gauge* term_leader_;
   prometheus::Family<prometheus::Counter>* elections_;
   prometheus::Histogram* election_duration_;
   std::vector<prometheus::Counter*> sent_;
@@ -63,10 +89,21 @@ private:
   prometheus::Family<prometheus::Gauge>* phi_;
   prometheus::Counter* leader_changes_;
   prometheus::Family<prometheus::Counter>* rejected_;
+  prometheus::Counter* stale_rejected_;
 
-  std::function<void(const std::string&)> log_;
-  std::mutex mtx_;
+  std::shared_ptr<const node_log> log_;
+  mutable std::mutex mtx_;
   std::optional<election::timestamp> election_started_;
+  election::core_stats copied_; ///< the core's counters as last copied
+  bool heartbeat_pending_ = false;
+  bool following_ = false; ///< a follower with a known leader
+  election::node_id followed_;
+  std::chrono::steady_clock::time_point last_heard_{};
 };
+
+/// Metrics of `probe` computed at scrape time (register beside its registry()):
+/// conclave_leader_silence_seconds.
+std::shared_ptr<prometheus::Collectable>
+live_metrics(const std::shared_ptr<const node_probe>& probe);
 
 } // namespace conclave::node

@@ -20,11 +20,10 @@ struct connector_state {
   static inline const char* name = "conclave.connector";
   std::shared_ptr<peer_links> links;
   connector_options opts;
-  std::chrono::milliseconds backoff{0};
+  std::optional<redial_schedule> schedule;
   uint64_t generation = 0;
   bool dialing = false;
-  caf::actor remote;                             ///< the peer's candidate while linked
-  std::chrono::steady_clock::time_point give_up; ///< repair mode
+  caf::actor remote; ///< the peer's candidate while linked
   std::string last_failure;
 };
 
@@ -36,17 +35,16 @@ void retry(self_ptr self, const std::string& why) {
   auto& st = self->state;
   st.dialing = false;
   if (why != st.last_failure) { // log each new kind of failure once
-    st.links->log("cannot reach node " + std::to_string(st.opts.peer) + " at "
-                  + st.opts.where.to_string() + " (" + why + "), retrying");
+    st.links->warn("cannot reach node " + std::to_string(st.opts.peer) + " at "
+                   + st.opts.where.to_string() + " (" + why + "), retrying");
     st.last_failure = why;
   }
-  if (st.opts.repair && std::chrono::steady_clock::now() >= st.give_up) {
-    self->quit(); // the member's own connector will reach us
+  auto delay = st.schedule->after_failure(st.opts.now());
+  if (!delay) {
+    self->quit(); // repair mode: the member's own connector will reach us
     return;
   }
-  auto delay = st.backoff;
-  st.backoff = std::min(st.backoff * 2, st.opts.max_backoff);
-  self->delayed_send(self, delay, dial_atom::value, ++st.generation);
+  self->delayed_send(self, *delay, dial_atom::value, ++st.generation);
 }
 
 void handshake(self_ptr self, const gate_actor& gate) {
@@ -74,7 +72,7 @@ void handshake(self_ptr self, const gate_actor& gate) {
             }
             st.dialing = false;
             st.last_failure.clear();
-            st.backoff = st.opts.initial_backoff;
+            st.schedule->reset();
             st.remote = remote;
             self->monitor(remote);
             links.up(st.opts.peer, remote);
@@ -116,8 +114,7 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
   auto& st = self->state;
   st.links = std::move(links);
   st.opts = opts;
-  st.backoff = opts.initial_backoff;
-  st.give_up = std::chrono::steady_clock::now() + opts.repair_for;
+  st.schedule.emplace(opts, opts.now());
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
     if (!st.remote || dm.source != st.remote.address())
@@ -128,8 +125,8 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
       self->quit();
       return;
     }
-    st.backoff = st.opts.initial_backoff;
-    self->delayed_send(self, st.opts.initial_backoff, dial_atom::value, ++st.generation);
+    st.schedule->reset();
+    self->delayed_send(self, st.schedule->initial(), dial_atom::value, ++st.generation);
   });
   self->set_default_handler([self](caf::scheduled_actor*, caf::message_view&) {
     self->state.links->probe().message_rejected("unexpected_message");
@@ -145,6 +142,23 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
 }
 
 } // namespace
+
+redial_schedule::redial_schedule(const connector_options& o,
+                                 std::chrono::steady_clock::time_point start)
+    : initial_(o.initial_backoff), max_(std::max(o.max_backoff, o.initial_backoff)),
+      next_(o.initial_backoff) {
+  if (o.repair)
+    give_up_ = start + o.repair_for;
+}
+
+std::optional<std::chrono::milliseconds>
+redial_schedule::after_failure(std::chrono::steady_clock::time_point now) {
+  if (give_up_ && now >= *give_up_)
+    return std::nullopt;
+  auto wait = next_;
+  next_ = std::min(next_ * 2, max_);
+  return wait;
+}
 
 caf::actor spawn_connector(caf::actor_system& sys, std::shared_ptr<peer_links> links,
                            connector_options opts) {

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 namespace conclave::node {
 
@@ -30,6 +31,33 @@ struct connector_options {
   /// stop (the member's own connector stays responsible for reconnecting).
   bool repair = false;
   std::chrono::milliseconds repair_for{2000};
+  /// The connector's clock (a seam for tests).
+  steady_now_fn now = [] { return std::chrono::steady_clock::now(); };
+};
+
+/// When a connector dials again: after a failure, wait `initial_backoff`, then
+/// twice as long after each further failure, at most `max_backoff`; a link
+/// that came up starts over. In repair mode, give up once `repair_for` has
+/// passed since the start. Pure: the caller passes the time.
+class redial_schedule {
+public:
+  redial_schedule(const connector_options& o,
+                  std::chrono::steady_clock::time_point start);
+
+  /// The wait before the next attempt after a failure at `now`; nullopt: give up.
+  std::optional<std::chrono::milliseconds>
+  after_failure(std::chrono::steady_clock::time_point now);
+
+  /// The link came up (or dropped after being up): the next wait is the initial one.
+  void reset() { next_ = initial_; }
+
+  std::chrono::milliseconds initial() const { return initial_; }
+
+private:
+  std::chrono::milliseconds initial_;
+  std::chrono::milliseconds max_;
+  std::chrono::milliseconds next_;
+  std::optional<std::chrono::steady_clock::time_point> give_up_;
 };
 
 caf::actor spawn_connector(caf::actor_system& sys, std::shared_ptr<peer_links> links,

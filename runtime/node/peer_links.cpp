@@ -6,17 +6,16 @@
 #include <caf/send.hpp>
 
 #include <chrono>
-#include <cstdio>
-#include <ctime>
 
 namespace conclave::node {
 
 namespace el = conclave::election;
 
 peer_links::peer_links(membership m, std::shared_ptr<node_probe> probe,
-                       std::shared_ptr<el::directory_transport> directory)
-    : members_(std::move(m)), probe_(std::move(probe)), directory_(std::move(directory)) {
-}
+                       std::shared_ptr<el::directory_transport> directory,
+                       std::shared_ptr<const node_log> log, steady_now_fn now)
+    : members_(std::move(m)), probe_(std::move(probe)), directory_(std::move(directory)),
+      log_(std::move(log)), now_(std::move(now)) {}
 
 void peer_links::up(uint64_t peer, const caf::actor& remote) {
   el::node_id id{peer};
@@ -37,7 +36,7 @@ std::optional<uint64_t> peer_links::down(const caf::actor_addr& remote) {
   directory_->erase(*id);
   --linked_;
   probe_->peer_link(id->value, false);
-  if (just_resumed(std::chrono::steady_clock::now())) {
+  if (just_resumed(now_())) {
     log("link to node " + std::to_string(id->value)
         + " down after this process was paused: not reported as a failure");
     if (repair_ && id->value < members_.self) {
@@ -47,7 +46,7 @@ std::optional<uint64_t> peer_links::down(const caf::actor_addr& remote) {
     }
     return id->value;
   }
-  log("link to node " + std::to_string(id->value) + " down");
+  warn("link to node " + std::to_string(id->value) + " down");
   if (candidate_)
     caf::anon_send(candidate_, conclave::election_atoms::peer_down_atom::value, *id);
   return id->value;
@@ -77,10 +76,10 @@ void peer_links::tick(std::chrono::steady_clock::time_point now) {
   auto gap = std::chrono::nanoseconds{ns_of(now) - prev};
   if (prev != 0 && gap > pause_threshold_) {
     resumed_ns_ = ns_of(now);
-    log("was paused for "
-        + std::to_string(
-            std::chrono::duration_cast<std::chrono::milliseconds>(gap).count())
-        + " ms");
+    warn("was paused for "
+         + std::to_string(
+             std::chrono::duration_cast<std::chrono::milliseconds>(gap).count())
+         + " ms");
   }
 }
 
@@ -90,19 +89,6 @@ bool peer_links::just_resumed(std::chrono::steady_clock::time_point now) const {
   if (last != 0 && std::chrono::nanoseconds{n - last} > pause_threshold_)
     return true; // the main thread has not run since the pause yet
   return std::chrono::nanoseconds{n - resumed_ns_.load()} < pause_window_;
-}
-
-void peer_links::log(const std::string& line) const {
-  using namespace std::chrono;
-  auto now = system_clock::now();
-  auto t = system_clock::to_time_t(now);
-  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  ::localtime_r(&t, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
-  std::fprintf(stderr, "%s.%03d node %llu: %s\n", stamp, static_cast<int>(ms),
-               static_cast<unsigned long long>(members_.self), line.c_str());
 }
 
 } // namespace conclave::node

@@ -48,8 +48,12 @@ private:
 
 class peer_links {
 public:
-  peer_links(membership m, std::shared_ptr<node_probe> probe,
-             std::shared_ptr<election::directory_transport> directory);
+  /// `now` is the pause guard's clock (a seam for tests).
+  peer_links(
+      membership m, std::shared_ptr<node_probe> probe,
+      std::shared_ptr<election::directory_transport> directory,
+      std::shared_ptr<const node_log> log,
+      steady_now_fn now = [] { return std::chrono::steady_clock::now(); });
 
   const membership& members() const { return members_; }
   node_probe& probe() { return *probe_; }
@@ -88,13 +92,17 @@ public:
   /// Members currently linked.
   size_t linked() const { return linked_.load(); }
 
-  /// Logs one line on stderr, prefixed with the node id.
-  void log(const std::string& line) const;
+  /// Logs one line (level info, or warning) through the node's log.
+  void log(const std::string& line) const { log_->info(line); }
+  void warn(const std::string& line) const { log_->warn(line); }
+  const std::shared_ptr<const node_log>& logger() const { return log_; }
 
 private:
   membership members_;
   std::shared_ptr<node_probe> probe_;
   std::shared_ptr<election::directory_transport> directory_;
+  std::shared_ptr<const node_log> log_;
+  steady_now_fn now_;
   election::candidate_actor candidate_;
   std::atomic<size_t> linked_{0};
   std::function<caf::actor(uint64_t)> repair_; ///< set once, before start

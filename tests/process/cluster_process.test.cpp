@@ -4,6 +4,8 @@
 // `kill --wait` time out after 20 s / 10 s.
 #include "tests/process/process_support.hpp"
 
+#include <numeric>
+
 using namespace conclave::process_test;
 using namespace std::chrono_literals;
 
@@ -14,9 +16,19 @@ TEST_F(cluster_test, three_nodes_elect_one_leader) {
   EXPECT_EQ(leaders(st), 1);
   for (auto& n : st["nodes"]) {
     EXPECT_EQ(n["leader"], st["leader"]);
+    EXPECT_EQ(n["term"], st["term"]);
+    EXPECT_EQ(n["term_leader"], 3);
     EXPECT_TRUE(n["alive"].get<bool>());
     EXPECT_FALSE(n["stopped"].get<bool>());
   }
+  // The text form shows the whole term, EPOCH/LEADER.
+  auto text = run_conclave("cluster status --dir " + dir.string());
+  auto term = std::to_string(st["term"].get<uint64_t>()) + "/3";
+  EXPECT_NE(text.out.find("leader 3 (term " + term + ")"), std::string::npos) << text.out;
+  // A health check: no live node, no leader, exit 1.
+  EXPECT_EQ(run_conclave("cluster down --dir " + dir.string()).status, 0);
+  auto down = status(1);
+  EXPECT_TRUE(down["leader"].is_null());
 }
 
 TEST_F(cluster_test, five_nodes_elect_one_leader_with_the_ring_algorithm_too) {
@@ -31,7 +43,10 @@ TEST_F(cluster_test, kill_9_of_the_leader_gives_one_new_leader_with_a_higher_ter
   auto k = kill(5, "KILL");
   EXPECT_EQ(k["leader"], 4);
   EXPECT_GT(k["term"].get<uint64_t>(), old_term);
+  // --wait returned once `status` agrees: at once, same leader and term.
   auto st = status();
+  EXPECT_EQ(st["leader"], 4);
+  EXPECT_EQ(st["term"], k["term"]);
   EXPECT_EQ(leaders(st), 1);
   EXPECT_FALSE(st["nodes"][4]["alive"].get<bool>());
 }
@@ -53,6 +68,16 @@ TEST_F(cluster_test, a_stopped_leader_is_replaced_and_steps_down_after_sigcont) 
   auto st = status();
   EXPECT_TRUE(st["nodes"][2]["stopped"].get<bool>());
   EXPECT_FALSE(st["nodes"][2]["alive"].get<bool>());
+  // The frozen node's stale view (it still believes it leads) is not shown.
+  EXPECT_FALSE(st["nodes"][2]["is_leader"].get<bool>());
+  EXPECT_TRUE(st["nodes"][2]["leader"].is_null());
+  EXPECT_EQ(leaders(st), 1);
+  auto text = run_conclave("cluster status --dir " + dir.string()).out;
+  size_t rows = 0;
+  for (auto at = text.find("LEADER"); at != std::string::npos;
+       at = text.find("LEADER", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 1u) << text;
   std::this_thread::sleep_for(1500ms); // longer than the link timeout (1 s)
   auto c = kill(3, "CONT");
   // The old leader sees the higher term and follows: no second election.
@@ -87,8 +112,17 @@ TEST_F(cluster_test, a_restarted_node_rejoins_without_deposing_the_leader) {
   auto term = k["term"].get<uint64_t>();
   auto r = run_conclave("cluster restart --dir " + dir.string() + " --node 3");
   EXPECT_EQ(r.status, 0) << r.out;
-  std::this_thread::sleep_for(500ms);
-  auto st = status();
+  // Proof that it rejoined: the restarted node itself reports the leader.
+  nlohmann::json st;
+  ASSERT_TRUE(eventually(
+      [&] {
+        st = status();
+        return st["nodes"][2]["leader"] == 2;
+      },
+      10s))
+      << st;
+  std::this_thread::sleep_for(300ms); // and stays a follower
+  st = status();
   EXPECT_EQ(st["leader"], 2); // preempt is off: node 3 follows
   EXPECT_EQ(st["term"].get<uint64_t>(), term);
   EXPECT_TRUE(st["nodes"][2]["alive"].get<bool>());
@@ -128,21 +162,52 @@ TEST_F(cluster_test, a_node_of_another_cluster_is_refused_and_counted) {
   EXPECT_EQ(status()["leader"], 2); // the intruder changed nothing
 }
 
-TEST_F(cluster_test, every_node_serves_its_metrics_and_one_is_leader) {
+TEST_F(cluster_test, every_node_serves_metrics_whose_values_agree_with_the_cluster) {
   auto j = up(3);
-  int leaders = 0;
+  auto term = j["term"].get<double>();
+  double leaders = 0;
   for (auto& n : j["nodes"]) {
     auto url = n["metrics_url"].get<std::string>();
     auto body = http_get(url.substr(7, url.find("/metrics") - 7), "/metrics");
-    for (auto name : {"conclave_is_leader", "conclave_term", "conclave_elections_total",
-                      "conclave_election_duration_seconds_bucket",
-                      "conclave_messages_sent_total", "conclave_messages_received_total",
-                      "conclave_peer_up", "conclave_heartbeat_rtt_seconds",
-                      "conclave_detector_phi", "conclave_leader_changes_total",
-                      "conclave_rejected_messages_total", "conclave_build_info"})
-      EXPECT_NE(body.find(name), std::string::npos) << name << " missing on " << url;
-    if (body.find("\nconclave_is_leader 1") != std::string::npos)
-      ++leaders;
+    auto is_leader = sample(body, "conclave_is_leader");
+    ASSERT_TRUE(is_leader) << body;
+    leaders += *is_leader;
+    // Every node names the same whole term (epoch and leader).
+    EXPECT_EQ(sample(body, "conclave_term"), term) << url;
+    EXPECT_EQ(sample(body, "conclave_term_leader"), 3.0) << url;
+    // Both links up.
+    auto up = samples(body, "conclave_peer_up{");
+    EXPECT_EQ(up.size(), 2u) << url;
+    EXPECT_EQ(std::accumulate(up.begin(), up.end(), 0.0), 2.0) << url;
+    EXPECT_EQ(samples(body, "conclave_build_info{"), std::vector<double>{1.0}) << body;
+    // Series of a failover exist before the first failover (increase() sees it).
+    EXPECT_EQ(sample(body, "conclave_elections_total{algorithm=\"bully\",reason=\"leader_"
+                           "down\"}"),
+              0.0)
+        << body;
+    // The leader sent heartbeats, the followers received them.
+    auto hb_sent = sample(body, "conclave_messages_sent_total{type=\"heartbeat\"}");
+    auto hb_received =
+        sample(body, "conclave_messages_received_total{type=\"heartbeat\"}");
+    ASSERT_TRUE(hb_sent && hb_received) << body;
+    EXPECT_GT(n["id"] == 3 ? *hb_sent : *hb_received, 0.0) << url;
   }
-  EXPECT_EQ(leaders, 1);
+  EXPECT_EQ(leaders, 1.0);
+}
+
+TEST_F(cluster_test, a_pid_file_that_cannot_be_written_fails_up_and_leaves_no_node) {
+  // node.pid is a directory: the rename onto it fails (even for root). Without
+  // the pid file nothing could stop the node later, so `up` must not leave it.
+  std::filesystem::create_directories(dir / "node-1" / "node.pid" / "in-the-way");
+  auto r =
+      run_conclave("cluster up --nodes 1 --timeout-ms 5000 --dir " + dir.string(), true);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("node.pid"), std::string::npos) << r.out;
+  size_t running = 0;
+  for (auto& p : std::filesystem::directory_iterator{"/proc"}) {
+    auto cmd = read_file(p.path() / "cmdline");
+    if (cmd.find((dir / "node-1" / "config.ini").string()) != std::string::npos)
+      ++running;
+  }
+  EXPECT_EQ(running, 0u);
 }

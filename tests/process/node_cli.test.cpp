@@ -8,6 +8,13 @@ using namespace conclave::process_test;
 
 namespace {
 
+void expect_exit(const std::string& args, int status, const std::string& line_part) {
+  auto r = run_conclave(args, true);
+  EXPECT_EQ(r.status, status) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(line_part), std::string::npos) << args << "\n" << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << "\n" << r.out;
+}
+
 void expect_bad_input(const std::string& args, const std::string& line_part) {
   auto r = run_conclave(args, true);
   EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
@@ -44,7 +51,7 @@ TEST(node_cli, bad_flags_are_exit_2_with_the_right_line) {
                    "--peers: node 2 is listed twice");
   expect_bad_input("node --id 1 --listen 127.0.0.1:7001 --peers 1@127.0.0.1:7009",
                    "--peers: lists this node (1) with 127.0.0.1:7009");
-  expect_bad_input("node --id 1 --listen 127.0.0.1:7001 --algorithm raft",
+  expect_bad_input("node --id 1 --listen 127.0.0.1:7001 --peers 1@:7001 --algorithm raft",
                    "--algorithm:");
   expect_bad_input("node --id x --listen 127.0.0.1:7001", "--id");
   expect_bad_input("cluster up --nodes 0 --dir /tmp/x", "--nodes: expected 1 to 64");
@@ -53,7 +60,7 @@ TEST(node_cli, bad_flags_are_exit_2_with_the_right_line) {
   expect_bad_input("cluster kill --dir /tmp --node 1 --signal HUP", "--signal:");
 }
 
-TEST(node_cli, a_port_in_use_is_exit_2) {
+TEST(node_cli, a_port_in_use_is_its_own_exit_status) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
@@ -63,15 +70,22 @@ TEST(node_cli, a_port_in_use_is_exit_2) {
   socklen_t len = sizeof(sa);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
   auto port = std::to_string(ntohs(sa.sin_port));
-  expect_bad_input("node --id 1 --listen 127.0.0.1:" + port, "port in use");
-  expect_bad_input("node --id 1 --listen 127.0.0.1:1 --metrics 127.0.0.1:" + port,
-                   "--metrics: cannot listen on 127.0.0.1:" + port);
+  // 4 (not 2): `cluster up` retries on new ports when a node exits with it.
+  expect_exit("node --id 1 --peers 1@127.0.0.1:" + port + " --listen 127.0.0.1:" + port,
+              4, "port in use");
+  expect_exit("node --id 1 --peers 1@127.0.0.1:1 --listen 127.0.0.1:1 --metrics "
+              "127.0.0.1:"
+                  + port,
+              4, "--metrics: cannot listen on 127.0.0.1:" + port);
   ::close(fd);
 }
 
 TEST(node_cli, bad_config_files_are_exit_2_naming_file_and_setting) {
   temp_file unknown{"id = 1\nlisten = 127.0.0.1:7001\ncolour = blue\n"};
   expect_bad_input("node --config " + unknown.path.string(), "unknown setting 'colour'");
+  temp_file other_section{"[store]\ndir = /tmp/x\n"};
+  expect_bad_input("node --config " + other_section.path.string(),
+                   "unknown section '[store]'");
   temp_file bad_value{"id = one\n"};
   expect_bad_input("node --config " + bad_value.path.string(), "setting 'id'");
   temp_file bad_peers{"id = 1\nlisten = 127.0.0.1:7001\npeers = 1@127.0.0.1:7001,3\n"};
@@ -86,11 +100,34 @@ TEST(node_cli, flags_beat_environment_which_beats_the_config_file) {
   auto args = "node --config " + cfg.path.string();
   auto r = run_conclave(args, true);
   EXPECT_NE(r.out.find("'2@from-file'"), std::string::npos) << r.out;
-  ::setenv("CONCLAVE_PEERS", "2@from-env", 1);
+  ::setenv("CONCLAVE_PEERS", "2@unscoped", 1); // another command's: ignored
+  r = run_conclave(args, true);
+  EXPECT_NE(r.out.find("'2@from-file'"), std::string::npos) << r.out;
+  ::unsetenv("CONCLAVE_PEERS");
+  ::setenv("CONCLAVE_NODE_PEERS", "2@from-env", 1);
   r = run_conclave(args, true);
   EXPECT_NE(r.out.find("'2@from-env'"), std::string::npos) << r.out;
   r = run_conclave(args + " --peers 2@from-flag", true);
   EXPECT_NE(r.out.find("'2@from-flag'"), std::string::npos) << r.out;
-  ::unsetenv("CONCLAVE_PEERS");
+  ::unsetenv("CONCLAVE_NODE_PEERS");
   EXPECT_EQ(r.status, 2);
+}
+
+TEST(node_cli, a_config_file_may_put_the_settings_in_a_node_section) {
+  // Same malformed peers as above, under [node]: the error proves it was read.
+  temp_file cfg{"[node]\nid = 1\nlisten = 127.0.0.1:7001\npeers = 2@from-section\n"};
+  auto r = run_conclave("node --config " + cfg.path.string(), true);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("'2@from-section'"), std::string::npos) << r.out;
+}
+
+TEST(node_cli, peers_are_required) {
+  expect_bad_input("node --id 1 --listen 127.0.0.1:7001", "--peers: required");
+}
+
+TEST(node_cli, version_and_unknown_commands) {
+  auto v = run_conclave("--version", true);
+  EXPECT_EQ(v.status, 0) << v.out;
+  EXPECT_EQ(v.out.rfind("conclave ", 0), 0u) << v.out;
+  expect_bad_input("foo", "unknown command 'foo'; commands: version, sim, node, cluster");
 }

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <sys/socket.h>
@@ -71,6 +72,28 @@ inline std::string http_get(const std::string& host_port, const std::string& pat
 
 using conclave::testing::free_port;
 
+/// The values of every sample in a /metrics body whose line starts with
+/// `series` ("conclave_is_leader " or "conclave_peer_up{"), in order.
+inline std::vector<double> samples(const std::string& body, const std::string& series) {
+  std::vector<double> values;
+  std::istringstream in{body};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(series, 0) == 0) {
+      auto space = line.rfind(' ');
+      values.push_back(std::stod(line.substr(space + 1)));
+    }
+  return values;
+}
+
+/// The value of the one sample `series` (name and labels exactly as exposed).
+inline std::optional<double> sample(const std::string& body, const std::string& series) {
+  auto v = samples(body, series + " ");
+  if (v.size() != 1)
+    return std::nullopt;
+  return v.front();
+}
+
 /// A cluster directory under /tmp, brought down (and removed) however a test ends.
 class cluster_test : public ::testing::Test {
 protected:
@@ -102,9 +125,11 @@ protected:
     return j;
   }
 
-  nlohmann::json status() {
+  /// `cluster status --json`; its exit status must be `expected` (0: the live
+  /// nodes agree on a leader, 1: they do not).
+  nlohmann::json status(int expected = 0) {
     auto r = run_conclave("cluster status --json --dir " + dir.string());
-    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.status, expected) << r.out;
     return nlohmann::json::parse(r.out);
   }
 
@@ -118,13 +143,25 @@ protected:
     return j;
   }
 
-  /// Number of live nodes that claim leadership.
+  /// Number of nodes shown as leader (a stopped or dead node is never shown so).
   static int leaders(const nlohmann::json& st) {
     int n = 0;
     for (auto& node : st["nodes"])
-      if (node["alive"].get<bool>() && node["is_leader"].get<bool>())
+      if (node["is_leader"].get<bool>())
         ++n;
     return n;
+  }
+
+  /// Calls `probe` every 20 ms until it returns true or `limit` passes.
+  template <class Probe>
+  static bool eventually(Probe probe, std::chrono::milliseconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!probe()) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
   }
 };
 

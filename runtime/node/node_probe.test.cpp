@@ -1,0 +1,136 @@
+#include "runtime/node/node_probe.hpp"
+
+#include "protocols/election/core_factory.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace conclave::node;
+namespace el = conclave::election;
+using namespace std::chrono_literals;
+
+namespace {
+
+node_config config_of(uint64_t id) {
+  node_options o;
+  o.id = id;
+  o.listen = "127.0.0.1:7001";
+  o.peers = "1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003";
+  o.listen = "127.0.0.1:700" + std::to_string(id);
+  return make_node_config(o).value();
+}
+
+/// The value of the sample of `family` whose labels include `label`=`value`.
+std::optional<double> value_of(prometheus::Registry& reg, const std::string& family,
+                               const std::string& label = {},
+                               const std::string& value = {}) {
+  for (auto& f : reg.Collect()) {
+    if (f.name != family)
+      continue;
+    for (auto& m : f.metric) {
+      bool match = label.empty();
+      for (auto& l : m.label)
+        match = match || (l.name == label && l.value == value);
+      if (match)
+        return f.type == prometheus::MetricType::Counter ? m.counter.value
+                                                         : m.gauge.value;
+    }
+  }
+  return std::nullopt;
+}
+
+struct fake_clock {
+  std::chrono::steady_clock::time_point now{std::chrono::seconds(1000)};
+  steady_now_fn fn() {
+    return [this] { return now; };
+  }
+};
+
+} // namespace
+
+TEST(node_probe, every_election_reason_exists_at_zero_before_the_first_election) {
+  auto cfg = config_of(2);
+  node_probe probe{cfg, std::make_shared<status_writer>("", node_status{})};
+  for (auto reason :
+       {"startup", "no_leader", "leader_down", "leader_suspected", "leader_resigned",
+        "election_received", "election_timeout", "preempt", "requested"})
+    EXPECT_EQ(value_of(*probe.registry(), "conclave_elections_total", "reason", reason),
+              0.0)
+        << reason;
+  EXPECT_EQ(value_of(*probe.registry(), "conclave_rejected_messages_total", "reason",
+                     "stale_term"),
+            0.0);
+}
+
+TEST(node_probe, a_new_leader_does_not_log_that_it_follows_itself) {
+  auto cfg = config_of(3);
+  node_probe probe{cfg, std::make_shared<status_writer>("", node_status{})};
+  std::ostringstream out;
+  probe.set_log(std::make_shared<node_log>(3, log_format::text, &out));
+  el::term t{4, el::node_id{3}, 1};
+  probe.event({el::event_kind::leader_changed, t, el::node_id{3}}, el::timestamp{0});
+  probe.event({el::event_kind::became_leader, t}, el::timestamp{0});
+  probe.event(
+      {el::event_kind::leader_changed, el::term{5, el::node_id{2}, 1}, el::node_id{2}},
+      el::timestamp{0});
+  auto log = out.str();
+  EXPECT_EQ(log.find("following node 3"), std::string::npos) << log;
+  EXPECT_NE(log.find("became leader, term 4/3"), std::string::npos) << log;
+  EXPECT_NE(log.find("following node 2, term 5/2"), std::string::npos) << log;
+}
+
+TEST(node_probe, counts_come_from_the_core_and_the_whole_term_is_exported) {
+  auto cfg = config_of(1);
+  node_probe probe{cfg, std::make_shared<status_writer>("", node_status{})};
+  auto core =
+      el::make_core(el::node_id{1}, {el::node_id{2}, el::node_id{3}}, cfg.election);
+  core->start(el::timestamp{0}, 1);
+  core->handle(
+      el::message{el::heartbeat_msg{el::node_id{3}, el::term{2, el::node_id{3}, 1}, 1}},
+      el::timestamp{1ms});
+  probe.state(*core, el::timestamp{1ms});
+  probe.state(*core, el::timestamp{2ms}); // copying twice must not count twice
+  auto& reg = *probe.registry();
+  EXPECT_EQ(value_of(reg, "conclave_messages_received_total", "type", "heartbeat"), 1.0);
+  EXPECT_EQ(value_of(reg, "conclave_messages_sent_total", "type", "heartbeat_ack"),
+            static_cast<double>(
+                core->stats().sent[el::message{el::heartbeat_ack_msg{}}.index()]));
+  EXPECT_EQ(value_of(reg, "conclave_leader_changes_total"),
+            static_cast<double>(core->stats().leader_changes));
+  EXPECT_EQ(value_of(reg, "conclave_term"), 2.0);
+  EXPECT_EQ(value_of(reg, "conclave_term_leader"), 3.0);
+}
+
+TEST(node_probe, leader_silence_grows_between_heartbeats_and_restarts_at_each) {
+  auto cfg = config_of(1);
+  fake_clock clock;
+  auto probe = std::make_shared<node_probe>(
+      cfg, std::make_shared<status_writer>("", node_status{}), clock.fn());
+  auto core =
+      el::make_core(el::node_id{1}, {el::node_id{2}, el::node_id{3}}, cfg.election);
+  core->start(el::timestamp{0}, 1);
+  EXPECT_EQ(probe->leader_silence_seconds(), 0.0); // no leader yet
+  auto heartbeat = [&](uint64_t seq, el::timestamp at) {
+    probe->message_received(el::message{el::heartbeat_msg{}}.index());
+    core->handle(el::message{el::heartbeat_msg{el::node_id{3},
+                                               el::term{2, el::node_id{3}, 1}, seq}},
+                 at);
+    probe->state(*core, at);
+  };
+  heartbeat(1, el::timestamp{1ms});
+  clock.now += 120ms;
+  EXPECT_NEAR(probe->leader_silence_seconds(), 0.120, 1e-9);
+  // Another input that is not a heartbeat does not reset the silence.
+  probe->state(*core, el::timestamp{100ms});
+  clock.now += 30ms;
+  EXPECT_NEAR(probe->leader_silence_seconds(), 0.150, 1e-9);
+  heartbeat(2, el::timestamp{151ms});
+  EXPECT_EQ(probe->leader_silence_seconds(), 0.0);
+  // And the scrape sees it through the live collectable.
+  clock.now += 40ms;
+  auto families = live_metrics(probe)->Collect();
+  ASSERT_EQ(families.size(), 1u);
+  EXPECT_EQ(families[0].name, "conclave_leader_silence_seconds");
+  EXPECT_NEAR(families[0].metric.at(0).gauge.value, 0.040, 1e-9);
+}
