@@ -5,8 +5,12 @@
 // the test's directory and is stopped by its pid.
 #include "tests/process/process_support.hpp"
 
+#include <cctype>
 #include <csignal>
+#include <cstdio>
 #include <fcntl.h>
+#include <sstream>
+#include <vector>
 
 using namespace conclave::process_test;
 using namespace std::chrono_literals;
@@ -18,6 +22,62 @@ std::string find_prometheus() {
     if (::access(p, X_OK) == 0)
       return p;
   return {};
+}
+
+std::string url_encode(const std::string& text) {
+  std::string out;
+  char hex[4];
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+/// The server's verdict on a query: "" if it evaluated it, else its error.
+std::string query_error(const std::string& api, const std::string& query) {
+  auto body = http_get(api, "/api/v1/query?query=" + url_encode(query));
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded())
+    return "no JSON answer: " + body;
+  if (j.value("status", "") != "success")
+    return j.value("error", body);
+  return {};
+}
+
+/// Every line of every ```promql block in docs/metrics.md.
+std::vector<std::string> documented_queries() {
+  std::vector<std::string> queries;
+  std::istringstream in{read_file(std::string{CONCLAVE_SOURCE_DIR} + "/docs/metrics.md")};
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("```", 0) == 0)
+      inside = !inside && line == "```promql";
+    else if (inside && !line.empty())
+      queries.push_back(line);
+  }
+  return queries;
+}
+
+/// Every panel query of the Grafana dashboard, with $cluster as ".*".
+std::vector<std::string> dashboard_queries() {
+  std::vector<std::string> queries;
+  auto j = nlohmann::json::parse(read_file(
+      std::string{CONCLAVE_SOURCE_DIR} + "/examples/prometheus/grafana-dashboard.json"));
+  for (auto& panel : j.value("panels", nlohmann::json::array()))
+    for (auto& target : panel.value("targets", nlohmann::json::array())) {
+      auto q = target.value("expr", "");
+      for (auto at = q.find("$cluster"); at != std::string::npos; at = q.find("$cluster"))
+        q.replace(at, 8, ".*");
+      if (!q.empty())
+        queries.push_back(q);
+    }
+  return queries;
 }
 
 /// The first value of an instant-vector query result, or "" if none.
@@ -86,4 +146,22 @@ TEST_F(cluster_test, prometheus_scrapes_the_cluster_and_sees_exactly_one_leader)
   }
   EXPECT_EQ(targets_up, "3") << read_file(log);
   EXPECT_EQ(leaders, "1") << read_file(log);
+
+  // Every query users are told to run must be one the server accepts.
+  auto docs = documented_queries();
+  auto panels = dashboard_queries();
+  EXPECT_GE(docs.size(), 5u);
+  EXPECT_GE(panels.size(), 10u);
+  for (auto& q : docs)
+    EXPECT_EQ(query_error(api, q), "") << "docs/metrics.md: " << q;
+  for (auto& q : panels)
+    EXPECT_EQ(query_error(api, q), "") << "grafana-dashboard.json: " << q;
+  // The test can fail: the query the docs used to give is rejected.
+  EXPECT_NE(query_error(api, "changes(max(conclave_term)[5m])"), "");
+  // Every node knows the same whole term.
+  EXPECT_EQ(query_value(api, url_encode("count(count_values(\"epoch\", conclave_term))")),
+            "1");
+  EXPECT_EQ(query_value(api, url_encode("count(count_values(\"leader\", "
+                                        "conclave_term_leader))")),
+            "1");
 }
