@@ -3,6 +3,7 @@
 #include "runtime/cli/commands.hpp"
 
 #include "runtime/cluster/cluster.hpp"
+#include "runtime/node/node_log.hpp"
 
 #include <array>
 #include <iostream>
@@ -41,8 +42,11 @@ int run_up(cluster_options& o) {
   if (o.detector_timeout_ms != 0)
     o.up.node_settings.push_back("detector-timeout-ms = "
                                  + std::to_string(o.detector_timeout_ms));
-  if (!o.log_format.empty())
+  if (!o.log_format.empty()) {
+    if (!node::parse_log_format(o.log_format))
+      return bad_input("--log-format: expected text or json, got '" + o.log_format + "'");
     o.up.node_settings.push_back("log-format = " + o.log_format);
+  }
   return cluster::up(o.up, std::cout);
 }
 

@@ -55,6 +55,9 @@ TEST(node_cli, bad_flags_are_exit_2_with_the_right_line) {
                    "--algorithm:");
   expect_bad_input("node --id x --listen 127.0.0.1:7001", "--id");
   expect_bad_input("cluster up --nodes 0 --dir /tmp/x", "--nodes: expected 1 to 64");
+  expect_bad_input("cluster up --dir /tmp/x --log-format xml", "--log-format: expected");
+  expect_bad_input("node --id 1 --listen :7001 --peers 1@:7001 --log-format xml",
+                   "--log-format: expected text or json");
   expect_bad_input("cluster kill --dir /nonexistent --node 1",
                    "no cluster in /nonexistent");
   expect_bad_input("cluster kill --dir /tmp --node 1 --signal HUP", "--signal:");
