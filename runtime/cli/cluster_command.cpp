@@ -102,7 +102,9 @@ void add_cluster_command(command_registry& reg) {
   up->add_flag("--json", o->up.json, "print one JSON document")
       ->envname(env_name("--json"));
 
-  auto* st = cl->add_subcommand("status", "Show every node's view");
+  auto* st = cl->add_subcommand(
+      "status", "Show every node's view; exit 0 if the live nodes agree on a leader, "
+                "1 if not (a health check)");
   dir_option(st, o->dir)->required();
   st->add_flag("--json", o->json, "print one JSON document")->envname(env_name("--json"));
 
@@ -113,8 +115,10 @@ void add_cluster_command(command_registry& reg) {
   node_opt->excludes(leader_opt);
   option(kl, "--signal", o->signal, "KILL, STOP, CONT, TERM or INT")
       ->capture_default_str();
-  kl->add_flag("--wait", o->wait,
-               "wait until the live nodes agree on a leader; print the failover time");
+  kl->add_flag(
+      "--wait", o->wait,
+      "wait until `status` would show the live nodes agreeing on a leader (a new "
+      "one if the leader was taken out); print the failover time");
   option(kl, "--timeout-ms", o->timeout_ms, "with --wait: give up after this")
       ->capture_default_str();
   kl->add_flag("--json", o->json, "print one JSON document")->envname(env_name("--json"));
