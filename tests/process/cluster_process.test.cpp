@@ -5,6 +5,7 @@
 #include "tests/process/process_support.hpp"
 
 #include <numeric>
+#include <sstream>
 
 using namespace conclave::process_test;
 using namespace std::chrono_literals;
@@ -91,7 +92,7 @@ TEST_F(cluster_test, a_stopped_leader_is_replaced_and_steps_down_after_sigcont) 
 }
 
 TEST_F(cluster_test, sigterm_makes_the_leader_resign_and_exit_cleanly) {
-  up(3);
+  up(3, "--log-format json");
   auto k = kill(3, "TERM");
   EXPECT_EQ(k["leader"], 2);
   // The resignation hands over without waiting for detection.
@@ -101,6 +102,25 @@ TEST_F(cluster_test, sigterm_makes_the_leader_resign_and_exit_cleanly) {
   auto log = read_file(dir / "node-3" / "node.log");
   EXPECT_NE(log.find("received SIGTERM"), std::string::npos) << log;
   EXPECT_NE(log.find("stopped"), std::string::npos) << log;
+  // --log-format json: every line of the node's is one JSON object, and the
+  // leader never said it follows itself.
+  std::istringstream lines{log};
+  std::string line;
+  size_t records = 0;
+  bool became_leader = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("---", 0) == 0)
+      continue; // the launcher's marker
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line;
+    EXPECT_EQ(j["node"], 3) << line;
+    auto msg = j["msg"].get<std::string>();
+    EXPECT_EQ(msg.find("following node 3"), std::string::npos) << line;
+    became_leader = became_leader || msg.rfind("became leader, term ", 0) == 0;
+    ++records;
+  }
+  EXPECT_GE(records, 4u) << log;
+  EXPECT_TRUE(became_leader) << log;
   auto last = nlohmann::json::parse(read_file(dir / "node-3" / "status.json"));
   EXPECT_FALSE(last["running"].get<bool>());
 }
