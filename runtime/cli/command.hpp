@@ -18,7 +18,8 @@
 // - `conclave --version` prints the version; an unknown command is bad input,
 //   answered with the list of commands.
 // - Exit status: 0 success, 1 failure or timeout, 2 bad input (one line on stderr
-//   naming the problem), 3 `sim` found safety violations. Commands that check
+//   naming the problem), 3 `sim` found safety violations, 4 `node` could not
+//   bind an address in use (node::exit_address_in_use). Commands that check
 //   something (`cluster status`) document their own meaning of 1.
 #pragma once
 
