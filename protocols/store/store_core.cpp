@@ -124,9 +124,18 @@ result<op_result> store_core::execute(const op_request& req, timestamp deadline)
   if (req.value.size() > limits_.max_value_bytes
       || req.expected.size() > limits_.max_value_bytes)
     return errc::too_large;
-  if (is_queue_operation(req.op))
-    return execute_queue(*t.value(), *c.value(), req, deadline);
-  return execute_dictionary(*t.value(), *c.value(), req, deadline);
+  auto res = is_queue_operation(req.op)
+                 ? execute_queue(*t.value(), *c.value(), req, deadline)
+                 : execute_dictionary(*t.value(), *c.value(), req, deadline);
+  // What it saw (or checked) is at most everything applied so far.
+  if (res && !res.value().waiting)
+    t.value()->observed = last_lsn_;
+  return res;
+}
+
+lsn store_core::observed_through(txn_id txn) const {
+  auto i = txns_.find(txn.value);
+  return i == txns_.end() ? lsn{} : i->second.observed;
 }
 
 const store_core::version* store_core::at_snapshot(const std::vector<version>& vs,
@@ -283,23 +292,13 @@ result<op_result> store_core::execute_queue(txn_state& t, collection& c,
       return out;
     }
     // Committed items still in the queue, minus the ones this transaction
-    // took already, then this transaction's own enqueues.
+    // took already (the run from the head), then its own enqueues.
     auto& pending = t.queues[id];
-    const queue_item* head = nullptr;
-    for (auto& item : c.items) {
-      if (item.dequeued.value != 0)
-        continue;
-      if (std::find(pending.dequeued.begin(), pending.dequeued.end(), item.seq)
-          != pending.dequeued.end())
-        continue;
-      head = &item;
-      break;
-    }
-    if (head) {
+    if (auto* head = item_at(c, c.head_seq + pending.taken)) {
       out.found = true;
       out.value = head->value;
       if (req.op == operation::try_dequeue)
-        pending.dequeued.push_back(head->seq);
+        ++pending.taken;
       return out;
     }
     if (!pending.enqueued.empty()) {
@@ -318,14 +317,21 @@ result<op_result> store_core::execute_queue(txn_state& t, collection& c,
     return out;
   }
   case operation::queue_count: {
-    uint64_t n = 0;
-    for (auto& item : c.items)
-      if (item.enqueued <= t.snapshot
-          && (item.dequeued.value == 0 || item.dequeued > t.snapshot))
-        ++n;
+    // Both lsns grow with the sequence number (enqueues and dequeues commit
+    // in queue order; items not dequeued, dequeued == 0, are at the end), so
+    // the items of the snapshot are [dequeued by it, enqueued by it).
+    auto snap = t.snapshot;
+    auto enqueued_by =
+        std::partition_point(c.items.begin(), c.items.end(),
+                             [snap](const queue_item& x) { return x.enqueued <= snap; });
+    auto dequeued_by =
+        std::partition_point(c.items.begin(), enqueued_by, [snap](const queue_item& x) {
+          return x.dequeued.value != 0 && x.dequeued <= snap;
+        });
+    uint64_t n = static_cast<uint64_t>(enqueued_by - dequeued_by);
     if (auto p = t.queues.find(id); p != t.queues.end()) {
       n += p->second.enqueued.size();
-      n -= std::min<uint64_t>(n, p->second.dequeued.size());
+      n -= std::min<uint64_t>(n, p->second.taken);
     }
     out.count = n;
     return out;
@@ -354,8 +360,9 @@ result<log_record> store_core::commit(txn_id txn) {
     r.ops.push_back(std::move(op));
   }
   for (auto& [id, q] : t.value()->queues) {
-    for (auto seq : q.dequeued)
-      r.ops.push_back(log_op{op_kind::dequeue, id, encode_seq(seq), {}});
+    auto head = collections_.at(id).head_seq;
+    for (uint64_t i = 0; i < q.taken; ++i)
+      r.ops.push_back(log_op{op_kind::dequeue, id, encode_seq(head + i), {}});
     for (auto& v : q.enqueued)
       r.ops.push_back(log_op{op_kind::enqueue, id, {}, std::move(v)});
   }
@@ -368,13 +375,14 @@ result<log_record> store_core::commit(txn_id txn) {
   }
   finish(txn);
   auto horizon = min_snapshot();
+  std::set<collection_id> queues;
   for (auto& op : r.ops) {
     auto c = collections_.find(op.collection);
     if (c == collections_.end())
       continue;
     if (op.kind == op_kind::put || op.kind == op_kind::remove)
       prune_row(c->second, op.key, horizon);
-    else
+    else if (queues.insert(op.collection).second)
       prune_queue(c->second, horizon);
   }
   return r;
@@ -457,16 +465,21 @@ void store_core::apply_ops(const log_record& r) {
       break;
     case op_kind::dequeue: {
       // Items are dequeued strictly from the head (checked in apply()).
-      auto seq = c.head_seq++;
-      for (auto& item : c.items)
-        if (item.seq == seq) {
-          item.dequeued = r.lsn;
-          break;
-        }
+      if (auto* item = item_at(c, c.head_seq++))
+        item->dequeued = r.lsn;
       break;
     }
     }
   }
+}
+
+store_core::queue_item* store_core::item_at(collection& c, uint64_t seq) {
+  if (c.items.empty() || seq < c.items.front().seq)
+    return nullptr;
+  auto at = seq - c.items.front().seq;
+  if (at >= c.items.size())
+    return nullptr;
+  return &c.items[static_cast<size_t>(at)];
 }
 
 lsn store_core::min_snapshot() const {

@@ -23,7 +23,14 @@
 //   with errc::transaction_finished.
 // - Locks are released when commit() returns, before the host has made the
 //   record durable (early lock release). A transaction that read such data
-//   commits with a higher lsn, so it can never be durable without it.
+//   and writes commits with a higher lsn, so it can never be durable without
+//   it. A read-only transaction logs nothing, so that argument does not cover
+//   it: observed_through() tells the host which lsn must be durable before
+//   the read-only commit may be acknowledged (docs/store.md, "Durability").
+// - Queue operations cost O(1) (queue_count O(log n)), however many items one
+//   transaction dequeues: the items a transaction took are always the run of
+//   sequence numbers starting at the queue's head, because it holds the
+//   dequeue lock.
 //
 // Failure model: the core itself never fails except on bad input. It does no
 // I/O and reads no clock: hosts pass deadlines and `now`, log the records that
@@ -101,6 +108,12 @@ public:
 
   std::optional<timestamp> next_deadline() const { return locks_.next_deadline(); }
 
+  /// The newest lsn whose effects the transaction's operations may have seen
+  /// (last_lsn() when its latest operation ran; 0 if it ran none). A read-only
+  /// commit must not be acknowledged before this lsn is durable, or a crash
+  /// could take back a value the reader returned. Call before commit().
+  lsn observed_through(txn_id txn) const;
+
   bool is_active(txn_id txn) const { return txns_.count(txn.value) > 0; }
   size_t active_transactions() const { return txns_.size(); }
   const lock_manager& locks() const { return locks_; }
@@ -142,16 +155,19 @@ private:
   struct collection {
     collection_info info;
     std::map<std::string, std::vector<version>> rows;
-    std::deque<queue_item> items;
-    uint64_t head_seq = 1; // first item not dequeued
-    uint64_t next_seq = 1; // seq of the next enqueue
+    std::deque<queue_item> items; // consecutive seqs, oldest first
+    uint64_t head_seq = 1;        // first item not dequeued
+    uint64_t next_seq = 1;        // seq of the next enqueue
   };
   struct pending_queue {
-    std::vector<uint64_t> dequeued;   // seqs of committed items taken
+    // Committed items taken: seqs head_seq .. head_seq + taken - 1 (the
+    // dequeue lock keeps anyone else from moving the head meanwhile).
+    uint64_t taken = 0;
     std::deque<std::string> enqueued; // own items not yet taken back
   };
   struct txn_state {
     lsn snapshot;
+    lsn observed; // last_lsn_ when the latest operation ran
     std::map<std::pair<collection_id, std::string>, std::optional<std::string>> writes;
     std::map<collection_id, pending_queue> queues;
   };
@@ -167,6 +183,8 @@ private:
   void prune_row(collection& c, const std::string& key, lsn horizon);
   void prune_queue(collection& c, lsn horizon);
   void finish(txn_id txn);
+  /// The item with sequence number `seq` still in c.items, or null.
+  static queue_item* item_at(collection& c, uint64_t seq);
 
   static const version* at_snapshot(const std::vector<version>& vs, lsn snap);
 
