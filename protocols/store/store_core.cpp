@@ -127,8 +127,9 @@ result<op_result> store_core::execute(const op_request& req, timestamp deadline)
   auto res = is_queue_operation(req.op)
                  ? execute_queue(*t.value(), *c.value(), req, deadline)
                  : execute_dictionary(*t.value(), *c.value(), req, deadline);
-  // What it saw (or checked) is at most everything applied so far.
-  if (res && !res.value().waiting)
+  // What it saw is at most everything applied so far (a failure such as
+  // key_exists tells something about the state too).
+  if (!res || !res.value().waiting)
     t.value()->observed = last_lsn_;
   return res;
 }

@@ -473,6 +473,11 @@ TEST_F(core_test, observed_through_covers_everything_a_transaction_read) {
   EXPECT_EQ(core.observed_through(reader), at_read);      // nothing read since
   EXPECT_EQ(ok(run(reader, operation::count)).count, 1u); // snapshot: only "a"
   EXPECT_EQ(core.observed_through(reader), core.last_lsn());
+  // A refusal tells something about the state too: key_exists counts.
+  auto checker = core.begin();
+  commit_one("d", "4");
+  ASSERT_FALSE(run(checker, operation::add, "d", "x"));
+  EXPECT_EQ(core.observed_through(checker), core.last_lsn());
   // A waiting operation saw nothing.
   auto holder = core.begin();
   put(holder, "z", "x");
