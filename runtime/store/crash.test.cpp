@@ -185,6 +185,12 @@ TEST(store_crash, kill_9_at_random_points_loses_no_acknowledged_commit) {
       o.dir = data;
       o.checkpoint_log_bytes = 32 * 1024; // checkpoints happen during the run
       o.log = [](const std::string&) {};
+      // A slow disk: while the log writer syncs, newer commits are applied
+      // (and readable) but not yet written, which is what a kill loses.
+      o.sync = [](int fd) {
+        std::this_thread::sleep_for(2ms);
+        return ::fdatasync(fd);
+      };
       auto s = state_manager::open(o);
       if (!s)
         ::_exit(3);
