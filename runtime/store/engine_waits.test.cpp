@@ -1,9 +1,9 @@
 // What the state manager makes callers wait for, and what it must not:
 // - a read-only commit in strong mode waits until everything it read is
 //   durable (a crash must not take back a value a reader returned);
-// - a lock wait times out on time while a checkpoint write is stuck, and the
-//   store keeps committing meanwhile (the image is taken under the store's
-//   lock, the file written without it, on its own thread);
+// - a lock wait times out on time (a manual deadline clock) while a
+//   checkpoint write is stuck, and the store keeps committing meanwhile (the image is
+//   taken under the store's lock, the file written without it, on its own thread);
 // - lock timeouts of 0, 1 ms and milliseconds::max() (saturated, not
 //   overflowed);
 // - a failed checkpoint write is reported, counted and retried; the log is
@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
 #include <future>
 #include <thread>
@@ -35,7 +36,7 @@ errc code(const std::error_code& e) {
 }
 
 /// A sync hook that a test can hold back or make fail. While held, a call
-/// counts itself as entered and blocks until release().
+/// counts itself as entered and blocks until release() (at most 60 s).
 class sync_gate {
 public:
   std::function<int(int)> hook() {
@@ -67,7 +68,8 @@ private:
     if (held_) {
       ++entered_;
       cv_.notify_all();
-      cv_.wait(lk, [&] { return !held_; });
+      // Bounded, so that a test failing while it holds the gate still ends.
+      cv_.wait_for(lk, 60s, [&] { return !held_; });
     }
     if (failures_ > 0) {
       --failures_;
@@ -214,14 +216,17 @@ TEST_F(waits_test, weak_mode_read_only_commits_do_not_wait) {
   gate.release();
 }
 
-// An automatic checkpoint's write is stuck in its fsync. A 100 ms lock wait
-// must still end with lock_timeout (before the write ends: the test releases
-// it only afterwards), and commits must go on meanwhile.
-TEST_F(waits_test, a_lock_wait_times_out_while_a_checkpoint_write_is_stuck) {
+// An automatic checkpoint's write is stuck in its fsync. Lock deadlines run on
+// a manual clock: a 100 ms lock wait must end with lock_timeout once the clock
+// passes its deadline, while the write is still stuck (the test releases it
+// only afterwards), and commits must go on meanwhile.
+TEST_F(waits_test, a_lock_wait_times_out_on_time_while_a_checkpoint_write_is_stuck) {
   sync_gate gate;
+  std::atomic<int64_t> clock_ns{1'000'000'000};
   auto o = options();
   o.checkpoint_sync = gate.hook();
   o.checkpoint_log_bytes = 1; // every commit asks for a checkpoint
+  o.clock = [&] { return timestamp{clock_ns.load()}; };
   auto s = open(o);
   ASSERT_TRUE(s);
   auto d = s->dictionary<std::string, std::string>("d").value();
@@ -231,13 +236,22 @@ TEST_F(waits_test, a_lock_wait_times_out_while_a_checkpoint_write_is_stuck) {
 
   auto holder = s->begin();
   ASSERT_TRUE(d.add_or_update(holder, "b", "held"));
-  auto waiter = std::async(std::launch::async, [&] {
-    auto tx = s->begin();
-    return d.try_get(tx, "b", read_mode::repeatable, 100ms);
-  });
-  ASSERT_EQ(waiter.wait_for(30s), std::future_status::ready)
+  auto waiter_tx = s->begin();
+  op_request req;
+  req.txn = waiter_tx.id();
+  req.op = operation::try_get;
+  req.collection = "d";
+  req.key = key_codec<std::string>::encode("b");
+  std::promise<result<op_result>> done;
+  s->execute_async(req, 100ms,
+                   [&](result<op_result> r) { done.set_value(std::move(r)); });
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(0s), std::future_status::timeout); // parked
+  clock_ns += std::chrono::nanoseconds{100ms}.count();    // the deadline passes
+  s->clock_advanced();
+  ASSERT_EQ(f.wait_for(30s), std::future_status::ready)
       << "the lock wait did not time out while the checkpoint was stuck";
-  auto r = waiter.get();
+  auto r = f.get();
   ASSERT_FALSE(r);
   EXPECT_EQ(code(r.error()), errc::lock_timeout);
   // The store is not held by the checkpoint: other commits go through.

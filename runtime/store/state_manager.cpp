@@ -80,8 +80,19 @@ void state_manager::report(const std::string& line) const {
   opts_.log("store " + opts_.dir.string() + ": " + line);
 }
 
-timestamp state_manager::now() {
+timestamp state_manager::steady_now() {
   return std::chrono::duration_cast<timestamp>(steady_clock::now().time_since_epoch());
+}
+
+timestamp state_manager::now() const {
+  return opts_.clock ? opts_.clock() : steady_now();
+}
+
+void state_manager::clock_advanced() {
+  // Under the lock: the timer thread reads the clock and starts waiting
+  // without releasing it, so this cannot fall in between.
+  std::lock_guard<std::mutex> guard{mtx_};
+  timer_cv_.notify_all();
 }
 
 timestamp state_manager::deadline_in(std::chrono::milliseconds timeout) const {
@@ -488,10 +499,13 @@ void state_manager::timer_loop() {
   std::unique_lock<std::mutex> lk{mtx_};
   while (!stopping_) {
     auto next = core_.next_deadline();
-    if (next && *next != timestamp::max())
-      timer_cv_.wait_until(lk, to_time_point(*next));
-    else
+    if (next && *next != timestamp::max()) {
+      // Relative to the deadline clock, which may be a test's manual one.
+      if (auto left = *next - now(); left > timestamp::zero())
+        timer_cv_.wait_for(lk, left);
+    } else {
       timer_cv_.wait(lk); // none, or only waits without a timeout
+    }
     std::vector<completion> out;
     for (auto t : core_.expire(now())) {
       ++stats_.lock_timeouts;
@@ -515,7 +529,7 @@ void state_manager::checkpoint_loop() {
       checkpoint_cv_.wait(lk);
       continue;
     }
-    if (now() < checkpoint_retry_at_) {
+    if (steady_now() < checkpoint_retry_at_) {
       checkpoint_cv_.wait_until(lk, to_time_point(checkpoint_retry_at_));
       continue;
     }
@@ -568,7 +582,7 @@ result<lsn> state_manager::take_checkpoint(bool automatic) {
       ++stats_.checkpoint_failures;
       if (automatic) {
         checkpoint_wanted_ = true;
-        checkpoint_retry_at_ = now() + opts_.checkpoint_retry_delay;
+        checkpoint_retry_at_ = steady_now() + opts_.checkpoint_retry_delay;
       }
     }
     return w.error();

@@ -92,6 +92,9 @@ struct state_manager_options {
   std::function<int(int)> checkpoint_sync;
   /// After a failed automatic checkpoint, wait this long before the next try.
   std::chrono::milliseconds checkpoint_retry_delay{10000};
+  /// The clock of lock deadlines (tests: a manual clock, with
+  /// state_manager::clock_advanced() after moving it). Empty: steady_clock.
+  std::function<timestamp()> clock;
 };
 
 /// What open() found on disk.
@@ -188,6 +191,10 @@ public:
   std::chrono::milliseconds default_timeout() const { return opts_.default_timeout; }
   const std::filesystem::path& dir() const { return opts_.dir; }
 
+  /// Tests with their own `clock`: call after moving it, so that the lock
+  /// deadlines it passed expire now.
+  void clock_advanced();
+
   /// Tests only: stops the log writer without writing what is queued, as a
   /// crash would, and makes the store refuse everything from now on.
   void crash_for_testing();
@@ -217,7 +224,10 @@ private:
   using completion = std::function<void()>;
 
   result<void> recover();
-  static timestamp now();
+  /// Now on the lock-deadline clock (opts_.clock or steady_clock).
+  timestamp now() const;
+  /// Now on steady_clock, as a timestamp (checkpoint retries).
+  static timestamp steady_now();
   timestamp deadline_in(std::chrono::milliseconds timeout) const;
   /// Re-runs parked operations that were granted their lock; returns the
   /// callbacks to run once the lock is released. Caller holds mtx_.
