@@ -26,6 +26,11 @@ endif()
 if(CXX_LAUNCHER)
   list(APPEND extra -DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_LAUNCHER})
 endif()
+if(SANITIZE)
+  # The installed libraries were built with the sanitizers: so must the program.
+  list(APPEND extra "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined"
+       "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined")
+endif()
 run("configure the outside project"
     ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release ${extra})
