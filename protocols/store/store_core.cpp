@@ -576,6 +576,122 @@ std::string store_core::encode_checkpoint() const {
   return out;
 }
 
+store_core::checkpoint_encoder store_core::begin_checkpoint() {
+  checkpoint_encoder e;
+  e.at_ = last_lsn_;
+  snapshots_.insert(e.at_.value);
+  e.registered_ = true;
+  auto& out = e.pieces_.emplace_back();
+  byte_writer w{out};
+  out.append(checkpoint_magic, checkpoint_magic_size);
+  w.u64(last_lsn_.value);
+  w.u64(term_.value);
+  w.u32(next_collection_);
+  w.u32(static_cast<uint32_t>(collections_.size()));
+  for (auto& [id, c] : collections_) {
+    e.ids_.push_back(id);
+    if (c.info.kind == collection_kind::queue)
+      e.queue_bounds_[id] = {c.head_seq, c.next_seq};
+  }
+  return e;
+}
+
+bool store_core::encode_step(checkpoint_encoder& e, size_t max_items, size_t max_bytes) {
+  auto& out = e.pieces_.emplace_back();
+  byte_writer w{out};
+  auto horizon = min_snapshot();
+  size_t budget = std::max<size_t>(max_items, 1);
+  auto more = [&] { return budget > 0 && out.size() < max_bytes; };
+  while (e.index_ < e.ids_.size() && more()) {
+    auto id = e.ids_[e.index_];
+    auto& c = collections_.at(id); // collections are never dropped
+    bool dictionary = c.info.kind == collection_kind::dictionary;
+    if (!e.in_collection_) {
+      w.u32(id);
+      w.bytes(c.info.name);
+      w.u8(static_cast<uint8_t>(c.info.kind));
+      w.bytes(c.info.key_type);
+      w.bytes(c.info.value_type);
+      if (dictionary) {
+        e.count_piece_ = e.pieces_.size() - 1;
+        e.count_offset_ = out.size();
+        w.u64(0); // patched when the collection is done
+        e.count_ = 0;
+        e.has_last_ = false;
+      } else {
+        auto [head, next] = e.queue_bounds_.at(id);
+        w.u64(head);
+        w.u64(next - head);
+        e.next_seq_ = head;
+      }
+      e.in_collection_ = true;
+    }
+    bool finished = false;
+    if (dictionary) {
+      // Rows are looked up again after each step: others may have been added
+      // or pruned meanwhile; the version visible at `at` is always kept.
+      auto r = e.has_last_ ? c.rows.upper_bound(e.last_key_) : c.rows.begin();
+      while (r != c.rows.end() && more()) {
+        if (auto v = at_snapshot(r->second, e.at_); v && v->present) {
+          w.bytes(r->first);
+          w.bytes(v->value);
+          ++e.count_;
+        }
+        e.last_key_ = r->first;
+        e.has_last_ = true;
+        --budget;
+        auto& vs = r->second;
+        bool prunable = vs.size() > 1 || !vs.back().present;
+        ++r;
+        if (prunable)
+          prune_row(c, e.last_key_, horizon); // may erase that row, not r
+      }
+      finished = r == c.rows.end();
+      if (finished) {
+        std::string count;
+        byte_writer{count}.u64(e.count_);
+        e.pieces_[e.count_piece_].replace(e.count_offset_, count.size(), count);
+      }
+    } else {
+      auto next = e.queue_bounds_.at(id).second;
+      for (; e.next_seq_ < next && more(); ++e.next_seq_, --budget)
+        if (auto* item = item_at(c, e.next_seq_))
+          w.bytes(item->value); // always there: kept for the snapshot
+      finished = e.next_seq_ == next;
+      if (finished)
+        prune_queue(c, horizon);
+    }
+    if (finished) {
+      e.in_collection_ = false;
+      ++e.index_;
+    }
+  }
+  return e.index_ == e.ids_.size();
+}
+
+void store_core::end_checkpoint(checkpoint_encoder& e) {
+  if (!e.registered_)
+    return;
+  e.registered_ = false;
+  if (auto s = snapshots_.find(e.at_.value); s != snapshots_.end())
+    snapshots_.erase(s);
+}
+
+std::string store_core::checkpoint_encoder::take_image() {
+  size_t size = 4;
+  for (auto& p : pieces_)
+    size += p.size();
+  std::string image;
+  image.reserve(size);
+  for (auto& p : pieces_) {
+    image += p;
+    std::string{}.swap(p); // give the memory back as we go
+  }
+  pieces_.clear();
+  byte_writer{image}.u32(crc32c(image));
+  return image;
+}
+
 result<void> store_core::load_checkpoint(std::string_view image) {
   if (!txns_.empty())
     return errc::bad_argument;

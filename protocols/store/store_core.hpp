@@ -27,6 +27,8 @@
 //   it. A read-only transaction logs nothing, so that argument does not cover
 //   it: observed_through() tells the host which lsn must be durable before
 //   the read-only commit may be acknowledged (docs/store.md, "Durability").
+// - Checkpoints can be encoded in steps (begin_checkpoint, encode_step) with
+//   commits in between; the image is the state at the lsn where it began.
 // - Queue operations cost O(1) (queue_count O(log n)), however many items one
 //   transaction dequeues: the items a transaction took are always the run of
 //   sequence numbers starting at the queue's head, because it holds the
@@ -139,6 +141,50 @@ public:
 
   /// Drops versions no active snapshot can see any more.
   void collect_garbage();
+
+  // -- checkpoints in steps ---------------------------------------------------
+
+  /// A checkpoint image of the state at one lsn, encoded in steps so that a
+  /// host can release its lock between them: begin_checkpoint(), then
+  /// encode_step() until it returns true (any commits may run in between),
+  /// then end_checkpoint() and take_image(). Like a transaction's snapshot,
+  /// it keeps the versions it still needs. The image equals what
+  /// encode_checkpoint() returned at begin_checkpoint().
+  class checkpoint_encoder {
+  public:
+    lsn at() const { return at_; }
+    /// The finished image with its checksum (after the last step; needs no
+    /// lock: it touches only the encoder).
+    std::string take_image();
+
+  private:
+    friend class store_core;
+    lsn at_;
+    std::vector<collection_id> ids_;
+    // Queues: head_seq and next_seq at `at_`.
+    std::map<collection_id, std::pair<uint64_t, uint64_t>> queue_bounds_;
+    // One piece per step, joined by take_image(): a single growing string
+    // would copy all of it under the lock whenever it reallocates.
+    std::vector<std::string> pieces_;
+    size_t index_ = 0; // into ids_
+    bool in_collection_ = false;
+    size_t count_piece_ = 0; // where the dictionary's item count is
+    size_t count_offset_ = 0;
+    uint64_t count_ = 0;
+    std::string last_key_; // dictionaries: the last row passed
+    bool has_last_ = false;
+    uint64_t next_seq_ = 0;   // queues: the next item to encode
+    bool registered_ = false; // holds a snapshot in snapshots_
+  };
+
+  /// Starts a checkpoint of the state at last_lsn(): O(collections).
+  checkpoint_encoder begin_checkpoint();
+  /// Encodes up to about `max_items` rows or items (and `max_bytes` bytes),
+  /// dropping old versions of the rows it passes that no snapshot needs.
+  /// True when the image is complete.
+  bool encode_step(checkpoint_encoder& e, size_t max_items, size_t max_bytes);
+  /// Releases the encoder's snapshot (also for an abandoned encoder).
+  void end_checkpoint(checkpoint_encoder& e);
 
 private:
   struct version {

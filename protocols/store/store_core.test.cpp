@@ -487,6 +487,71 @@ TEST_F(core_test, observed_through_covers_everything_a_transaction_read) {
   EXPECT_EQ(core.observed_through(txn_id{999}), lsn{});
 }
 
+// A checkpoint encoded in small steps while transactions keep committing
+// between the steps (puts, removes, enqueues, dequeues, a new collection) is
+// byte for byte the image of the state at its begin, and loads back.
+TEST_F(core_test, a_checkpoint_in_steps_is_the_state_at_its_begin_whatever_commits) {
+  std::mt19937 rng{11};
+  int next_item = 0, next_collection = 0;
+  auto random_commit = [&] {
+    auto t = core.begin();
+    switch (rng() % 6) {
+    case 0:
+    case 1:
+      put(t, "k" + std::to_string(rng() % 40), std::to_string(rng()),
+          rng() % 2 ? "d" : "e");
+      break;
+    case 2:
+      ok(run(t, operation::try_remove, "k" + std::to_string(rng() % 40)));
+      break;
+    case 3:
+      for (int i = 0; i < 3; ++i)
+        ok(run(t, operation::enqueue, {}, std::to_string(next_item++)));
+      break;
+    case 4:
+      for (uint32_t i = 0, n = rng() % 4; i < n; ++i)
+        ok(run(t, operation::try_dequeue));
+      break;
+    default:
+      if (rng() % 4 == 0) {
+        ASSERT_TRUE(core.ensure_collection("new" + std::to_string(next_collection++),
+                                           collection_kind::dictionary, "str", "str"));
+      }
+    }
+    if (rng() % 5 == 0)
+      ASSERT_TRUE(core.abort(t));
+    else
+      commit(t);
+  };
+  for (int round = 0; round < 30; ++round) {
+    for (int i = 0; i < 20; ++i)
+      random_commit();
+    // Every other round, a reader keeps versions older than the checkpoint;
+    // in the others only the checkpoint's own snapshot keeps what it needs.
+    std::optional<txn_id> old_reader;
+    if (round % 2 == 0)
+      old_reader = core.begin();
+    auto expected = core.encode_checkpoint();
+    auto e = core.begin_checkpoint();
+    EXPECT_EQ(e.at(), core.last_lsn());
+    int steps = 0;
+    for (bool done = false; !done; ++steps) {
+      done = core.encode_step(e, 1 + rng() % 4, rng() % 3 == 0 ? 1 : 1u << 20);
+      random_commit();
+    }
+    core.end_checkpoint(e);
+    EXPECT_GT(steps, 1);
+    auto image = e.take_image();
+    ASSERT_EQ(image, expected) << "round " << round;
+    store_core loaded;
+    ASSERT_TRUE(loaded.load_checkpoint(image));
+    EXPECT_EQ(loaded.last_lsn(), e.at());
+    if (old_reader) {
+      ASSERT_TRUE(core.abort(*old_reader));
+    }
+  }
+}
+
 TEST_F(core_test, replaying_the_commit_records_rebuilds_the_same_state) {
   store_core a;
   std::vector<log_record> log;

@@ -23,6 +23,10 @@ std::chrono::nanoseconds since(steady_clock::time_point t) {
   return steady_clock::now() - t;
 }
 
+/// One step of a checkpoint's encoding (take_checkpoint).
+constexpr size_t checkpoint_step_items = 1024;
+constexpr size_t checkpoint_step_bytes = 256u << 10;
+
 } // namespace
 
 state_manager::state_manager(state_manager_options opts)
@@ -547,20 +551,38 @@ result<lsn> state_manager::checkpoint() {
 result<lsn> state_manager::take_checkpoint(bool automatic) {
   std::lock_guard<std::mutex> one_at_a_time{checkpoint_mtx_};
   auto started = steady_clock::now();
-  std::string image;
   lsn at;
+  store_core::checkpoint_encoder encoder;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (auto r = check_running(); !r)
       return r.error();
-    core_.collect_garbage();
-    image = core_.encode_checkpoint();
-    at = core_.last_lsn();
-    log_bytes_since_checkpoint_ = 0;
     // Records after `at` go to a new segment, so the old ones can go.
     if (auto r = wal_->roll(); !r)
       return r.error();
+    encoder = core_.begin_checkpoint();
+    at = encoder.at();
+    log_bytes_since_checkpoint_ = 0;
   }
+  // The image of the state at `at` is encoded in steps of at most 1,024 items
+  // or 256 KiB, under the lock for each step only: operations and lock
+  // timeouts go on in between (one encoding under the lock paused the store
+  // for 1.4-1.9 s at 195 MiB; a step takes about 15 ms at most there).
+  for (bool done = false; !done;) {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (auto r = check_running(); !r) {
+        core_.end_checkpoint(encoder);
+        return r.error();
+      }
+      done = core_.encode_step(encoder, checkpoint_step_items, checkpoint_step_bytes);
+      if (done)
+        core_.end_checkpoint(encoder);
+    }
+    if (!done)
+      std::this_thread::yield(); // let threads waiting for the lock in
+  }
+  auto image = encoder.take_image();
   // Never checkpoint what is not durable in the log yet.
   if (auto d = wal_->wait_durable(at); !d)
     return d.error();

@@ -24,8 +24,9 @@
 //   errc::store_failed, commits in flight with errc::io_failure. Nothing is
 //   retried past a failed fsync (the page cache may have dropped the data).
 // - Checkpoints: after `checkpoint_log_bytes` of log (or on checkpoint()), the
-//   latest committed state is encoded under the store's lock, then written
-//   without it, on the checkpoint thread, to a new checkpoint file (temp file,
+//   state at the checkpoint's lsn is encoded in short steps under the store's
+//   lock (operations and timeouts run in between), then written without it,
+//   on the checkpoint thread, to a new checkpoint file (temp file,
 //   fsync, rename, directory fsync) once everything it contains is durable;
 //   then the log segments covered by the previous checkpoint are deleted (the
 //   log since the previous one stays, so that a corrupt newest checkpoint can
