@@ -3,7 +3,8 @@
 // a checkpoint, a crash-free reopen, a backup restored into a new directory,
 // and the same store used from an actor through store_actor.
 //
-//   store_demo [--dir DIR]   (default: a fresh directory under /tmp, removed at the end)
+//   store_demo [--dir DIR] [--help]   (default DIR: a fresh directory under /tmp,
+//                                      removed at the end)
 #include "actors/store/store_actor.hpp"
 #include "runtime/store/collections.hpp"
 
@@ -57,9 +58,19 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--dir" && i + 1 < argc) {
       dir = argv[++i];
+    } else if (a == "--help" || a == "-h") {
+      std::cout << "usage: store_demo [--dir DIR] [--help]\n\n"
+                   "Runs the reliable collections store once through: transactions "
+                   "over a queue and\na dictionary, a conditional update, a lock "
+                   "timeout, a checkpoint, a reopen, a\nbackup restored into a new "
+                   "directory, and the same store used from an actor.\n\n"
+                   "  --dir DIR   where to put the data (default: a fresh directory "
+                   "under the temp\n              directory, removed at the end)\n"
+                   "  --help      this text\n";
+      return 0;
     } else {
       std::cerr << "store_demo: unknown argument '" << a
-                << "' (usage: store_demo [--dir DIR])\n";
+                << "' (usage: store_demo [--dir DIR] [--help])\n";
       return 2;
     }
   }

@@ -124,9 +124,19 @@ result<op_result> store_core::execute(const op_request& req, timestamp deadline)
   if (req.value.size() > limits_.max_value_bytes
       || req.expected.size() > limits_.max_value_bytes)
     return errc::too_large;
-  if (is_queue_operation(req.op))
-    return execute_queue(*t.value(), *c.value(), req, deadline);
-  return execute_dictionary(*t.value(), *c.value(), req, deadline);
+  auto res = is_queue_operation(req.op)
+                 ? execute_queue(*t.value(), *c.value(), req, deadline)
+                 : execute_dictionary(*t.value(), *c.value(), req, deadline);
+  // What it saw is at most everything applied so far (a failure such as
+  // key_exists tells something about the state too).
+  if (!res || !res.value().waiting)
+    t.value()->observed = last_lsn_;
+  return res;
+}
+
+lsn store_core::observed_through(txn_id txn) const {
+  auto i = txns_.find(txn.value);
+  return i == txns_.end() ? lsn{} : i->second.observed;
 }
 
 const store_core::version* store_core::at_snapshot(const std::vector<version>& vs,
@@ -283,23 +293,13 @@ result<op_result> store_core::execute_queue(txn_state& t, collection& c,
       return out;
     }
     // Committed items still in the queue, minus the ones this transaction
-    // took already, then this transaction's own enqueues.
+    // took already (the run from the head), then its own enqueues.
     auto& pending = t.queues[id];
-    const queue_item* head = nullptr;
-    for (auto& item : c.items) {
-      if (item.dequeued.value != 0)
-        continue;
-      if (std::find(pending.dequeued.begin(), pending.dequeued.end(), item.seq)
-          != pending.dequeued.end())
-        continue;
-      head = &item;
-      break;
-    }
-    if (head) {
+    if (auto* head = item_at(c, c.head_seq + pending.taken)) {
       out.found = true;
       out.value = head->value;
       if (req.op == operation::try_dequeue)
-        pending.dequeued.push_back(head->seq);
+        ++pending.taken;
       return out;
     }
     if (!pending.enqueued.empty()) {
@@ -318,14 +318,21 @@ result<op_result> store_core::execute_queue(txn_state& t, collection& c,
     return out;
   }
   case operation::queue_count: {
-    uint64_t n = 0;
-    for (auto& item : c.items)
-      if (item.enqueued <= t.snapshot
-          && (item.dequeued.value == 0 || item.dequeued > t.snapshot))
-        ++n;
+    // Both lsns grow with the sequence number (enqueues and dequeues commit
+    // in queue order; items not dequeued, dequeued == 0, are at the end), so
+    // the items of the snapshot are [dequeued by it, enqueued by it).
+    auto snap = t.snapshot;
+    auto enqueued_by =
+        std::partition_point(c.items.begin(), c.items.end(),
+                             [snap](const queue_item& x) { return x.enqueued <= snap; });
+    auto dequeued_by =
+        std::partition_point(c.items.begin(), enqueued_by, [snap](const queue_item& x) {
+          return x.dequeued.value != 0 && x.dequeued <= snap;
+        });
+    uint64_t n = static_cast<uint64_t>(enqueued_by - dequeued_by);
     if (auto p = t.queues.find(id); p != t.queues.end()) {
       n += p->second.enqueued.size();
-      n -= std::min<uint64_t>(n, p->second.dequeued.size());
+      n -= std::min<uint64_t>(n, p->second.taken);
     }
     out.count = n;
     return out;
@@ -354,8 +361,9 @@ result<log_record> store_core::commit(txn_id txn) {
     r.ops.push_back(std::move(op));
   }
   for (auto& [id, q] : t.value()->queues) {
-    for (auto seq : q.dequeued)
-      r.ops.push_back(log_op{op_kind::dequeue, id, encode_seq(seq), {}});
+    auto head = collections_.at(id).head_seq;
+    for (uint64_t i = 0; i < q.taken; ++i)
+      r.ops.push_back(log_op{op_kind::dequeue, id, encode_seq(head + i), {}});
     for (auto& v : q.enqueued)
       r.ops.push_back(log_op{op_kind::enqueue, id, {}, std::move(v)});
   }
@@ -368,13 +376,14 @@ result<log_record> store_core::commit(txn_id txn) {
   }
   finish(txn);
   auto horizon = min_snapshot();
+  std::set<collection_id> queues;
   for (auto& op : r.ops) {
     auto c = collections_.find(op.collection);
     if (c == collections_.end())
       continue;
     if (op.kind == op_kind::put || op.kind == op_kind::remove)
       prune_row(c->second, op.key, horizon);
-    else
+    else if (queues.insert(op.collection).second)
       prune_queue(c->second, horizon);
   }
   return r;
@@ -457,16 +466,21 @@ void store_core::apply_ops(const log_record& r) {
       break;
     case op_kind::dequeue: {
       // Items are dequeued strictly from the head (checked in apply()).
-      auto seq = c.head_seq++;
-      for (auto& item : c.items)
-        if (item.seq == seq) {
-          item.dequeued = r.lsn;
-          break;
-        }
+      if (auto* item = item_at(c, c.head_seq++))
+        item->dequeued = r.lsn;
       break;
     }
     }
   }
+}
+
+store_core::queue_item* store_core::item_at(collection& c, uint64_t seq) {
+  if (c.items.empty() || seq < c.items.front().seq)
+    return nullptr;
+  auto at = seq - c.items.front().seq;
+  if (at >= c.items.size())
+    return nullptr;
+  return &c.items[static_cast<size_t>(at)];
 }
 
 lsn store_core::min_snapshot() const {
@@ -560,6 +574,122 @@ std::string store_core::encode_checkpoint() const {
   }
   w.u32(crc32c(out));
   return out;
+}
+
+store_core::checkpoint_encoder store_core::begin_checkpoint() {
+  checkpoint_encoder e;
+  e.at_ = last_lsn_;
+  snapshots_.insert(e.at_.value);
+  e.registered_ = true;
+  auto& out = e.pieces_.emplace_back();
+  byte_writer w{out};
+  out.append(checkpoint_magic, checkpoint_magic_size);
+  w.u64(last_lsn_.value);
+  w.u64(term_.value);
+  w.u32(next_collection_);
+  w.u32(static_cast<uint32_t>(collections_.size()));
+  for (auto& [id, c] : collections_) {
+    e.ids_.push_back(id);
+    if (c.info.kind == collection_kind::queue)
+      e.queue_bounds_[id] = {c.head_seq, c.next_seq};
+  }
+  return e;
+}
+
+bool store_core::encode_step(checkpoint_encoder& e, size_t max_items, size_t max_bytes) {
+  auto& out = e.pieces_.emplace_back();
+  byte_writer w{out};
+  auto horizon = min_snapshot();
+  size_t budget = std::max<size_t>(max_items, 1);
+  auto more = [&] { return budget > 0 && out.size() < max_bytes; };
+  while (e.index_ < e.ids_.size() && more()) {
+    auto id = e.ids_[e.index_];
+    auto& c = collections_.at(id); // collections are never dropped
+    bool dictionary = c.info.kind == collection_kind::dictionary;
+    if (!e.in_collection_) {
+      w.u32(id);
+      w.bytes(c.info.name);
+      w.u8(static_cast<uint8_t>(c.info.kind));
+      w.bytes(c.info.key_type);
+      w.bytes(c.info.value_type);
+      if (dictionary) {
+        e.count_piece_ = e.pieces_.size() - 1;
+        e.count_offset_ = out.size();
+        w.u64(0); // patched when the collection is done
+        e.count_ = 0;
+        e.has_last_ = false;
+      } else {
+        auto [head, next] = e.queue_bounds_.at(id);
+        w.u64(head);
+        w.u64(next - head);
+        e.next_seq_ = head;
+      }
+      e.in_collection_ = true;
+    }
+    bool finished = false;
+    if (dictionary) {
+      // Rows are looked up again after each step: others may have been added
+      // or pruned meanwhile; the version visible at `at` is always kept.
+      auto r = e.has_last_ ? c.rows.upper_bound(e.last_key_) : c.rows.begin();
+      while (r != c.rows.end() && more()) {
+        if (auto v = at_snapshot(r->second, e.at_); v && v->present) {
+          w.bytes(r->first);
+          w.bytes(v->value);
+          ++e.count_;
+        }
+        e.last_key_ = r->first;
+        e.has_last_ = true;
+        --budget;
+        auto& vs = r->second;
+        bool prunable = vs.size() > 1 || !vs.back().present;
+        ++r;
+        if (prunable)
+          prune_row(c, e.last_key_, horizon); // may erase that row, not r
+      }
+      finished = r == c.rows.end();
+      if (finished) {
+        std::string count;
+        byte_writer{count}.u64(e.count_);
+        e.pieces_[e.count_piece_].replace(e.count_offset_, count.size(), count);
+      }
+    } else {
+      auto next = e.queue_bounds_.at(id).second;
+      for (; e.next_seq_ < next && more(); ++e.next_seq_, --budget)
+        if (auto* item = item_at(c, e.next_seq_))
+          w.bytes(item->value); // always there: kept for the snapshot
+      finished = e.next_seq_ == next;
+      if (finished)
+        prune_queue(c, horizon);
+    }
+    if (finished) {
+      e.in_collection_ = false;
+      ++e.index_;
+    }
+  }
+  return e.index_ == e.ids_.size();
+}
+
+void store_core::end_checkpoint(checkpoint_encoder& e) {
+  if (!e.registered_)
+    return;
+  e.registered_ = false;
+  if (auto s = snapshots_.find(e.at_.value); s != snapshots_.end())
+    snapshots_.erase(s);
+}
+
+std::string store_core::checkpoint_encoder::take_image() {
+  size_t size = 4;
+  for (auto& p : pieces_)
+    size += p.size();
+  std::string image;
+  image.reserve(size);
+  for (auto& p : pieces_) {
+    image += p;
+    std::string{}.swap(p); // give the memory back as we go
+  }
+  pieces_.clear();
+  byte_writer{image}.u32(crc32c(image));
+  return image;
 }
 
 result<void> store_core::load_checkpoint(std::string_view image) {

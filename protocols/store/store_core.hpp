@@ -23,7 +23,16 @@
 //   with errc::transaction_finished.
 // - Locks are released when commit() returns, before the host has made the
 //   record durable (early lock release). A transaction that read such data
-//   commits with a higher lsn, so it can never be durable without it.
+//   and writes commits with a higher lsn, so it can never be durable without
+//   it. A read-only transaction logs nothing, so that argument does not cover
+//   it: observed_through() tells the host which lsn must be durable before
+//   the read-only commit may be acknowledged (docs/store.md, "Durability").
+// - Checkpoints can be encoded in steps (begin_checkpoint, encode_step) with
+//   commits in between; the image is the state at the lsn where it began.
+// - Queue operations cost O(1) (queue_count O(log n)), however many items one
+//   transaction dequeues: the items a transaction took are always the run of
+//   sequence numbers starting at the queue's head, because it holds the
+//   dequeue lock.
 //
 // Failure model: the core itself never fails except on bad input. It does no
 // I/O and reads no clock: hosts pass deadlines and `now`, log the records that
@@ -101,6 +110,12 @@ public:
 
   std::optional<timestamp> next_deadline() const { return locks_.next_deadline(); }
 
+  /// The newest lsn whose effects the transaction's operations may have seen
+  /// (last_lsn() when its latest operation ran; 0 if it ran none). A read-only
+  /// commit must not be acknowledged before this lsn is durable, or a crash
+  /// could take back a value the reader returned. Call before commit().
+  lsn observed_through(txn_id txn) const;
+
   bool is_active(txn_id txn) const { return txns_.count(txn.value) > 0; }
   size_t active_transactions() const { return txns_.size(); }
   const lock_manager& locks() const { return locks_; }
@@ -127,6 +142,50 @@ public:
   /// Drops versions no active snapshot can see any more.
   void collect_garbage();
 
+  // -- checkpoints in steps ---------------------------------------------------
+
+  /// A checkpoint image of the state at one lsn, encoded in steps so that a
+  /// host can release its lock between them: begin_checkpoint(), then
+  /// encode_step() until it returns true (any commits may run in between),
+  /// then end_checkpoint() and take_image(). Like a transaction's snapshot,
+  /// it keeps the versions it still needs. The image equals what
+  /// encode_checkpoint() returned at begin_checkpoint().
+  class checkpoint_encoder {
+  public:
+    lsn at() const { return at_; }
+    /// The finished image with its checksum (after the last step; needs no
+    /// lock: it touches only the encoder).
+    std::string take_image();
+
+  private:
+    friend class store_core;
+    lsn at_;
+    std::vector<collection_id> ids_;
+    // Queues: head_seq and next_seq at `at_`.
+    std::map<collection_id, std::pair<uint64_t, uint64_t>> queue_bounds_;
+    // One piece per step, joined by take_image(): a single growing string
+    // would copy all of it under the lock whenever it reallocates.
+    std::vector<std::string> pieces_;
+    size_t index_ = 0; // into ids_
+    bool in_collection_ = false;
+    size_t count_piece_ = 0; // where the dictionary's item count is
+    size_t count_offset_ = 0;
+    uint64_t count_ = 0;
+    std::string last_key_; // dictionaries: the last row passed
+    bool has_last_ = false;
+    uint64_t next_seq_ = 0;   // queues: the next item to encode
+    bool registered_ = false; // holds a snapshot in snapshots_
+  };
+
+  /// Starts a checkpoint of the state at last_lsn(): O(collections).
+  checkpoint_encoder begin_checkpoint();
+  /// Encodes up to about `max_items` rows or items (and `max_bytes` bytes),
+  /// dropping old versions of the rows it passes that no snapshot needs.
+  /// True when the image is complete.
+  bool encode_step(checkpoint_encoder& e, size_t max_items, size_t max_bytes);
+  /// Releases the encoder's snapshot (also for an abandoned encoder).
+  void end_checkpoint(checkpoint_encoder& e);
+
 private:
   struct version {
     lsn at;
@@ -142,16 +201,19 @@ private:
   struct collection {
     collection_info info;
     std::map<std::string, std::vector<version>> rows;
-    std::deque<queue_item> items;
-    uint64_t head_seq = 1; // first item not dequeued
-    uint64_t next_seq = 1; // seq of the next enqueue
+    std::deque<queue_item> items; // consecutive seqs, oldest first
+    uint64_t head_seq = 1;        // first item not dequeued
+    uint64_t next_seq = 1;        // seq of the next enqueue
   };
   struct pending_queue {
-    std::vector<uint64_t> dequeued;   // seqs of committed items taken
+    // Committed items taken: seqs head_seq .. head_seq + taken - 1 (the
+    // dequeue lock keeps anyone else from moving the head meanwhile).
+    uint64_t taken = 0;
     std::deque<std::string> enqueued; // own items not yet taken back
   };
   struct txn_state {
     lsn snapshot;
+    lsn observed; // last_lsn_ when the latest operation ran
     std::map<std::pair<collection_id, std::string>, std::optional<std::string>> writes;
     std::map<collection_id, pending_queue> queues;
   };
@@ -167,6 +229,8 @@ private:
   void prune_row(collection& c, const std::string& key, lsn horizon);
   void prune_queue(collection& c, lsn horizon);
   void finish(txn_id txn);
+  /// The item with sequence number `seq` still in c.items, or null.
+  static queue_item* item_at(collection& c, uint64_t seq);
 
   static const version* at_snapshot(const std::vector<version>& vs, lsn snap);
 

@@ -30,10 +30,19 @@ const char* kind_name(st::collection_kind k) {
   return k == st::collection_kind::queue ? "queue" : "dictionary";
 }
 
+/// One line for a --dir that holds no store: neither command may create one
+/// there, nor call it clean.
+int not_a_store(const std::string& command, const std::string& dir) {
+  return bad_input(command + ": " + dir
+                   + " is not a store's data directory (no log/ or checkpoints/ in it)");
+}
+
 int run_check(const store_options& o) {
   auto checked = st::check_data_dir(o.dir);
   if (!checked)
     return bad_input("store check: " + o.dir + " is not a directory");
+  if (!st::is_data_dir(o.dir))
+    return not_a_store("store check", o.dir);
   auto& c = checked.value();
   if (o.json) {
     nlohmann::json j;
@@ -99,6 +108,8 @@ int run_backup(const store_options& o) {
   std::error_code ec;
   if (!fs::is_directory(o.dir, ec))
     return bad_input("store backup: " + o.dir + " is not a directory");
+  if (!st::is_data_dir(o.dir))
+    return not_a_store("store backup", o.dir);
   st::state_manager_options opts;
   opts.dir = o.dir;
   auto store = st::state_manager::open(opts);
@@ -111,6 +122,11 @@ int run_backup(const store_options& o) {
   if (!b) {
     std::cerr << "conclave: store backup: " << b.error().message() << '\n';
     return exit_failure;
+  }
+  if (b.value().path.empty()) {
+    std::cout << "nothing new since the previous backup (lsn " << b.value().to.value
+              << "); no backup written\n";
+    return exit_ok;
   }
   std::cout << b.value().kind << " backup of lsn " << b.value().from.value << ".."
             << b.value().to.value << " (" << b.value().bytes << " bytes) in "

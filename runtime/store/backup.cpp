@@ -208,6 +208,8 @@ result<backup_info> backup_incremental(const fs::path& data_dir,
   auto from = prev.value().to;
   if (upto < from)
     return errc::bad_argument;
+  if (upto == from) // nothing new: an empty backup would only add clutter
+    return backup_info{"incremental", from, upto, {}, 0};
   auto frames = log_frames(data_dir, from, upto);
   if (!frames)
     return frames.error();

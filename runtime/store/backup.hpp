@@ -26,6 +26,7 @@ struct backup_info {
   /// "full", "incremental" or, for restore, "restore".
   std::string kind;
   lsn from, to;
+  /// Empty if nothing was written (an incremental backup with nothing new).
   std::filesystem::path path;
   uint64_t bytes = 0;
 };
@@ -33,7 +34,9 @@ struct backup_info {
 result<backup_info> backup_full(const std::filesystem::path& data_dir,
                                 const std::filesystem::path& backup_dir, lsn upto);
 
-/// bad_argument if backup_dir holds no backup yet.
+/// bad_argument if backup_dir holds no backup yet. With nothing new since
+/// the previous backup (`upto` is its end), writes nothing and returns an
+/// empty `path`.
 result<backup_info> backup_incremental(const std::filesystem::path& data_dir,
                                        const std::filesystem::path& backup_dir, lsn upto);
 

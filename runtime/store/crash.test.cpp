@@ -1,6 +1,7 @@
 // Crash recovery of the whole store: a workload of multi-item transactions is
-// killed at many points, and after recovery no acknowledged commit is missing
-// and no transaction is visible in part.
+// killed at many points, and after recovery no acknowledged commit is missing,
+// no transaction is visible in part, and no reader had returned a value that
+// recovery does not have (a reader's commit is its acknowledgement).
 //
 // - kill -9 of a child process running the workload (the kernel keeps what
 //   was written; fdatasync decides nothing here, the process just dies);
@@ -52,12 +53,57 @@ bool commit_one(state_manager& s, uint64_t i) {
   return static_cast<bool>(tx.commit());
 }
 
+/// What a reader returned from one committed read-only transaction.
+struct read_seen {
+  std::vector<uint64_t> ids; // the newest id found of each writer
+  uint64_t count = 0;        // items in "a" at its snapshot
+};
+
+/// Reads in a loop, in read-only transactions: the next ids of each writer
+/// (repeatable reads, which see the latest committed value) and the count of
+/// "a" (a snapshot read). Calls seen() after each acknowledged commit.
+void run_reader(state_manager& s, const std::function<void(const read_seen&)>& seen,
+                const std::atomic<bool>& stop) {
+  std::vector<uint64_t> next(writers);
+  for (uint64_t w = 0; w < writers; ++w)
+    next[w] = w;
+  while (!stop) {
+    auto a = s.dictionary<uint64_t, uint64_t>("a");
+    if (!a)
+      return;
+    auto tx = s.begin();
+    read_seen r;
+    auto count = a.value().count(tx);
+    if (!count)
+      return;
+    r.count = count.value();
+    auto found = next;
+    for (uint64_t w = 0; w < writers; ++w)
+      for (int n = 0; n < 20; ++n) {
+        auto got = a.value().try_get(tx, found[w]);
+        if (!got)
+          return;
+        if (!got.value())
+          break;
+        r.ids.push_back(found[w]);
+        found[w] += writers;
+      }
+    if (!tx.commit())
+      return;
+    next = found;
+    seen(r);
+  }
+}
+
 /// Runs `writers` threads committing ids w, w + writers, ...; calls ack(i)
 /// after each acknowledged commit; stops at the first failure or when
-/// `stop` is set.
+/// `stop` is set. With `seen`, a reader thread runs alongside (run_reader).
 void run_workload(state_manager& s, const std::function<void(uint64_t)>& ack,
-                  const std::atomic<bool>& stop) {
+                  const std::atomic<bool>& stop,
+                  const std::function<void(const read_seen&)>& seen = {}) {
   std::vector<std::thread> threads;
+  if (seen)
+    threads.emplace_back([&] { run_reader(s, seen, stop); });
   for (uint64_t w = 0; w < writers; ++w)
     threads.emplace_back([&, w] {
       for (uint64_t i = w; !stop; i += writers) {
@@ -70,8 +116,10 @@ void run_workload(state_manager& s, const std::function<void(uint64_t)>& ack,
     t.join();
 }
 
-/// Checks the recovered store against the acknowledged ids.
+/// Checks the recovered store against the acknowledged ids, the ids readers
+/// returned and the largest count a reader returned.
 void verify(const fs::path& data, const std::set<uint64_t>& acked,
+            const std::set<uint64_t>& read, uint64_t read_count,
             const std::string& where) {
   state_manager_options o;
   o.dir = data;
@@ -104,13 +152,25 @@ void verify(const fs::path& data, const std::set<uint64_t>& acked,
   // No acknowledged commit lost.
   for (auto i : acked)
     ASSERT_EQ(in_a.count(i), 1u) << where << ": acknowledged commit " << i << " lost";
+  // Nothing a reader returned is older than what recovery has.
+  for (auto i : read)
+    ASSERT_EQ(in_a.count(i), 1u)
+        << where << ": a reader returned " << i << ", which recovery does not have";
+  EXPECT_GE(in_a.size(), read_count)
+      << where << ": a reader counted more items than recovery has";
 }
+
+/// Pipe messages from the workload child: an acknowledged id, an id a reader
+/// returned, or a count a reader returned (tag in the top two bits).
+constexpr uint64_t tag_read = uint64_t{1} << 63;
+constexpr uint64_t tag_count = uint64_t{1} << 62;
+constexpr uint64_t tag_mask = tag_read | tag_count;
 
 } // namespace
 
 TEST(store_crash, kill_9_at_random_points_loses_no_acknowledged_commit) {
   std::mt19937 rng{2026};
-  size_t total_acked = 0;
+  size_t total_acked = 0, total_read = 0;
   for (int round = 0; round < 8; ++round) {
     conclave::test::temp_dir dir{"conclave-crash"};
     auto data = dir / "data";
@@ -125,23 +185,32 @@ TEST(store_crash, kill_9_at_random_points_loses_no_acknowledged_commit) {
       o.dir = data;
       o.checkpoint_log_bytes = 32 * 1024; // checkpoints happen during the run
       o.log = [](const std::string&) {};
+      // A slow disk: while the log writer syncs, newer commits are applied
+      // (and readable) but not yet written, which is what a kill loses.
+      o.sync = [](int fd) {
+        std::this_thread::sleep_for(2ms);
+        return ::fdatasync(fd);
+      };
       auto s = state_manager::open(o);
       if (!s)
         ::_exit(3);
       std::atomic<bool> stop{false};
       std::mutex mtx;
-      run_workload(
-          *s.value(),
-          [&](uint64_t i) {
-            std::lock_guard<std::mutex> guard{mtx};
-            if (::write(fds[1], &i, sizeof(i)) != sizeof(i))
-              ::_exit(4);
-          },
-          stop);
+      auto send = [&](uint64_t x) {
+        std::lock_guard<std::mutex> guard{mtx};
+        if (::write(fds[1], &x, sizeof(x)) != sizeof(x))
+          ::_exit(4);
+      };
+      run_workload(*s.value(), send, stop, [&](const read_seen& r) {
+        for (auto i : r.ids)
+          send(tag_read | i);
+        send(tag_count | r.count);
+      });
       ::_exit(0);
     }
     ::close(fds[1]);
-    std::set<uint64_t> acked;
+    std::set<uint64_t> acked, read;
+    uint64_t read_count = 0;
     bool killed = false;
     for (;;) {
       if (!killed && acked.size() >= stop_after) {
@@ -158,19 +227,27 @@ TEST(store_crash, kill_9_at_random_points_loses_no_acknowledged_commit) {
       auto n = ::read(fds[0], &i, sizeof(i));
       if (n != sizeof(i))
         break; // EOF: the child is gone; every ack it wrote was read
-      acked.insert(i);
+      if ((i & tag_mask) == tag_read)
+        read.insert(i & ~tag_mask);
+      else if ((i & tag_mask) == tag_count)
+        read_count = std::max(read_count, i & ~tag_mask);
+      else
+        acked.insert(i);
     }
     ::close(fds[0]);
     int status = 0;
     ::waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "child exited by itself: " << status;
     total_acked += acked.size();
-    verify(data, acked, "round " + std::to_string(round));
+    total_read += read.size();
+    verify(data, acked, read, read_count, "round " + std::to_string(round));
   }
   EXPECT_GT(total_acked, 8u);
+  EXPECT_GT(total_read, 0u); // the reader did read
 }
 
 TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
+  size_t total_read = 0;
   for (unsigned seed = 1; seed <= 12; ++seed) {
     std::mt19937 rng{seed};
     conclave::test::temp_dir dir{"conclave-simcrash"};
@@ -191,7 +268,8 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
       synced[path] = static_cast<uintmax_t>(st.st_size);
       return r;
     };
-    std::set<uint64_t> acked;
+    std::set<uint64_t> acked, read;
+    uint64_t read_count = 0;
     {
       auto s = state_manager::open(o);
       ASSERT_TRUE(s);
@@ -215,7 +293,12 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
             std::lock_guard<std::mutex> guard{mtx};
             acked.insert(i);
           },
-          stop);
+          stop,
+          [&](const read_seen& r) {
+            std::lock_guard<std::mutex> guard{mtx};
+            read.insert(r.ids.begin(), r.ids.end());
+            read_count = std::max(read_count, r.count);
+          });
       crasher.join();
     }
     // The page cache is gone: each log file keeps what its last sync covered
@@ -234,6 +317,8 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
         f.put(static_cast<char>(rng()));
       }
     }
-    verify(data, acked, "seed " + std::to_string(seed));
+    total_read += read.size();
+    verify(data, acked, read, read_count, "seed " + std::to_string(seed));
   }
+  EXPECT_GT(total_read, 0u); // the reader did read
 }

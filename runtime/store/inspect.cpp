@@ -16,6 +16,11 @@ bool data_dir_check::clean() const {
                         [](const checkpoint_file& c) { return c.ok; });
 }
 
+bool is_data_dir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir / "log", ec) || fs::is_directory(dir / "checkpoints", ec);
+}
+
 result<data_dir_check> check_data_dir(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))

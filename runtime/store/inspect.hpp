@@ -47,4 +47,9 @@ struct data_dir_check {
 /// bad_argument if `dir` is not a directory.
 result<data_dir_check> check_data_dir(const std::filesystem::path& dir);
 
+/// Whether `dir` holds a store's data directory: a directory with log/ or
+/// checkpoints/ in it (a store creates log/ when it is first opened). Tools
+/// that must not create or bless a store where there is none check this.
+bool is_data_dir(const std::filesystem::path& dir);
+
 } // namespace conclave::store

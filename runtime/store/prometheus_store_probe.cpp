@@ -42,6 +42,9 @@ prometheus_store_probe::prometheus_store_probe(
   log_syncs_ =
       &counter(r, "conclave_store_log_syncs_total", "fdatasync calls of the log");
   checkpoints_ = &counter(r, "conclave_store_checkpoints_total", "Checkpoints written");
+  checkpoint_failures_ =
+      &counter(r, "conclave_store_checkpoint_failures_total",
+               "Checkpoint writes that failed (the log was kept; retried later)");
   checkpoint_seconds_ = &prometheus::BuildHistogram()
                              .Name("conclave_store_checkpoint_duration_seconds")
                              .Help("Time to encode, write and sync a checkpoint")
@@ -107,6 +110,10 @@ void prometheus_store_probe::corruption(std::string_view what) {
     corrupt_checkpoint_->Increment();
   else
     corrupt_log_tail_->Increment();
+}
+
+void prometheus_store_probe::checkpoint_failed() {
+  checkpoint_failures_->Increment();
 }
 
 void prometheus_store_probe::failed() {

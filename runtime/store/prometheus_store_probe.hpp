@@ -30,6 +30,7 @@ public:
   void log_bytes(uint64_t n) override;
   void log_synced(uint64_t records) override;
   void checkpoint_written(std::chrono::nanoseconds d, uint64_t bytes) override;
+  void checkpoint_failed() override;
   void recovered(std::chrono::nanoseconds d, uint64_t records) override;
   void corruption(std::string_view what) override;
   void failed() override;
@@ -44,6 +45,7 @@ private:
   prometheus::Counter* log_bytes_;
   prometheus::Counter* log_syncs_;
   prometheus::Counter* checkpoints_;
+  prometheus::Counter* checkpoint_failures_;
   prometheus::Histogram* checkpoint_seconds_;
   prometheus::Gauge* checkpoint_bytes_;
   prometheus::Gauge* recovery_seconds_;

@@ -7,11 +7,15 @@
 // Guarantees
 // - Strong mode (default): commit returns after the transaction's log record
 //   is on disk (fdatasync). Concurrent commits share one fdatasync (group
-//   commit). Weak mode: commit returns once the transaction is applied; a crash
-//   may lose the last commits, never part of one.
+//   commit). A read-only transaction's commit returns once everything its
+//   reads may have seen is on disk, so no reader returns a value that a crash
+//   takes back. Weak mode: commit returns once the transaction is applied; a
+//   crash may lose the last commits, never part of one.
 // - Every operation takes a lock timeout (default 4 s) and fails with
 //   errc::lock_timeout instead of waiting forever; the transaction should then
-//   be aborted (that is the deadlock detection).
+//   be aborted (that is the deadlock detection). Timeouts are served by their
+//   own thread, which never writes files, so a slow checkpoint cannot delay
+//   them; a deadline past the clock's range means "no timeout".
 // - Two interfaces over the same engine: blocking calls (for threads) and
 //   *_async calls whose callbacks run later on another thread (for actors,
 //   which must not block a worker). A callback never runs under the store's
@@ -20,11 +24,14 @@
 //   errc::store_failed, commits in flight with errc::io_failure. Nothing is
 //   retried past a failed fsync (the page cache may have dropped the data).
 // - Checkpoints: after `checkpoint_log_bytes` of log (or on checkpoint()), the
-//   latest committed state is written to a new checkpoint file (temp file,
+//   state at the checkpoint's lsn is encoded in short steps under the store's
+//   lock (operations and timeouts run in between), then written without it,
+//   on the checkpoint thread, to a new checkpoint file (temp file,
 //   fsync, rename, directory fsync) once everything it contains is durable;
 //   then the log segments covered by the previous checkpoint are deleted (the
 //   log since the previous one stays, so that a corrupt newest checkpoint can
-//   fall back to it).
+//   fall back to it). A failed checkpoint write is reported and retried after
+//   `checkpoint_retry_delay`; the log is kept and the store goes on.
 // - Recovery (open): newest valid checkpoint (a corrupt one is reported and the
 //   previous one used), then the log after it; a torn or corrupt log tail is
 //   cut at the last valid record. Both are reported through `log` and the
@@ -81,6 +88,14 @@ struct state_manager_options {
   std::function<void(const std::string&)> log;
   /// fdatasync replacement for fault injection in tests (default ::fdatasync).
   std::function<int(int)> sync;
+  /// fdatasync of checkpoint files (and their directory) only; tests block or
+  /// fail checkpoint writes with it. Empty: `sync`, else ::fdatasync.
+  std::function<int(int)> checkpoint_sync;
+  /// After a failed automatic checkpoint, wait this long before the next try.
+  std::chrono::milliseconds checkpoint_retry_delay{10000};
+  /// The clock of lock deadlines (tests: a manual clock, with
+  /// state_manager::clock_advanced() after moving it). Empty: steady_clock.
+  std::function<timestamp()> clock;
 };
 
 /// What open() found on disk.
@@ -137,14 +152,18 @@ public:
 
   result<txn_id> begin_txn();
 
-  /// Runs one operation, waiting up to `timeout` for its locks.
+  /// Runs one operation, waiting up to `timeout` for its locks (negative: the
+  /// default timeout; 0: fail at once if a lock is held; beyond the clock's
+  /// range, e.g. milliseconds::max(): wait as long as it takes).
   result<op_result> execute(const op_request& req, std::chrono::milliseconds timeout);
   /// Same, without blocking: `cb` runs on this thread if the operation
   /// completes at once, else later on another thread.
   void execute_async(op_request req, std::chrono::milliseconds timeout, op_callback cb);
 
   /// Commits; returns the lsn of the record (0 if the transaction changed
-  /// nothing) once durable (strong mode) or applied (weak mode).
+  /// nothing) once durable (strong mode) or applied (weak mode). In strong
+  /// mode a read-only commit returns once everything its reads may have seen
+  /// is durable (store_core::observed_through).
   result<lsn> commit(txn_id txn);
   void commit_async(txn_id txn, commit_callback cb);
 
@@ -152,7 +171,8 @@ public:
 
   // -- maintenance --------------------------------------------------------------
 
-  /// Writes a checkpoint now and truncates the log it covers.
+  /// Writes a checkpoint now and truncates the log it covers. A failed write
+  /// is returned (and counted) but does not stop the store.
   result<lsn> checkpoint();
 
   /// Copies the store to `backup_dir`: full (newest checkpoint + log) or
@@ -172,6 +192,10 @@ public:
   std::chrono::milliseconds default_timeout() const { return opts_.default_timeout; }
   const std::filesystem::path& dir() const { return opts_.dir; }
 
+  /// Tests with their own `clock`: call after moving it, so that the lock
+  /// deadlines it passed expire now.
+  void clock_advanced();
+
   /// Tests only: stops the log writer without writing what is queued, as a
   /// crash would, and makes the store refuse everything from now on.
   void crash_for_testing();
@@ -179,6 +203,7 @@ public:
   struct stats {
     uint64_t commits = 0, aborts = 0, lock_waits = 0, lock_timeouts = 0;
     uint64_t log_bytes = 0, log_records = 0, log_syncs = 0, checkpoints = 0;
+    uint64_t checkpoint_failures = 0;
     size_t active_transactions = 0;
   };
   stats get_stats() const;
@@ -194,11 +219,16 @@ private:
   struct commit_waiter {
     commit_callback cb;
     std::chrono::steady_clock::time_point started;
+    /// A read-only commit: replies lsn 0 and counts no commit.
+    bool read_only = false;
   };
   using completion = std::function<void()>;
 
   result<void> recover();
-  static timestamp now();
+  /// Now on the lock-deadline clock (opts_.clock or steady_clock).
+  timestamp now() const;
+  /// Now on steady_clock, as a timestamp (checkpoint retries).
+  static timestamp steady_now();
   timestamp deadline_in(std::chrono::milliseconds timeout) const;
   /// Re-runs parked operations that were granted their lock; returns the
   /// callbacks to run once the lock is released. Caller holds mtx_.
@@ -208,12 +238,18 @@ private:
   std::optional<result<op_result>>
   run_or_park(op_request req, std::chrono::milliseconds timeout,
               const std::function<op_callback()>& make_callback);
-  result<lsn> commit_locked(txn_id txn, std::vector<completion>& out,
-                            commit_callback* cb);
+  /// Commits under mtx_. A read-only transaction in strong mode sets
+  /// `wait_for` to the lsn that must be durable before it is acknowledged
+  /// (if that is not the case yet); with `cb`, the callback is parked until
+  /// then and `wait_for` set.
+  result<lsn> commit_locked(txn_id txn, std::vector<completion>& out, commit_callback* cb,
+                            lsn& wait_for);
   void fail_parked(txn_id txn, errc why, std::vector<completion>& out);
   void durable(lsn upto, std::error_code err);
-  void maintenance_loop();
-  result<lsn> take_checkpoint();
+  void timer_loop();
+  void checkpoint_loop();
+  /// `automatic`: a failed write is retried after checkpoint_retry_delay.
+  result<lsn> take_checkpoint(bool automatic);
   void report(const std::string& line) const;
   result<void> check_running(); // caller holds mtx_
 
@@ -228,17 +264,20 @@ private:
   std::error_code failure_;
   uint64_t log_bytes_since_checkpoint_ = 0;
   bool checkpoint_wanted_ = false;
+  timestamp checkpoint_retry_at_{0}; // no automatic checkpoint before
   bool stopping_ = false;
-  std::condition_variable maintenance_cv_;
+  std::condition_variable timer_cv_;      // lock deadlines (timer thread)
+  std::condition_variable checkpoint_cv_; // checkpoint_wanted_ (checkpoint thread)
   stats stats_;
 
   uint64_t last_synced_ = 0; // written by the log's writer thread only
   std::mutex durable_mtx_;
-  std::map<uint64_t, commit_waiter> commit_waiters_;
+  std::multimap<uint64_t, commit_waiter> commit_waiters_;
 
   std::mutex checkpoint_mtx_; // one checkpoint or backup at a time
   lsn previous_checkpoint_;   // guarded by checkpoint_mtx_
-  std::thread maintenance_;
+  std::thread timer_;
+  std::thread checkpointer_;
   int lock_fd_ = -1; // holds flock(DIR/LOCK) while open
 };
 

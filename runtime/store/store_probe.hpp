@@ -1,6 +1,6 @@
 // store_probe: the metrics hooks of the reliable collections store. The
 // state manager calls them from whichever thread did the work (callers, the
-// log writer, the maintenance thread), so implementations must be thread-safe.
+// log writer, the timer and checkpoint threads), so implementations must be thread-safe.
 // The null probe is the default; prometheus_store_probe exports them
 // (docs/metrics.md lists the names).
 #pragma once
@@ -27,6 +27,8 @@ public:
   /// One fdatasync of the log covered `records` records.
   virtual void log_synced(uint64_t /*records*/) {}
   virtual void checkpoint_written(std::chrono::nanoseconds, uint64_t /*bytes*/) {}
+  /// Writing a checkpoint failed; the log was kept and the store goes on.
+  virtual void checkpoint_failed() {}
   virtual void recovered(std::chrono::nanoseconds, uint64_t /*records replayed*/) {}
   /// Recovery cut a torn or corrupt log tail, or skipped a corrupt checkpoint.
   virtual void corruption(std::string_view /*what: log_tail, checkpoint*/) {}

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 using conclave::process_test::run_conclave;
@@ -145,4 +147,51 @@ TEST(store_cli, backup_and_restore_through_the_command_line) {
       "store backup --dir " + data.string() + " --to " + (tmp / "b").string(), true);
   EXPECT_EQ(busy.status, 1);
   EXPECT_NE(busy.out.find("open in another store"), std::string::npos) << busy.out;
+}
+
+// A directory without a store (an operator's typo, or the wrong directory) is
+// neither called clean nor turned into a store: one line, exit 2, and the
+// directory is left as it was.
+TEST(store_cli, check_and_backup_refuse_a_directory_that_holds_no_store) {
+  conclave::test::temp_dir tmp{"conclave-store-cli"};
+  auto other = tmp / "notastore";
+  fs::create_directories(other);
+  { std::ofstream{other / "notes.txt"} << "not a store\n"; }
+  for (auto args :
+       {"store check --dir " + other.string(),
+        "store check --json --dir " + other.string(),
+        "store backup --dir " + other.string() + " --to " + (tmp / "b").string()}) {
+    auto r = run_conclave(args, true);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("not a store"), std::string::npos) << r.out;
+  }
+  std::vector<std::string> left;
+  for (auto& e : fs::directory_iterator(other))
+    left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"notes.txt"}); // no LOCK, no log/
+  EXPECT_FALSE(fs::exists(tmp / "b"));
+}
+
+// An incremental backup with nothing new since the previous one writes no
+// (empty) backup, says so and succeeds.
+TEST(store_cli, an_incremental_backup_with_nothing_new_writes_nothing) {
+  conclave::test::temp_dir tmp{"conclave-store-cli"};
+  auto data = tmp / "data";
+  fill(data, 3);
+  auto to = " --dir " + data.string() + " --to " + (tmp / "b").string();
+  ASSERT_EQ(run_conclave("store backup" + to).status, 0);
+  auto count = [&] {
+    return std::distance(fs::directory_iterator(tmp / "b"), fs::directory_iterator{});
+  };
+  auto before = count();
+  auto r = run_conclave("store backup --incremental" + to);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("nothing new"), std::string::npos) << r.out;
+  EXPECT_EQ(count(), before);
+  // Something new: an incremental one is written.
+  fill(data, 4);
+  auto more = run_conclave("store backup --incremental" + to);
+  EXPECT_EQ(more.status, 0) << more.out;
+  EXPECT_EQ(count(), before + 1);
 }

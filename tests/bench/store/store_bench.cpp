@@ -19,8 +19,15 @@
 // Targets (issue 5): conclave >= 2x etcd at 8 and 32 writers; group commit
 // >= 5x serial at 32 writers.
 //
+// A second table times dequeuing N items from one queue in one transaction
+// (N = 1k, 4k, 16k, 100k; --dequeue): the queue is filled first, then one
+// transaction dequeues every item and commits. Reported: the dequeue loop
+// and the commit, medians over --reps. Each dequeue should cost O(1): the
+// time per item should stay flat as N grows (issue 10: it was cubic).
+//
 //   store_bench [--seconds S] [--reps N] [--writers 1,8,32] [--dir PARENT]
-//               [--etcd PATH | --skip-etcd] [--json FILE] [--quick]
+//               [--etcd PATH | --skip-etcd] [--dequeue 1000,4000,...]
+//               [--json FILE] [--quick] [--help]
 #include "runtime/store/collections.hpp"
 
 #include "tests/bench/support/etcd_process.hpp"
@@ -54,6 +61,7 @@ struct options {
   double seconds = 3;
   int reps = 3;
   std::vector<int> writers{1, 8, 32};
+  std::vector<int> dequeue{1000, 4000, 16000, 100000};
   fs::path parent;
   std::string etcd;
   bool skip_etcd = false;
@@ -284,16 +292,102 @@ sample bench_etcd(const options& o, int writers, double seconds) {
   return s;
 }
 
+struct dequeue_sample {
+  double dequeue_ms = 0; // the loop of try_dequeue calls
+  double commit_ms = 0;  // commit of the transaction (durable)
+};
+
+/// Fills a queue with `items` items, then times one transaction that
+/// dequeues all of them and commits.
+dequeue_sample bench_dequeue(const fs::path& parent, int items) {
+  using namespace conclave::store;
+  auto dir = fresh_dir(parent, "dequeue");
+  state_manager_options o;
+  o.dir = dir;
+  dequeue_sample out;
+  bool ok = false;
+  {
+    auto sm = state_manager::open(o);
+    if (!sm) {
+      std::cerr << "store_bench: open failed: " << sm.error().message() << '\n';
+      std::exit(1);
+    }
+    auto& store = *sm.value();
+    auto q = store.queue<std::string>("bench").value();
+    // Filled in transactions of 1,000 (a realistic producer), not timed.
+    for (int done = 0; done < items;) {
+      auto tx = store.begin();
+      for (int i = 0; i < 1000 && done < items; ++i, ++done)
+        if (!q.enqueue(tx, value_for(0, static_cast<uint64_t>(done))))
+          std::exit(1);
+      if (!tx.commit())
+        std::exit(1);
+    }
+    auto tx = store.begin();
+    auto t0 = clock_type::now();
+    int taken = 0;
+    for (;;) {
+      auto item = q.try_dequeue(tx);
+      if (!item || !item.value())
+        break;
+      ++taken;
+    }
+    auto t1 = clock_type::now();
+    ok = taken == items && tx.commit();
+    auto t2 = clock_type::now();
+    out.dequeue_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    out.commit_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  }
+  fs::remove_all(dir);
+  if (!ok) {
+    std::cerr << "store_bench: dequeuing " << items << " items failed\n";
+    std::exit(1);
+  }
+  return out;
+}
+
 bool on_tmpfs(const fs::path& p) {
   struct statfs st {};
   return ::statfs(p.c_str(), &st) == 0 && st.f_type == 0x01021994; // TMPFS_MAGIC
 }
 
+const char* const usage_line =
+    "store_bench [--seconds S] [--reps N] [--writers 1,8,32] [--dir PARENT] "
+    "[--etcd PATH | --skip-etcd] [--dequeue 1000,4000,16000,100000] [--json FILE] "
+    "[--quick] [--help]";
+
 int usage(const std::string& what) {
-  std::cerr << "store_bench: " << what
-            << " (usage: store_bench [--seconds S] [--reps N] [--writers 1,8,32] "
-               "[--dir PARENT] [--etcd PATH | --skip-etcd] [--json FILE] [--quick])\n";
+  std::cerr << "store_bench: " << what << " (usage: " << usage_line << ")\n";
   return 2;
+}
+
+int help() {
+  std::cout << "usage: " << usage_line << "\n\n"
+            << "Commit throughput and latency of the store (group commit and serial, "
+               "strong mode,\n256-byte values) against etcd and the raw fdatasync "
+               "rate, then the time to\ndequeue N items in one transaction.\n\n"
+            << "  --seconds S      run time of each case (default 3)\n"
+            << "  --reps N         repetitions, interleaved; medians are printed "
+               "(default 3)\n"
+            << "  --writers LIST   writer thread counts (default 1,8,32)\n"
+            << "  --dir PARENT     where data directories are made (default: the "
+               "temp directory)\n"
+            << "  --etcd PATH      etcd binary to compare against\n"
+            << "  --skip-etcd      no etcd rows\n"
+            << "  --dequeue LIST   items dequeued in one transaction (default "
+               "1000,4000,16000,100000)\n"
+            << "  --json FILE      also write the figures as JSON\n"
+            << "  --quick          smoke run: 0.3 s, 1 rep, no etcd, dequeue 1000,4000\n"
+            << "  --help           this text\n";
+  return 0;
+}
+
+std::vector<int> int_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in{text};
+  for (std::string x; std::getline(in, x, ',');)
+    out.push_back(std::stoi(x));
+  return out;
 }
 
 } // namespace
@@ -308,12 +402,13 @@ int main(int argc, char** argv) {
         o.seconds = std::stod(next());
       else if (a == "--reps")
         o.reps = std::stoi(next());
-      else if (a == "--writers") {
-        o.writers.clear();
-        std::stringstream in{next()};
-        for (std::string x; std::getline(in, x, ',');)
-          o.writers.push_back(std::stoi(x));
-      } else if (a == "--dir")
+      else if (a == "--writers")
+        o.writers = int_list(next());
+      else if (a == "--dequeue")
+        o.dequeue = int_list(next());
+      else if (a == "--help" || a == "-h")
+        return help();
+      else if (a == "--dir")
         o.parent = next();
       else if (a == "--etcd")
         o.etcd = next();
@@ -325,6 +420,7 @@ int main(int argc, char** argv) {
         o.seconds = 0.3;
         o.reps = 1;
         o.skip_etcd = true;
+        o.dequeue = {1000, 4000};
       } else
         return usage("unknown argument '" + a + "'");
     } catch (const std::exception&) {
@@ -332,8 +428,9 @@ int main(int argc, char** argv) {
     }
   }
   if (o.seconds <= 0 || o.reps < 1 || o.writers.empty()
-      || std::any_of(o.writers.begin(), o.writers.end(), [](int w) { return w < 1; }))
-    return usage("--seconds, --reps and --writers must be positive");
+      || std::any_of(o.writers.begin(), o.writers.end(), [](int w) { return w < 1; })
+      || std::any_of(o.dequeue.begin(), o.dequeue.end(), [](int n) { return n < 1; }))
+    return usage("--seconds, --reps, --writers and --dequeue must be positive");
   if (o.etcd.empty() && !o.skip_etcd) {
     std::cerr << "store_bench: no --etcd given: etcd skipped\n";
     o.skip_etcd = true;
@@ -439,6 +536,41 @@ int main(int argc, char** argv) {
     std::cout << "conclave at 32 writers / raw fdatasync rate: " << std::setprecision(1)
               << g->per_second / f->per_second
               << "x (real commits per sync: the commits/sync column)\n";
+  // Dequeuing N items in one transaction.
+  struct dequeue_row {
+    int items;
+    std::vector<dequeue_sample> reps;
+  };
+  std::vector<dequeue_row> dequeues;
+  for (auto n : o.dequeue)
+    dequeues.push_back({n, {}});
+  for (int r = 0; r < o.reps; ++r)
+    for (auto& d : dequeues)
+      d.reps.push_back(bench_dequeue(o.parent, d.items));
+  struct dequeue_median {
+    int items;
+    double dequeue_ms, commit_ms;
+  };
+  std::vector<dequeue_median> dequeue_rows;
+  if (!dequeues.empty()) {
+    std::cout << '\n'
+              << std::right << std::setw(26) << "items dequeued in one tx"
+              << std::setw(14) << "dequeue ms" << std::setw(14) << "us / item"
+              << std::setw(14) << "commit ms" << '\n';
+    for (auto& d : dequeues) {
+      std::vector<double> a, b;
+      for (auto& x : d.reps) {
+        a.push_back(x.dequeue_ms);
+        b.push_back(x.commit_ms);
+      }
+      dequeue_rows.push_back({d.items, median(a), median(b)});
+      auto& m = dequeue_rows.back();
+      std::cout << std::setw(26) << d.items << std::setw(14) << std::setprecision(1)
+                << m.dequeue_ms << std::setw(14) << std::setprecision(2)
+                << 1000 * m.dequeue_ms / d.items << std::setw(14) << std::setprecision(1)
+                << m.commit_ms << '\n';
+    }
+  }
   if (!o.json.empty()) {
     std::ofstream out{o.json};
     out << "{\"seconds\": " << o.seconds << ", \"reps\": " << o.reps
@@ -451,6 +583,11 @@ int main(int argc, char** argv) {
           << ", \"p99_ms\": " << rows[i].median.p99_ms
           << ", \"syncs_per_second\": " << rows[i].median.syncs_per_second
           << ", \"mean_sync_ms\": " << rows[i].median.sync_ms_mean << "}";
+    out << "], \"dequeue\": [";
+    for (size_t i = 0; i < dequeue_rows.size(); ++i)
+      out << (i ? ", " : "") << "{\"items\": " << dequeue_rows[i].items
+          << ", \"dequeue_ms\": " << dequeue_rows[i].dequeue_ms
+          << ", \"commit_ms\": " << dequeue_rows[i].commit_ms << "}";
     out << "]}\n";
   }
   fs::remove_all(o.parent);
