@@ -4,6 +4,7 @@
 #include "protocols/store/log_record.hpp"
 #include "runtime/store/checkpoint_file.hpp"
 #include "runtime/store/file_util.hpp"
+#include "runtime/store/log_scan.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -95,36 +96,24 @@ std::vector<backup_entry> list_backups(const fs::path& dir) {
 }
 
 /// Frames of the log records with from < lsn <= upto, checked and dense.
+/// Segments holding only records <= from are not read (log_scan.hpp), so
+/// damage there does not stop a backup; damage among the records needed is
+/// backup_gap. The tail being written may look torn: it is after `upto`.
 result<std::string> log_frames(const fs::path& data_dir, lsn from, lsn upto) {
-  std::vector<std::pair<lsn, fs::path>> segs;
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(data_dir / "log", ec))
-    if (auto l = files::parse_lsn_name(e.path().filename().string(), "seg-", ".wal"))
-      segs.emplace_back(*l, e.path());
-  std::sort(segs.begin(), segs.end());
   std::string out;
   lsn next{from.value + 1};
-  for (auto& [first, path] : segs) {
-    if (next > upto)
-      break;
-    auto data = files::read_file(path);
-    if (!data)
-      continue; // deleted by a concurrent truncation: then the records are older
-    std::string_view bytes = data.value();
-    size_t pos = 0;
-    while (pos < bytes.size() && next <= upto) {
-      auto d = decode_record(bytes.substr(pos));
-      if (d.status != decode_status::ok)
-        break; // the tail being written
-      if (d.record.lsn == next) {
-        out.append(bytes.substr(pos, d.size));
-        ++next.value;
-      } else if (d.record.lsn > next) {
-        return errc::backup_gap;
-      }
-      pos += d.size;
-    }
-  }
+  log_scan_options so;
+  so.base = from;
+  auto scanned = scan_log(
+      data_dir, so, [&](const log_record& r, std::string_view frame) -> result<void> {
+        if (r.lsn <= upto && r.lsn == next) {
+          out.append(frame);
+          ++next.value;
+        }
+        return outcome::success();
+      });
+  if (!scanned)
+    return scanned.error();
   if (next <= upto)
     return errc::backup_gap;
   return out;

@@ -25,9 +25,11 @@
 //   then the log segments covered by the previous checkpoint are deleted (the
 //   log since the previous one stays, so that a corrupt newest checkpoint can
 //   fall back to it).
-// - Recovery (open): newest valid checkpoint (a corrupt one is reported and the
-//   previous one used), then the log after it; a torn or corrupt log tail is
-//   cut at the last valid record. Both are reported through `log` and the
+// - Recovery (open): newest valid checkpoint (one that fails its checksum or
+//   format is reported, set aside as *.corrupt and the previous one used; one
+//   that cannot be read fails the open), then the log after it (log_scan.hpp:
+//   a torn tail is cut and moved to log/lost+found; corruption before valid
+//   records fails the open unless `repair`). Reported through `log` and the
 //   probe; recovery() describes what was found.
 #pragma once
 
@@ -81,6 +83,10 @@ struct state_manager_options {
   std::function<void(const std::string&)> log;
   /// fdatasync replacement for fault injection in tests (default ::fdatasync).
   std::function<int(int)> sync;
+  /// The operator accepts the loss of corruption in the middle of the log
+  /// (`conclave store repair`): the log is cut there, keeping a copy, instead
+  /// of the open failing.
+  bool repair = false;
 };
 
 /// What open() found on disk.
@@ -95,6 +101,12 @@ struct recovery_report {
   bool tail_cut = false;
   uint64_t cut_bytes = 0;
   std::string cut_reason;
+  /// Where the cut bytes went (DIR/log/lost+found/...).
+  std::vector<std::filesystem::path> moved_to;
+  /// With `repair`: the corruption cut, and the valid records dropped after it.
+  std::string problem;
+  uint64_t dropped_records = 0;
+  lsn dropped_first, dropped_last;
   std::chrono::nanoseconds duration{0};
 };
 

@@ -43,67 +43,153 @@ wal::~wal() {
     ::close(fd_);
 }
 
+namespace {
+
+/// A free name in `dir` for bytes moved aside from `segment` at `offset`.
+fs::path aside_name(const fs::path& dir, const fs::path& segment, uint64_t offset) {
+  auto stem = segment.filename().string() + ".from-" + std::to_string(offset);
+  std::error_code ec;
+  auto p = dir / (stem + ".torn");
+  for (int n = 1; fs::exists(p, ec); ++n)
+    p = dir / (stem + "." + std::to_string(n) + ".torn");
+  return p;
+}
+
+} // namespace
+
+result<void> wal::move_aside(const segment_scan& seg, uint64_t offset,
+                             wal_recovery& report) {
+  auto aside_dir = log_dir_ / "lost+found";
+  std::error_code ec;
+  uint64_t used = seg.bytes - seg.zero_tail; // zero bytes at the end are no data
+  if (offset == 0) {
+    if (used == 0) {
+      fs::remove(seg.path, ec); // empty or never written
+      return ec ? result<void>{ec} : outcome::success();
+    }
+    fs::create_directories(aside_dir, ec);
+    if (ec)
+      return ec;
+    auto to = aside_name(aside_dir, seg.path, 0);
+    fs::rename(seg.path, to, ec);
+    if (ec)
+      return ec;
+    if (auto s = files::sync_dir(aside_dir, sync_); !s)
+      return s.error();
+    report.cut_bytes += used;
+    report.moved_to.push_back(to);
+    return outcome::success();
+  }
+  if (used > offset) {
+    // Copy first (synced), then cut: a crash in between cuts again next time.
+    auto data = files::read_file(seg.path);
+    if (!data)
+      return data.error();
+    if (data.value().size() < used)
+      return errc::corrupt_data; // changed under us
+    fs::create_directories(aside_dir, ec);
+    if (ec)
+      return ec;
+    auto to = aside_name(aside_dir, seg.path, offset);
+    auto tmp = to;
+    tmp += ".tmp";
+    std::string_view bytes = data.value();
+    if (auto w =
+            files::write_file_synced(tmp, bytes.substr(offset, used - offset), sync_);
+        !w)
+      return w.error();
+    fs::rename(tmp, to, ec);
+    if (ec)
+      return ec;
+    if (auto s = files::sync_dir(aside_dir, sync_); !s)
+      return s.error();
+    report.cut_bytes += used - offset;
+    report.moved_to.push_back(to);
+  }
+  int fd = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return files::last_error();
+  auto rc = ::ftruncate(fd, static_cast<off_t>(offset));
+  if (rc == 0)
+    rc = sync_(fd);
+  auto err = rc != 0 ? files::last_error() : std::error_code{};
+  ::close(fd);
+  if (err)
+    return err;
+  return outcome::success();
+}
+
 result<void> wal::scan(lsn after, const replay_fn& replay, wal_recovery& report) {
   std::error_code ec;
   fs::create_directories(log_dir_, ec);
   if (ec)
     return ec;
-  bool replayed = false;
-  auto scanned = scan_log(opts_.dir, [&](const log_record& r) -> result<void> {
-    if (r.lsn <= after)
-      return outcome::success();
-    if (!replayed && r.lsn.value != after.value + 1)
-      return errc::corrupt_data; // records after `after` are missing
-    if (auto a = replay(r); !a)
-      return a.error();
-    if (!replayed)
-      report.first = r.lsn;
-    replayed = true;
-    report.last = r.lsn;
-    ++report.records;
-    return outcome::success();
-  });
+  log_scan_options so;
+  so.base = after;
+  auto scanned =
+      scan_log(opts_.dir, so, [&](const log_record& r, std::string_view) -> result<void> {
+        if (auto a = replay(r); !a)
+          return a.error();
+        if (report.records++ == 0)
+          report.first = r.lsn;
+        report.last = r.lsn;
+        return outcome::success();
+      });
   if (!scanned)
     return scanned.error();
   auto& log = scanned.value();
-  bool removed = false;
-  // A log that ends before `after` holds only what the checkpoint covers. Its
-  // segments go: the next record (after + 1) starts a new one, and leaving
-  // the old ones would read as a gap in the lsns at the next open.
-  bool stale = log.records > 0 && log.last < after;
+  for (auto& d : log.damage)
+    if (d.what == log_damage::kind::covered)
+      report.covered_damage.push_back(d.reason);
+  for (auto& g : log.covered_gaps)
+    report.covered_damage.push_back("covered records missing: " + g);
+  if (log.fatal) {
+    report.problem = log.problem;
+    if (!opts_.repair)
+      return errc::corrupt_data; // nothing on disk changed
+    report.dropped_records = log.drop_records;
+    report.dropped_first = log.drop_first;
+    report.dropped_last = log.drop_last;
+  }
+  // Where the log ends: everything from here on is moved aside (zero bytes
+  // and empty files are simply removed). Segments that hold only covered
+  // records (not even read) stay as they are.
+  bool cutting = log.fatal || log.ends_early;
+  log_position end;
+  if (log.fatal)
+    end = log.keep_end;
+  else if (log.ends_early)
+    end = {log.bad_segment, log.bad_offset};
+  else {
+    end = {log.segments.size(), 0};
+    // Segments after the last one in use hold nothing but zero bytes.
+    while (end.segment > 0) {
+      auto& s = log.segments[end.segment - 1];
+      if (s.skipped || s.records > 0)
+        break;
+      --end.segment;
+    }
+  }
   for (size_t i = 0; i < log.segments.size(); ++i) {
     auto& seg = log.segments[i];
-    bool after_end = log.ends_early && i > log.bad_segment;
-    if (seg.valid_bytes == 0 || after_end || stale) {
-      // Empty (created just before a crash), invalid from its first byte, or
-      // after the end of the log.
-      fs::remove(seg.path, ec);
-      removed = true;
+    if (i < end.segment || (i == end.segment && end.offset > 0 && !cutting)) {
+      segments_.push_back({seg.path, seg.named});
       continue;
     }
-    if (log.ends_early && i == log.bad_segment) {
-      int fd = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0)
-        return files::last_error();
-      auto rc = ::ftruncate(fd, static_cast<off_t>(seg.valid_bytes));
-      if (rc == 0)
-        rc = sync_(fd);
-      auto err = rc != 0 ? files::last_error() : std::error_code{};
-      ::close(fd);
-      if (err)
-        return err;
-    }
-    segments_.push_back({seg.path, seg.named});
+    auto offset = i == end.segment ? end.offset : 0;
+    if (auto m = move_aside(seg, offset, report); !m)
+      return m.error();
+    if (offset > 0)
+      segments_.push_back({seg.path, seg.named});
   }
-  if (log.ends_early) {
+  if (cutting) {
     report.tail_cut = true;
-    report.cut_bytes = log.bytes_after_end;
-    report.cut_reason = log.reason;
+    report.cut_reason = log.fatal ? "repair: " + log.problem : log.reason;
   }
-  if (removed || log.ends_early)
+  if (end.segment < log.segments.size())
     if (auto s = files::sync_dir(log_dir_, sync_); !s)
       return s.error();
-  appended_ = durable_ = log.records > 0 && log.last > after ? log.last : after;
+  appended_ = durable_ = log.needed_last;
   return outcome::success();
 }
 

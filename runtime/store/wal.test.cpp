@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <thread>
 
 using namespace conclave::store;
@@ -69,8 +70,17 @@ protected:
   std::vector<fs::path> segments() {
     std::vector<fs::path> out;
     for (auto& e : fs::directory_iterator(dir / "log"))
-      out.push_back(e.path());
+      if (e.is_regular_file())
+        out.push_back(e.path());
     std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  /// Every file of the log directory and its bytes, by name.
+  std::map<std::string, std::string> contents() {
+    std::map<std::string, std::string> out;
+    for (auto& p : segments())
+      out[p.filename().string()] = files::read_file(p).value();
     return out;
   }
 
@@ -212,7 +222,7 @@ TEST_F(wal_test, every_bit_flip_in_the_last_record_recovers_the_previous_ones) {
   }
 }
 
-TEST_F(wal_test, corruption_in_an_earlier_segment_ends_the_log_there) {
+TEST_F(wal_test, corruption_before_valid_records_refuses_the_open_until_repaired) {
   auto o = options();
   o.segment_bytes = 200; // a few records per segment
   write(1, 30, o);
@@ -223,20 +233,51 @@ TEST_F(wal_test, corruption_in_an_earlier_segment_ends_the_log_there) {
     f.seekp(30);
     f.put('\x77');
   }
+  auto before = contents();
   wal_recovery rep;
-  auto seen = replay(rep);
+  auto w = wal::open(
+      options(), lsn{},
+      [](const log_record&) { return result<void>{outcome::success()}; }, rep);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(code(w.error()), errc::corrupt_data);
+  EXPECT_NE(rep.problem.find(segs[1].filename().string() + " at byte 0"),
+            std::string::npos)
+      << rep.problem;
+  EXPECT_EQ(contents(), before); // nothing changed on disk
+  // The operator's repair cuts there and keeps a copy of every byte it drops.
+  auto r = options();
+  r.repair = true;
+  wal_recovery fixed;
+  std::vector<uint64_t> seen;
+  auto repaired = wal::open(
+      r, lsn{},
+      [&](const log_record& rec) -> result<void> {
+        seen.push_back(rec.lsn.value);
+        return outcome::success();
+      },
+      fixed);
+  ASSERT_TRUE(repaired);
   ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen, range(1, seen.back()));
   EXPECT_LT(seen.back(), 30u);
-  EXPECT_TRUE(rep.tail_cut);
-  EXPECT_NE(rep.cut_reason.find(segs[1].filename().string()), std::string::npos)
-      << rep.cut_reason;
-  EXPECT_LE(segments().size(), 2u); // later segments are gone
+  EXPECT_TRUE(fixed.tail_cut);
+  EXPECT_GT(fixed.dropped_records, 0u);
+  EXPECT_EQ(fixed.dropped_last, lsn{30});
+  // Each copy holds the original bytes of its segment from the cut on.
+  uint64_t total = 0;
+  for (auto& p : fixed.moved_to) {
+    auto name = p.filename().string(); // seg-<lsn>.wal.from-<offset>.torn
+    auto original = before.at(name.substr(0, 28)).substr(std::stoull(name.substr(34)));
+    EXPECT_EQ(files::read_file(p).value(), original) << name;
+    total += original.size();
+  }
+  EXPECT_EQ(total, fixed.cut_bytes);
   // The log continues from the cut.
-  std::unique_ptr<wal> w;
+  ASSERT_TRUE(repaired.value()->append(lsn{seen.back() + 1}, frame(seen.back() + 1)));
+  ASSERT_TRUE(repaired.value()->wait_durable(lsn{seen.back() + 1}));
+  repaired.value().reset();
   wal_recovery again;
-  replay(again, lsn{}, &w);
-  ASSERT_TRUE(w->append(lsn{seen.back() + 1}, frame(seen.back() + 1)));
-  ASSERT_TRUE(w->wait_durable(lsn{seen.back() + 1}));
+  EXPECT_EQ(replay(again), range(1, seen.back() + 1));
 }
 
 TEST_F(wal_test, a_failed_sync_is_final) {
