@@ -315,3 +315,34 @@ TEST_F(recovery_test, an_unreadable_checkpoint_is_not_renamed_corrupt) {
   ASSERT_TRUE(s);
   EXPECT_EQ(items(*s), 20u);
 }
+
+TEST_F(recovery_test, a_transaction_larger_than_the_log_reads_back_is_refused_not_lost) {
+  EXPECT_EQ(core_limits{}.max_record_body, max_record_body); // one limit by default
+  auto o = options();
+  o.limits.max_record_body = 64u << 10; // the same check, cheaper to reach
+  {
+    auto s = open(o);
+    auto d = s->dictionary<std::string, std::string>("big").value();
+    auto big = s->begin();
+    for (int i = 0; i < 80; ++i)
+      ASSERT_TRUE(d.add_or_update(big, "k" + std::to_string(i), std::string(1000, 'x')));
+    auto refused = big.commit();
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(code(refused.error()), errc::transaction_too_large);
+    // Just under the limit commits, and so does the next transaction.
+    auto fits = s->begin();
+    for (int i = 0; i < 60; ++i)
+      ASSERT_TRUE(d.add_or_update(fits, "f" + std::to_string(i), std::string(1000, 'y')));
+    ASSERT_TRUE(fits.commit());
+    auto next = s->begin();
+    ASSERT_TRUE(d.add_or_update(next, "after", "z"));
+    ASSERT_TRUE(next.commit());
+  }
+  auto s = open(o);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->recovery().tail_cut);
+  auto d = s->dictionary<std::string, std::string>("big").value();
+  auto tx = s->begin();
+  EXPECT_EQ(d.count(tx).value(), 61u);
+  EXPECT_FALSE(d.try_get(tx, "k0").value());
+}
