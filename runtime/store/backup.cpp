@@ -19,16 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct manifest {
-  std::string kind;
-  lsn from, to;
-  struct file {
-    std::string name;
-    uint64_t size = 0;
-    uint32_t crc = 0;
-  };
-  std::vector<file> files;
-};
+using manifest = backup_manifest;
 
 struct backup_entry {
   uint64_t seq = 0;
@@ -51,29 +42,7 @@ result<manifest> parse_manifest(const fs::path& dir) {
   auto text = files::read_file(dir / "MANIFEST");
   if (!text)
     return errc::corrupt_data;
-  std::istringstream in{text.value()};
-  std::string word;
-  int version = 0;
-  manifest m;
-  if (!(in >> word >> version) || word != "conclave-backup" || version != 1)
-    return errc::corrupt_data;
-  uint64_t from = 0, to = 0;
-  std::string k1, k2, k3;
-  if (!(in >> k1 >> m.kind >> k2 >> from >> k3 >> to) || k1 != "kind" || k2 != "from"
-      || k3 != "to" || (m.kind != "full" && m.kind != "incremental") || to < from)
-    return errc::corrupt_data;
-  m.from = lsn{from};
-  m.to = lsn{to};
-  while (in >> word) {
-    manifest::file f;
-    std::string crc;
-    if (word != "file" || !(in >> f.name >> f.size >> crc)
-        || f.name.find('/') != std::string::npos)
-      return errc::corrupt_data;
-    f.crc = static_cast<uint32_t>(std::stoul(crc, nullptr, 16));
-    m.files.push_back(f);
-  }
-  return m;
+  return parse_backup_manifest(text.value());
 }
 
 /// Backups in `dir`, oldest first.
@@ -160,6 +129,51 @@ write_backup(const fs::path& backup_dir, manifest m,
 }
 
 } // namespace
+
+result<backup_manifest> parse_backup_manifest(std::string_view text) {
+  std::istringstream in{std::string{text}};
+  std::string word;
+  int version = 0;
+  manifest m;
+  if (!(in >> word >> version) || word != "conclave-backup" || version != 1)
+    return errc::corrupt_data;
+  uint64_t from = 0, to = 0;
+  std::string k1, k2, k3;
+  if (!(in >> k1 >> m.kind >> k2 >> from >> k3 >> to) || k1 != "kind" || k2 != "from"
+      || k3 != "to" || (m.kind != "full" && m.kind != "incremental") || to < from)
+    return errc::corrupt_data;
+  m.from = lsn{from};
+  m.to = lsn{to};
+  while (in >> word) {
+    manifest::file f;
+    std::string size, crc;
+    if (word != "file" || !(in >> f.name >> size >> crc) || f.name == "."
+        || f.name == ".." || f.name.find('/') != std::string::npos)
+      return errc::corrupt_data;
+    // Digits only, parsed by hand: no sign, no exception, no overflow.
+    if (size.empty() || size.size() > 19 || crc.size() != 8)
+      return errc::corrupt_data;
+    for (char c : size) {
+      if (c < '0' || c > '9')
+        return errc::corrupt_data;
+      f.size = f.size * 10 + static_cast<uint64_t>(c - '0');
+    }
+    for (char c : crc) {
+      uint32_t digit = 0;
+      if (c >= '0' && c <= '9')
+        digit = static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        digit = static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        digit = static_cast<uint32_t>(c - 'A' + 10);
+      else
+        return errc::corrupt_data;
+      f.crc = (f.crc << 4) | digit;
+    }
+    m.files.push_back(f);
+  }
+  return m;
+}
 
 result<backup_info> backup_full(const fs::path& data_dir, const fs::path& backup_dir,
                                 lsn upto) {

@@ -159,6 +159,31 @@ TEST(store_cli, a_log_corrupt_before_its_end_refuses_until_repair_keeps_a_copy) 
   EXPECT_NE(again.out.find("nothing to repair"), std::string::npos) << again.out;
 }
 
+TEST(store_cli, restore_reports_a_damaged_manifest_with_exit_1_never_an_abort) {
+  conclave::test::temp_dir tmp{"conclave-store-cli"};
+  auto data = tmp / "data";
+  fill(data, 3);
+  auto full = run_conclave("store backup --dir " + data.string() + " --to "
+                           + (tmp / "b").string());
+  ASSERT_EQ(full.status, 0) << full.out;
+  fs::path manifest;
+  for (auto& e : fs::directory_iterator(tmp / "b"))
+    manifest = e.path() / "MANIFEST";
+  auto text = conclave::process_test::read_file(manifest);
+  auto crc = text.rfind(' ') + 1; // the last file's CRC field
+  text.replace(crc, 8, "nothex!!");
+  {
+    std::ofstream out{manifest, std::ios::trunc};
+    out << text;
+  }
+  auto r = run_conclave("store restore --from " + (tmp / "b").string() + " --dir "
+                            + (tmp / "r").string(),
+                        true);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("checksum mismatch or unparsable"), std::string::npos) << r.out;
+}
+
 TEST(store_cli, backup_and_restore_through_the_command_line) {
   conclave::test::temp_dir tmp{"conclave-store-cli"};
   auto data = tmp / "data";
