@@ -162,6 +162,7 @@ result<void> state_manager::recover() {
   wal_options wo;
   wo.dir = opts_.dir;
   wo.segment_bytes = opts_.segment_bytes;
+  wo.preallocate_bytes = opts_.preallocate_bytes;
   wo.group_commit = opts_.group_commit;
   if (opts_.sync)
     wo.sync = opts_.sync;

@@ -75,6 +75,9 @@ struct state_manager_options {
   uint64_t checkpoint_log_bytes = 64u << 20;
   /// Log segment size.
   uint64_t segment_bytes = 64u << 20;
+  /// Zeros written ahead of the log's records (wal_options::preallocate_bytes;
+  /// 0: plain appends).
+  uint64_t preallocate_bytes = 1u << 20;
   core_limits limits;
   /// Metrics; null: none. Must outlive the store.
   store_probe* probe = nullptr;

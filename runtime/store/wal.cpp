@@ -3,6 +3,7 @@
 #include "runtime/store/log_scan.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -53,6 +54,21 @@ fs::path aside_name(const fs::path& dir, const fs::path& segment, uint64_t offse
   for (int n = 1; fs::exists(p, ec); ++n)
     p = dir / (stem + "." + std::to_string(n) + ".torn");
   return p;
+}
+
+/// pwrite of all of `data` at `offset` (retrying short writes and EINTR).
+result<void> write_at(int fd, std::string_view data, uint64_t offset) {
+  while (!data.empty()) {
+    auto n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return files::last_error();
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return outcome::success();
 }
 
 } // namespace
@@ -351,8 +367,7 @@ void wal::run() {
 
 result<void> wal::open_segment(lsn first) {
   auto path = log_dir_ / files::lsn_name(segment_prefix, first, segment_suffix);
-  int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return files::last_error();
   if (auto s = files::sync_dir(log_dir_, sync_); !s) {
@@ -361,6 +376,7 @@ result<void> wal::open_segment(lsn first) {
   }
   fd_ = fd;
   segment_size_ = 0;
+  zeroed_ = 0;
   std::lock_guard<std::mutex> guard{mtx_};
   segments_.push_back({path, first});
   return outcome::success();
@@ -377,15 +393,27 @@ result<void> wal::sync_current() {
 result<void> wal::write_batch(std::vector<entry>& batch) {
   std::string buf;
   bool dirty = false;
+  uint64_t at = segment_size_; // file offset of buf's first byte
   auto flush = [&]() -> result<void> {
     if (buf.empty())
       return outcome::success();
-    if (auto w = files::write_all(fd_, buf); !w)
+    auto data = buf.size();
+    auto end = at + data;
+    if (opts_.preallocate_bytes > 0 && end > zeroed_) {
+      // Extend the file with zeros well past the data, in the same write:
+      // this sync journals the new size once, the next ones only data.
+      auto target =
+          std::max(end, std::min(zeroed_ + opts_.preallocate_bytes, opts_.segment_bytes));
+      buf.append(target - end, '\0');
+      zeroed_ = target;
+    }
+    if (auto w = write_at(fd_, buf, at); !w)
       return w.error();
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      stats_.bytes += buf.size();
+      stats_.bytes += data;
     }
+    at = end;
     buf.clear();
     dirty = true;
     return outcome::success();
@@ -404,6 +432,7 @@ result<void> wal::write_batch(std::vector<entry>& batch) {
       }
       if (auto o = open_segment(e.l); !o)
         return o.error();
+      at = 0;
     }
     buf += e.frame;
     segment_size_ += e.frame.size();

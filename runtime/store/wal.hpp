@@ -47,6 +47,10 @@ struct wal_options {
   std::filesystem::path dir;
   /// Start a new segment once the current one is this large.
   uint64_t segment_bytes = 64u << 20;
+  /// Grow segment files with zeros this far ahead of the records (0: plain
+  /// appends), so that most fdatasyncs write data only, not a new file size.
+  /// Recovery takes zeros running to a segment's end for its clean end.
+  uint64_t preallocate_bytes = 1u << 20;
   /// false: one write + sync per record (the serial baseline).
   bool group_commit = true;
   /// fdatasync replacement (tests inject failures); empty: ::fdatasync.
@@ -155,7 +159,8 @@ private:
 
   // Writer thread only.
   int fd_ = -1;
-  uint64_t segment_size_ = 0;
+  uint64_t segment_size_ = 0; // bytes of records in the current segment
+  uint64_t zeroed_ = 0;       // file size: records, then zeros up to here
 
   mutable std::mutex mtx_;
   std::condition_variable work_cv_;
