@@ -8,6 +8,9 @@
 //   queued since its last pass, writes them with one write() per segment and
 //   makes them durable with one sync; without it (the serial baseline), each
 //   record gets its own write and sync.
+// - Segment files grow by zero-filled steps of preallocate_bytes written with
+//   the records that need the room; later records overwrite the zeros (pwrite
+//   at the record offset), so most syncs persist data but no new file size.
 // - wait_durable(l) and the on_durable callback report a record durable only
 //   after a successful sync of its segment (and of the directory for a new
 //   segment).
