@@ -36,6 +36,8 @@ const char* to_string(errc e) noexcept {
     return "backup_gap";
   case errc::directory_in_use:
     return "directory_in_use";
+  case errc::transaction_too_large:
+    return "transaction_too_large";
   }
   return "unknown";
 }
@@ -79,6 +81,9 @@ public:
       return "the log since the last backup was truncated: take a full backup";
     case errc::directory_in_use:
       return "the data directory is open in another store (LOCK is held)";
+    case errc::transaction_too_large:
+      return "the transaction's log record would exceed the largest record the log "
+             "reads back; nothing was committed";
     }
     return "unknown store error";
   }

@@ -46,6 +46,9 @@ enum class errc : uint8_t {
   backup_gap = 14,
   /// Another store (this process or another) has the data directory open.
   directory_in_use = 15,
+  /// The transaction's log record would exceed the largest record the log
+  /// can read back (max_record_body): nothing was committed; abort it.
+  transaction_too_large = 16,
 };
 
 const std::error_category& store_category() noexcept;

@@ -5,6 +5,17 @@
 
 namespace conclave::store {
 
+uint64_t encoded_body_size(const log_record& r) {
+  if (r.type == record_type::commit) {
+    uint64_t ops = 0;
+    for (auto& op : r.ops)
+      ops += op_size(op.key.size(), op.value.size());
+    return commit_body_size(ops);
+  }
+  return 1 + 4 + 4 + r.created.name.size() + 1 + 4 + r.created.key_type.size() + 4
+         + r.created.value_type.size();
+}
+
 std::string encode_record(const log_record& r) {
   std::string body;
   byte_writer w{body};
@@ -50,7 +61,9 @@ decoded_record decode_record(std::string_view in) {
   auto crc = h.u32();
   out.record.lsn = lsn{h.u64()};
   out.record.term = term{h.u64()};
-  if (body_size > max_record_body) {
+  // An empty body is never valid (it holds at least the type byte): refusing
+  // it here keeps zero-filled space cheap to recognise.
+  if (body_size == 0 || body_size > max_record_body) {
     out.status = decode_status::corrupt;
     return out;
   }

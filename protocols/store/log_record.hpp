@@ -17,8 +17,8 @@
 //
 // A record is valid only if it is complete, its crc matches and its body
 // parses to the end. decode_record() tells "incomplete" (torn tail) from
-// "corrupt" (checksum or parse failure); recovery treats both as the end of the
-// log and cuts there.
+// "corrupt" (checksum or parse failure); recovery (runtime/store/log_scan.hpp)
+// decides from what follows whether that is a torn tail or corruption.
 #pragma once
 
 #include "protocols/store/types.hpp"
@@ -73,10 +73,26 @@ struct log_record {
 };
 
 constexpr size_t record_header_size = 24;
-/// Upper bound of a record body: a larger size field is treated as corruption.
+/// Upper bound of a record body, the one limit of encoder and decoder: the
+/// decoder treats a larger size field as corruption, so the store refuses to
+/// commit a transaction whose body would be larger (transaction_too_large).
 constexpr uint32_t max_record_body = 256u << 20;
 
-/// Encodes a complete frame (header + body).
+/// Encoded size of one op with a key and value of these sizes.
+constexpr uint64_t op_size(uint64_t key_bytes, uint64_t value_bytes) {
+  return 1 + 4 + 4 + key_bytes + 4 + value_bytes;
+}
+/// Encoded size of a commit body without its ops, plus `ops_bytes`.
+constexpr uint64_t commit_body_size(uint64_t ops_bytes) {
+  return 1 + 8 + 4 + ops_bytes;
+}
+
+/// The size of r's body once encoded (without the header), computed without
+/// encoding.
+uint64_t encoded_body_size(const log_record& r);
+
+/// Encodes a complete frame (header + body). The body must not exceed
+/// max_record_body (check encoded_body_size first).
 std::string encode_record(const log_record& r);
 
 enum class decode_status { ok, incomplete, corrupt };

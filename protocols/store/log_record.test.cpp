@@ -51,6 +51,19 @@ TEST(log_record, round_trips_both_record_types) {
   EXPECT_EQ(cd.record.created.value_type, "std::string");
 }
 
+TEST(log_record, the_size_computed_without_encoding_is_the_encoded_size) {
+  log_record c;
+  c.lsn = lsn{7};
+  c.txn = txn_id{3};
+  c.ops.push_back({op_kind::put, 1, "key", std::string(300, 'v')});
+  c.ops.push_back({op_kind::dequeue, 2, std::string(8, '\0'), {}});
+  log_record k;
+  k.type = record_type::create_collection;
+  k.created = {4, "name", collection_kind::queue, "kt", "value type"};
+  for (auto& r : {c, k})
+    EXPECT_EQ(encoded_body_size(r), encode_record(r).size() - record_header_size);
+}
+
 TEST(log_record, every_cut_is_incomplete_never_a_record) {
   auto frame = encode_record(sample());
   for (size_t n = 0; n < frame.size(); ++n) {

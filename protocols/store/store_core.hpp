@@ -65,6 +65,10 @@ struct core_limits {
   /// The pattern recommends items below 80 KB; larger ones are refused.
   size_t max_value_bytes = 1u << 20;
   size_t max_name_bytes = 256;
+  /// Largest commit record body (tests lower it); above, commit fails with
+  /// transaction_too_large. Never above max_record_body, which the log's
+  /// decoder enforces.
+  uint64_t max_record_body = store::max_record_body;
 };
 
 class store_core {

@@ -1,5 +1,5 @@
-// conclave store check|backup|restore: a store's data directory from the
-// command line. See docs/store.md, "Command line".
+// conclave store check|backup|restore|repair: a store's data directory from
+// the command line. See docs/store.md, "Command line" and "Recovery".
 #include "runtime/cli/commands.hpp"
 
 #include "runtime/store/inspect.hpp"
@@ -25,6 +25,18 @@ struct store_options {
   bool json = false;
   bool incremental = false;
 };
+
+const char* damage_kind(st::log_damage::kind k) {
+  switch (k) {
+  case st::log_damage::kind::covered:
+    return "covered";
+  case st::log_damage::kind::middle:
+    return "middle";
+  case st::log_damage::kind::tail:
+    break;
+  }
+  return "tail";
+}
 
 const char* kind_name(st::collection_kind k) {
   return k == st::collection_kind::queue ? "queue" : "dictionary";
@@ -69,6 +81,21 @@ int run_check(const store_options& o) {
       log["reason"] = c.log.reason;
       log["bytes_after_end"] = c.log.bytes_after_end;
     }
+    log["damage"] = nlohmann::json::array();
+    for (auto& d : c.log.damage)
+      log["damage"].push_back(
+          {{"kind", damage_kind(d.what)},
+           {"file", c.log.segments[d.segment].path.filename().string()},
+           {"offset", d.offset},
+           {"bytes", d.bytes},
+           {"reason", d.reason}});
+    log["covered_gaps"] = c.log.covered_gaps;
+    log["corrupt_in_middle"] = c.log.fatal;
+    if (c.log.fatal)
+      log["repair_would_drop"] = {{"bytes", c.log.drop_bytes},
+                                  {"records", c.log.drop_records},
+                                  {"first_lsn", c.log.drop_first.value},
+                                  {"last_lsn", c.log.drop_last.value}};
     j["collections"] = nlohmann::json::array();
     for (auto& col : c.collections)
       j["collections"].push_back(
@@ -91,11 +118,26 @@ int run_check(const store_options& o) {
   if (c.log.records > 0)
     std::cout << ", lsn " << c.log.first.value << ".." << c.log.last.value;
   std::cout << '\n';
+  for (auto& d : c.log.damage)
+    if (d.what == st::log_damage::kind::covered)
+      std::cout << "  damage among records the checkpoint covers (harmless, recovery "
+                   "does not read them): "
+                << d.reason << " (" << d.bytes << " byte(s))\n";
+  for (auto& g : c.log.covered_gaps)
+    std::cout << "  covered records missing (harmless): " << g << '\n';
   if (c.log.ends_early)
     std::cout << "  log ends early: " << c.log.reason << "; recovery cuts the "
-              << c.log.bytes_after_end << " byte(s) after it\n";
+              << c.log.bytes_after_end << " byte(s) after it (moved to log/lost+found)\n";
   if (!c.recoverable)
     std::cout << "  NOT RECOVERABLE: " << c.problem << '\n';
+  if (c.log.fatal)
+    std::cout << "  `conclave store repair` would drop " << c.log.drop_bytes
+              << " byte(s) with " << c.log.drop_records << " valid record(s)"
+              << (c.log.drop_records > 0
+                      ? " (lsn " + std::to_string(c.log.drop_first.value) + ".."
+                            + std::to_string(c.log.drop_last.value) + ")"
+                      : std::string{})
+              << ", keeping a copy in log/lost+found\n";
   else
     std::cout << "  recovery reaches lsn " << c.recovered.value << '\n';
   for (auto& col : c.collections)
@@ -134,6 +176,39 @@ int run_backup(const store_options& o) {
   return exit_ok;
 }
 
+int run_repair(const store_options& o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.dir, ec))
+    return bad_input("store repair: " + o.dir + " is not a directory");
+  if (!st::is_data_dir(o.dir))
+    return not_a_store("store repair", o.dir);
+  st::state_manager_options opts;
+  opts.dir = o.dir;
+  opts.repair = true;
+  opts.log = [](const std::string&) {}; // the summary below says it all
+  auto store = st::state_manager::open(opts);
+  if (!store) {
+    std::cerr << "conclave: store repair: cannot open " << o.dir << ": "
+              << store.error().message() << '\n';
+    return exit_failure;
+  }
+  auto& r = store.value()->recovery();
+  if (!r.tail_cut) {
+    std::cout << "nothing to repair: the log is intact up to lsn " << r.last.value
+              << '\n';
+    return exit_ok;
+  }
+  std::cout << "cut: " << r.cut_reason << '\n';
+  std::cout << "dropped " << r.cut_bytes << " byte(s)";
+  if (r.dropped_records > 0)
+    std::cout << " holding " << r.dropped_records << " valid record(s), lsn "
+              << r.dropped_first.value << ".." << r.dropped_last.value;
+  std::cout << "; the store now ends at lsn " << r.last.value << '\n';
+  for (auto& p : r.moved_to)
+    std::cout << "copy kept in " << p.string() << '\n';
+  return exit_ok;
+}
+
 int run_restore(const store_options& o) {
   std::error_code ec;
   if (!fs::is_directory(o.from, ec))
@@ -154,17 +229,19 @@ int run_restore(const store_options& o) {
 
 void add_store_command(command_registry& reg) {
   auto o = std::make_shared<store_options>();
-  auto subs = std::make_shared<std::array<CLI::App*, 3>>();
-  auto* store =
-      reg.add("store", "Check, back up and restore a store's data directory", [o, subs] {
-        auto [check, backup, restore] = *subs;
+  auto subs = std::make_shared<std::array<CLI::App*, 4>>();
+  auto* store = reg.add(
+      "store", "Check, back up, restore and repair a store's data directory", [o, subs] {
+        auto [check, backup, restore, repair] = *subs;
         if (check->parsed())
           return run_check(*o);
         if (backup->parsed())
           return run_backup(*o);
         if (restore->parsed())
           return run_restore(*o);
-        return bad_input("store: give check, backup or restore");
+        if (repair->parsed())
+          return run_repair(*o);
+        return bad_input("store: give check, backup, restore or repair");
       });
   store->require_subcommand(1);
 
@@ -189,7 +266,15 @@ void add_store_command(command_registry& reg) {
   option(restore, "--dir", o->dir, "the new data directory (absent or empty)")
       ->required();
 
-  *subs = {check, backup, restore};
+  auto* repair = store->add_subcommand(
+      "repair",
+      "Accept the loss of a log corrupt before its end: cut it there, keeping "
+      "a copy of what is dropped in log/lost+found, and print what was dropped");
+  option(repair, "--dir", o->dir,
+         "the store's data directory (no store may have it open)")
+      ->required();
+
+  *subs = {check, backup, restore, repair};
 }
 
 } // namespace conclave::cli

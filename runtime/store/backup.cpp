@@ -4,6 +4,7 @@
 #include "protocols/store/log_record.hpp"
 #include "runtime/store/checkpoint_file.hpp"
 #include "runtime/store/file_util.hpp"
+#include "runtime/store/log_scan.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -18,16 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct manifest {
-  std::string kind;
-  lsn from, to;
-  struct file {
-    std::string name;
-    uint64_t size = 0;
-    uint32_t crc = 0;
-  };
-  std::vector<file> files;
-};
+using manifest = backup_manifest;
 
 struct backup_entry {
   uint64_t seq = 0;
@@ -50,29 +42,7 @@ result<manifest> parse_manifest(const fs::path& dir) {
   auto text = files::read_file(dir / "MANIFEST");
   if (!text)
     return errc::corrupt_data;
-  std::istringstream in{text.value()};
-  std::string word;
-  int version = 0;
-  manifest m;
-  if (!(in >> word >> version) || word != "conclave-backup" || version != 1)
-    return errc::corrupt_data;
-  uint64_t from = 0, to = 0;
-  std::string k1, k2, k3;
-  if (!(in >> k1 >> m.kind >> k2 >> from >> k3 >> to) || k1 != "kind" || k2 != "from"
-      || k3 != "to" || (m.kind != "full" && m.kind != "incremental") || to < from)
-    return errc::corrupt_data;
-  m.from = lsn{from};
-  m.to = lsn{to};
-  while (in >> word) {
-    manifest::file f;
-    std::string crc;
-    if (word != "file" || !(in >> f.name >> f.size >> crc)
-        || f.name.find('/') != std::string::npos)
-      return errc::corrupt_data;
-    f.crc = static_cast<uint32_t>(std::stoul(crc, nullptr, 16));
-    m.files.push_back(f);
-  }
-  return m;
+  return parse_backup_manifest(text.value());
 }
 
 /// Backups in `dir`, oldest first.
@@ -95,36 +65,24 @@ std::vector<backup_entry> list_backups(const fs::path& dir) {
 }
 
 /// Frames of the log records with from < lsn <= upto, checked and dense.
+/// Segments holding only records <= from are not read (log_scan.hpp), so
+/// damage there does not stop a backup; damage among the records needed is
+/// backup_gap. The tail being written may look torn: it is after `upto`.
 result<std::string> log_frames(const fs::path& data_dir, lsn from, lsn upto) {
-  std::vector<std::pair<lsn, fs::path>> segs;
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(data_dir / "log", ec))
-    if (auto l = files::parse_lsn_name(e.path().filename().string(), "seg-", ".wal"))
-      segs.emplace_back(*l, e.path());
-  std::sort(segs.begin(), segs.end());
   std::string out;
   lsn next{from.value + 1};
-  for (auto& [first, path] : segs) {
-    if (next > upto)
-      break;
-    auto data = files::read_file(path);
-    if (!data)
-      continue; // deleted by a concurrent truncation: then the records are older
-    std::string_view bytes = data.value();
-    size_t pos = 0;
-    while (pos < bytes.size() && next <= upto) {
-      auto d = decode_record(bytes.substr(pos));
-      if (d.status != decode_status::ok)
-        break; // the tail being written
-      if (d.record.lsn == next) {
-        out.append(bytes.substr(pos, d.size));
-        ++next.value;
-      } else if (d.record.lsn > next) {
-        return errc::backup_gap;
-      }
-      pos += d.size;
-    }
-  }
+  log_scan_options so;
+  so.base = from;
+  auto scanned = scan_log(
+      data_dir, so, [&](const log_record& r, std::string_view frame) -> result<void> {
+        if (r.lsn <= upto && r.lsn == next) {
+          out.append(frame);
+          ++next.value;
+        }
+        return outcome::success();
+      });
+  if (!scanned)
+    return scanned.error();
   if (next <= upto)
     return errc::backup_gap;
   return out;
@@ -171,6 +129,51 @@ write_backup(const fs::path& backup_dir, manifest m,
 }
 
 } // namespace
+
+result<backup_manifest> parse_backup_manifest(std::string_view text) {
+  std::istringstream in{std::string{text}};
+  std::string word;
+  int version = 0;
+  manifest m;
+  if (!(in >> word >> version) || word != "conclave-backup" || version != 1)
+    return errc::corrupt_data;
+  uint64_t from = 0, to = 0;
+  std::string k1, k2, k3;
+  if (!(in >> k1 >> m.kind >> k2 >> from >> k3 >> to) || k1 != "kind" || k2 != "from"
+      || k3 != "to" || (m.kind != "full" && m.kind != "incremental") || to < from)
+    return errc::corrupt_data;
+  m.from = lsn{from};
+  m.to = lsn{to};
+  while (in >> word) {
+    manifest::file f;
+    std::string size, crc;
+    if (word != "file" || !(in >> f.name >> size >> crc) || f.name == "."
+        || f.name == ".." || f.name.find('/') != std::string::npos)
+      return errc::corrupt_data;
+    // Digits only, parsed by hand: no sign, no exception, no overflow.
+    if (size.empty() || size.size() > 19 || crc.size() != 8)
+      return errc::corrupt_data;
+    for (char c : size) {
+      if (c < '0' || c > '9')
+        return errc::corrupt_data;
+      f.size = f.size * 10 + static_cast<uint64_t>(c - '0');
+    }
+    for (char c : crc) {
+      uint32_t digit = 0;
+      if (c >= '0' && c <= '9')
+        digit = static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        digit = static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        digit = static_cast<uint32_t>(c - 'A' + 10);
+      else
+        return errc::corrupt_data;
+      f.crc = (f.crc << 4) | digit;
+    }
+    m.files.push_back(f);
+  }
+  return m;
+}
 
 result<backup_info> backup_full(const fs::path& data_dir, const fs::path& backup_dir,
                                 lsn upto) {

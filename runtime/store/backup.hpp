@@ -19,6 +19,8 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace conclave::store {
 
@@ -30,6 +32,22 @@ struct backup_info {
   std::filesystem::path path;
   uint64_t bytes = 0;
 };
+
+/// A backup's MANIFEST.
+struct backup_manifest {
+  std::string kind;
+  lsn from, to;
+  struct file {
+    std::string name;
+    uint64_t size = 0;
+    uint32_t crc = 0;
+  };
+  std::vector<file> files;
+};
+
+/// Parses a MANIFEST's text: corrupt_data for anything malformed (never an
+/// exception).
+result<backup_manifest> parse_backup_manifest(std::string_view text);
 
 result<backup_info> backup_full(const std::filesystem::path& data_dir,
                                 const std::filesystem::path& backup_dir, lsn upto);

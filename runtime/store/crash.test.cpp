@@ -10,6 +10,7 @@
 //   its last fdatasync covered and what was written (the page cache lost the
 //   rest), sometimes with garbage in the lost part.
 #include "runtime/store/collections.hpp"
+#include "runtime/store/file_util.hpp"
 
 #include "tests/support/temp_dir.hpp"
 
@@ -248,33 +249,57 @@ TEST(store_crash, kill_9_at_random_points_loses_no_acknowledged_commit) {
 
 TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
   size_t total_read = 0;
+  int lost = 0; // log files that lost unsynced bytes
   for (unsigned seed = 1; seed <= 12; ++seed) {
     std::mt19937 rng{seed};
     conclave::test::temp_dir dir{"conclave-simcrash"};
     auto data = dir / "data";
     std::mutex mtx;
-    std::map<fs::path, uintmax_t> synced; // file -> size its last sync covered
+    std::map<fs::path, uintmax_t> synced; // file -> bytes its last sync covered
     state_manager_options o;
     o.dir = data;
     o.segment_bytes = 8 * 1024;
     o.checkpoint_log_bytes = 24 * 1024;
+    // Odd seeds: segments grown with zeros ahead of the records; even: appends.
+    bool zero_filled = seed % 2 == 1;
+    o.preallocate_bytes = zero_filled ? 4096 : 0;
     o.log = [](const std::string&) {};
+    // The crash comes once `target` commits were acknowledged, between the
+    // log's next write and its sync: that sync never happens (it fails, so
+    // nothing written after the last good sync is acknowledged).
+    std::set<uint64_t> acked;
+    auto target = 5 + rng() % 300;
+    std::atomic<bool> crashing{false};
     o.sync = [&](int fd) {
+      {
+        std::lock_guard<std::mutex> guard{mtx};
+        if (acked.size() >= target)
+          crashing = true;
+      }
+      if (crashing) {
+        errno = EIO;
+        return -1;
+      }
       auto path = fs::read_symlink("/proc/self/fd/" + std::to_string(fd));
       struct stat st {};
       ::fstat(fd, &st);
+      // What the sync covers: the file's size, or with zeros ahead of the
+      // records, the bytes up to its last nonzero one.
+      auto covered = static_cast<uintmax_t>(st.st_size);
+      if (zero_filled && S_ISREG(st.st_mode))
+        if (auto bytes = files::read_file(path))
+          covered = bytes.value().find_last_not_of('\0') + 1;
       auto r = ::fdatasync(fd);
       std::lock_guard<std::mutex> guard{mtx};
-      synced[path] = static_cast<uintmax_t>(st.st_size);
+      synced[path] = covered;
       return r;
     };
-    std::set<uint64_t> acked, read;
+    std::set<uint64_t> read;
     uint64_t read_count = 0;
     {
       auto s = state_manager::open(o);
       ASSERT_TRUE(s);
       std::atomic<bool> stop{false};
-      auto target = 5 + rng() % 300;
       std::thread crasher{[&] {
         for (;;) {
           {
@@ -302,14 +327,25 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
       crasher.join();
     }
     // The page cache is gone: each log file keeps what its last sync covered
-    // plus a random part of the rest, sometimes garbled.
+    // plus a random part of the rest, sometimes garbled. In a zero-filled
+    // segment the lost part reads as the zeros it overwrote.
     for (auto& e : fs::directory_iterator(data / "log")) {
-      auto size = fs::file_size(e.path());
+      if (!e.is_regular_file())
+        continue;
+      auto bytes = files::read_file(e.path()).value();
+      auto size = zero_filled ? bytes.find_last_not_of('\0') + 1 : bytes.size();
       auto keep = synced.count(e.path()) ? synced[e.path()] : 0;
       if (size <= keep)
         continue;
       auto cut = keep + rng() % (size - keep + 1);
-      fs::resize_file(e.path(), cut);
+      lost += cut < size;
+      if (zero_filled) {
+        std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(cut),
+                  bytes.begin() + static_cast<std::ptrdiff_t>(size), '\0');
+        ASSERT_TRUE(files::write_file_synced(e.path(), bytes, files::default_sync()));
+      } else {
+        fs::resize_file(e.path(), cut);
+      }
       if (cut > keep && rng() % 2 == 0) {
         std::fstream f{e.path(), std::ios::in | std::ios::out | std::ios::binary};
         auto at = keep + rng() % (cut - keep);
@@ -321,4 +357,5 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
     verify(data, acked, read, read_count, "seed " + std::to_string(seed));
   }
   EXPECT_GT(total_read, 0u); // the reader did read
+  EXPECT_GT(lost, 0); // some crash did drop written, unsynced bytes
 }

@@ -11,7 +11,7 @@ namespace conclave::store {
 namespace fs = std::filesystem;
 
 bool data_dir_check::clean() const {
-  return recoverable && !log.ends_early
+  return recoverable && !log.ends_early && log.damage.empty() && log.covered_gaps.empty()
          && std::all_of(checkpoints.begin(), checkpoints.end(),
                         [](const checkpoint_file& c) { return c.ok; });
 }
@@ -48,25 +48,30 @@ result<data_dir_check> check_data_dir(const fs::path& dir) {
     }
     out.checkpoints.push_back(std::move(c));
   }
-  auto base = core.last_lsn();
   bool replaying = true;
-  auto scanned = scan_log(dir, [&](const log_record& r) -> result<void> {
-    if (!replaying || r.lsn <= base)
-      return outcome::success();
-    if (auto a = core.apply(r); !a) {
-      replaying = false;
-      out.recoverable = false;
-      out.problem = "the log holds lsn " + to_string(r.lsn) + " but the state is at lsn "
-                    + to_string(core.last_lsn())
-                    + (r.lsn.value > core.last_lsn().value + 1
-                           ? ": the records in between are missing"
-                           : ": the record does not apply");
-    }
-    return outcome::success();
-  });
+  log_scan_options so;
+  so.base = core.last_lsn();
+  so.read_covered = true; // report damage recovery would not even read
+  auto scanned =
+      scan_log(dir, so, [&](const log_record& r, std::string_view) -> result<void> {
+        if (!replaying)
+          return outcome::success();
+        if (auto a = core.apply(r); !a) {
+          replaying = false;
+          out.recoverable = false;
+          out.problem = "the log holds lsn " + to_string(r.lsn)
+                        + " but the state is at lsn " + to_string(core.last_lsn())
+                        + ": the record does not apply";
+        }
+        return outcome::success();
+      });
   if (!scanned)
     return scanned.error();
   out.log = std::move(scanned.value());
+  if (out.log.fatal && out.recoverable) {
+    out.recoverable = false;
+    out.problem = out.log.problem;
+  }
   out.recovered = core.last_lsn();
   if (out.recoverable) {
     auto t = core.begin();

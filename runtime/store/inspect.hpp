@@ -35,7 +35,9 @@ struct data_dir_check {
   log_scan log;
   /// The state recovery would reach.
   lsn recovered;
-  /// False if recovery would fail (e.g. the log after the checkpoint is gone).
+  /// False if recovery would fail (the log after the checkpoint is gone, or
+  /// corrupt before valid records): `problem` says why; `log` says what a
+  /// repair would drop (log.drop_*).
   bool recoverable = true;
   std::string problem;
   std::vector<collection> collections;

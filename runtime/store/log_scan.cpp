@@ -8,9 +8,48 @@ namespace conclave::store {
 
 namespace fs = std::filesystem;
 
-result<log_scan> scan_log(const fs::path& dir,
-                          const std::function<result<void>(const log_record&)>& each) {
+namespace {
+
+uint64_t le(std::string_view bytes, size_t at, size_t n) {
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; ++i)
+    x |= uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+  return x;
+}
+
+/// The offset of the next valid record at or after `from` whose lsn lies in
+/// (after, upper], or npos. The lsn range check before the checksum keeps
+/// this linear: a record of this segment has an lsn between the segment's
+/// name and name + size / 25 (a frame is at least 25 bytes).
+size_t resync(std::string_view bytes, size_t from, uint64_t after, uint64_t upper) {
+  for (size_t q = from; q + record_header_size <= bytes.size(); ++q) {
+    auto body = le(bytes, q, 4);
+    if (body == 0 || body > bytes.size() - q - record_header_size)
+      continue;
+    auto l = le(bytes, q + 8, 8);
+    if (l <= after || l > upper)
+      continue;
+    if (decode_record(bytes.substr(q)).status == decode_status::ok)
+      return q;
+  }
+  return std::string_view::npos;
+}
+
+std::string where(const segment_scan& seg, uint64_t offset) {
+  return seg.path.filename().string() + " at byte " + std::to_string(offset);
+}
+
+} // namespace
+
+bool all_zero(std::string_view bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+}
+
+result<log_scan> scan_log(const fs::path& dir, const log_scan_options& opts,
+                          const log_scan_fn& each) {
   log_scan out;
+  out.base = opts.base;
+  out.needed_last = opts.base;
   std::error_code ec;
   auto log_dir = dir / "log";
   if (!fs::exists(log_dir, ec))
@@ -28,53 +67,143 @@ result<log_scan> scan_log(const fs::path& dir,
   std::sort(
       out.segments.begin(), out.segments.end(),
       [](const segment_scan& a, const segment_scan& b) { return a.named < b.named; });
+
+  const uint64_t base = opts.base.value;
+  uint64_t expected = base + 1; // the next needed lsn
   bool have_prev = false;
-  lsn prev;
+  uint64_t prev = 0;
+  std::vector<size_t> open; // damage not followed by a valid record (yet)
+  log_position last_good;   // just after the last valid record before `fatal`
+
+  auto refuse = [&](const std::string& why) {
+    out.fatal = true;
+    out.problem = why;
+    out.keep_end = last_good;
+  };
+
   for (size_t i = 0; i < out.segments.size(); ++i) {
     auto& seg = out.segments[i];
+    bool covered =
+        i + 1 < out.segments.size() && out.segments[i + 1].named.value <= base + 1;
+    if (covered && !opts.read_covered) {
+      seg.skipped = true;
+      seg.bytes = fs::file_size(seg.path, ec);
+      ec.clear();
+      if (!out.fatal)
+        last_good = {i + 1, 0};
+      continue;
+    }
     auto data = files::read_file(seg.path);
     if (!data)
       return data.error();
     std::string_view bytes = data.value();
     seg.bytes = bytes.size();
-    if (out.ends_early) {
-      out.bytes_after_end += seg.bytes;
-      continue;
-    }
+    const uint64_t upper = seg.named.value + bytes.size() / (record_header_size + 1);
     size_t pos = 0;
     while (pos < bytes.size()) {
       auto d = decode_record(bytes.substr(pos));
-      std::string reason;
+      std::string problem;
       if (d.status == decode_status::incomplete)
-        reason = "torn record";
+        problem = "torn record";
       else if (d.status == decode_status::corrupt)
-        reason = "corrupt record (checksum or format)";
-      else if (have_prev && d.record.lsn.value != prev.value + 1)
-        reason = "lsn " + to_string(d.record.lsn) + " after " + to_string(prev);
+        problem = "corrupt record (checksum or format)";
+      else if (have_prev && d.record.lsn.value <= prev)
+        problem = "lsn " + to_string(d.record.lsn) + " after " + std::to_string(prev);
       else if (pos == 0 && d.record.lsn != seg.named)
-        reason = "first record " + to_string(d.record.lsn) + " does not match the name";
-      if (!reason.empty()) {
-        out.ends_early = true;
-        out.bad_segment = i;
-        out.bad_offset = pos;
-        out.reason = reason + " in " + seg.path.filename().string() + " at byte "
-                     + std::to_string(pos);
-        out.bytes_after_end += bytes.size() - pos;
+        problem = "first record " + to_string(d.record.lsn) + " does not match the name";
+      if (problem.empty()) {
+        auto l = d.record.lsn.value;
+        // Damage before this record: harmless if it can only have held
+        // covered records.
+        for (auto k : open) {
+          auto& dmg = out.damage[k];
+          if (l <= base + 1) {
+            dmg.what = log_damage::kind::covered;
+          } else {
+            dmg.what = log_damage::kind::middle;
+            if (!out.fatal)
+              refuse(dmg.reason + ", followed by valid records (lsn " + std::to_string(l)
+                     + " in " + where(seg, pos) + ")");
+          }
+        }
+        open.clear();
+        if (l <= base) {
+          if (have_prev && l != prev + 1)
+            out.covered_gaps.push_back("lsn " + std::to_string(prev + 1) + ".."
+                                       + std::to_string(l - 1) + " (before "
+                                       + where(seg, pos) + ")");
+        } else if (l != expected && !out.fatal) {
+          refuse("lsn " + std::to_string(expected) + ".." + std::to_string(l - 1)
+                 + " are missing: the log continues with lsn " + std::to_string(l)
+                 + " in " + where(seg, pos));
+        }
+        if (out.fatal) {
+          if (out.drop_records++ == 0)
+            out.drop_first = d.record.lsn;
+          out.drop_last = d.record.lsn;
+        } else if (l > base) {
+          if (auto r = each(d.record, bytes.substr(pos, d.size)); !r)
+            return r.error();
+          out.needed_last = d.record.lsn;
+          ++expected;
+        }
+        if (seg.records++ == 0)
+          seg.first = d.record.lsn;
+        seg.last = d.record.lsn;
+        if (out.records++ == 0)
+          out.first = d.record.lsn;
+        out.last = d.record.lsn;
+        prev = l;
+        have_prev = true;
+        pos += d.size;
+        seg.valid_bytes = pos;
+        if (!out.fatal)
+          last_good = {i, pos};
+        continue;
+      }
+      auto rest = bytes.substr(pos);
+      if (all_zero(rest)) {
+        seg.zero_tail = rest.size();
         break;
       }
-      if (auto r = each(d.record); !r)
-        return r.error();
-      if (seg.records++ == 0)
-        seg.first = d.record.lsn;
-      seg.last = d.record.lsn;
-      if (out.records++ == 0)
-        out.first = d.record.lsn;
-      out.last = d.record.lsn;
-      prev = d.record.lsn;
-      have_prev = true;
-      pos += d.size;
+      auto next = resync(bytes, pos + 1, have_prev ? prev : seg.named.value - 1, upper);
+      auto end = next == std::string_view::npos ? bytes.size() : next;
+      log_damage dmg;
+      dmg.segment = i;
+      dmg.offset = pos;
+      dmg.bytes = end - pos;
+      if (next == std::string_view::npos) {
+        // Zero bytes at the end (a preallocated segment) are not damage.
+        auto last_nonzero = bytes.find_last_not_of('\0');
+        dmg.bytes = last_nonzero + 1 - pos;
+        seg.zero_tail = bytes.size() - last_nonzero - 1;
+      }
+      dmg.reason = problem + " in " + where(seg, pos);
+      open.push_back(out.damage.size());
+      out.damage.push_back(std::move(dmg));
+      pos = end;
     }
-    seg.valid_bytes = pos;
+  }
+  // Damage with nothing valid after it: the torn tail.
+  for (auto k : open) {
+    auto& dmg = out.damage[k];
+    dmg.what = log_damage::kind::tail;
+    if (!out.ends_early) {
+      out.ends_early = true;
+      out.bad_segment = dmg.segment;
+      out.bad_offset = dmg.offset;
+      out.reason = dmg.reason;
+    }
+    out.bytes_after_end += dmg.bytes;
+  }
+  if (out.fatal) {
+    for (size_t i = out.keep_end.segment; i < out.segments.size(); ++i) {
+      auto& seg = out.segments[i];
+      auto used = seg.bytes - seg.zero_tail;
+      auto from = i == out.keep_end.segment ? out.keep_end.offset : 0;
+      if (used > from)
+        out.drop_bytes += used - from;
+    }
   }
   return out;
 }

@@ -1,11 +1,27 @@
 // Reading a log directory without changing it: the segments in lsn order,
-// every valid record, and where (if anywhere) the valid log ends early. The
-// write-ahead log's recovery (wal::open) acts on this scan by cutting the
-// invalid tail; `conclave store check` only reports it.
+// the records recovery needs, and every stretch of bytes that holds no valid
+// record, classified by what recovery may do about it. The write-ahead log's
+// recovery (wal::open) acts on this scan; `conclave store check` only reports
+// it. docs/store.md, "Recovery", states the same rules for operators.
 //
-// The log ends at the first record that is incomplete (torn write), fails its
-// CRC or parse, breaks the lsn sequence, or does not match its segment's name.
-// Empty segment files (created just before a crash) are listed with 0 records.
+// Rules (`base` is the lsn the loaded checkpoint covers; 0 without one)
+// - Records with lsn <= base are covered: not needed. A segment whose
+//   successor's name is <= base + 1 holds only covered records and is not read
+//   at all unless the caller asks (store check does). Damage among covered
+//   records, or covered records missing, loses nothing and stops nothing.
+// - The needed records (lsn > base) must follow base densely: base + 1,
+//   base + 2, ... Each is handed to `each` in order.
+// - Damage is a stretch of bytes that does not decode as a record (torn,
+//   checksum or format failure, out-of-order lsn, first record not matching
+//   the file name). Zero bytes that run to the end of a segment are not
+//   damage: they are the unwritten part of a preallocated segment, a clean
+//   end of that segment.
+// - Damage with no valid record after it, in its segment or any later one, is
+//   a torn tail: recovery cuts it (and moves the bytes aside).
+// - Damage followed by a valid needed record, or a needed record missing
+//   while a later one is present, is corruption in the middle: recovery
+//   refuses to open (`fatal`). `repair` (an operator's explicit decision)
+//   keeps the log up to `keep_end` and moves the rest aside.
 #pragma once
 
 #include "protocols/store/errc.hpp"
@@ -14,6 +30,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace conclave::store {
@@ -23,29 +40,94 @@ struct segment_scan {
   /// The lsn in the file name.
   lsn named;
   uint64_t bytes = 0;
-  /// Bytes up to the end of the last valid record (== bytes unless the log
-  /// ends early in this segment).
+  /// Bytes up to the end of the last valid record of this segment.
   uint64_t valid_bytes = 0;
   uint64_t records = 0;
   lsn first, last;
+  /// Holds only covered records (by the name of the next segment): not read.
+  bool skipped = false;
+  /// Zero bytes at the end of the segment, after its last record or damage.
+  uint64_t zero_tail = 0;
+};
+
+/// A stretch of a segment that holds no valid record.
+struct log_damage {
+  enum class kind {
+    /// Only records the checkpoint covers are lost: harmless.
+    covered,
+    /// Valid needed records follow: recovery refuses.
+    middle,
+    /// Nothing valid follows: recovery cuts it.
+    tail,
+  };
+  kind what = kind::tail;
+  size_t segment = 0;
+  uint64_t offset = 0;
+  /// Damaged bytes from `offset` (zero bytes running to the segment's end are
+  /// not counted).
+  uint64_t bytes = 0;
+  /// "corrupt record (checksum or format) in seg-....wal at byte 123".
+  std::string reason;
+};
+
+/// A point in the log: segment index and byte offset.
+struct log_position {
+  size_t segment = 0;
+  uint64_t offset = 0;
 };
 
 struct log_scan {
   std::vector<segment_scan> segments;
+  /// The lsn the caller's state covers.
+  lsn base;
+  /// Valid records read (covered ones included, skipped segments excluded).
   lsn first, last;
   uint64_t records = 0;
-  /// The valid log ends early: in segments[bad_segment] at bad_offset.
+  /// The last needed record handed to `each` (base if none).
+  lsn needed_last;
+
+  std::vector<log_damage> damage;
+  /// Covered records that are missing (deleted covered segments): harmless.
+  std::vector<std::string> covered_gaps;
+
+  /// A torn tail exists: the first tail damage, and the bytes recovery cuts
+  /// (tail damage in all segments).
   bool ends_early = false;
   size_t bad_segment = 0;
   uint64_t bad_offset = 0;
-  /// Why, and how many bytes lie after the end (this segment and later ones).
   std::string reason;
   uint64_t bytes_after_end = 0;
+
+  /// Corruption in the middle: recovery refuses. `problem` names the file and
+  /// byte offset of the first one.
+  bool fatal = false;
+  std::string problem;
+  /// What a repair keeps: everything before this position. Valid records and
+  /// bytes after it are what the repair drops.
+  log_position keep_end;
+  uint64_t drop_bytes = 0;
+  uint64_t drop_records = 0;
+  lsn drop_first, drop_last;
 };
 
-/// Scans dir/"log" (an absent directory is an empty log). `each` sees every
-/// valid record in order; an error from it stops the scan and is returned.
-result<log_scan> scan_log(const std::filesystem::path& dir,
-                          const std::function<result<void>(const log_record&)>& each);
+struct log_scan_options {
+  /// Records <= base are covered.
+  lsn base;
+  /// Read segments that hold only covered records too (store check).
+  bool read_covered = false;
+};
+
+/// Called for each needed record, in lsn order, with its frame's bytes.
+using log_scan_fn =
+    std::function<result<void>(const log_record&, std::string_view frame)>;
+
+/// Scans dir/"log" (an absent directory is an empty log). An error from
+/// `each` or a failed read stops the scan and is returned (a read error is
+/// never taken for damage).
+result<log_scan> scan_log(const std::filesystem::path& dir, const log_scan_options& opts,
+                          const log_scan_fn& each);
+
+/// True if every byte of `bytes` is zero.
+bool all_zero(std::string_view bytes);
 
 } // namespace conclave::store

@@ -166,15 +166,51 @@ result<void> state_manager::recover() {
     report("the data directory is in use by another store");
     return errc::directory_in_use;
   }
+  std::vector<fs::path> corrupt;
   for (auto& file : list_checkpoints(opts_.dir)) {
     auto image = read_checkpoint(file);
+    if (!image && image.error() != make_error_code(errc::corrupt_data)) {
+      // A read error proves nothing about the file: never set it aside, and
+      // never fall back past it (the next checkpoints would then delete the
+      // older one while this one may be fine once readable).
+      report("cannot read checkpoint " + file.string() + ": " + image.error().message()
+             + "; fix the file's access and reopen");
+      return image.error();
+    }
     if (image && core_.load_checkpoint(image.value().image)) {
       recovery_.checkpoint = core_.last_lsn();
       break;
     }
     recovery_.corrupt_checkpoints.push_back(file.filename().string());
-    // Set aside (kept for inspection), so that it never counts as one of the
-    // two checkpoints kept and the fallback one is not deleted next time.
+    corrupt.push_back(file);
+  }
+  wal_options wo;
+  wo.dir = opts_.dir;
+  wo.segment_bytes = opts_.segment_bytes;
+  wo.preallocate_bytes = opts_.preallocate_bytes;
+  wo.group_commit = opts_.group_commit;
+  if (opts_.sync)
+    wo.sync = opts_.sync;
+  wo.repair = opts_.repair;
+  wal_recovery found;
+  auto replay = [this](const log_record& r) -> result<void> { return core_.apply(r); };
+  auto w = wal::open(wo, core_.last_lsn(), replay, found);
+  if (!w) {
+    if (!found.problem.empty())
+      report("the log is corrupt before its end: " + found.problem
+             + "; nothing was changed. `conclave store repair --dir " + opts_.dir.string()
+             + "` cuts the log there, keeping a copy of what it drops");
+    else
+      report(
+          "cannot recover the log after lsn " + to_string(core_.last_lsn()) + ": "
+          + w.error().message()
+          + (recovery_.corrupt_checkpoints.empty() ? "" : " (a checkpoint was corrupt)"));
+    return w.error();
+  }
+  // Set aside (kept for inspection) once the open succeeds, so that a corrupt
+  // checkpoint never counts as one of the two kept and the fallback one is not
+  // deleted next time.
+  for (auto& file : corrupt) {
     auto aside = file;
     aside += ".corrupt";
     fs::rename(file, aside, ec);
@@ -182,22 +218,8 @@ result<void> state_manager::recover() {
            + aside.filename().string() + "); falling back to the previous one");
     probe_->corruption("checkpoint");
   }
-  wal_options wo;
-  wo.dir = opts_.dir;
-  wo.segment_bytes = opts_.segment_bytes;
-  wo.group_commit = opts_.group_commit;
-  if (opts_.sync)
-    wo.sync = opts_.sync;
-  wal_recovery found;
-  auto replay = [this](const log_record& r) -> result<void> { return core_.apply(r); };
-  auto w = wal::open(wo, core_.last_lsn(), replay, found);
-  if (!w) {
-    report(
-        "cannot recover the log after lsn " + to_string(core_.last_lsn()) + ": "
-        + w.error().message()
-        + (recovery_.corrupt_checkpoints.empty() ? "" : " (a checkpoint was corrupt)"));
-    return w.error();
-  }
+  for (auto& d : found.covered_damage)
+    report("damage among records the checkpoint covers (harmless): " + d);
   wal_ = std::move(w.value());
   last_synced_ = core_.last_lsn().value;
   previous_checkpoint_ = recovery_.checkpoint;
@@ -207,9 +229,18 @@ result<void> state_manager::recover() {
   recovery_.tail_cut = found.tail_cut;
   recovery_.cut_bytes = found.cut_bytes;
   recovery_.cut_reason = found.cut_reason;
+  recovery_.moved_to = found.moved_to;
+  recovery_.problem = found.problem;
+  recovery_.dropped_records = found.dropped_records;
+  recovery_.dropped_first = found.dropped_first;
+  recovery_.dropped_last = found.dropped_last;
   if (found.tail_cut) {
-    report("log tail cut after lsn " + to_string(core_.last_lsn()) + " ("
-           + std::to_string(found.cut_bytes) + " bytes): " + found.cut_reason);
+    std::string where;
+    for (auto& p : found.moved_to)
+      where += (where.empty() ? "; moved to " : ", ") + p.string();
+    report("log " + std::string{opts_.repair ? "repaired: cut" : "tail cut"}
+           + " after lsn " + to_string(core_.last_lsn()) + " ("
+           + std::to_string(found.cut_bytes) + " bytes): " + found.cut_reason + where);
     probe_->corruption("log_tail");
   }
   recovery_.duration = since(started);

@@ -32,9 +32,11 @@
 //   log since the previous one stays, so that a corrupt newest checkpoint can
 //   fall back to it). A failed checkpoint write is reported and retried after
 //   `checkpoint_retry_delay`; the log is kept and the store goes on.
-// - Recovery (open): newest valid checkpoint (a corrupt one is reported and the
-//   previous one used), then the log after it; a torn or corrupt log tail is
-//   cut at the last valid record. Both are reported through `log` and the
+// - Recovery (open): newest valid checkpoint (one that fails its checksum or
+//   format is reported, set aside as *.corrupt and the previous one used; one
+//   that cannot be read fails the open), then the log after it (log_scan.hpp:
+//   a torn tail is cut and moved to log/lost+found; corruption before valid
+//   records fails the open unless `repair`). Reported through `log` and the
 //   probe; recovery() describes what was found.
 #pragma once
 
@@ -80,6 +82,9 @@ struct state_manager_options {
   uint64_t checkpoint_log_bytes = 64u << 20;
   /// Log segment size.
   uint64_t segment_bytes = 64u << 20;
+  /// Zeros written ahead of the log's records (wal_options::preallocate_bytes;
+  /// 0: plain appends).
+  uint64_t preallocate_bytes = 1u << 20;
   core_limits limits;
   /// Metrics; null: none. Must outlive the store.
   store_probe* probe = nullptr;
@@ -96,6 +101,10 @@ struct state_manager_options {
   /// The clock of lock deadlines (tests: a manual clock, with
   /// state_manager::clock_advanced() after moving it). Empty: steady_clock.
   std::function<timestamp()> clock;
+  /// The operator accepts the loss of corruption in the middle of the log
+  /// (`conclave store repair`): the log is cut there, keeping a copy, instead
+  /// of the open failing.
+  bool repair = false;
 };
 
 /// What open() found on disk.
@@ -110,6 +119,12 @@ struct recovery_report {
   bool tail_cut = false;
   uint64_t cut_bytes = 0;
   std::string cut_reason;
+  /// Where the cut bytes went (DIR/log/lost+found/...).
+  std::vector<std::filesystem::path> moved_to;
+  /// With `repair`: the corruption cut, and the valid records dropped after it.
+  std::string problem;
+  uint64_t dropped_records = 0;
+  lsn dropped_first, dropped_last;
   std::chrono::nanoseconds duration{0};
 };
 

@@ -3,6 +3,7 @@
 #include "runtime/store/log_scan.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -43,67 +44,168 @@ wal::~wal() {
     ::close(fd_);
 }
 
+namespace {
+
+/// A free name in `dir` for bytes moved aside from `segment` at `offset`.
+fs::path aside_name(const fs::path& dir, const fs::path& segment, uint64_t offset) {
+  auto stem = segment.filename().string() + ".from-" + std::to_string(offset);
+  std::error_code ec;
+  auto p = dir / (stem + ".torn");
+  for (int n = 1; fs::exists(p, ec); ++n)
+    p = dir / (stem + "." + std::to_string(n) + ".torn");
+  return p;
+}
+
+/// pwrite of all of `data` at `offset` (retrying short writes and EINTR).
+result<void> write_at(int fd, std::string_view data, uint64_t offset) {
+  while (!data.empty()) {
+    auto n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return files::last_error();
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+  return outcome::success();
+}
+
+} // namespace
+
+result<void> wal::move_aside(const segment_scan& seg, uint64_t offset,
+                             wal_recovery& report) {
+  auto aside_dir = log_dir_ / "lost+found";
+  std::error_code ec;
+  uint64_t used = seg.bytes - seg.zero_tail; // zero bytes at the end are no data
+  if (offset == 0) {
+    if (used == 0) {
+      fs::remove(seg.path, ec); // empty or never written
+      return ec ? result<void>{ec} : outcome::success();
+    }
+    fs::create_directories(aside_dir, ec);
+    if (ec)
+      return ec;
+    auto to = aside_name(aside_dir, seg.path, 0);
+    fs::rename(seg.path, to, ec);
+    if (ec)
+      return ec;
+    if (auto s = files::sync_dir(aside_dir, sync_); !s)
+      return s.error();
+    report.cut_bytes += used;
+    report.moved_to.push_back(to);
+    return outcome::success();
+  }
+  if (used > offset) {
+    // Copy first (synced), then cut: a crash in between cuts again next time.
+    auto data = files::read_file(seg.path);
+    if (!data)
+      return data.error();
+    if (data.value().size() < used)
+      return errc::corrupt_data; // changed under us
+    fs::create_directories(aside_dir, ec);
+    if (ec)
+      return ec;
+    auto to = aside_name(aside_dir, seg.path, offset);
+    auto tmp = to;
+    tmp += ".tmp";
+    std::string_view bytes = data.value();
+    if (auto w =
+            files::write_file_synced(tmp, bytes.substr(offset, used - offset), sync_);
+        !w)
+      return w.error();
+    fs::rename(tmp, to, ec);
+    if (ec)
+      return ec;
+    if (auto s = files::sync_dir(aside_dir, sync_); !s)
+      return s.error();
+    report.cut_bytes += used - offset;
+    report.moved_to.push_back(to);
+  }
+  int fd = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return files::last_error();
+  auto rc = ::ftruncate(fd, static_cast<off_t>(offset));
+  if (rc == 0)
+    rc = sync_(fd);
+  auto err = rc != 0 ? files::last_error() : std::error_code{};
+  ::close(fd);
+  if (err)
+    return err;
+  return outcome::success();
+}
+
 result<void> wal::scan(lsn after, const replay_fn& replay, wal_recovery& report) {
   std::error_code ec;
   fs::create_directories(log_dir_, ec);
   if (ec)
     return ec;
-  bool replayed = false;
-  auto scanned = scan_log(opts_.dir, [&](const log_record& r) -> result<void> {
-    if (r.lsn <= after)
-      return outcome::success();
-    if (!replayed && r.lsn.value != after.value + 1)
-      return errc::corrupt_data; // records after `after` are missing
-    if (auto a = replay(r); !a)
-      return a.error();
-    if (!replayed)
-      report.first = r.lsn;
-    replayed = true;
-    report.last = r.lsn;
-    ++report.records;
-    return outcome::success();
-  });
+  log_scan_options so;
+  so.base = after;
+  auto scanned =
+      scan_log(opts_.dir, so, [&](const log_record& r, std::string_view) -> result<void> {
+        if (auto a = replay(r); !a)
+          return a.error();
+        if (report.records++ == 0)
+          report.first = r.lsn;
+        report.last = r.lsn;
+        return outcome::success();
+      });
   if (!scanned)
     return scanned.error();
   auto& log = scanned.value();
-  bool removed = false;
-  // A log that ends before `after` holds only what the checkpoint covers. Its
-  // segments go: the next record (after + 1) starts a new one, and leaving
-  // the old ones would read as a gap in the lsns at the next open.
-  bool stale = log.records > 0 && log.last < after;
+  for (auto& d : log.damage)
+    if (d.what == log_damage::kind::covered)
+      report.covered_damage.push_back(d.reason);
+  for (auto& g : log.covered_gaps)
+    report.covered_damage.push_back("covered records missing: " + g);
+  if (log.fatal) {
+    report.problem = log.problem;
+    if (!opts_.repair)
+      return errc::corrupt_data; // nothing on disk changed
+    report.dropped_records = log.drop_records;
+    report.dropped_first = log.drop_first;
+    report.dropped_last = log.drop_last;
+  }
+  // Where the log ends: everything from here on is moved aside (zero bytes
+  // and empty files are simply removed). Segments that hold only covered
+  // records (not even read) stay as they are.
+  bool cutting = log.fatal || log.ends_early;
+  log_position end;
+  if (log.fatal)
+    end = log.keep_end;
+  else if (log.ends_early)
+    end = {log.bad_segment, log.bad_offset};
+  else {
+    end = {log.segments.size(), 0};
+    // Segments after the last one in use hold nothing but zero bytes.
+    while (end.segment > 0) {
+      auto& s = log.segments[end.segment - 1];
+      if (s.skipped || s.records > 0)
+        break;
+      --end.segment;
+    }
+  }
   for (size_t i = 0; i < log.segments.size(); ++i) {
     auto& seg = log.segments[i];
-    bool after_end = log.ends_early && i > log.bad_segment;
-    if (seg.valid_bytes == 0 || after_end || stale) {
-      // Empty (created just before a crash), invalid from its first byte, or
-      // after the end of the log.
-      fs::remove(seg.path, ec);
-      removed = true;
+    if (i < end.segment || (i == end.segment && end.offset > 0 && !cutting)) {
+      segments_.push_back({seg.path, seg.named});
       continue;
     }
-    if (log.ends_early && i == log.bad_segment) {
-      int fd = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0)
-        return files::last_error();
-      auto rc = ::ftruncate(fd, static_cast<off_t>(seg.valid_bytes));
-      if (rc == 0)
-        rc = sync_(fd);
-      auto err = rc != 0 ? files::last_error() : std::error_code{};
-      ::close(fd);
-      if (err)
-        return err;
-    }
-    segments_.push_back({seg.path, seg.named});
+    auto offset = i == end.segment ? end.offset : 0;
+    if (auto m = move_aside(seg, offset, report); !m)
+      return m.error();
+    if (offset > 0)
+      segments_.push_back({seg.path, seg.named});
   }
-  if (log.ends_early) {
+  if (cutting) {
     report.tail_cut = true;
-    report.cut_bytes = log.bytes_after_end;
-    report.cut_reason = log.reason;
+    report.cut_reason = log.fatal ? "repair: " + log.problem : log.reason;
   }
-  if (removed || log.ends_early)
+  if (end.segment < log.segments.size())
     if (auto s = files::sync_dir(log_dir_, sync_); !s)
       return s.error();
-  appended_ = durable_ = log.records > 0 && log.last > after ? log.last : after;
+  appended_ = durable_ = log.needed_last;
   return outcome::success();
 }
 
@@ -265,8 +367,7 @@ void wal::run() {
 
 result<void> wal::open_segment(lsn first) {
   auto path = log_dir_ / files::lsn_name(segment_prefix, first, segment_suffix);
-  int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return files::last_error();
   if (auto s = files::sync_dir(log_dir_, sync_); !s) {
@@ -275,6 +376,7 @@ result<void> wal::open_segment(lsn first) {
   }
   fd_ = fd;
   segment_size_ = 0;
+  zeroed_ = 0;
   std::lock_guard<std::mutex> guard{mtx_};
   segments_.push_back({path, first});
   return outcome::success();
@@ -291,15 +393,27 @@ result<void> wal::sync_current() {
 result<void> wal::write_batch(std::vector<entry>& batch) {
   std::string buf;
   bool dirty = false;
+  uint64_t at = segment_size_; // file offset of buf's first byte
   auto flush = [&]() -> result<void> {
     if (buf.empty())
       return outcome::success();
-    if (auto w = files::write_all(fd_, buf); !w)
+    auto data = buf.size();
+    auto end = at + data;
+    if (opts_.preallocate_bytes > 0 && end > zeroed_) {
+      // Extend the file with zeros well past the data, in the same write:
+      // this sync journals the new size once, the next ones only data.
+      auto target =
+          std::max(end, std::min(zeroed_ + opts_.preallocate_bytes, opts_.segment_bytes));
+      buf.append(target - end, '\0');
+      zeroed_ = target;
+    }
+    if (auto w = write_at(fd_, buf, at); !w)
       return w.error();
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      stats_.bytes += buf.size();
+      stats_.bytes += data;
     }
+    at = end;
     buf.clear();
     dirty = true;
     return outcome::success();
@@ -318,6 +432,7 @@ result<void> wal::write_batch(std::vector<entry>& batch) {
       }
       if (auto o = open_segment(e.l); !o)
         return o.error();
+      at = 0;
     }
     buf += e.frame;
     segment_size_ += e.frame.size();

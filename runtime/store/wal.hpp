@@ -8,22 +8,29 @@
 //   queued since its last pass, writes them with one write() per segment and
 //   makes them durable with one sync; without it (the serial baseline), each
 //   record gets its own write and sync.
+// - Segment files grow by zero-filled steps of preallocate_bytes written with
+//   the records that need the room; later records overwrite the zeros (pwrite
+//   at the record offset), so most syncs persist data but no new file size.
 // - wait_durable(l) and the on_durable callback report a record durable only
 //   after a successful sync of its segment (and of the directory for a new
 //   segment).
 // - A failed write or sync is final: failure() is set, every waiter and the
 //   callback learn it, later appends fail with store_failed. No retry: after
 //   a failed fsync the kernel may have dropped the dirty pages.
-// - open() replays the valid records after a given lsn and ends the log at the
-//   first record that is incomplete (torn write), fails its CRC or parse, or
-//   breaks the lsn sequence: that segment is cut there, later ones are
-//   removed, and the cut is reported. A log that starts after the lsn the
-//   caller needs is an error (corrupt_data), never silently accepted.
+// - open() replays the records the caller needs (lsn > after) and acts on
+//   the scan's findings (log_scan.hpp): a torn tail is cut, its bytes moved
+//   to DIR/log/lost+found/ first; corruption in the middle, or needed records
+//   missing, fails the open with corrupt_data and changes nothing, unless
+//   `repair` is set: then the log is cut where the needed records stop and
+//   everything after it is moved to lost+found too. Segments holding only
+//   records <= after are neither read nor changed. Nothing but zero bytes
+//   (empty or never written segment files after the end) is ever deleted here.
 #pragma once
 
 #include "protocols/store/errc.hpp"
 #include "protocols/store/log_record.hpp"
 #include "runtime/store/file_util.hpp"
+#include "runtime/store/log_scan.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -43,19 +50,39 @@ struct wal_options {
   std::filesystem::path dir;
   /// Start a new segment once the current one is this large.
   uint64_t segment_bytes = 64u << 20;
+  /// Grow segment files with zeros this far ahead of the records (0: plain
+  /// appends), so that most fdatasyncs write data only, not a new file size.
+  /// Recovery takes zeros running to a segment's end for its clean end.
+  uint64_t preallocate_bytes = 1u << 20;
   /// false: one write + sync per record (the serial baseline).
   bool group_commit = true;
   /// fdatasync replacement (tests inject failures); empty: ::fdatasync.
   files::sync_fn sync;
+  /// Accept the loss of corruption in the middle (the operator's `store
+  /// repair`): cut there, keeping a copy, instead of refusing to open.
+  bool repair = false;
 };
 
 /// What open() found.
 struct wal_recovery {
   uint64_t records = 0;
   lsn first, last;
+  /// Something was cut (a torn tail, or what a repair dropped): the bytes
+  /// moved aside, why, and the files that now hold them.
   bool tail_cut = false;
   uint64_t cut_bytes = 0;
   std::string cut_reason;
+  std::vector<std::filesystem::path> moved_to;
+  /// Corruption in the middle: why open failed (file and byte offset), or,
+  /// with `repair`, what was cut.
+  std::string problem;
+  /// With `repair`: valid records dropped because needed ones before them
+  /// are lost.
+  uint64_t dropped_records = 0;
+  lsn dropped_first, dropped_last;
+  /// Damage among covered records (not read for recovery unless in a segment
+  /// with needed records): harmless, reported.
+  std::vector<std::string> covered_damage;
 };
 
 class wal {
@@ -120,6 +147,9 @@ private:
 
   explicit wal(wal_options opts);
   result<void> scan(lsn after, const replay_fn& replay, wal_recovery& report);
+  /// Moves the bytes of `seg` from `offset` on into log/lost+found (the whole
+  /// file when offset is 0) and cuts the segment there.
+  result<void> move_aside(const segment_scan& seg, uint64_t offset, wal_recovery& report);
   void run();
   result<void> write_batch(std::vector<entry>& batch);
   result<void> open_segment(lsn first);
@@ -132,7 +162,8 @@ private:
 
   // Writer thread only.
   int fd_ = -1;
-  uint64_t segment_size_ = 0;
+  uint64_t segment_size_ = 0; // bytes of records in the current segment
+  uint64_t zeroed_ = 0;       // file size: records, then zeros up to here
 
   mutable std::mutex mtx_;
   std::condition_variable work_cv_;

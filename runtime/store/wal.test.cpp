@@ -4,12 +4,14 @@
 #include "runtime/store/wal.hpp"
 
 #include "runtime/store/checkpoint_file.hpp"
+#include "runtime/store/log_scan.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <thread>
 
 using namespace conclave::store;
@@ -69,8 +71,17 @@ protected:
   std::vector<fs::path> segments() {
     std::vector<fs::path> out;
     for (auto& e : fs::directory_iterator(dir / "log"))
-      out.push_back(e.path());
+      if (e.is_regular_file())
+        out.push_back(e.path());
     std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  /// Every file of the log directory and its bytes, by name.
+  std::map<std::string, std::string> contents() {
+    std::map<std::string, std::string> out;
+    for (auto& p : segments())
+      out[p.filename().string()] = files::read_file(p).value();
     return out;
   }
 
@@ -168,7 +179,9 @@ TEST_F(wal_test, group_commit_shares_syncs_and_serial_mode_does_not) {
 }
 
 TEST_F(wal_test, the_last_record_cut_at_every_byte_offset_recovers_the_previous_ones) {
-  write(1, 5, options());
+  auto o = options();
+  o.preallocate_bytes = 0; // an appended file: every cut is a torn tail
+  write(1, 5, o);
   auto seg = segments().back();
   auto full = fs::file_size(seg);
   auto last = frame(5).size();
@@ -190,7 +203,9 @@ TEST_F(wal_test, the_last_record_cut_at_every_byte_offset_recovers_the_previous_
 }
 
 TEST_F(wal_test, every_bit_flip_in_the_last_record_recovers_the_previous_ones) {
-  write(1, 5, options());
+  auto o = options();
+  o.preallocate_bytes = 0;
+  write(1, 5, o);
   auto seg = segments().back();
   std::string original;
   {
@@ -212,7 +227,7 @@ TEST_F(wal_test, every_bit_flip_in_the_last_record_recovers_the_previous_ones) {
   }
 }
 
-TEST_F(wal_test, corruption_in_an_earlier_segment_ends_the_log_there) {
+TEST_F(wal_test, corruption_before_valid_records_refuses_the_open_until_repaired) {
   auto o = options();
   o.segment_bytes = 200; // a few records per segment
   write(1, 30, o);
@@ -223,20 +238,168 @@ TEST_F(wal_test, corruption_in_an_earlier_segment_ends_the_log_there) {
     f.seekp(30);
     f.put('\x77');
   }
+  auto before = contents();
   wal_recovery rep;
-  auto seen = replay(rep);
+  auto w = wal::open(
+      options(), lsn{},
+      [](const log_record&) { return result<void>{outcome::success()}; }, rep);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(code(w.error()), errc::corrupt_data);
+  EXPECT_NE(rep.problem.find(segs[1].filename().string() + " at byte 0"),
+            std::string::npos)
+      << rep.problem;
+  EXPECT_EQ(contents(), before); // nothing changed on disk
+  // The operator's repair cuts there and keeps a copy of every byte it drops.
+  auto r = options();
+  r.repair = true;
+  wal_recovery fixed;
+  std::vector<uint64_t> seen;
+  auto repaired = wal::open(
+      r, lsn{},
+      [&](const log_record& rec) -> result<void> {
+        seen.push_back(rec.lsn.value);
+        return outcome::success();
+      },
+      fixed);
+  ASSERT_TRUE(repaired);
   ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen, range(1, seen.back()));
   EXPECT_LT(seen.back(), 30u);
-  EXPECT_TRUE(rep.tail_cut);
-  EXPECT_NE(rep.cut_reason.find(segs[1].filename().string()), std::string::npos)
-      << rep.cut_reason;
-  EXPECT_LE(segments().size(), 2u); // later segments are gone
+  EXPECT_TRUE(fixed.tail_cut);
+  EXPECT_GT(fixed.dropped_records, 0u);
+  EXPECT_EQ(fixed.dropped_last, lsn{30});
+  // Each copy holds the original bytes of its segment from the cut on.
+  uint64_t total = 0;
+  for (auto& p : fixed.moved_to) {
+    auto name = p.filename().string(); // seg-<lsn>.wal.from-<offset>.torn
+    auto original = before.at(name.substr(0, 28)).substr(std::stoull(name.substr(34)));
+    EXPECT_EQ(files::read_file(p).value(), original) << name;
+    total += original.size();
+  }
+  EXPECT_EQ(total, fixed.cut_bytes);
   // The log continues from the cut.
-  std::unique_ptr<wal> w;
+  ASSERT_TRUE(repaired.value()->append(lsn{seen.back() + 1}, frame(seen.back() + 1)));
+  ASSERT_TRUE(repaired.value()->wait_durable(lsn{seen.back() + 1}));
+  repaired.value().reset();
   wal_recovery again;
-  replay(again, lsn{}, &w);
-  ASSERT_TRUE(w->append(lsn{seen.back() + 1}, frame(seen.back() + 1)));
-  ASSERT_TRUE(w->wait_durable(lsn{seen.back() + 1}));
+  EXPECT_EQ(replay(again), range(1, seen.back() + 1));
+}
+
+TEST_F(wal_test, a_preallocated_segment_ends_cleanly_at_its_zeros) {
+  auto o = options();
+  o.preallocate_bytes = 4096;
+  write(1, 5, o);
+  auto seg = segments().back();
+  EXPECT_EQ(fs::file_size(seg), 4096u); // records, then zeros
+  auto before = contents();
+  wal_recovery rep;
+  EXPECT_EQ(replay(rep), range(1, 5));
+  EXPECT_FALSE(rep.tail_cut) << rep.cut_reason;
+  EXPECT_EQ(contents(), before);
+}
+
+TEST_F(wal_test, zeros_inside_the_last_record_are_a_torn_tail) {
+  auto o = options();
+  o.preallocate_bytes = 4096;
+  write(1, 5, o);
+  auto seg = segments().back();
+  auto start = 5 * frame(1).size() - frame(5).size(); // frames are equal in size
+  {
+    std::fstream f{seg, std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(static_cast<std::streamoff>(start + 30));
+    std::string zeros(frame(5).size() - 30, '\0');
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  wal_recovery rep;
+  EXPECT_EQ(replay(rep), range(1, 4));
+  EXPECT_TRUE(rep.tail_cut);
+  ASSERT_EQ(rep.moved_to.size(), 1u);
+  auto copy = files::read_file(rep.moved_to[0]).value();
+  EXPECT_FALSE(copy.empty());
+  EXPECT_EQ(copy, frame(5).substr(0, copy.size()));
+  EXPECT_EQ(fs::file_size(seg), start);
+}
+
+TEST_F(wal_test, a_partial_record_before_the_zeros_is_a_torn_tail) {
+  auto o = options();
+  o.preallocate_bytes = 4096;
+  write(1, 5, o);
+  auto seg = segments().back();
+  auto end = 5 * frame(1).size();
+  auto half = frame(6).substr(0, frame(6).size() / 2); // a crash mid-write
+  {
+    std::fstream f{seg, std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(static_cast<std::streamoff>(end));
+    f.write(half.data(), static_cast<std::streamsize>(half.size()));
+  }
+  wal_recovery rep;
+  EXPECT_EQ(replay(rep), range(1, 5));
+  EXPECT_TRUE(rep.tail_cut);
+  ASSERT_EQ(rep.moved_to.size(), 1u);
+  auto copy = files::read_file(rep.moved_to[0]).value();
+  EXPECT_FALSE(copy.empty());
+  EXPECT_EQ(copy, half.substr(0, copy.size()));
+  EXPECT_EQ(fs::file_size(seg), end);
+}
+
+TEST_F(wal_test, a_nonzero_byte_after_the_zeros_is_corruption_not_a_clean_end) {
+  auto o = options();
+  o.preallocate_bytes = 4096;
+  {
+    // Two segments, the first ended by a roll (as a checkpoint does): zeros.
+    wal_recovery rep;
+    auto w = wal::open(
+                 o, lsn{},
+                 [](const log_record&) { return result<void>{outcome::success()}; }, rep)
+                 .value();
+    for (uint64_t l = 1; l <= 40; ++l) {
+      if (l == 21) {
+        ASSERT_TRUE(w->roll());
+      }
+      ASSERT_TRUE(w->append(lsn{l}, frame(l)));
+    }
+    ASSERT_TRUE(w->wait_durable(lsn{40}));
+  }
+  auto segs = segments();
+  ASSERT_EQ(segs.size(), 2u);
+  auto scanned = scan_log(dir.path(), {}, [](const log_record&, std::string_view) {
+                   return result<void>{outcome::success()};
+                 }).value();
+  ASSERT_GT(scanned.segments[0].zero_tail, 2u);
+  // In the zeros of an earlier segment: valid records follow, so it refuses.
+  auto at = scanned.segments[0].bytes - scanned.segments[0].zero_tail / 2;
+  {
+    std::fstream f{segs[0], std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(static_cast<std::streamoff>(at));
+    f.put('\x5A');
+  }
+  wal_recovery rep;
+  auto w = wal::open(
+      options(), lsn{},
+      [](const log_record&) { return result<void>{outcome::success()}; }, rep);
+  ASSERT_FALSE(w);
+  EXPECT_NE(rep.problem.find(segs[0].filename().string()), std::string::npos)
+      << rep.problem;
+  // In the zeros of the last segment: a torn tail, cut and kept.
+  {
+    std::fstream f{segs[0], std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(static_cast<std::streamoff>(at));
+    f.put('\0');
+  }
+  auto last = scanned.segments.back();
+  ASSERT_GT(last.zero_tail, 2u);
+  {
+    std::fstream f{segs.back(), std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(static_cast<std::streamoff>(last.bytes - last.zero_tail / 2));
+    f.put('\x5A');
+  }
+  wal_recovery tail;
+  EXPECT_EQ(replay(tail), range(1, 40));
+  EXPECT_TRUE(tail.tail_cut);
+  ASSERT_EQ(tail.moved_to.size(), 1u);
+  auto copy = files::read_file(tail.moved_to[0]).value();
+  EXPECT_EQ(copy.back(), '\x5A');
+  EXPECT_TRUE(all_zero(std::string_view{copy}.substr(0, copy.size() - 1)));
 }
 
 TEST_F(wal_test, a_failed_sync_is_final) {

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 using conclave::process_test::run_conclave;
 using namespace conclave::store;
 namespace fs = std::filesystem;
@@ -21,6 +23,7 @@ namespace {
 void fill(const fs::path& dir, int n) {
   state_manager_options o;
   o.dir = dir;
+  o.preallocate_bytes = 0; // an appended log: cutting the file cuts records
   auto s = state_manager::open(o).value();
   auto d = s->dictionary<std::string, int32_t>("d").value();
   auto q = s->queue<std::string>("q").value();
@@ -117,6 +120,71 @@ TEST(store_cli, a_log_with_missing_records_is_reported_unrecoverable) {
   EXPECT_FALSE(j["recoverable"].get<bool>());
   EXPECT_NE(j["problem"].get<std::string>().find("missing"), std::string::npos)
       << j.dump();
+}
+
+TEST(store_cli, a_log_corrupt_before_its_end_refuses_until_repair_keeps_a_copy) {
+  conclave::test::temp_dir tmp{"conclave-store-cli"};
+  auto data = tmp / "data";
+  fill(data, 50);
+  auto seg = data / "log" / "seg-00000000000000000001.wal";
+  auto original = conclave::process_test::read_file(seg);
+  {
+    std::fstream f{seg, std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(400);
+    f.put('\x55');
+  }
+  // Opening it (a backup does) fails with the file and offset, exit 1.
+  auto refused = run_conclave(
+      "store backup --dir " + data.string() + " --to " + (tmp / "b").string(), true);
+  EXPECT_EQ(refused.status, 1) << refused.out;
+  EXPECT_NE(refused.out.find("seg-00000000000000000001.wal at byte "), std::string::npos)
+      << refused.out;
+  EXPECT_EQ(fs::file_size(seg), original.size());
+  // check says what a repair would drop.
+  auto j = check_json(data, 1);
+  EXPECT_FALSE(j["recoverable"].get<bool>());
+  EXPECT_TRUE(j["log"]["corrupt_in_middle"].get<bool>());
+  EXPECT_GT(j["log"]["repair_would_drop"]["records"].get<int>(), 10) << j.dump();
+  EXPECT_EQ(j["log"]["repair_would_drop"]["last_lsn"], 52);
+  auto repaired = run_conclave("store repair --dir " + data.string());
+  ASSERT_EQ(repaired.status, 0) << repaired.out;
+  EXPECT_NE(repaired.out.find("dropped"), std::string::npos) << repaired.out;
+  EXPECT_NE(repaired.out.find("copy kept in"), std::string::npos) << repaired.out;
+  // The copy holds every byte dropped; the store opens again.
+  std::string kept;
+  for (auto& e : fs::directory_iterator(data / "log" / "lost+found"))
+    kept += conclave::process_test::read_file(e.path());
+  EXPECT_EQ(original.size() - fs::file_size(seg), kept.size());
+  auto k = check_json(data, 0);
+  EXPECT_TRUE(k["clean"].get<bool>());
+  auto again = run_conclave("store repair --dir " + data.string());
+  EXPECT_EQ(again.status, 0);
+  EXPECT_NE(again.out.find("nothing to repair"), std::string::npos) << again.out;
+}
+
+TEST(store_cli, restore_reports_a_damaged_manifest_with_exit_1_never_an_abort) {
+  conclave::test::temp_dir tmp{"conclave-store-cli"};
+  auto data = tmp / "data";
+  fill(data, 3);
+  auto full = run_conclave("store backup --dir " + data.string() + " --to "
+                           + (tmp / "b").string());
+  ASSERT_EQ(full.status, 0) << full.out;
+  fs::path manifest;
+  for (auto& e : fs::directory_iterator(tmp / "b"))
+    manifest = e.path() / "MANIFEST";
+  auto text = conclave::process_test::read_file(manifest);
+  auto crc = text.rfind(' ') + 1; // the last file's CRC field
+  text.replace(crc, 8, "nothex!!");
+  {
+    std::ofstream out{manifest, std::ios::trunc};
+    out << text;
+  }
+  auto r = run_conclave("store restore --from " + (tmp / "b").string() + " --dir "
+                            + (tmp / "r").string(),
+                        true);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("checksum mismatch or unparsable"), std::string::npos) << r.out;
 }
 
 TEST(store_cli, backup_and_restore_through_the_command_line) {
