@@ -216,7 +216,7 @@ void world::push(timestamp at, event e) {
       free_buckets_.pop_back();
     }
     bucket_at_.emplace(at.count(), b);
-    instants_.push_back(at);
+    instants_.emplace_back(at, b);
     std::push_heap(instants_.begin(), instants_.end(), std::greater<>{});
   }
   last_push_at_ = at;
@@ -225,10 +225,11 @@ void world::push(timestamp at, event e) {
 }
 
 bool world::step(timestamp end) {
-  if (instants_.empty() || instants_.front() > end)
+  if (instants_.empty() || instants_.front().first > end)
     return false;
-  auto at = instants_.front();
-  auto b = bucket_at_.at(at.count());
+  auto [at, b] = instants_.front();
+  if (buckets_[b].next == 0 && buckets_[b].events.size() > 2)
+    group_by_node(buckets_[b].events);
   event e = std::move(buckets_[b].events[buckets_[b].next++]);
   if (buckets_[b].next == buckets_[b].events.size()) {
     buckets_[b].events.clear();
@@ -248,6 +249,27 @@ bool world::step(timestamp end) {
   for (auto* o : observers_)
     o->after_event(now_);
   return true;
+}
+
+void world::group_by_node(std::vector<event>& events) {
+  // Events at one instant are causally independent across nodes (every message
+  // takes a positive delay), so only each node's own order matters. Running a
+  // node's events back to back keeps its state in the cache: with 1,000 nodes
+  // and a message storm this is most of the simulator's speed. Calls (faults)
+  // at this instant go first, in the order queued.
+  auto key = [](const event& e) { return e.what == kind::call ? 0 : e.to + 1; };
+  auto& start = group_start_;
+  start.assign(nodes_.size() + 2, 0);
+  for (auto& e : events)
+    ++start[key(e) + 1];
+  for (size_t k = 1; k < start.size(); ++k)
+    start[k] += start[k - 1];
+  auto& sorted = group_scratch_;
+  sorted.resize(events.size());
+  for (auto& e : events)
+    sorted[start[key(e)]++] = std::move(e);
+  events.swap(sorted);
+  sorted.clear();
 }
 
 void world::run_until(timestamp end) {

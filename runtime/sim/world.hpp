@@ -8,10 +8,12 @@
 //   function. Nodes are addressed by node id; messages are CAF messages.
 // - One event queue in true (virtual) time: message deliveries, timer firings,
 //   notices ("peer down/up", what a dropped or re-established connection gives)
-//   and calls (faults, probes). Events at one instant run in the order they were
-//   queued. Each delivery is handed to the node's actor as a CAF message and the
-//   coordinator runs until idle; whatever the actor sends or arms comes back into
-//   the queue.
+//   and calls (faults, probes). At one instant, calls run first, then each
+//   node's events in the order they were queued for it (nodes one after the
+//   other: what one node does at an instant cannot reach another at that instant,
+//   since every message takes a positive delay). Each delivery is handed to the node's
+//   actor as a CAF message and the coordinator runs until idle; whatever the actor sends
+//   or arms comes back into the queue.
 // - A network: every message gets a delay (fixed, or uniform in a range: random
 //   delays reorder), may be lost or duplicated until the faults heal, and is
 //   dropped at delivery if a partition or a directed cut separates the two nodes.
@@ -215,6 +217,7 @@ private:
   duration delay();
   void push(timestamp at, event e);
   void dispatch(event& e);
+  void group_by_node(std::vector<event>& events);
   void deliver(node_state& n, const caf::message& m);
   void notify_all(uint32_t about, bool up);
 
@@ -233,12 +236,14 @@ private:
   std::vector<world_observer*> observers_;
 
   // The queue: a min-heap of distinct instants, each with its bucket.
-  std::vector<timestamp> instants_;
+  std::vector<std::pair<timestamp, uint32_t>> instants_; ///< (instant, bucket)
   std::unordered_map<int64_t, uint32_t> bucket_at_;
   std::vector<bucket> buckets_;
   std::vector<uint32_t> free_buckets_;
   timestamp last_push_at_{-1};
   uint32_t last_push_bucket_ = 0;
+  std::vector<size_t> group_start_;
+  std::vector<event> group_scratch_;
 
   timestamp now_{0};
   bool stopped_ = false;
