@@ -53,8 +53,8 @@ void safety_checker::election_event(node_id id, const el::election_event& e,
   }
 }
 
-void safety_checker::restarted(node_id id, timestamp) {
-  highest_adopted_.erase(id); // a new life remembers nothing
+void safety_checker::crashed(node_id id, timestamp) {
+  highest_adopted_.erase(id); // its next life remembers nothing
 }
 
 void safety_checker::after_event(timestamp now) {
@@ -157,6 +157,7 @@ void claimant_checker::finish(timestamp end) {
 // -------------------------------------------------------------------------
 
 void task_checker::task_started(node_id id, timestamp) {
+  ++r_.leader_task_starts;
   tasks_.push_back({id, std::nullopt, false});
 }
 

@@ -36,7 +36,7 @@ class safety_checker final : public election_observer {
 public:
   safety_checker(election_host& h, run_report& r) : h_(h), r_(r) {}
   void election_event(node_id, const election::election_event&, timestamp) override;
-  void restarted(node_id, timestamp) override;
+  void crashed(node_id, timestamp) override;
   void after_event(timestamp now) override;
 
 private:

@@ -88,6 +88,8 @@ struct run_report {
   /// frozen) while a majority had adopted a higher term.
   uint64_t stale_leader_windows = 0;
   std::vector<duration> stale_leader_durations;
+  /// Leader tasks started (one per leadership that acted).
+  uint64_t leader_task_starts = 0;
   /// Longest time a leader task ran after its candidate stopped acting.
   duration task_overrun_max{0};
   bool liveness_ok = true;
