@@ -9,8 +9,8 @@
 // - One event queue in true (virtual) time: message deliveries, timer firings,
 //   notices ("peer down/up", what a dropped or re-established connection gives)
 //   and calls (faults, probes). At one instant, calls run first, then each
-//   node's events in the order they were queued for it (nodes one after the
-//   other: what one node does at an instant cannot reach another at that instant,
+//   node's deliveries and notices in the order queued, then its timers (nodes one after
+//   the other: what one node does at an instant cannot reach another at that instant,
 //   since every message takes a positive delay). Each delivery is handed to the node's
 //   actor as a CAF message and the coordinator runs until idle; whatever the actor sends
 //   or arms comes back into the queue.
@@ -143,6 +143,8 @@ public:
   /// messages from group 0 to group 1 are dropped.
   void add_cut(timestamp from, timestamp until, std::vector<int> group, bool directed);
   bool blocked(node_id from, node_id to) const;
+  /// Closes every partition and cut that is still open at `at`.
+  void end_cuts(timestamp at);
   const network_model& network() const { return net_; }
 
   // -- time -------------------------------------------------------------------
