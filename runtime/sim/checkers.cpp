@@ -99,11 +99,9 @@ void claimant_checker::after_event(timestamp now) {
   if (acting_now > 1 && !split_) {
     split_ = true;
     split_since_ = now;
-    ++r_.split_brain_windows;
   } else if (acting_now <= 1 && split_) {
     split_ = false;
-    r_.split_brain_durations.push_back(now - split_since_);
-    r_.split_brain_time += now - split_since_;
+    close_split(now);
   }
   if (now >= next_unpause_) {
     dirty_ = true;
@@ -134,22 +132,38 @@ void claimant_checker::check_stale(timestamp now) {
     auto it = stale_since_.find(id);
     if (stale && it == stale_since_.end()) {
       stale_since_.emplace(id, now);
-      ++r_.stale_leader_windows;
     } else if (!stale && it != stale_since_.end()) {
-      r_.stale_leader_durations.push_back(now - it->second);
+      close_stale(now - it->second);
       stale_since_.erase(it);
     }
   }
 }
 
+// A window that opens and closes at one instant (within one step's cascade of
+// events) is not visible to anyone: only windows that last are counted.
+void claimant_checker::close_split(timestamp now) {
+  auto d = now - split_since_;
+  if (d <= duration{0})
+    return;
+  ++r_.split_brain_windows;
+  r_.split_brain_durations.push_back(d);
+  r_.split_brain_time += d;
+}
+
+void claimant_checker::close_stale(duration d) {
+  if (d <= duration{0})
+    return;
+  ++r_.stale_leader_windows;
+  r_.stale_leader_durations.push_back(d);
+}
+
 void claimant_checker::finish(timestamp end) {
   if (split_) {
     split_ = false;
-    r_.split_brain_durations.push_back(end - split_since_);
-    r_.split_brain_time += end - split_since_;
+    close_split(end);
   }
   for (auto& [id, since] : stale_since_)
-    r_.stale_leader_durations.push_back(end - since);
+    close_stale(end - since);
   stale_since_.clear();
 }
 

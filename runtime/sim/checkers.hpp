@@ -7,7 +7,8 @@
 // - claimant_checker: windows with two or more acting leaders (split brain,
 //   expected without the guard under partitions), and windows in which a deposed
 //   leader still claims leadership (is_leader, not frozen) although a majority
-//   of the group has adopted a higher term. Every window's duration is kept.
+//   of the group has adopted a higher term. Every window's duration is kept;
+//   windows that close at the instant they open are not counted.
 // - task_checker: a leader task must stop within a bound after its candidate
 //   stops acting (the task is frozen with its candidate while paused).
 // - liveness_checker: judged over time. After the last fault heals plus a bound
@@ -59,6 +60,8 @@ public:
 
 private:
   void check_stale(timestamp now);
+  void close_split(timestamp now);
+  void close_stale(duration d);
   election_host& h_;
   run_report& r_;
   std::vector<node_id> acting_;

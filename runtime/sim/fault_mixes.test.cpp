@@ -141,8 +141,9 @@ TEST(fault_mixes, preempt_without_the_guard_keeps_safety_and_liveness) {
 
 TEST(known_defects, DISABLED_preempt_with_the_guard_produces_an_acting_leader) {
   // Defect 2: the preempting higher id cannot collect a majority before its
-  // quorum-lost step-down; no leader ever acts.
-  mix m{"preempt + guard", "random=4,delay=1ms..4ms", true, true};
+  // quorum-lost step-down; no leader ever acts, even without faults. (With
+  // random faults most runs recover by chance: random=4 fails 2 runs in 100.)
+  mix m{"preempt + guard", "", true, true};
   auto f = sweep(m, 50);
   EXPECT_TRUE(f.empty()) << first(f);
 }
