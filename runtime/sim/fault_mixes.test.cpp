@@ -71,10 +71,13 @@ std::string replay(const mix& m, el::algorithm algo, const sim::sim_settings& s)
   return o.str();
 }
 
-/// Runs `seeds` schedules of the mix for both algorithms; returns the failures.
-std::vector<std::string> sweep(const mix& m, uint64_t seeds, int flaps = 0) {
+const std::vector<el::algorithm> both{el::algorithm::bully, el::algorithm::ring};
+
+/// Runs `seeds` schedules of the mix for each algorithm; returns the failures.
+std::vector<std::string> sweep(const mix& m, uint64_t seeds, int flaps = 0,
+                               const std::vector<el::algorithm>& algos = both) {
   std::vector<std::string> failures;
-  for (auto algo : {el::algorithm::bully, el::algorithm::ring}) {
+  for (auto algo : algos) {
     for (uint64_t seed = 1; seed <= seeds; ++seed) {
       auto s = make(m, algo, 3 + seed % 5, seed);
       if (flaps > 0)
@@ -164,22 +167,25 @@ TEST(known_defects, DISABLED_ring_survives_one_way_delays_above_20ms) {
   // election messages.
   // Unbounded today: at n >= 5 a run does not finish in 100 s. Two small runs.
   mix m{"ring delay", "delay=21ms..25ms", false};
-  auto f = sweep(m, 2);
+  auto f = sweep(m, 2, 0, {el::algorithm::ring});
   EXPECT_TRUE(f.empty()) << first(f);
 }
 
 TEST(known_defects,
      DISABLED_the_guard_keeps_a_leader_acting_with_round_trips_above_50ms) {
-  // Defect 4: lease and heartbeat timing do not adapt to the round trip.
+  // Defect 4: lease and heartbeat timing do not adapt to the round trip. (Bully
+  // only: Ring at these delays is defect 3.)
   mix m{"guard delay", "delay=26ms..30ms", true};
-  auto f = sweep(m, 4);
+  auto f = sweep(m, 4, 0, {el::algorithm::bully});
   EXPECT_TRUE(f.empty()) << first(f);
 }
 
 TEST(known_defects, DISABLED_ring_never_livelocks_after_random_faults) {
-  // Defect 1: after healing, everyone adopts a term naming the highest id,
-  // which never takes it up; repeats every ~150 ms.
-  mix m{"ring random", "random=5", false};
-  auto f = sweep(m, 1000);
+  // Defect 1: after healing, the second-highest id leads for ~1 ms, then
+  // everyone adopts a term naming the highest id, which never takes it up; it
+  // repeats every ~150 ms, epoch +2 each time. Seen: ring n=3 seed 129, n=5
+  // seeds 204 and 844 of `random=5,loss=0.3 --guard` (--nodes 3,5 --runs 1000).
+  mix m{"ring random lossy", "random=5,loss=0.3", true};
+  auto f = sweep(m, 400, 0, {el::algorithm::ring});
   EXPECT_TRUE(f.empty()) << first(f);
 }
