@@ -154,7 +154,7 @@ int run_sim(const sim_options& o) {
     summary.print_table(std::cout);
   }
   if (!o.out.empty()) {
-    if (auto w = summary.write_outputs(o.out, timeline_run); !w) {
+    if (auto w = summary.write_outputs(o.out, timeline_run, o.faults); !w) {
       std::cerr << "conclave: error: " << w.error() << '\n';
       return exit_failure;
     }

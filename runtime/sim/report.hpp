@@ -23,6 +23,16 @@ struct run_failure {
   std::string replay;
 };
 
+/// Cost of one kind of election (start-up or failover) in a group.
+struct election_summary {
+  uint64_t elections = 0;
+  double messages_mean = 0;
+  uint64_t messages_min = 0; ///< 0 when a leader came back by itself (a pause)
+  uint64_t messages_max = 0;
+  double latency_p50_ms = 0;
+  double latency_p99_ms = 0;
+};
+
 struct group_summary {
   election::algorithm algo;
   size_t nodes = 0; ///< 0: every group size together
@@ -33,12 +43,19 @@ struct group_summary {
   uint64_t messages_max = 0;
   double latency_p50_ms = 0;
   double latency_p99_ms = 0;
+  election_summary startup;
+  election_summary failover;
   uint64_t safety_violations = 0;
   uint64_t split_brain_windows = 0;
   double split_brain_ms = 0;
+  double split_brain_max_ms = 0;
+  uint64_t stale_leader_windows = 0;
+  double stale_leader_max_ms = 0;
   uint64_t liveness_failures = 0;
   uint64_t leader_changes = 0;
   uint64_t messages_delivered = 0;
+  /// Mean over runs of the fraction of time with an agreed, acting leader.
+  double leader_time_fraction = 0;
 };
 
 class sim_summary {
@@ -57,13 +74,18 @@ public:
   bool liveness_failed() const;
 
   void print_table(std::ostream& out) const;
+  /// One line: "OK: 0 safety violations, 0 liveness failures in 400 runs; ..."
+  /// or "FAILED: ...".
+  std::string verdict() const;
   /// The --json document.
   std::string to_json(uint64_t seed, size_t runs, const std::string& faults,
                       bool guard) const;
   /// CSV of every run and every election, the timeline of `timeline_run`, and
   /// SVG plots rendered with gnuplot. The error says what failed.
+  /// `faults` labels the timeline plot.
   BOOST_OUTCOME_V2_NAMESPACE::result<void, std::string>
-  write_outputs(const std::string& dir, const run_report& timeline_run) const;
+  write_outputs(const std::string& dir, const run_report& timeline_run,
+                const std::string& faults = {}) const;
 
 private:
   struct run_row {
@@ -78,6 +100,13 @@ private:
     bool live;
     uint64_t leader_changes;
     double agreement_after_heal_ms;
+    double split_max_ms;
+    uint64_t stale_windows;
+    double stale_max_ms;
+    double leader_fraction;
+    uint64_t elections_after_stable;
+    std::vector<double> split_window_ms;
+    std::vector<double> stale_window_ms;
   };
   struct election_row {
     election::algorithm algo;

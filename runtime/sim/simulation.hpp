@@ -1,22 +1,24 @@
 // One deterministic simulation run of an election algorithm.
 //
-// The real candidate actors run on CAF's test coordinator (one actor system per
-// run). Beside CAF's scheduler, the simulation keeps its own event queue in
-// virtual time: message deliveries (with delay, loss, duplication, partitions),
-// timer firings, "peer down/up" notices and faults. Each event is handed to its
-// actor as a CAF message and the coordinator runs that one job; the actor's sends
-// and timers come back into the queue through the simulated transport and clock.
-// A seed fixes every random choice, so a run is replayed exactly by its seed.
+// The real candidate actors run on the simulated world (runtime/sim/world.hpp:
+// CAF's test coordinator, an event queue in true virtual time, a network with
+// delay, loss, duplication and partitions, per-node clocks with rate error and
+// offset, crashes, restarts and pauses), hosted by runtime/sim/election_host.hpp.
+// Faults come from the fault plan; a seed fixes every random choice, so a run is
+// replayed exactly by its seed.
 //
-// Checkers watch every event:
+// Checkers (runtime/sim/checkers.hpp) observe every event:
 // - safety: never two candidates acting as leader in the same term; with the
 //   quorum guard, never two acting at the same instant; a claim with a lower term
-//   is never adopted. Without the guard, overlapping acting leaders are counted as
-//   split-brain windows (a finding, not a failure).
-// - liveness: after the last fault heals, one leader known to all live candidates
-//   within a bound derived from the timeouts (liveness_bound()).
-// - cost: messages per election by type, latency from suspicion to agreement,
-//   number of elections and leadership changes.
+//   is never adopted; a leader task never runs past its leadership.
+// - claimants: windows with two acting leaders (split brain, a finding without
+//   the guard) and windows in which a deposed leader still claims leadership
+//   after a majority adopted a higher term; every window's duration.
+// - liveness, over time: from stable_from = last fault healed + liveness_bound()
+//   to the end of the run, one agreed leader acts continuously and no election
+//   starts; the fraction of time with an agreed acting leader.
+// - cost: messages per election by type (from the step that opens it, through
+//   its last election message), latency, start-up vs failover.
 #pragma once
 
 #include "protocols/election/config.hpp"
@@ -43,9 +45,23 @@ struct sim_settings {
   bool stop_at_first_agreement = false;
   /// Start with no automatic elections: only elect@ faults start them.
   bool quiet_start = false;
+  /// Run a leader task on every candidate and check that it stops with the
+  /// leadership.
+  bool leader_tasks = true;
+  /// Rate error bound of the candidates' clocks (each runs at 1 + r, |r| <= this).
+  /// Negative: derived from the guard's drift bound, half of what it tolerates
+  /// (max_clock_drift / (4 (lease + max_clock_drift))).
+  double clock_rate_error = -1;
+  /// The candidates' clocks start at offsets up to this.
+  duration clock_offset_max = std::chrono::seconds(1);
+  /// How long the run goes on after stable_from, to see that the leader stays.
+  /// Zero: derived from the timeouts (stable_window()).
+  duration stable_window{0};
 };
 
 struct election_record {
+  /// The first election of the run (no leader yet), as opposed to a failover.
+  bool startup = false;
   duration latency{0};
   uint64_t messages = 0; ///< election-protocol messages (heartbeats excluded)
   std::array<uint64_t, election::message_type_count> by_type{};
@@ -67,8 +83,25 @@ struct run_report {
   std::vector<std::string> violations; ///< the first few, readable
   uint64_t split_brain_windows = 0;
   duration split_brain_time{0};
+  std::vector<duration> split_brain_durations; ///< every window
+  /// Windows in which a deposed leader claimed leadership (is_leader, not
+  /// frozen) while a majority had adopted a higher term.
+  uint64_t stale_leader_windows = 0;
+  std::vector<duration> stale_leader_durations;
+  /// Leader tasks started (one per leadership that acted).
+  uint64_t leader_task_starts = 0;
+  /// Longest time a leader task ran after its candidate stopped acting.
+  duration task_overrun_max{0};
   bool liveness_ok = true;
   duration time_to_agreement_after_heal{0};
+  /// When the liveness judgement starts: last fault healed + liveness bound.
+  timestamp stable_from{0};
+  /// Elections started after stable_from (0 when live).
+  uint64_t elections_after_stable = 0;
+  /// Fraction of the run (and of the time after the faults healed) with an
+  /// agreed, acting leader.
+  double leader_time_fraction = 0;
+  double leader_time_fraction_after_heal = 0;
   uint64_t leader_changes = 0;
   uint64_t messages_sent = 0;
   uint64_t messages_delivered = 0;
@@ -81,6 +114,12 @@ struct run_report {
 /// agree on one leader.
 duration liveness_bound(const election::election_config& cfg, size_t nodes,
                         const fault_plan& plan);
+
+/// How long a run goes on after stable_from to see that the leader stays.
+duration stable_window(const election::election_config& cfg);
+
+/// The bound within which a leader task must stop after its leadership ends.
+duration task_stop_bound(const election::election_config& cfg);
 
 /// Runs one simulation. The plan must have been validated for `nodes`; random
 /// faults are drawn from the seed.

@@ -40,6 +40,8 @@ TEST(sim_cli, json_is_one_document_with_the_documented_figures) {
     EXPECT_TRUE(a["messages_per_election"].contains("mean"));
     EXPECT_TRUE(a["election_latency_ms"].contains("p99"));
     EXPECT_TRUE(a.contains("split_brain_windows"));
+    EXPECT_GT(a["startup"]["elections"].get<int>(), 0) << algo;
+    EXPECT_TRUE(a["failover"].contains("latency_ms"));
   }
 }
 
@@ -52,17 +54,78 @@ TEST(sim_cli, the_same_seed_prints_the_same_report) {
   EXPECT_EQ(a.out, b.out);
 }
 
-TEST(sim_cli, out_writes_csv_and_svg_plots) {
+namespace {
+
+size_t lines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+} // namespace
+
+TEST(sim_cli, out_writes_csv_and_svg_plots_that_say_what_they_show) {
   auto dir = std::filesystem::temp_directory_path()
              / ("conclave-sim-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   auto r = run_conclave("sim --nodes 4,8 --runs 3 --faults 'crash-leader@1s' --out "
                         + dir.string());
   ASSERT_EQ(r.status, 0) << r.out;
-  for (auto f : {"runs.csv", "elections.csv", "timeline.csv", "messages_per_election.svg",
-                 "election_latency.svg", "timeline.svg"})
-    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  using conclave::process_test::read_file;
+  // One row per run (2 algorithms x 2 sizes x 3 runs), two elections per run.
+  auto runs = read_file(dir / "runs.csv");
+  EXPECT_EQ(lines(runs), 1u + 12u) << runs;
+  auto elections = read_file(dir / "elections.csv");
+  EXPECT_EQ(lines(elections), 1u + 24u) << elections;
+  EXPECT_TRUE(has(elections, ",startup,") && has(elections, ",failover,"));
+  auto timeline = read_file(dir / "timeline.csv");
+  EXPECT_TRUE(has(timeline, "crashed")) << timeline;
+  EXPECT_TRUE(has(timeline, "acting_started"));
+  // Latency: one curve per algorithm, n and kind, each named.
+  auto latency = read_file(dir / "election_latency.svg");
+  for (auto series : {"bully, n=4, start-up (3)", "bully, n=8, failover (3)",
+                      "ring, n=4, failover (3)", "ring, n=8, start-up (3)"})
+    EXPECT_TRUE(has(latency, series)) << series;
+  auto mpe = read_file(dir / "messages_per_election.svg");
+  EXPECT_TRUE(has(mpe, "bully, failover elections (measured)"));
+  EXPECT_TRUE(has(mpe, "ring, startup elections (measured)"));
+  EXPECT_TRUE(has(mpe, "Bully worst case: n(n-1) + n-1"));
+  // The timeline names the run it shows.
+  auto tl = read_file(dir / "timeline.svg");
+  EXPECT_TRUE(has(tl, "bully, n=4, seed 1, faults crash-leader@1s"))
+      << tl.substr(0, 2000);
   std::filesystem::remove_all(dir);
+}
+
+TEST(sim_cli, out_with_a_relative_directory_renders_the_plots_there) {
+  auto base = std::filesystem::temp_directory_path()
+              / ("conclave-sim-rel-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  auto r = conclave::testing::run_command("cd " + base.string()
+                                          + " && " CONCLAVE_BIN
+                                            " sim --nodes 3 --runs 2 --faults "
+                                            "'crash-leader@1s' --out simout 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  for (auto f : {"messages_per_election.svg", "election_latency.svg", "timeline.svg"})
+    EXPECT_TRUE(std::filesystem::exists(base / "simout" / f)) << f;
+  EXPECT_FALSE(std::filesystem::exists(base / "simout" / "simout"));
+  std::filesystem::remove_all(base);
+}
+
+TEST(sim_cli, the_table_ends_with_one_verdict_line) {
+  auto ok = run_conclave("sim --nodes 5 --runs 4 --faults 'crash-leader@1s'");
+  ASSERT_EQ(ok.status, 0) << ok.out;
+  auto last = ok.out.substr(ok.out.rfind('\n', ok.out.size() - 2) + 1);
+  EXPECT_EQ(last.rfind("OK: 0 safety violations, 0 liveness failures in 8 runs", 0), 0u)
+      << last;
+  EXPECT_TRUE(has(ok.out, "start-up election") && has(ok.out, "failover elections"));
+  auto split = run_conclave(
+      "sim --algorithm bully --nodes 5 --runs 2 --faults 'partition@1s-2s:1-2|3-5'");
+  auto verdict = split.out.substr(split.out.rfind('\n', split.out.size() - 2) + 1);
+  EXPECT_TRUE(has(verdict, "split brain: 2 windows (longest")) << verdict;
 }
 
 TEST(sim_cli, a_split_brain_is_reported_but_is_not_a_failure_without_the_guard) {
@@ -71,4 +134,11 @@ TEST(sim_cli, a_split_brain_is_reported_but_is_not_a_failure_without_the_guard) 
   ASSERT_EQ(r.status, 0);
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_GE(doc["algorithms"]["bully"]["split_brain_windows"].get<int>(), 2);
+  // Every window's duration, per group size.
+  auto& windows = doc["algorithms"]["bully"]["by_nodes"][0]["split_brain_window_ms"];
+  EXPECT_EQ(windows.size(),
+            doc["algorithms"]["bully"]["split_brain_windows"].get<size_t>());
+  for (auto& w : windows)
+    EXPECT_GT(w.get<double>(), 0.0);
+  EXPECT_EQ(doc["verdict"].get<std::string>().rfind("OK: ", 0), 0u);
 }

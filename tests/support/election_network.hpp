@@ -1,19 +1,26 @@
-// An in-memory network of pure election cores for protocol tests: no actors, no
-// sockets, no sleeping. Time is virtual and advances only to the next event (a
-// message delivery after a fixed latency, or a core's deadline). Members can be
-// crashed (their peers optionally get "peer down", as a dropped connection gives),
-// restarted with the same id, cut off by partitions, and messages can be dropped by
-// a predicate. Every sent message is counted by type. A test may call a core
-// directly (node(i).request_election(net.now())); its outputs go out with the
-// next step.
+// Pure election cores on the simulated world (runtime/sim/world.hpp), for
+// protocol tests: no actors, no sockets, no sleeping. Each node of the world runs
+// a candidate_core through a plain function; messages travel through the world's
+// network (a fixed latency here), timers through its queue, and time jumps to the
+// next event. Members can be crashed (their peers optionally get "peer down" at
+// once, as a dropped connection gives), restarted with the same id, cut off by
+// partitions, and messages can be dropped by a predicate. Every sent message is
+// counted by type. A test may call a core directly
+// (node(i).request_election(net.now())); its outputs go out when the network next
+// runs. Agreement is the simulator's one definition (runtime/sim/agreement.hpp).
 #pragma once
 
 #include "protocols/election/core_factory.hpp"
+#include "protocols/election/type_ids.hpp"
+#include "runtime/sim/agreement.hpp"
+#include "runtime/sim/world.hpp"
+
+#include <caf/make_message.hpp>
 
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
+#include <optional>
 #include <vector>
 
 namespace conclave::testing {
@@ -26,30 +33,32 @@ public:
 
   election_network(size_t n, el::election_config cfg,
                    el::duration latency = std::chrono::milliseconds(1))
-      : cfg_(cfg), latency_(latency) {
-    for (uint64_t i = 1; i <= n; ++i)
-      ids_.push_back(el::node_id{i});
-    for (auto id : ids_)
-      nodes_[id] = make(id);
+      : cfg_(cfg), world_(n, 1, network(latency), {}, [](caf::actor_system_config& c) {
+          c.add_message_types<caf::id_block::conclave_election>();
+        }) {
+    nodes_.resize(n);
+    for (auto id : world_.ids())
+      world_.spawn(id, [this](sim::world&, el::node_id i, uint32_t) { return body(i); });
   }
 
   // -- driving ----------------------------------------------------------------
 
   void start_all() {
-    for (auto id : ids_)
+    for (auto id : ids())
       start(id);
   }
 
   void start(el::node_id id) {
-    nodes_[id]->start(now_, ++starts_);
+    core(id).start(now(), ++starts_);
     flush(id);
   }
 
   /// Processes events until `pred` holds or virtual time passes `limit` from now.
   bool run_until(const std::function<bool()>& pred, el::duration limit) {
-    auto end = now_ + limit;
+    auto end = now() + limit;
+    flush_all();
     while (!pred()) {
-      if (!step(end))
+      if (!world_.step(end))
         return pred();
     }
     return true;
@@ -57,22 +66,20 @@ public:
 
   /// Processes every event up to now + d.
   void run_for(el::duration d) {
-    auto end = now_ + d;
-    while (step(end)) {
-    }
-    now_ = end;
+    flush_all();
+    world_.run_until(now() + d);
   }
 
   // -- faults -----------------------------------------------------------------
 
   /// Crashes `id`; with notify, every live peer gets peer_down (connection drop).
   void crash(el::node_id id, bool notify = true) {
-    crashed_.insert(id);
+    world_.crash(id, false);
     if (!notify)
       return;
-    for (auto p : ids_) {
-      if (p != id && !crashed_.count(p)) {
-        nodes_[p]->peer_down(id, now_);
+    for (auto p : ids()) {
+      if (p != id && alive(p)) {
+        core(p).peer_down(id, now());
         flush(p);
       }
     }
@@ -80,30 +87,27 @@ public:
 
   /// Tells only `to` that `id` is down (others notice later, if at all).
   void notify_down(el::node_id to, el::node_id id) {
-    nodes_[to]->peer_down(id, now_);
+    core(to).peer_down(id, now());
     flush(to);
   }
 
   /// Brings `id` back with a fresh core (a restarted process).
   void restart(el::node_id id) {
-    crashed_.erase(id);
-    nodes_[id] = make(id);
+    world_.restart(id);
     start(id);
   }
 
   /// Members in different groups cannot talk; unlisted members are alone.
   void partition(const std::vector<std::vector<el::node_id>>& groups) {
-    group_of_.clear();
-    int g = 0;
-    for (auto& grp : groups) {
-      for (auto id : grp)
-        group_of_[id] = g;
-      ++g;
-    }
-    partitioned_ = true;
+    world_.end_cuts(now());
+    std::vector<int> group(ids().size(), -1);
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (auto id : groups[g])
+        group[id.value - 1] = static_cast<int>(g);
+    world_.add_cut(now(), el::timestamp::max(), group, false);
   }
 
-  void heal() { partitioned_ = false; }
+  void heal() { world_.end_cuts(now()); }
 
   /// Drops every sent message for which `f` returns true.
   void set_drop(std::function<bool(el::node_id, el::node_id, const el::message&)> f) {
@@ -112,38 +116,28 @@ public:
 
   // -- observing ----------------------------------------------------------------
 
-  el::candidate_core& node(el::node_id id) { return *nodes_[id]; }
-  el::candidate_core& node(uint64_t id) { return *nodes_[el::node_id{id}]; }
-  bool alive(el::node_id id) const { return crashed_.count(id) == 0; }
-  el::timestamp now() const { return now_; }
-  const std::vector<el::node_id>& ids() const { return ids_; }
+  el::candidate_core& node(el::node_id id) { return core(id); }
+  el::candidate_core& node(uint64_t id) { return core(el::node_id{id}); }
+  bool alive(el::node_id id) const { return world_.alive(id); }
+  el::timestamp now() const { return world_.now(); }
+  const std::vector<el::node_id>& ids() const { return world_.ids(); }
 
   /// The one leader every live member agrees on (is_leader and acting at the
   /// leader, followed by all others), or no_node.
   el::node_id agreed_leader() const {
-    el::node_id leader = el::no_node;
-    for (auto id : ids_) {
-      if (crashed_.count(id))
-        continue;
-      auto& c = *nodes_.at(id);
-      if (c.leader() == el::no_node)
-        return el::no_node;
-      if (leader == el::no_node)
-        leader = c.leader();
-      else if (c.leader() != leader)
-        return el::no_node;
+    std::vector<sim::member_view> members;
+    for (auto id : ids()) {
+      auto& c = *nodes_[id.value - 1].core;
+      members.push_back({alive(id), c.leader(), c.is_leader() && c.acting()});
     }
-    if (leader == el::no_node || crashed_.count(leader))
-      return el::no_node;
-    auto& l = *nodes_.at(leader);
-    return l.is_leader() && l.acting() ? leader : el::no_node;
+    return sim::agreed_leader(members);
   }
 
   /// Live members that currently believe they lead.
   std::vector<el::node_id> leaders() const {
     std::vector<el::node_id> result;
-    for (auto id : ids_)
-      if (!crashed_.count(id) && nodes_.at(id)->is_leader())
+    for (auto id : ids())
+      if (alive(id) && nodes_[id.value - 1].core->is_leader())
         result.push_back(id);
     return result;
   }
@@ -155,7 +149,7 @@ public:
   uint64_t election_messages() const {
     uint64_t sum = 0;
     for (size_t i = 0; i < sent_.size(); ++i)
-      if (i != index_of<el::heartbeat_msg>() && i != index_of<el::heartbeat_ack_msg>())
+      if (!el::is_heartbeat_type(i))
         sum += sent_[i];
     return sum;
   }
@@ -170,91 +164,96 @@ public:
   }
 
 private:
-  struct delivery {
-    el::node_id to;
-    el::message msg;
+  struct hosted {
+    std::unique_ptr<el::candidate_core> core;
+    uint64_t generation = 0;
+    std::optional<el::timestamp> armed;
   };
 
-  std::unique_ptr<el::candidate_core> make(el::node_id id) {
-    std::vector<el::node_id> peers;
-    for (auto p : ids_)
-      if (p != id)
-        peers.push_back(p);
-    return el::make_core(id, peers, cfg_);
+  static sim::network_model network(el::duration latency) {
+    sim::network_model m;
+    m.delay_min = m.delay_max = latency;
+    return m;
   }
 
-  bool blocked(el::node_id a, el::node_id b) const {
-    if (!partitioned_)
+  el::candidate_core& core(el::node_id id) { return *nodes_[id.value - 1].core; }
+
+  /// A fresh core for `id`, fed by the world.
+  sim::node_body body(el::node_id id) {
+    auto& h = nodes_[id.value - 1];
+    std::vector<el::node_id> peers;
+    for (auto p : ids())
+      if (p != id)
+        peers.push_back(p);
+    h.core = el::make_core(id, peers, cfg_);
+    h.generation = 0;
+    h.armed.reset();
+    sim::node_body b;
+    b.receive = [this, id](const caf::message& m) { receive(id, m); };
+    return b;
+  }
+
+  template <class... Ts>
+  bool deliver_if(el::node_id id, const caf::message& m) {
+    return (try_deliver<Ts>(id, m) || ...);
+  }
+
+  template <class T>
+  bool try_deliver(el::node_id id, const caf::message& m) {
+    if (!m.match_elements<T>())
       return false;
-    auto ga = group_of_.find(a);
-    auto gb = group_of_.find(b);
-    return ga == group_of_.end() || gb == group_of_.end() || ga->second != gb->second;
+    core(id).handle(el::message{m.get_as<T>(0)}, now());
+    return true;
+  }
+
+  void receive(el::node_id id, const caf::message& m) {
+    auto& h = nodes_[id.value - 1];
+    if (m.match_elements<election_atoms::timer_atom, uint64_t>()) {
+      if (m.get_as<uint64_t>(1) != h.generation)
+        return; // superseded by an earlier timer
+      h.armed.reset();
+      h.core->tick(now());
+    } else {
+      deliver_if<el::election_msg, el::answer_msg, el::coordinator_msg,
+                 el::ring_election_msg, el::ring_coordinator_msg, el::ring_ack_msg,
+                 el::heartbeat_msg, el::heartbeat_ack_msg, el::resign_msg>(id, m);
+    }
+    flush(id);
+  }
+
+  void flush_all() {
+    for (auto id : ids())
+      if (alive(id))
+        flush(id);
   }
 
   void flush(el::node_id id) {
-    auto& c = *nodes_[id];
+    auto& h = nodes_[id.value - 1];
+    auto& c = *h.core;
     for (auto& o : c.outbox()) {
       ++sent_[o.msg.index()];
       if (drop_ && drop_(id, o.to, o.msg))
         continue;
-      queue_.emplace(std::make_pair(now_ + latency_, seq_++),
-                     delivery{o.to, std::move(o.msg)});
+      world_.send(id, o.to,
+                  std::visit([](const auto& x) { return caf::make_message(x); }, o.msg));
     }
     c.outbox().clear();
     auto& log = log_[id];
     log.insert(log.end(), c.events().begin(), c.events().end());
     c.events().clear();
-  }
-
-  /// Runs the earliest event not later than `end`. False if there is none.
-  bool step(el::timestamp end) {
-    std::optional<el::timestamp> next_timer;
-    el::node_id timer_owner = el::no_node;
-    for (auto id : ids_) {
-      if (crashed_.count(id)) {
-        nodes_[id]->outbox().clear();
-        continue;
-      }
-      flush(id); // outputs of calls the test made on a core directly
-      if (auto d = nodes_[id]->next_deadline(); d && (!next_timer || *d < *next_timer)) {
-        next_timer = d;
-        timer_owner = id;
-      }
+    if (auto due = c.next_deadline(); due && (!h.armed || *due < *h.armed)) {
+      h.armed = due;
+      world_.schedule(
+          id, std::max(el::duration{0}, *due - now()),
+          caf::make_message(election_atoms::timer_atom::value, ++h.generation));
     }
-    bool have_msg = !queue_.empty() && queue_.begin()->first.first <= end;
-    bool have_timer = next_timer && *next_timer <= end;
-    if (!have_msg && !have_timer)
-      return false;
-    if (have_msg && (!have_timer || queue_.begin()->first.first <= *next_timer)) {
-      auto it = queue_.begin();
-      now_ = std::max(now_, it->first.first);
-      auto d = std::move(it->second);
-      queue_.erase(it);
-      auto from = el::sender(d.msg);
-      if (crashed_.count(d.to) || blocked(from, d.to))
-        return true;
-      nodes_[d.to]->handle(d.msg, now_);
-      flush(d.to);
-    } else {
-      now_ = std::max(now_, *next_timer);
-      nodes_[timer_owner]->tick(now_);
-      flush(timer_owner);
-    }
-    return true;
   }
 
   el::election_config cfg_;
-  el::duration latency_;
-  el::timestamp now_{0};
-  uint64_t seq_ = 0;
+  sim::world world_;
   uint64_t starts_ = 0; ///< incarnations grow with every (re)start
-  std::vector<el::node_id> ids_;
-  std::map<el::node_id, std::unique_ptr<el::candidate_core>> nodes_;
-  std::set<el::node_id> crashed_;
-  std::map<el::node_id, int> group_of_;
-  bool partitioned_ = false;
+  std::vector<hosted> nodes_;
   std::function<bool(el::node_id, el::node_id, const el::message&)> drop_;
-  std::map<std::pair<el::timestamp, uint64_t>, delivery> queue_;
   std::array<uint64_t, el::message_type_count> sent_{};
   std::map<el::node_id, std::vector<el::election_event>> log_;
 };

@@ -1,0 +1,240 @@
+#include "runtime/sim/election_host.hpp"
+
+#include "actors/election/candidate_actor.hpp"
+#include "actors/election/election_probe.hpp"
+#include "actors/election/host.hpp"
+#include "actors/election/leader_task.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/make_message.hpp>
+
+namespace conclave::sim {
+
+namespace el = conclave::election;
+
+/// Where leader tasks report; outlives the host if a task ends after it.
+struct election_host::task_sink {
+  election_host* host = nullptr;
+};
+
+namespace {
+
+class sim_transport final : public el::transport {
+public:
+  sim_transport(election_host& h, node_id self) : h_(h), self_(self) {}
+  void send(caf::local_actor*, node_id to, const el::message& m) override {
+    h_.on_send(self_, to, m);
+  }
+  void watch(caf::local_actor*, node_id) override {
+    // The world notifies every live candidate of every crash.
+  }
+  std::optional<node_id> node_of(const caf::actor_addr&) const override {
+    return std::nullopt;
+  }
+
+private:
+  election_host& h_;
+  node_id self_;
+};
+
+class sim_clock final : public el::election_clock {
+public:
+  sim_clock(world& w, node_id self) : w_(w), self_(self) {}
+  timestamp now(caf::local_actor*) override { return w_.local_now(self_); }
+  void schedule(caf::local_actor*, duration after, uint64_t generation) override {
+    w_.schedule(self_, after,
+                caf::make_message(election_atoms::timer_atom::value, generation));
+  }
+
+private:
+  world& w_;
+  node_id self_;
+};
+
+class sim_probe final : public el::election_probe {
+public:
+  sim_probe(election_host& h, node_id self) : h_(h), self_(self) {}
+  void event(const el::election_event& e, timestamp) override { h_.on_event(self_, e); }
+  void state(const el::candidate_core& c, timestamp) override { h_.on_state(self_, c); }
+
+private:
+  election_host& h_;
+  node_id self_;
+};
+
+caf::message to_caf(const el::message& m) {
+  return std::visit([](const auto& x) { return caf::make_message(x); }, m);
+}
+
+} // namespace
+
+election_host::election_host(world& w, election_host_options opts)
+    : w_(w), opts_(std::move(opts)), views_(w.size()),
+      sink_(std::make_shared<task_sink>()), members_(w.size()) {
+  sink_->host = this;
+  w_.add_observer(this);
+  w_.set_notices(
+      [](node_id peer, bool up) {
+        return up ? caf::make_message(election_atoms::peer_up_atom::value, peer)
+                  : caf::make_message(election_atoms::peer_down_atom::value, peer);
+      },
+      opts_.notice_delay);
+}
+
+election_host::~election_host() {
+  sink_->host = nullptr;
+}
+
+void election_host::add_observer(election_observer* o) {
+  observers_.push_back(o);
+  w_.add_observer(o);
+}
+
+node_body election_host::make(world& w, node_id id, uint32_t incarnation) {
+  el::candidate_options o;
+  o.id = id;
+  o.peers = w.ids();
+  o.config = opts_.config;
+  o.net = std::make_shared<sim_transport>(*this, id);
+  o.clock = std::make_shared<sim_clock>(w, id);
+  o.probe = std::make_shared<sim_probe>(*this, id);
+  o.incarnation = incarnation;
+  if (opts_.leader_tasks) {
+    auto sink = sink_;
+    o.task = std::make_shared<el::leader_task>(el::leader_task::from_actor(
+        [sink, id](caf::actor_system& sys, el::leader_context) {
+          return sys.spawn([sink, id](caf::event_based_actor* self) -> caf::behavior {
+            if (sink->host)
+              sink->host->on_task(id, true);
+            self->attach_functor([sink, id] {
+              if (sink->host)
+                sink->host->on_task(id, false);
+            });
+            return {[](caf::ok_atom) {}};
+          });
+        }));
+  }
+  auto& v = views_[id.value - 1];
+  v = candidate_view{};
+  v.alive = true;
+  ++live_;
+  changed(id);
+  return {caf::actor_cast<caf::actor>(el::spawn_candidate(w.system(), std::move(o))), {}};
+}
+
+void election_host::start_all() {
+  for (auto id : w_.ids())
+    w_.spawn(id, [this](world& w, node_id i, uint32_t inc) { return make(w, i, inc); });
+  for (auto id : w_.ids())
+    w_.inject(id, caf::make_message(election_atoms::start_atom::value));
+}
+
+void election_host::elect(node_id id) {
+  w_.inject(id, caf::make_message(election_atoms::elect_atom::value));
+}
+
+void election_host::crashed(node_id id, timestamp) {
+  auto& v = views_[id.value - 1];
+  v.alive = false;
+  v.is_leader = v.acting = false;
+  v.leader = el::no_node;
+  --live_;
+  changed(id);
+}
+
+void election_host::restarted(node_id id, timestamp) {
+  // A restarted candidate is joined by start_atom; make() reset its view.
+  w_.inject(id, caf::make_message(election_atoms::start_atom::value));
+}
+
+void election_host::paused(node_id id, timestamp, timestamp until) {
+  next_unpause_ = std::min(next_unpause_, until);
+  changed(id);
+}
+
+void election_host::changed(node_id) {
+  dirty_ = true;
+}
+
+void election_host::on_send(node_id from, node_id to, const el::message& m) {
+  auto type = m.index();
+  for (auto* o : observers_)
+    o->message_sent(from, to, type);
+  w_.send(from, to, to_caf(m));
+}
+
+void election_host::on_event(node_id id, const el::election_event& e) {
+  for (auto* o : observers_)
+    o->election_event(id, e, w_.now());
+}
+
+void election_host::on_state(node_id id, const el::candidate_core& c) {
+  auto& v = views_[id.value - 1];
+  auto lease = c.lease_expiry();
+  if (lease != timestamp::max() && lease != timestamp{0})
+    lease = w_.to_true(id, lease);
+  if (v.leader == c.leader() && v.is_leader == c.is_leader() && v.acting == c.acting()
+      && v.lease == lease && v.t == c.current_term())
+    return;
+  v.leader = c.leader();
+  v.is_leader = c.is_leader();
+  v.acting = c.acting();
+  v.lease = lease;
+  v.t = c.current_term();
+  changed(id);
+  for (auto* o : observers_)
+    o->view_changed(id, w_.now());
+}
+
+void election_host::on_task(node_id id, bool running) {
+  views_[id.value - 1].task_running = running;
+  for (auto* o : observers_) {
+    if (running)
+      o->task_started(id, w_.now());
+    else
+      o->task_stopped(id, w_.now());
+  }
+}
+
+bool election_host::effectively_acting(node_id id) const {
+  auto& v = views_[id.value - 1];
+  return v.alive && v.acting && w_.now() < v.lease && !w_.paused(id);
+}
+
+node_id election_host::agreed_leader() {
+  auto now = w_.now();
+  if (now >= next_unpause_) {
+    dirty_ = true;
+    next_unpause_ = timestamp::max();
+    for (auto id : w_.ids())
+      if (w_.paused(id))
+        next_unpause_ = std::min(next_unpause_, w_.paused_until(id));
+  }
+  if (!dirty_) {
+    // Only time passed: the agreed leader's lease may have run out.
+    if (agreed_ != el::no_node && !effectively_acting(agreed_))
+      agreed_ = el::no_node;
+    return agreed_;
+  }
+  dirty_ = false;
+  for (size_t i = 0; i < views_.size(); ++i) {
+    auto& v = views_[i];
+    node_id id{i + 1};
+    members_[i] = {v.alive, v.leader, effectively_acting(id)};
+  }
+  agreed_ = sim::agreed_leader(members_);
+  return agreed_;
+}
+
+node_id election_host::current_leader() const {
+  node_id best = el::no_node;
+  for (size_t i = 0; i < views_.size(); ++i) {
+    auto& v = views_[i];
+    if (v.alive && v.is_leader && (best == el::no_node || views_[best.value - 1].t < v.t))
+      best = node_id{i + 1};
+  }
+  return best;
+}
+
+} // namespace conclave::sim

@@ -1,0 +1,110 @@
+// Election candidates hosted on the simulated world.
+//
+// Every node of the world runs the real candidate actor (actors/election), with a
+// transport that sends through the world's network, a clock that reads the node's
+// own simulated clock and arms timers in the world's queue, and a probe that tells
+// the host what the candidate reports. Optionally each candidate runs a leader
+// task (a small actor started when the candidate starts acting and stopped when it
+// stops), so that checkers can see whether the task outlives the leadership.
+//
+// The host keeps one view per candidate (after its latest input) in true time,
+// and answers the questions every checker asks: who acts now, and whom the group
+// agrees on (runtime/sim/agreement.hpp). Checkers subscribe as election_observer.
+#pragma once
+
+#include "protocols/election/candidate_core.hpp"
+#include "runtime/sim/agreement.hpp"
+#include "runtime/sim/world.hpp"
+
+#include <memory>
+#include <vector>
+
+namespace conclave::sim {
+
+/// A candidate as the checkers see it, in true time.
+struct candidate_view {
+  bool alive = false;
+  election::node_id leader = election::no_node;
+  bool is_leader = false;
+  bool acting = false;
+  timestamp lease{0}; ///< true time at which acting ends unless renewed
+  election::term t;   ///< current term
+  bool task_running = false;
+};
+
+/// Sees what the candidates do, besides what the world does.
+class election_observer : public world_observer {
+public:
+  virtual void election_event(node_id, const election::election_event&, timestamp) {}
+  virtual void message_sent(node_id /*from*/, node_id /*to*/, size_t /*type index*/) {}
+  /// The candidate's view changed (leader, role, acting, lease or term).
+  virtual void view_changed(node_id, timestamp) {}
+  virtual void task_started(node_id, timestamp) {}
+  virtual void task_stopped(node_id, timestamp) {}
+};
+
+struct election_host_options {
+  election::election_config config;
+  /// Run a leader task on every candidate.
+  bool leader_tasks = true;
+  /// How long after a crash or restart its peers get "peer down/up".
+  duration notice_delay = std::chrono::milliseconds(1);
+};
+
+class election_host : public world_observer {
+public:
+  election_host(world& w, election_host_options opts);
+  ~election_host() override;
+
+  /// Registers with the world too. Observers are told in the order added.
+  void add_observer(election_observer* o);
+
+  /// Spawns every candidate and starts it.
+  void start_all();
+  /// Tells `id` to start an election now.
+  void elect(node_id id);
+
+  world& sim() { return w_; }
+  const election::election_config& config() const { return opts_.config; }
+  const candidate_view& view(node_id id) const { return views_[id.value - 1]; }
+  size_t live() const { return live_; }
+
+  /// Acting as observed from outside: live, acting, inside its lease, not frozen.
+  bool effectively_acting(node_id id) const;
+  /// Whom every live candidate agrees on now (agreement.hpp), or no_node.
+  node_id agreed_leader();
+  /// The live candidate that leads with the highest term, or no_node.
+  node_id current_leader() const;
+
+  // -- world_observer ---------------------------------------------------------
+  void crashed(node_id, timestamp) override;
+  void restarted(node_id, timestamp) override;
+  void paused(node_id, timestamp, timestamp) override;
+
+  // -- called by the candidates' adapters --------------------------------------
+  void on_send(node_id from, node_id to, const election::message& m);
+  void on_event(node_id id, const election::election_event& e);
+  void on_state(node_id id, const election::candidate_core& c);
+  void on_task(node_id id, bool running);
+
+  struct task_sink;
+
+private:
+  node_body make(world& w, node_id id, uint32_t incarnation);
+  void changed(node_id id);
+
+  world& w_;
+  election_host_options opts_;
+  std::vector<candidate_view> views_;
+  std::vector<election_observer*> observers_;
+  std::shared_ptr<task_sink> sink_;
+  size_t live_ = 0;
+
+  // agreed_leader() is recomputed only after something it depends on changed.
+  bool dirty_ = true;
+  node_id agreed_ = election::no_node;
+  timestamp next_unpause_ = timestamp::max();
+  std::vector<member_view> members_;
+};
+
+} // namespace conclave::sim

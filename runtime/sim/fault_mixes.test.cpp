@@ -1,0 +1,191 @@
+// Randomized schedules of the fault mixes an outside sweep used (issue 11), run
+// in CI: wide delays within the documented envelope, flapping partitions, long
+// pauses, heavy duplication, preempt with and without the quorum guard. Every
+// run must keep safety AND liveness (a stable leader after healing, no election
+// storm). A failure prints the command that replays it.
+//
+// The mixes that still fail because of known protocol defects (issue 11,
+// defects 1-4, fixed on another branch) are in the known_defects suite,
+// disabled until those fixes are merged; see the comment there.
+#include "runtime/sim/simulation.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace std::chrono_literals;
+namespace sim = conclave::sim;
+namespace el = conclave::election;
+
+namespace {
+
+struct mix {
+  const char* name;
+  const char* spec; ///< --faults
+  bool guard = false;
+  bool preempt = false;
+};
+
+sim::sim_settings make(const mix& m, el::algorithm algo, size_t n, uint64_t seed) {
+  sim::sim_settings s;
+  s.config.algo = algo;
+  s.config.preempt = m.preempt;
+  if (m.guard) {
+    s.config.guard.enabled = true;
+    s.config.guard.lease = 100ms;
+    s.config.guard.max_clock_drift = 10ms;
+    s.config.detector.timeout = 150ms;
+  }
+  s.nodes = n;
+  s.plan = sim::parse_fault_spec(m.spec).value();
+  s.seed = seed;
+  return s;
+}
+
+/// Flapping partitions: `k` random two-way splits, each 50-150 ms, 20-80 ms
+/// apart, from 300 ms on.
+void add_flapping(sim::fault_plan& plan, size_t n, uint64_t seed, int k) {
+  std::mt19937_64 rng{seed * 7919};
+  auto ms = [&](int lo, int hi) {
+    return std::chrono::milliseconds{std::uniform_int_distribution<int>{lo, hi}(rng)};
+  };
+  sim::timestamp t = 300ms;
+  for (int i = 0; i < k; ++i) {
+    sim::fault f;
+    f.what = sim::fault::kind::partition;
+    f.at = t;
+    f.until = t + ms(50, 150);
+    f.groups.resize(2);
+    for (uint64_t id = 1; id <= n; ++id)
+      f.groups[std::uniform_int_distribution<int>{0, 1}(rng)].push_back(el::node_id{id});
+    plan.faults.push_back(f);
+    t = f.until + ms(20, 80);
+  }
+}
+
+std::string replay(const mix& m, el::algorithm algo, const sim::sim_settings& s) {
+  std::ostringstream o;
+  o << "conclave sim --algorithm " << el::to_string(algo) << " --nodes " << s.nodes
+    << " --runs 1 --seed " << s.seed << " --faults '" << m.spec << "'"
+    << (m.guard ? " --guard" : "") << (m.preempt ? " --preempt" : "");
+  return o.str();
+}
+
+const std::vector<el::algorithm> both{el::algorithm::bully, el::algorithm::ring};
+
+/// Runs `seeds` schedules of the mix for each algorithm; returns the failures.
+std::vector<std::string> sweep(const mix& m, uint64_t seeds, int flaps = 0,
+                               const std::vector<el::algorithm>& algos = both) {
+  std::vector<std::string> failures;
+  for (auto algo : algos) {
+    for (uint64_t seed = 1; seed <= seeds; ++seed) {
+      auto s = make(m, algo, 3 + seed % 5, seed);
+      if (flaps > 0)
+        add_flapping(s.plan, s.nodes, seed, flaps);
+      auto r = sim::run_simulation(s);
+      if (r.safety_violations == 0 && r.liveness_ok)
+        continue;
+      failures.push_back(replay(m, algo, s) + (flaps > 0 ? " (+ flapping)" : "") + ": "
+                         + (r.violations.empty() ? "?" : r.violations.back()));
+    }
+  }
+  return failures;
+}
+
+std::string first(const std::vector<std::string>& f) {
+  std::string out = std::to_string(f.size()) + " failing run(s)";
+  for (size_t i = 0; i < f.size() && i < 5; ++i)
+    out += "\n  " + f[i];
+  return out;
+}
+
+} // namespace
+
+TEST(fault_mixes, wide_delays_within_the_envelope_keep_safety_and_liveness) {
+  for (bool guard : {false, true}) {
+    mix m{"wide delays", "random=4,delay=1ms..15ms", guard};
+    auto f = sweep(m, 150);
+    EXPECT_TRUE(f.empty()) << first(f);
+  }
+}
+
+TEST(fault_mixes, flapping_partitions_keep_safety_and_liveness) {
+  for (bool guard : {false, true}) {
+    mix m{"flapping", "delay=1ms..3ms", guard};
+    auto f = sweep(m, 150, 12);
+    EXPECT_TRUE(f.empty()) << first(f);
+  }
+}
+
+TEST(fault_mixes, long_pauses_keep_safety_and_liveness) {
+  mix m{"long pauses", "pause-leader@500ms-2500ms,pause@1s-3s:2,random=2", false};
+  auto f = sweep(m, 150);
+  EXPECT_TRUE(f.empty()) << first(f);
+}
+
+TEST(fault_mixes, heavy_duplication_and_loss_keep_safety_and_liveness) {
+  for (bool guard : {false, true}) {
+    mix m{"heavy duplication", "random=4,dup=0.3,loss=0.05,delay=1ms..4ms", guard};
+    auto f = sweep(m, 150);
+    EXPECT_TRUE(f.empty()) << first(f);
+  }
+}
+
+TEST(fault_mixes, preempt_without_the_guard_keeps_safety_and_liveness) {
+  mix m{"preempt", "random=4,delay=1ms..4ms", false, true};
+  auto f = sweep(m, 150);
+  EXPECT_TRUE(f.empty()) << first(f);
+}
+
+// -- known protocol defects (issue 11) ------------------------------------------
+// Disabled until the fixes of defects 1-4 (protocols/election, another branch)
+// are merged; then enable them (drop DISABLED_). Run them with
+//   conclave_sim_test --gtest_also_run_disabled_tests --gtest_filter='known_defects.*'
+
+TEST(known_defects, DISABLED_preempt_with_the_guard_produces_an_acting_leader) {
+  // Defect 2: the preempting higher id cannot collect a majority before its
+  // quorum-lost step-down; no leader ever acts, even without faults. (With
+  // random faults most runs recover by chance: random=4 fails 2 runs in 100.)
+  mix m{"preempt + guard", "", true, true};
+  auto f = sweep(m, 50);
+  EXPECT_TRUE(f.empty()) << first(f);
+}
+
+TEST(known_defects, DISABLED_long_pauses_with_the_guard_keep_a_leader) {
+  // Seen: ring n=4 seed 21. After healing, node 4 takes over from the acting
+  // node 3, cannot get its lease granted while the followers' promises to 3
+  // last (lease + drift), steps down on quorum loss ~150 ms later, and the
+  // cycle repeats every ~260 ms (epoch +2 each time) until the run ends: the
+  // livelock of defect 1 with the promise window of defect 2.
+  mix m{"long pauses + guard", "pause-leader@500ms-2500ms,pause@1s-3s:2,random=2", true};
+  auto f = sweep(m, 150);
+  EXPECT_TRUE(f.empty()) << first(f);
+}
+
+TEST(known_defects, DISABLED_ring_survives_one_way_delays_above_20ms) {
+  // Defect 3: a round trip longer than twice the hop timeout multiplies Ring's
+  // election messages.
+  // Unbounded today: at n >= 5 a run does not finish in 100 s. Two small runs.
+  mix m{"ring delay", "delay=21ms..25ms", false};
+  auto f = sweep(m, 2, 0, {el::algorithm::ring});
+  EXPECT_TRUE(f.empty()) << first(f);
+}
+
+TEST(known_defects,
+     DISABLED_the_guard_keeps_a_leader_acting_with_round_trips_above_50ms) {
+  // Defect 4: lease and heartbeat timing do not adapt to the round trip. (Bully
+  // only: Ring at these delays is defect 3.)
+  mix m{"guard delay", "delay=26ms..30ms", true};
+  auto f = sweep(m, 4, 0, {el::algorithm::bully});
+  EXPECT_TRUE(f.empty()) << first(f);
+}
+
+TEST(known_defects, DISABLED_ring_never_livelocks_after_random_faults) {
+  // Defect 1: after healing, the second-highest id leads for ~1 ms, then
+  // everyone adopts a term naming the highest id, which never takes it up; it
+  // repeats every ~150 ms, epoch +2 each time. Seen: ring n=3 seed 129, n=5
+  // seeds 204 and 844 of `random=5,loss=0.3 --guard` (--nodes 3,5 --runs 1000).
+  mix m{"ring random lossy", "random=5,loss=0.3", true};
+  auto f = sweep(m, 400, 0, {el::algorithm::ring});
+  EXPECT_TRUE(f.empty()) << first(f);
+}

@@ -1,0 +1,257 @@
+// The simulated world: nodes, a network and time, for deterministic runs of
+// any conclave service (election candidates today; store replicas and workflow
+// actors can be hosted the same way).
+//
+// What it models:
+// - Nodes 1..n. Each node runs one body: a CAF actor on CAF's test coordinator
+//   (one actor system per world), or, for tests of pure protocol cores, a plain
+//   function. Nodes are addressed by node id; messages are CAF messages.
+// - One event queue in true (virtual) time: message deliveries, timer firings,
+//   notices ("peer down/up", what a dropped or re-established connection gives)
+//   and calls (faults, probes). At one instant, calls run first, then each
+//   node's deliveries and notices in the order queued, then its timers (nodes one after
+//   the other: what one node does at an instant cannot reach another at that instant,
+//   since every message takes a positive delay). Each delivery is handed to the node's
+//   actor as a CAF message and the coordinator runs until idle; whatever the actor sends
+//   or arms comes back into the queue.
+// - A network: every message gets a delay (fixed, or uniform in a range: random
+//   delays reorder), may be lost or duplicated until the faults heal, and is
+//   dropped at delivery if a partition or a directed cut separates the two nodes.
+// - Per-node clocks: each node reads a clock that runs at rate 1 + r (|r| at most
+//   the configured rate error) from an offset; timers are armed in local time.
+// - Faults: crash (the body dies; peers get a notice after `notice_delay`),
+//   restart (a fresh body, a larger incarnation), pause (SIGSTOP-like: nothing
+//   reaches the node and its timers wait until the pause ends; then timers fire
+//   first and deliveries follow 100 us later, as a resumed process reads its
+//   sockets after its due timers).
+//
+// A seed fixes every random choice, so a run is replayed exactly by its seed.
+// Checkers are not part of the world: they are observers (world_observer) fed
+// by the world and by the hosts of the services.
+#pragma once
+
+#include "protocols/election/types.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/message.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+namespace caf::scheduler {
+class test_coordinator;
+}
+
+namespace conclave::sim {
+
+using election::duration;
+using election::node_id;
+using election::timestamp;
+
+struct network_model {
+  duration delay_min = std::chrono::milliseconds(1);
+  duration delay_max = std::chrono::milliseconds(1);
+  /// Per-message loss and duplication probability, before `faults_until`.
+  double loss = 0;
+  double dup = 0;
+  timestamp faults_until{0};
+};
+
+struct clock_model {
+  /// Each node's clock runs at rate 1 + r, r drawn uniformly in [-e, e].
+  double max_rate_error = 0;
+  /// Each node's clock starts at an offset drawn uniformly in [0, max_offset].
+  duration max_offset{0};
+};
+
+/// What runs on a node: an actor (deliveries are sent to it), or a function
+/// that receives every delivery (pure protocol cores in unit tests).
+struct node_body {
+  caf::actor actor;
+  std::function<void(const caf::message&)> receive;
+};
+
+class world;
+
+/// Called at the start and at every restart of a node, with its incarnation
+/// (1 for the first life, then 2, 3, ...).
+using node_spawner = std::function<node_body(world&, node_id, uint32_t incarnation)>;
+
+/// Sees what happens in the world. Every hook has a default that does nothing.
+class world_observer {
+public:
+  virtual ~world_observer() = default;
+  virtual void before_event(timestamp) {}
+  virtual void after_event(timestamp) {}
+  virtual void crashed(node_id, timestamp) {}
+  virtual void restarted(node_id, timestamp) {}
+  virtual void paused(node_id, timestamp /*now*/, timestamp /*until*/) {}
+};
+
+class world {
+public:
+  /// `configure` registers the message types of the hosted services.
+  world(size_t nodes, uint64_t seed, network_model net, clock_model clocks,
+        const std::function<void(caf::actor_system_config&)>& configure);
+  ~world();
+
+  world(const world&) = delete;
+  world& operator=(const world&) = delete;
+
+  // -- nodes ------------------------------------------------------------------
+
+  size_t size() const { return nodes_.size(); }
+  /// Node ids 1..n.
+  const std::vector<node_id>& ids() const { return ids_; }
+  caf::actor_system& system() { return *sys_; }
+  std::mt19937_64& rng() { return rng_; }
+
+  /// Sets how `id` is made and makes its first life.
+  void spawn(node_id id, node_spawner make);
+  /// Kills the node's body; with `notify`, every live peer gets the down notice
+  /// (see set_notices) after the notice delay.
+  void crash(node_id id, bool notify = true);
+  /// A fresh body with the next incarnation; live peers get the up notice.
+  void restart(node_id id);
+  /// Freezes the node until `until` (true time).
+  void pause(node_id id, timestamp until);
+
+  bool alive(node_id id) const { return node(id).alive; }
+  bool paused(node_id id) const { return now_ < node(id).paused_until; }
+  timestamp paused_until(node_id id) const { return node(id).paused_until; }
+  uint32_t incarnation(node_id id) const { return node(id).incarnation; }
+  const caf::actor& actor(node_id id) const { return node(id).body.actor; }
+
+  /// What crash and restart notices deliver to each live peer, and how long after
+  /// the fault (a dropped connection is noticed 1-2 ms after a kill -9).
+  void set_notices(std::function<caf::message(node_id peer, bool up)> make,
+                   duration delay);
+
+  // -- network ----------------------------------------------------------------
+
+  /// Sends `m` from one node to another through the network model.
+  void send(node_id from, node_id to, caf::message m);
+  /// Messages between nodes in different groups are dropped while the window is
+  /// open (group[i] is node i+1's group; -1: in no group, alone). Directed: only
+  /// messages from group 0 to group 1 are dropped.
+  void add_cut(timestamp from, timestamp until, std::vector<int> group, bool directed);
+  bool blocked(node_id from, node_id to) const;
+  /// Closes every partition and cut that is still open at `at`.
+  void end_cuts(timestamp at);
+  const network_model& network() const { return net_; }
+
+  // -- time -------------------------------------------------------------------
+
+  /// True time.
+  timestamp now() const { return now_; }
+  /// The node's own clock.
+  timestamp local_now(node_id id) const { return to_local(id, now_); }
+  timestamp to_local(node_id id, timestamp t) const;
+  timestamp to_true(node_id id, timestamp local) const;
+  /// The clock rate of a node (1 + its rate error).
+  double clock_rate(node_id id) const { return node(id).rate; }
+
+  /// Delivers `m` to the node after `local_after` on its own clock, unless the
+  /// node has crashed (or restarted) by then.
+  void schedule(node_id id, duration local_after, caf::message m);
+  /// Delivers `m` to the node now (at once, not through the queue).
+  void inject(node_id id, const caf::message& m);
+  /// Runs `f` at true time `t` (faults, probes).
+  void at(timestamp t, std::function<void()> f);
+
+  // -- running ----------------------------------------------------------------
+
+  void add_observer(world_observer* o) { observers_.push_back(o); }
+  /// Runs the earliest event if it is due no later than `end`; false if none is.
+  bool step(timestamp end);
+  /// Runs every event up to `end`, then sets the time to `end`.
+  void run_until(timestamp end);
+  /// Makes run_until return after the current event.
+  void stop() { stopped_ = true; }
+
+  uint64_t messages_sent() const { return sent_; }
+  uint64_t messages_delivered() const { return delivered_; }
+  uint64_t events() const { return events_; }
+
+private:
+  enum class kind : uint8_t { deliver, timer, notice, call };
+
+  struct event {
+    kind what;
+    uint32_t to;          ///< node index
+    uint32_t from;        ///< deliver: sender index; call: index into calls_
+    uint32_t incarnation; ///< timer: of the node that armed it
+    caf::message msg;
+  };
+
+  struct node_state {
+    node_spawner make;
+    node_body body;
+    bool alive = false;
+    uint32_t incarnation = 0;
+    timestamp paused_until{0};
+    double rate = 1.0;
+    timestamp offset{0};
+  };
+
+  struct cut {
+    timestamp from;
+    timestamp until;
+    bool directed;
+    std::vector<int> group;
+  };
+
+  /// Events at one instant, in the order queued.
+  struct bucket {
+    std::vector<event> events;
+    size_t next = 0;
+  };
+
+  node_state& node(node_id id) { return nodes_[id.value - 1]; }
+  const node_state& node(node_id id) const { return nodes_[id.value - 1]; }
+  duration delay();
+  void push(timestamp at, event e);
+  void dispatch(event& e);
+  void group_by_node(std::vector<event>& events);
+  void deliver(node_state& n, const caf::message& m);
+  void notify_all(uint32_t about, bool up);
+
+  network_model net_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<caf::actor_system_config> cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+  caf::scheduler::test_coordinator* sched_ = nullptr;
+
+  std::vector<node_id> ids_;
+  std::vector<node_state> nodes_;
+  std::vector<cut> cuts_;
+  std::function<caf::message(node_id, bool)> notice_;
+  duration notice_delay_ = std::chrono::milliseconds(1);
+  std::vector<std::function<void()>> calls_;
+  std::vector<world_observer*> observers_;
+
+  // The queue: a min-heap of distinct instants, each with its bucket.
+  std::vector<std::pair<timestamp, uint32_t>> instants_; ///< (instant, bucket)
+  std::unordered_map<int64_t, uint32_t> bucket_at_;
+  std::vector<bucket> buckets_;
+  std::vector<uint32_t> free_buckets_;
+  timestamp last_push_at_{-1};
+  uint32_t last_push_bucket_ = 0;
+  std::vector<size_t> group_start_;
+  std::vector<event> group_scratch_;
+
+  timestamp now_{0};
+  bool stopped_ = false;
+  uint64_t sent_ = 0;
+  uint64_t delivered_ = 0;
+  uint64_t events_ = 0;
+};
+
+} // namespace conclave::sim

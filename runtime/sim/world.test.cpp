@@ -1,0 +1,164 @@
+#include "runtime/sim/world.hpp"
+
+#include <caf/make_message.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace std::chrono_literals;
+namespace sim = conclave::sim;
+using conclave::election::node_id;
+
+namespace {
+
+/// A world of `n` nodes whose bodies record (receiver, true time, payload).
+struct recording {
+  struct entry {
+    uint64_t node;
+    sim::timestamp at;
+    int value;
+  };
+  std::vector<entry> log;
+
+  sim::node_spawner spawner() {
+    return [this](sim::world& w, node_id id, uint32_t) {
+      sim::node_body b;
+      b.receive = [this, &w, id](const caf::message& m) {
+        log.push_back({id.value, w.now(), m.get_as<int>(0)});
+      };
+      return b;
+    };
+  }
+};
+
+} // namespace
+
+TEST(world, a_message_arrives_after_the_network_delay) {
+  sim::network_model net;
+  net.delay_min = net.delay_max = 3ms;
+  sim::world w{2, 1, net, {}, nullptr};
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  w.send(node_id{1}, node_id{2}, caf::make_message(7));
+  w.run_until(sim::timestamp{10ms});
+  ASSERT_EQ(r.log.size(), 1u);
+  EXPECT_EQ(r.log[0].node, 2u);
+  EXPECT_EQ(r.log[0].at, 3ms);
+  EXPECT_EQ(r.log[0].value, 7);
+  EXPECT_EQ(w.messages_delivered(), 1u);
+}
+
+TEST(world, events_at_one_instant_keep_each_nodes_order_and_run_node_by_node) {
+  sim::world w{3, 1, {}, {}, nullptr};
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  for (int i = 0; i < 6; ++i)
+    w.send(node_id{1}, node_id{static_cast<uint64_t>(3 - i % 2)}, caf::make_message(i));
+  w.run_until(sim::timestamp{5ms});
+  std::vector<std::pair<uint64_t, int>> got;
+  for (auto& e : r.log)
+    got.emplace_back(e.node, e.value);
+  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, int>>{
+                     {2, 1}, {2, 3}, {2, 5}, {3, 0}, {3, 2}, {3, 4}}));
+}
+
+TEST(world, a_partition_drops_messages_between_groups_while_open) {
+  sim::world w{3, 1, {}, {}, nullptr};
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  w.add_cut(sim::timestamp{0}, sim::timestamp{10ms}, {0, 0, 1}, false);
+  w.send(node_id{1}, node_id{2}, caf::make_message(1)); // same side
+  w.send(node_id{1}, node_id{3}, caf::make_message(2)); // across
+  w.run_until(sim::timestamp{20ms});
+  w.send(node_id{1}, node_id{3}, caf::make_message(3)); // healed
+  w.run_until(sim::timestamp{30ms});
+  std::vector<int> got;
+  for (auto& e : r.log)
+    got.push_back(e.value);
+  EXPECT_EQ(got, (std::vector<int>{1, 3}));
+}
+
+TEST(world, a_paused_node_gets_its_timers_first_and_its_messages_after_the_pause) {
+  sim::world w{2, 1, {}, {}, nullptr};
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  w.pause(node_id{2}, sim::timestamp{50ms});
+  w.send(node_id{1}, node_id{2}, caf::make_message(1));
+  w.schedule(node_id{2}, 10ms, caf::make_message(2));
+  w.run_until(sim::timestamp{100ms});
+  ASSERT_EQ(r.log.size(), 2u);
+  EXPECT_EQ(r.log[0].value, 2);
+  EXPECT_EQ(r.log[0].at, 50ms);
+  EXPECT_EQ(r.log[1].value, 1);
+  EXPECT_GT(r.log[1].at, 50ms);
+}
+
+TEST(world, a_crash_discards_the_nodes_timers_and_notifies_its_peers) {
+  sim::world w{3, 1, {}, {}, nullptr};
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  w.set_notices(
+      [](node_id peer, bool up) {
+        return caf::make_message(static_cast<int>(up ? 100 + peer.value : peer.value));
+      },
+      2ms);
+  w.schedule(node_id{3}, 5ms, caf::make_message(9));
+  w.crash(node_id{3});
+  w.run_until(sim::timestamp{10ms});
+  w.restart(node_id{3});
+  w.run_until(sim::timestamp{20ms});
+  std::vector<std::pair<uint64_t, int>> got;
+  for (auto& e : r.log)
+    got.emplace_back(e.node, e.value);
+  EXPECT_EQ(got,
+            (std::vector<std::pair<uint64_t, int>>{{1, 3}, {2, 3}, {1, 103}, {2, 103}}));
+  EXPECT_EQ(w.incarnation(node_id{3}), 2u);
+}
+
+TEST(world, a_fast_clock_fires_its_timers_early_in_true_time) {
+  sim::clock_model c;
+  c.max_rate_error = 0.2;
+  sim::world w{4, 3, {}, c, nullptr};
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  for (auto id : w.ids())
+    w.schedule(id, 100ms, caf::make_message(static_cast<int>(id.value)));
+  w.run_until(sim::timestamp{1s});
+  ASSERT_EQ(r.log.size(), 4u);
+  bool some_differ = false;
+  for (auto& e : r.log) {
+    auto rate = w.clock_rate(node_id{e.node});
+    EXPECT_LE(std::abs(rate - 1), 0.2);
+    // 100 ms on the node's clock is 100 / rate ms of true time.
+    EXPECT_NEAR(static_cast<double>(e.at.count()), 100e6 / rate, 2.0);
+    some_differ |= e.at != 100ms;
+  }
+  EXPECT_TRUE(some_differ);
+}
+
+TEST(world, loss_and_duplication_stop_when_the_faults_heal) {
+  sim::network_model net;
+  net.loss = 0.3;
+  net.dup = 0.3;
+  net.faults_until = sim::timestamp{1s};
+  sim::world w{2, 5, net, {}, nullptr};
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  for (int i = 0; i < 1000; ++i)
+    w.send(node_id{1}, node_id{2}, caf::make_message(i));
+  w.run_until(sim::timestamp{2s});
+  auto during = r.log.size();
+  EXPECT_NE(during, 1000u); // some lost, some doubled
+  EXPECT_GT(during, 700u);
+  r.log.clear();
+  for (int i = 0; i < 1000; ++i)
+    w.send(node_id{1}, node_id{2}, caf::make_message(i));
+  w.run_until(sim::timestamp{3s});
+  EXPECT_EQ(r.log.size(), 1000u);
+}
