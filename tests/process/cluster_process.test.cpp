@@ -54,8 +54,12 @@ TEST_F(cluster_test, kill_9_of_the_leader_gives_one_new_leader_with_a_higher_ter
 
 TEST_F(cluster_test, ring_kill_9_of_the_leader_gives_one_new_leader_with_a_higher_term) {
   auto j = up(5, "--algorithm ring");
-  auto k = kill(5, "KILL");
-  EXPECT_EQ(k["leader"], 4);
+  // Kill whoever leads: with TLS, slow joins sometimes let node 4 win the
+  // start-up election before node 5's candidate runs (a start-up race the
+  // elect test below shows; docs/node.md, known problems).
+  auto old_leader = j["leader"].get<uint64_t>();
+  auto k = kill(old_leader, "KILL");
+  EXPECT_EQ(k["leader"], old_leader == 5 ? 4 : 5); // the highest live id
   EXPECT_GT(k["term"].get<uint64_t>(), j["term"].get<uint64_t>());
   EXPECT_EQ(leaders(status()), 1);
 }
