@@ -15,6 +15,7 @@ packages=(
   libbenchmark-dev
   gnuplot-nox           # plots of simulation runs
   prometheus            # server for the metrics integration test (tests/process)
+  openssl               # `cluster up` makes a throwaway CA and node certificates
 )
 
 missing=()

@@ -26,6 +26,7 @@ struct cluster_options {
   unsigned heartbeat_ms = 0;
   unsigned detector_timeout_ms = 0;
   std::string log_format;
+  bool no_quorum_guard = false;
 };
 
 CLI::Option* dir_option(CLI::App* sub, std::string& dir) {
@@ -47,6 +48,8 @@ int run_up(cluster_options& o) {
       return bad_input("--log-format: expected text or json, got '" + o.log_format + "'");
     o.up.node_settings.push_back("log-format = " + o.log_format);
   }
+  if (o.no_quorum_guard)
+    o.up.node_settings.push_back("no-quorum-guard = true");
   return cluster::up(o.up, std::cout);
 }
 
@@ -101,6 +104,14 @@ void add_cluster_command(command_registry& reg) {
   option(up, "--log-format", o->log_format, "nodes' log format: text or json");
   up->add_flag("--json", o->up.json, "print one JSON document")
       ->envname(env_name("--json"));
+  up->add_flag("--insecure", o->up.insecure,
+               "plaintext links (default: a throwaway CA in DIR/tls, TLS with mutual "
+               "authentication)")
+      ->envname(env_name("--insecure"));
+  up->add_flag("--no-quorum-guard", o->no_quorum_guard,
+               "classic algorithms: leaders act without a majority lease (unsafe under "
+               "partition)")
+      ->envname(env_name("--no-quorum-guard"));
 
   auto* st = cl->add_subcommand(
       "status", "Show every node's view; exit 0 if the live nodes agree on a leader, "

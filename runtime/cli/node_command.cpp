@@ -82,7 +82,8 @@ void add_node_command(command_registry& reg) {
   c->sub = sub;
   auto& o = c->o;
   option(sub, "--id", o.id, "this node's id: a positive integer, unique in the cluster");
-  option(sub, "--listen", o.listen, "HOST:PORT to listen on (keep it on loopback)");
+  option(sub, "--listen", o.listen,
+         "HOST:PORT to listen on (beyond loopback only with --tls-*)");
   option(sub, "--peers", o.peers,
          "required: the members, ID@HOST:PORT,... (this node may be listed with its own "
          "address; a group of one lists only this node)");
@@ -114,6 +115,17 @@ void add_node_command(command_registry& reg) {
       ->capture_default_str();
   sub->add_flag("--preempt", o.preempt, "classic Bully: a higher id takes over on rejoin")
       ->envname(env_name("--preempt"));
+  sub->add_flag("--no-quorum-guard", o.no_quorum_guard,
+                "classic algorithms: a leader acts without a majority's lease (UNSAFE "
+                "under partition: two leaders may act at once)")
+      ->envname(env_name("--no-quorum-guard"));
+  option(sub, "--lease-ms", o.lease_ms,
+         "quorum guard lease (0: 2/3 of --detector-timeout-ms)")
+      ->capture_default_str();
+  option(sub, "--tls-ca", o.tls_ca, "CA certificate (PEM) that signs every member's");
+  option(sub, "--tls-cert", o.tls_cert,
+         "this node's certificate (PEM), signed by the CA");
+  option(sub, "--tls-key", o.tls_key, "this node's private key (PEM)");
   option(sub, "--config", c->config,
          "INI file with these settings (name = value, at the top or under [node]); "
          "flags and CONCLAVE_NODE_* variables take precedence");

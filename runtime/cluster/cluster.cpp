@@ -1,5 +1,7 @@
 #include "runtime/cluster/cluster.hpp"
 
+#include "runtime/cluster/certificates.hpp"
+
 #include "runtime/node/node.hpp"
 #include "runtime/node/status_file.hpp"
 
@@ -66,6 +68,11 @@ std::string read_file(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/// DIR/tls: the throwaway CA and node certificates (`up` without --insecure).
+std::string tls_dir(const std::string& dir) {
+  return (fs::path{dir} / "tls").string();
 }
 
 fs::path node_dir(const std::string& dir, uint64_t id) {
@@ -167,6 +174,7 @@ std::vector<node_view> views_of(const std::string& dir, const cluster_file& c) {
         v.term = s->term;
         v.term_leader = s->term_leader;
         v.is_leader = s->is_leader;
+        v.acting = s->acting;
         v.leader_since_us = s->leader_since_us;
       }
     }
@@ -253,7 +261,7 @@ node::result<int> spawn_node(const std::string& dir, const cluster_file& c, uint
 
 node::result<void> write_config(const std::string& dir, const cluster_file& c,
                                 const node_entry& n,
-                                const std::vector<std::string>& extra) {
+                                const std::vector<std::string>& extra, bool tls) {
   std::ostringstream peers;
   for (auto& p : c.nodes)
     peers << (&p == &c.nodes.front() ? "" : ",") << p.id << '@' << p.listen;
@@ -266,6 +274,12 @@ node::result<void> write_config(const std::string& dir, const cluster_file& c,
       << "metrics = " << n.metrics << "\n"
       << "algorithm = " << c.algorithm << "\n"
       << "data-dir = " << node_dir(dir, n.id).string() << "\n";
+  if (tls) {
+    auto files = certificate_of(tls_dir(dir), n.id);
+    ini << "tls-ca = " << files.ca << "\n"
+        << "tls-cert = " << files.cert << "\n"
+        << "tls-key = " << files.key << "\n";
+  }
   for (auto& line : extra)
     ini << line << "\n";
   auto nd = node_dir(dir, n.id);
@@ -357,24 +371,29 @@ json view_json(const node_view& v) {
           {"term_leader", v.reported ? json(v.term_leader) : json(nullptr)},
           {"leaving", v.leaving},
           {"is_leader", v.reported && v.is_leader},
+          {"acting", v.reported && v.acting},
           {"metrics_url", "http://" + v.metrics + "/metrics"}};
 }
 
 void print_table(const std::vector<node_view>& views, std::ostream& out) {
   out << std::left << std::setw(6) << "node" << std::setw(18) << "address" << std::setw(9)
       << "pid" << std::setw(9) << "state" << std::setw(8) << "leader" << std::setw(8)
-      << "term" << std::setw(10) << "role"
+      << "term" << std::setw(12) << "role"
       << "metrics\n";
   for (auto& v : views) {
     std::string state = !v.alive    ? "dead"
                         : v.stopped ? "stopped"
                         : v.leaving ? "leaving"
                                     : "running";
-    std::string role = !v.reported ? "-" : v.is_leader ? "LEADER" : "follower";
+    // A leader outside its lease (quorum guard) claims the role but does not act.
+    std::string role = !v.reported    ? "-"
+                       : !v.is_leader ? "follower"
+                       : v.acting     ? "LEADER"
+                                      : "leader-idle";
     out << std::left << std::setw(6) << v.id << std::setw(18) << v.address << std::setw(9)
         << v.pid << std::setw(9) << state << std::setw(8)
         << (v.reported && v.leader ? std::to_string(v.leader) : "-") << std::setw(8)
-        << (v.reported ? term_text(v.term, v.term_leader) : "-") << std::setw(10) << role
+        << (v.reported ? term_text(v.term, v.term_leader) : "-") << std::setw(12) << role
         << "http://" << v.metrics << "/metrics\n";
   }
 }
@@ -405,7 +424,9 @@ std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
                || v.term_leader != a.term_leader) {
       return std::nullopt;
     }
-    if (v.id == v.leader && v.is_leader)
+    // The leader must also act (quorum guard: hold a majority's lease), so an
+    // agreement is a leader that can do its work, not one waiting for acks.
+    if (v.id == v.leader && v.is_leader && v.acting)
       leader_claims = true;
     a.latest_change_us = std::max(a.latest_change_us, v.leader_since_us);
     ++a.members;
@@ -459,6 +480,13 @@ int up(const up_options& o, std::ostream& out) {
   c.algorithm = o.algorithm;
   c.binary = self_binary();
   auto started = std::chrono::steady_clock::now();
+  if (!o.insecure) {
+    std::vector<uint64_t> ids;
+    for (size_t i = 0; i < o.nodes; ++i)
+      ids.push_back(i + 1);
+    if (auto m = make_certificates(tls_dir(dir), o.cluster, ids); !m)
+      return failure("certificates: " + m.error());
+  }
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto ports = free_ports(2 * o.nodes);
     if (ports.size() != 2 * o.nodes)
@@ -470,7 +498,7 @@ int up(const up_options& o, std::ostream& out) {
     if (auto w = save_cluster(dir, c); !w)
       return failure(w.error());
     for (auto& n : c.nodes) {
-      if (auto w = write_config(dir, c, n, o.node_settings); !w)
+      if (auto w = write_config(dir, c, n, o.node_settings, !o.insecure); !w)
         return failure(w.error());
       fs::remove(node_dir(dir, n.id) / "status.json", ec);
       std::ofstream{node_dir(dir, n.id) / "node.log", std::ios::app}

@@ -3,6 +3,7 @@
 //
 //   DIR/cluster.json        name, algorithm, binary, and per node id, listen and
 //                           metrics addresses
+//   DIR/tls/               throwaway CA and node certificates (not with --insecure)
 //   DIR/node-I/config.ini   the node's settings (the launcher passes no CONCLAVE_*
 //                           variables on: the file says everything)
 //   DIR/node-I/node.pid     its process id
@@ -30,6 +31,9 @@ struct up_options {
   std::string cluster = "conclave";
   std::chrono::milliseconds timeout{15000};
   bool json = false;
+  /// Plaintext links; otherwise `up` makes a throwaway CA and node certificates
+  /// in DIR/tls and the nodes use TLS with mutual authentication.
+  bool insecure = false;
   /// Extra `name = value` lines for every node's config.ini (detector timing...).
   std::vector<std::string> node_settings;
 };
@@ -50,11 +54,13 @@ struct node_view {
   uint64_t term = 0;
   uint64_t term_leader = 0;
   bool is_leader = false;
+  /// The leader may act (with the quorum guard: inside its majority lease).
+  bool acting = false;
   int64_t leader_since_us = 0;
 };
 
 /// The leader all live, running nodes in `nodes` agree on (same leader and term,
-/// and the leader itself among them claims it), if they do. Dead, stopped and
+/// and the leader itself among them claims it and acts), if they do. Dead, stopped and
 /// leaving nodes and those in `ignore` are left out.
 struct agreement {
   uint64_t leader = 0;

@@ -15,6 +15,7 @@ node_view node(uint64_t id, uint64_t leader, uint64_t term, int64_t since = 0) {
   v.term = term;
   v.term_leader = leader;
   v.is_leader = id == leader;
+  v.acting = v.is_leader;
   v.leader_since_us = since;
   return v;
 }
@@ -64,6 +65,12 @@ TEST(cluster, same_epoch_with_another_leader_is_no_agreement) {
 
 TEST(cluster, a_leader_nobody_claims_is_no_agreement) {
   EXPECT_FALSE(agreed_leader({node(1, 3, 2), node(2, 3, 2)}));
+}
+
+TEST(cluster, a_leader_outside_its_lease_is_no_agreement_yet) {
+  auto waiting = node(3, 3, 2);
+  waiting.acting = false; // elected, no majority acknowledgement yet
+  EXPECT_FALSE(agreed_leader({node(1, 3, 2), node(2, 3, 2), waiting}));
 }
 
 TEST(cluster, signals_parse_by_name_and_number) {

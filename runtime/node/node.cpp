@@ -8,10 +8,13 @@
 #include "runtime/node/peer_connector.hpp"
 #include "runtime/node/peer_links.hpp"
 #include "runtime/node/status_file.hpp"
+#include "runtime/node/tls_error_queue.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/settings.hpp>
@@ -45,6 +48,14 @@ sigset_t block_termination_signals() {
 
 void configure(caf::actor_system_config& cfg, const node_config& c) {
   cfg.load<caf::io::middleman>();
+  if (c.tls) {
+    // CAF's OpenSSL module: any of these set means both sides must present a
+    // certificate that the CA verifies (SSL_VERIFY_FAIL_IF_NO_PEER_CERT).
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_cafile = c.tls->ca;
+    cfg.openssl_certificate = c.tls->cert;
+    cfg.openssl_key = c.tls->key;
+  }
   cfg.add_message_types<caf::id_block::conclave_election>();
   // Few threads, no work stealing: an idle node costs ≈1.5 % of a core instead of
   // ≈20 % (../shared/CAF-0.17.md).
@@ -139,9 +150,14 @@ void log_start(const node_config& c, const peer_links& links) {
             + std::to_string(c.peers.size()) + " peer(s)"
             + (c.metrics ? ", metrics on http://" + c.metrics->to_string() + "/metrics"
                          : std::string{}));
-  if (!is_loopback(c.listen.host))
-    links.warn("listening beyond loopback; CAF 0.17's wire protocol trusts anyone who "
-               "connects (docs/node.md)");
+  if (c.tls)
+    links.log("links use TLS; peers must present a certificate signed by " + c.tls->ca);
+  if (c.tls && !tls_error_queue_fix_active())
+    links.warn("OpenSSL error-queue fix not active: a failed TLS handshake may drop "
+               "healthy links (docs/node.md)");
+  if (!c.election.guard.enabled)
+    links.warn("--no-quorum-guard: a partitioned leader keeps acting; two leaders "
+               "may act at once (docs/node.md)");
 }
 
 /// The lower id of each pair dials the higher one; after a pause, a dropped
@@ -195,6 +211,7 @@ void leave(caf::actor_system& sys, const node_config& c, peer_links& links,
   // the resignation still reaches them).
   for (auto& a : links.stop_repairs())
     connectors.push_back(a);
+  // Also closes a TLS doorman: both middleman actors share the BASP broker.
   sys.middleman().unpublish(gate, c.listen.port);
   for (auto& a : connectors)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -237,7 +254,8 @@ int run_node(const node_config& c) {
   auto candidate = start_candidate_actor(sys, c, links, probe);
   auto gate = spawn_gate(sys, links);
   auto published =
-      sys.middleman().publish(gate, c.listen.port, c.listen.host.c_str(), true);
+      c.tls ? caf::openssl::publish(gate, c.listen.port, c.listen.host.c_str(), true)
+            : sys.middleman().publish(gate, c.listen.port, c.listen.host.c_str(), true);
   if (!published) {
     std::cerr << "conclave: error: --listen: cannot listen on " << c.listen.to_string()
               << ": port in use (" << sys.render(published.error()) << ")\n";

@@ -162,8 +162,14 @@ result<node_config> make_node_config(const node_options& o) {
   e.detector.phi_threshold = o.phi_threshold;
   e.election_wait = milliseconds{o.election_wait_ms};
   e.preempt = o.preempt;
+  e.guard.enabled = !o.no_quorum_guard;
+  e.guard.lease = o.lease_ms != 0 ? milliseconds{o.lease_ms}
+                                  : milliseconds{o.detector_timeout_ms * 2 / 3};
   if (auto v = election::validate(e); !v)
-    return v.error();
+    return (e.guard.enabled && v.error().find("lease") != std::string::npos
+                ? "--lease-ms (or --detector-timeout-ms, --heartbeat-ms): "
+                : "")
+           + v.error();
   if (o.link_heartbeat_ms == 0 || o.link_timeout_ms <= 2 * o.link_heartbeat_ms)
     return std::string{"--link-timeout-ms: must exceed twice --link-heartbeat-ms "
                        "(and both must be positive)"};
@@ -171,6 +177,28 @@ result<node_config> make_node_config(const node_options& o) {
   if (!format)
     return "--log-format: expected text or json, got " + in_quotes(o.log_format);
   c.log_format = *format;
+  int tls_given = !o.tls_ca.empty() + !o.tls_cert.empty() + !o.tls_key.empty();
+  if (tls_given != 0 && tls_given != 3)
+    return std::string{"--tls-ca, --tls-cert, --tls-key: give all three or none"};
+  if (tls_given == 3) {
+    for (auto [file, flag] :
+         {std::pair{&o.tls_ca, "--tls-ca"}, std::pair{&o.tls_cert, "--tls-cert"},
+          std::pair{&o.tls_key, "--tls-key"}})
+      if (::access(file->c_str(), R_OK) != 0)
+        return std::string{flag} + ": cannot read " + in_quotes(*file);
+    c.tls = node_config::tls_files{o.tls_ca, o.tls_cert, o.tls_key};
+  } else {
+    // Plaintext BASP allocates whatever length a frame announces, before any
+    // authentication: it must not be reachable beyond this host (docs/node.md).
+    auto why = std::string{" is beyond loopback: plaintext links are loopback-only "
+                           "(CAF 0.17's wire protocol trusts anyone who connects); give "
+                           "--tls-ca, --tls-cert and --tls-key"};
+    if (!is_loopback(c.listen.host))
+      return "--listen: " + c.listen.to_string() + why;
+    for (auto& [id, addr] : c.peers)
+      if (!is_loopback(addr.host))
+        return "--peers: node " + std::to_string(id) + " at " + addr.to_string() + why;
+  }
   c.link_heartbeat = milliseconds{o.link_heartbeat_ms};
   c.link_timeout = milliseconds{o.link_timeout_ms};
   return c;

@@ -62,7 +62,15 @@ struct node_options {
   unsigned link_heartbeat_ms = 100;
   unsigned link_timeout_ms = 1000;
   bool preempt = false;
+  /// The quorum guard (on unless --no-quorum-guard): a leader acts only inside a
+  /// lease renewed by a majority. 0: the lease is 2/3 of the detector timeout.
+  bool no_quorum_guard = false;
+  unsigned lease_ms = 0;
   std::string log_format = "text";
+  /// TLS between nodes (all three or none): CA file, this node's certificate and key.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 /// A validated node configuration.
@@ -79,12 +87,21 @@ struct node_config {
   std::chrono::milliseconds link_heartbeat{100};
   std::chrono::milliseconds link_timeout{1000};
   node::log_format log_format = node::log_format::text;
+  /// TLS with mutual authentication when set (files checked readable).
+  struct tls_files {
+    std::string ca;
+    std::string cert;
+    std::string key;
+  };
+  std::optional<tls_files> tls;
 };
 
-/// Validates the options: id, listen and peers given (a node always names its
-/// group, so a typo cannot turn it into a group of one), addresses well-formed, no
-/// duplicate ids or addresses, this node listed among the peers only with its own
-/// address, settings consistent. Does not touch the network (see check_ports).
+/// Validates the options: without TLS, every address on loopback (CAF 0.17's
+/// plaintext wire protocol cannot be exposed safely: docs/node.md); id, listen and peers
+/// given (a node always names its group, so a typo cannot turn it into a group of one),
+/// addresses well-formed, no duplicate ids or addresses, this node listed among the peers
+/// only with its own address, settings consistent. Does not touch the network (see
+/// check_ports).
 result<node_config> make_node_config(const node_options& o);
 
 /// Why an address cannot be bound: the line for the user (which flag and

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -125,4 +127,55 @@ TEST(node_config, a_port_in_use_is_reported) {
   EXPECT_TRUE(r->in_use);
   ::close(fd);
   EXPECT_FALSE(check_bindable(a, "--listen"));
+}
+
+TEST(node_config, the_quorum_guard_is_on_by_default_with_a_lease_inside_the_timeout) {
+  auto c = make_node_config(three_nodes());
+  ASSERT_TRUE(c) << c.error();
+  auto& g = c.value().election.guard;
+  EXPECT_TRUE(g.enabled);
+  EXPECT_EQ(g.lease, std::chrono::milliseconds(100)); // 2/3 of the 150 ms timeout
+  auto o = three_nodes();
+  o.no_quorum_guard = true;
+  auto classic = make_node_config(o);
+  ASSERT_TRUE(classic) << classic.error();
+  EXPECT_FALSE(classic.value().election.guard.enabled);
+}
+
+TEST(node_config, a_lease_too_long_for_the_detector_names_the_flag) {
+  auto o = three_nodes();
+  o.lease_ms = 145; // + 10 ms drift reaches the 150 ms timeout
+  EXPECT_NE(error_of(o).find("--lease-ms"), std::string::npos) << error_of(o);
+  o.no_quorum_guard = true; // the lease does not matter without the guard
+  EXPECT_EQ(error_of(o), "");
+}
+
+TEST(node_config, plaintext_links_are_loopback_only) {
+  auto o = three_nodes();
+  o.listen = "0.0.0.0:7002";
+  o.peers = "1@127.0.0.1:7001,3@127.0.0.1:7003";
+  EXPECT_NE(error_of(o).find("--listen: 0.0.0.0:7002 is beyond loopback"),
+            std::string::npos)
+      << error_of(o);
+  auto p = three_nodes();
+  p.peers = "1@10.0.0.1:7001,3@127.0.0.1:7003";
+  EXPECT_NE(error_of(p).find("--peers: node 1 at 10.0.0.1:7001"), std::string::npos)
+      << error_of(p);
+  EXPECT_NE(error_of(p).find("--tls-ca"), std::string::npos) << error_of(p);
+}
+
+TEST(node_config, tls_needs_all_three_readable_files) {
+  auto o = three_nodes();
+  o.tls_ca = "/etc/hostname";
+  EXPECT_NE(error_of(o).find("all three"), std::string::npos) << error_of(o);
+  o.tls_cert = "/etc/hostname";
+  o.tls_key = "/nonexistent/key.pem";
+  EXPECT_NE(error_of(o).find("--tls-key: cannot read"), std::string::npos) << error_of(o);
+  o.tls_key = "/etc/hostname";
+  o.listen = "0.0.0.0:7002"; // TLS: beyond loopback is fine
+  o.peers = "1@10.0.0.1:7001,3@10.0.0.3:7003";
+  auto c = make_node_config(o);
+  ASSERT_TRUE(c) << c.error();
+  ASSERT_TRUE(c.value().tls);
+  EXPECT_EQ(c.value().tls->key, "/etc/hostname");
 }

@@ -186,6 +186,12 @@ void node_probe::log_event(const el::election_event& e) const {
       log_->info("following node " + el::to_string(e.peer) + ", term "
                  + el::to_string(e.t));
     break;
+  case event_kind::acting_started:
+    log_->info("acting as leader of term " + el::to_string(e.t));
+    break;
+  case event_kind::acting_stopped:
+    log_->warn("stopped acting as leader of term " + el::to_string(e.t));
+    break;
   case event_kind::peer_suspected:
     log_->warn("suspects node " + el::to_string(e.peer));
     break;

@@ -7,6 +7,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
+#include <caf/openssl/manager.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include <algorithm>
@@ -87,7 +88,11 @@ void dial(self_ptr self) {
   if (st.dialing || st.remote)
     return;
   st.dialing = true;
-  auto mm = self->system().middleman().actor_handle();
+  // With TLS configured (node.cpp loads the openssl module), dial through its
+  // middleman actor: same interface, TLS transport with peer verification.
+  auto& sys = self->system();
+  auto mm = sys.has_openssl_manager() ? sys.openssl_manager().actor_handle()
+                                      : sys.middleman().actor_handle();
   self->request(mm, st.opts.step_timeout, caf::connect_atom::value, st.opts.where.host,
                 st.opts.where.port)
       .then(

@@ -58,6 +58,13 @@ TEST(node_cli, bad_flags_are_exit_2_with_the_right_line) {
   expect_bad_input("cluster up --dir /tmp/x --log-format xml", "--log-format: expected");
   expect_bad_input("node --id 1 --listen :7001 --peers 1@:7001 --log-format xml",
                    "--log-format: expected text or json");
+  // Plaintext links are loopback-only; TLS files come all together.
+  expect_bad_input("node --id 1 --listen 0.0.0.0:7001 --peers 1@0.0.0.0:7001",
+                   "--listen: 0.0.0.0:7001 is beyond loopback");
+  expect_bad_input("node --id 1 --listen :7001 --peers 1@:7001 --tls-ca /etc/hostname",
+                   "give all three or none");
+  expect_bad_input("node --id 1 --listen :7001 --peers 1@:7001 --lease-ms 500",
+                   "--lease-ms");
   expect_bad_input("cluster kill --dir /nonexistent --node 1",
                    "no cluster in /nonexistent");
   expect_bad_input("cluster kill --dir /tmp --node 1 --signal HUP", "--signal:");

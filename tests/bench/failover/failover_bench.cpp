@@ -55,6 +55,7 @@ struct options {
   int rounds = 10;
   int nodes = 3;
   bool skip_etcd = false;
+  std::string up_args; ///< extra `cluster up` arguments (--insecure: no TLS)
 };
 
 std::string run(const std::string& cmd) {
@@ -125,7 +126,8 @@ conclave_result bench_conclave(const options& o, const fs::path& dir) {
   conclave_result r;
   auto bin = o.conclave;
   auto d = " --dir " + dir.string();
-  auto up = run(bin + " cluster up --json --nodes " + std::to_string(o.nodes) + d);
+  auto up = run(bin + " cluster up --json --nodes " + std::to_string(o.nodes) + d + " "
+                + o.up_args);
   auto j = json::parse(up, nullptr, false);
   if (j.is_discarded()) {
     std::cerr << "conclave cluster up failed: " << up << '\n';
@@ -339,6 +341,8 @@ int main(int argc, char** argv) {
       o.conclave = next();
     else if (a == "--etcd")
       o.etcd = next();
+    else if (a == "--up-args") // e.g. --insecure: plaintext links instead of TLS
+      o.up_args = next();
     else if (a == "--skip-etcd")
       o.skip_etcd = true;
     else if (a == "--quick") {
@@ -346,7 +350,7 @@ int main(int argc, char** argv) {
       o.skip_etcd = true;
     } else {
       std::cerr << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
-                   "[--etcd BIN] [--skip-etcd] [--quick]\n";
+                   "[--etcd BIN] [--skip-etcd] [--quick] [--up-args ARGS]\n";
       return 2;
     }
   }
@@ -359,7 +363,8 @@ int main(int argc, char** argv) {
       fs::temp_directory_path() / ("conclave-failover-" + std::to_string(::getpid()));
   fs::create_directories(root);
   std::cout << "failover bench: " << o.rounds << " round(s) per case, conclave with "
-            << o.nodes << " nodes (Bully, heartbeat 50 ms, fixed detector 150 ms), "
+            << o.nodes << " nodes (Bully, heartbeat 50 ms, fixed detector 150 ms"
+            << (o.up_args.empty() ? "" : ", cluster up " + o.up_args) << "), "
             << "loopback, shared machine\n";
   auto cr = bench_conclave(o, root / "conclave");
   std::cout << "conclave SIGKILL: " << summary(cr.kill_ms) << "; as polled "
