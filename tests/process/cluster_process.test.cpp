@@ -49,15 +49,20 @@ TEST_F(cluster_test, five_nodes_elect_one_leader_with_the_ring_algorithm_too) {
 TEST_F(cluster_test, kill_9_of_the_leader_gives_one_new_leader_with_a_higher_term) {
   auto j = up(5);
   auto old_term = j["term"].get<uint64_t>();
-  auto k = kill(5, "KILL");
-  EXPECT_EQ(k["leader"], 4);
+  // Kill whoever leads: a slow TLS join can keep nodes 4 and 5 out of the
+  // start-up election (docs/node.md, known problems). After the kill, Bully
+  // elects the highest live id.
+  auto old_leader = j["leader"].get<uint64_t>();
+  auto expected = old_leader == 5 ? 4u : 5u;
+  auto k = kill(old_leader, "KILL");
+  EXPECT_EQ(k["leader"], expected);
   EXPECT_GT(k["term"].get<uint64_t>(), old_term);
   // --wait returned once `status` agrees: at once, same leader and term.
   auto st = status();
-  EXPECT_EQ(st["leader"], 4);
+  EXPECT_EQ(st["leader"], expected);
   EXPECT_EQ(st["term"], k["term"]);
   EXPECT_EQ(leaders(st), 1);
-  EXPECT_FALSE(st["nodes"][4]["alive"].get<bool>());
+  EXPECT_FALSE(st["nodes"][old_leader - 1]["alive"].get<bool>());
 }
 
 TEST_F(cluster_test, ring_kill_9_of_the_leader_gives_one_new_leader_with_a_higher_term) {
