@@ -26,6 +26,16 @@ duration ring_core::round_timeout() const {
          * static_cast<int64_t>(members().size());
 }
 
+duration ring_core::hop_timeout(unsigned) const {
+  return cfg_.hop_timeout;
+}
+
+uint64_t ring_core::next_hop_id(timestamp now) {
+  if (next_hop_ < static_cast<uint64_t>(now.count()))
+    next_hop_ = static_cast<uint64_t>(now.count());
+  return ++next_hop_;
+}
+
 void ring_core::begin_election(timestamp now) {
   participating_ = self_;
   round_deadline_ = now + round_timeout();
@@ -37,40 +47,58 @@ void ring_core::end_election() {
   round_deadline_.reset();
 }
 
-void ring_core::forward(message m, timestamp now) {
+void ring_core::forward(message m, timestamp now, node_id gave_up) {
   const bool is_election = std::holds_alternative<ring_election_msg>(m);
   const auto initiator = initiator_of(m);
   const auto& ms = members();
   auto self_pos = std::lower_bound(ms.begin(), ms.end(), self_) - ms.begin();
   const auto n = static_cast<std::ptrdiff_t>(ms.size());
+  // Members skipped on the way: the transport reported them down, or (up to
+  // `gave_up`) they did not ack this very message. A member that is merely
+  // suspected (its leader heartbeats stopped, an earlier hop went unacked) is
+  // tried: in a ring a member hears only from its neighbours, so a suspicion it
+  // never tests would never be lifted, and the leader chosen past it would never
+  // be told (issue 11, defect 1).
+  std::vector<node_id> skipped;
+  bool skipping = gave_up != no_node;
   for (std::ptrdiff_t i = 1; i < n; ++i) {
     auto c = ms[static_cast<size_t>((self_pos + i) % n)];
-    if (!is_suspected(c)) {
-      if (next_hop_ < static_cast<uint64_t>(now.count()))
-        next_hop_ = static_cast<uint64_t>(now.count());
-      auto hop = ++next_hop_;
+    bool skip = skipping || is_down(c);
+    if (c == gave_up)
+      skipping = false;
+    if (!skip) {
+      auto hop = next_hop_id(now);
       set_hop(m, hop);
       send(c, m);
-      pending_.push_back({hop, c, std::move(m), 0, now + cfg_.hop_timeout});
+      // A suspected member gets one try, not hop_retries + 1.
+      unsigned tries = is_suspected(c) ? cfg_.hop_retries : 0;
+      pending_.push_back({hop, c, std::move(m), tries, now + hop_timeout(tries)});
       return;
     }
+    skipped.push_back(c);
     if (c == initiator) {
       // The initiator is gone: whoever must skip it completes its round.
       if (is_election)
-        finalize(std::get<ring_election_msg>(m), now);
+        finalize(std::get<ring_election_msg>(m), now, skipped);
       return;
     }
   }
   // Nobody else is alive: the token is back at us.
   if (is_election)
-    finalize(std::get<ring_election_msg>(m), now);
+    finalize(std::get<ring_election_msg>(m), now, skipped);
 }
 
-void ring_core::finalize(const ring_election_msg& m, timestamp now) {
+void ring_core::finalize(const ring_election_msg& m, timestamp now,
+                         const std::vector<node_id>& skipped) {
+  // Never choose a member this one could not reach: the announcement would skip
+  // it too, and everyone would follow a leader that does not know it leads.
+  auto unreachable = [&](node_id x) {
+    return is_down(x) || std::find(skipped.begin(), skipped.end(), x) != skipped.end();
+  };
   node_id leader = abstaining(now) ? no_node : self_;
   uint64_t incarnation = incarnation_;
   for (size_t i = 0; i < m.alive.size(); ++i) {
-    if (m.alive[i] > leader) {
+    if (m.alive[i] > leader && m.alive[i] != self_ && !unreachable(m.alive[i])) {
       leader = m.alive[i];
       incarnation = i < m.incarnations.size() ? m.incarnations[i] : 0;
     }
@@ -116,10 +144,12 @@ void ring_core::on_election(const ring_election_msg& m, timestamp now) {
   send(m.from, ring_ack_msg{self_, m.hop});
   if (duplicate(m.from, m.hop))
     return;
+  if ((is_leader() || following_live_leader()) && m.epoch < current_term().epoch)
+    return; // a round begun before the current term was chosen: stale, drop it
   observe_epoch(m.epoch);
   if (m.initiator == self_
       || std::find(m.alive.begin(), m.alive.end(), self_) != m.alive.end()) {
-    finalize(m, now);
+    finalize(m, now, {});
     return;
   }
   if (participating_ != no_node && m.initiator < participating_)
@@ -160,14 +190,14 @@ void ring_core::on_algorithm_tick(timestamp now) {
     }
   }
   for (auto& p : due) {
-    if (p.tries < cfg_.hop_retries && !is_suspected(p.target)) {
+    if (p.tries < cfg_.hop_retries && !is_down(p.target)) {
       send(p.target, p.msg);
       p.tries += 1;
-      p.deadline = now + cfg_.hop_timeout;
+      p.deadline = now + hop_timeout(p.tries);
       pending_.push_back(std::move(p));
     } else {
       mark_suspected(p.target);
-      forward(std::move(p.msg), now);
+      forward(std::move(p.msg), now, p.target);
     }
   }
   if (round_deadline_ && now >= *round_deadline_) {
@@ -187,7 +217,7 @@ void ring_core::on_peer_down_hook(node_id p, timestamp now) {
     }
   }
   for (auto& h : lost)
-    forward(std::move(h.msg), now);
+    forward(std::move(h.msg), now, p);
 }
 
 std::optional<timestamp> ring_core::algorithm_deadline() const {

@@ -11,11 +11,18 @@
 // initiator. With everyone alive: n election hops and n coordinator hops.
 //
 // Failures. Every hop is acknowledged (RING_ACK); a successor that does not ack
-// within hop_timeout is retried hop_retries times, then suspected and skipped. A
-// member that would have to skip the initiator itself completes the round in the
-// initiator's place. A member trusts a suspected peer again as soon as it hears
-// from it. An initiator or forwarder that sees no coordinator within the round
-// timeout starts over.
+// within hop_timeout is retried hop_retries times, then suspected and skipped for
+// that message. Only a member the transport reported down is skipped without a
+// try: a suspected one gets one try per message, because in a ring a member hears
+// only from its neighbours and a suspicion it never tests would never be lifted.
+// A member that would have to skip the initiator itself completes the round in
+// the initiator's place, and never chooses a member it could not reach (the
+// announcement could not reach it either). A member trusts a suspected peer again
+// as soon as it hears from it. An initiator or forwarder that sees no coordinator
+// within the round timeout starts over. A member that leads or follows a live
+// leader drops a token whose epoch is below its term's: that round began before
+// the current term was chosen (a token delayed, duplicated or queued at a frozen
+// member), and completing it would depose a healthy leader.
 //
 // Concurrent initiators (Chang-Roberts extinction): a member drops election tokens
 // of initiators lower than the highest initiator it has already forwarded, so only
@@ -52,10 +59,17 @@ private:
   void on_election(const ring_election_msg& m, timestamp now);
   void on_coordinator(const ring_coordinator_msg& m, timestamp now);
   /// Completes a round: picks the leader from `alive`, announces it.
-  void finalize(const ring_election_msg& m, timestamp now);
-  /// Sends `m` to the next live successor; handles "no one left" and "the
-  /// initiator is gone".
-  void forward(message m, timestamp now);
+  /// Members in `skipped` (this member could not reach them) and members known
+  /// to be down are never chosen.
+  void finalize(const ring_election_msg& m, timestamp now,
+                const std::vector<node_id>& skipped);
+  /// Sends `m` to the next successor not known to be down, skipping everyone up
+  /// to and including `gave_up` (a successor that did not ack `m`); handles "no
+  /// one left" and "the initiator is gone".
+  void forward(message m, timestamp now, node_id gave_up = no_node);
+  /// How long to wait for the ack of a hop's try number `tries` (0 = first).
+  duration hop_timeout(unsigned tries) const;
+  uint64_t next_hop_id(timestamp now);
   bool duplicate(node_id from, uint64_t hop);
   duration round_timeout() const;
 
