@@ -240,6 +240,8 @@ private:
   void step_down(loss_reason why, timestamp now);
   void send_heartbeats(timestamp now);
   void update_acting(timestamp now);
+  /// Quorum guard: when a leader that renewed no lease steps down.
+  timestamp quorum_deadline() const;
   void leader_lost(election_reason reason, timestamp now);
   void emit(election_event e) { events_.push_back(e); }
   peer_status* status(node_id p);

@@ -72,8 +72,15 @@ struct election_config {
   quorum_guard_config guard;
 };
 
-/// Checks the settings for contradictions (e.g. a lease longer than the time
-/// followers wait before electing); the error says which setting to change.
+/// The smallest `lease - heartbeat_interval` validate() accepts with the guard.
+constexpr duration min_round_trip_budget = std::chrono::milliseconds(1);
+
+/// Checks the settings for contradictions; the error says which setting to
+/// change. With the quorum guard: lease > 0, drift >= 0, lease + drift < detector
+/// timeout (a follower's promise lapses before it suspects and elects), lease >
+/// heartbeat interval + min_round_trip_budget (renewals can arrive before the
+/// lease lapses; the difference is the largest round trip a leader keeps acting
+/// with), detector timeout > heartbeat interval.
 outcome::result<void, std::string> validate(const election_config& cfg);
 
 } // namespace conclave::election

@@ -75,12 +75,16 @@ struct heartbeat_msg {
 
 /// Follower → leader. `t` is the follower's current term: a leader that reads a
 /// higher term there learns it has been replaced and steps down. `accepted` is
-/// false when the follower rejected the heartbeat as stale.
+/// false when the follower rejected the heartbeat as stale, or (quorum guard)
+/// did not renew the lease because it still promised another leader's: then
+/// `busy_for_ns` says for how much longer, so that the new leader asks again as
+/// soon as the promise lapses instead of waiting for its next round.
 struct heartbeat_ack_msg {
   node_id from;
   term t;
   uint64_t seq = 0;
   bool accepted = false;
+  uint64_t busy_for_ns = 0;
 };
 
 /// Leader → everyone: "I give up term t; elect someone else now."
@@ -165,7 +169,8 @@ typename Inspector::result_type inspect(Inspector& f, heartbeat_msg& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, heartbeat_ack_msg& x) {
-  return f(caf::meta::type_name("heartbeat_ack_msg"), x.from, x.t, x.seq, x.accepted);
+  return f(caf::meta::type_name("heartbeat_ack_msg"), x.from, x.t, x.seq, x.accepted,
+           x.busy_for_ns);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, resign_msg& x) {

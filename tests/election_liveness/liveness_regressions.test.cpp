@@ -42,3 +42,29 @@ TEST(election_liveness, ring_settles_after_the_faults_of_seed_3756_heal) {
   EXPECT_TRUE(r.liveness_ok) << what_failed(r);
   EXPECT_EQ(r.safety_violations, 0u) << what_failed(r);
 }
+
+// conclave sim --algorithm bully --nodes 5 --runs 1 --seed 1 --guard --preempt, and
+// the same for Ring at n = 2..5 and Bully at n = 4..6 (every one failed).
+TEST(election_liveness, guard_with_preempt_produces_an_acting_leader) {
+  for (auto algo : {el::algorithm::bully, el::algorithm::ring}) {
+    for (size_t n = 2; n <= 6; ++n) {
+      auto r = sim::run_simulation(settings(algo, n, "", 1, /*guard=*/true,
+                                            /*preempt=*/true));
+      EXPECT_TRUE(r.liveness_ok) << el::to_string(algo) << " n=" << n << "\n"
+                                 << what_failed(r);
+      EXPECT_EQ(r.safety_violations, 0u) << what_failed(r);
+      EXPECT_EQ(r.elections.size(), 1u) << el::to_string(algo) << " n=" << n;
+    }
+  }
+}
+
+TEST(election_liveness, guard_with_preempt_survives_random_faults) {
+  for (auto algo : {el::algorithm::bully, el::algorithm::ring}) {
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+      auto r = sim::run_simulation(settings(algo, 5, "random=5", seed, true, true));
+      EXPECT_TRUE(r.liveness_ok) << el::to_string(algo) << " seed " << seed << "\n"
+                                 << what_failed(r);
+      EXPECT_EQ(r.safety_violations, 0u) << what_failed(r);
+    }
+  }
+}
