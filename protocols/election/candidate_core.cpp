@@ -207,11 +207,15 @@ void candidate_core::tick(timestamp now) {
       send_heartbeats(now);
   } else if (leader_ != no_node) {
     auto due = detector_.suspect_at();
-    if (now >= due && now - due > cfg_.heartbeat_interval) {
+    if (now >= due && now - due > cfg_.heartbeat_interval
+        && late_grants_ < max_late_grants) {
       // The timer fired a heartbeat interval or more after its time: this
       // candidate was frozen (SIGSTOP) or starved, and the silence it would judge
       // is its own. The leader's heartbeats may still be in its mailbox: give
-      // the leader one more timeout from now instead of suspecting it.
+      // the leader one more timeout from now instead of suspecting it. Only
+      // once until a heartbeat arrives: a timer that always fires late (a
+      // starved host) must not postpone suspicion forever.
+      ++late_grants_;
       detector_.reset(now);
     } else if (now >= due) {
       emit({event_kind::peer_suspected, term_, leader_});
@@ -416,6 +420,11 @@ void candidate_core::follow(const term& t, timestamp now) {
     start_election(election_reason::preempt, now);
 }
 
+void candidate_core::expect_first_heartbeat_at(timestamp at) {
+  if (role_ == role::follower && leader_ != no_node && at > detector_.last_heartbeat())
+    detector_.reset(at);
+}
+
 void candidate_core::step_down(loss_reason why, timestamp now) {
   if (role_ != role::leader)
     return;
@@ -486,6 +495,7 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
   accept_claim(m.t, m.from, now);
   if (role_ == role::follower && leader_ == m.from) {
     detector_.heartbeat(now);
+    late_grants_ = 0;
     if (auto s = status(m.from))
       s->suspected = false;
   }
@@ -538,6 +548,10 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
   if (ps->last_ack_seq >= m.seq)
     return;
   ps->last_ack_seq = m.seq;
+  // An ack slower than the detector timeout is from a frozen or overloaded
+  // follower (its lease renewal is useless anyway), not a network round trip.
+  if (now - r.sent_at < cfg_.detector.timeout)
+    rtt_.sample(now - r.sent_at);
   emit({event_kind::heartbeat_rtt, term_, m.from, election_reason::requested,
         loss_reason::higher_term, now - r.sent_at});
   if (++r.acks == majority() && r.sent_at >= renewed_round_sent_) {
@@ -567,6 +581,8 @@ outcome::result<void, std::string> validate(const election_config& cfg) {
   if (cfg.answer_timeout <= duration{0} || cfg.coordinator_timeout <= duration{0}
       || cfg.hop_timeout <= duration{0} || cfg.election_wait <= duration{0})
     return std::string{"election timeouts must be positive"};
+  if (cfg.hop_timeout_max < cfg.hop_timeout)
+    return std::string{"ring hop timeout maximum must not be below the hop timeout"};
   if (cfg.guard.enabled && cfg.guard.lease <= duration{0})
     return std::string{"quorum guard lease must be positive"};
   if (cfg.guard.enabled && cfg.guard.max_clock_drift < duration{0})

@@ -304,3 +304,17 @@ TEST_P(both_algorithms, guarded_takeover_by_a_rejoining_higher_id_keeps_one_lead
   net.run_for(1s);
   EXPECT_EQ(net.agreed_leader(), id(4));
 }
+
+// Issue 15: the late-timer heuristic gave the leader a fresh timeout whenever the
+// follower's timer fired late; a host whose timers always fire late (starved)
+// never suspected a dead leader.
+TEST(candidate_core, timers_that_always_fire_late_still_end_in_suspicion) {
+  election_network net(3, el::election_config{});
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  net.crash(id(3), /*notify=*/false); // silent: only the detector can tell
+  auto& follower = net.node(1);
+  for (int i = 0; i < 5 && follower.leader() == id(3); ++i)
+    follower.tick(*follower.next_deadline() + 1s); // every firing a second late
+  EXPECT_NE(follower.leader(), id(3));
+}

@@ -62,8 +62,12 @@ struct election_config {
   duration answer_timeout = std::chrono::milliseconds(50);
   /// Bully: after an answer, how long to wait for the coordinator message.
   duration coordinator_timeout = std::chrono::milliseconds(200);
-  /// Ring: how long a sender waits for the successor's ack before retrying.
+  /// Ring: how long a sender waits for the successor's ack before retrying, at
+  /// least. The wait adapts to the measured round trip (srtt + 4 * deviation of
+  /// acked hops and heartbeats), doubles with every retry of one hop, and never
+  /// exceeds hop_timeout_max.
   duration hop_timeout = std::chrono::milliseconds(20);
+  duration hop_timeout_max = std::chrono::seconds(2);
   /// Ring: how many times a silent successor is retried before it is skipped.
   unsigned hop_retries = 1;
   /// Classic Bully: a higher id that (re)joins deposes a lower leader. Off by

@@ -48,7 +48,10 @@ struct ring_election_msg {
   uint64_t hop = 0; ///< per-sender sequence number, echoed by ring_ack
   uint64_t epoch = 0;
   std::vector<node_id> alive;
-  std::vector<uint64_t> incarnations; ///< of the members in `alive`, same order
+  std::vector<uint64_t> incarnations; ///< of the members in `alive`, same order;
+                                      ///< the first is the initiator's
+  uint64_t from_incarnation = 0;      ///< the sender's: hops count per life
+  uint64_t round = 0;                 ///< the initiator's round number (per incarnation)
 };
 
 /// Ring: the announcement travelling the ring once more: "the leader is t.leader".
@@ -57,6 +60,7 @@ struct ring_coordinator_msg {
   node_id initiator;
   uint64_t hop = 0;
   term t;
+  uint64_t from_incarnation = 0;
 };
 
 /// Ring: "I received hop `hop` from you" — lets the sender skip a dead successor.
@@ -153,11 +157,12 @@ typename Inspector::result_type inspect(Inspector& f, coordinator_msg& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_election_msg& x) {
   return f(caf::meta::type_name("ring_election_msg"), x.from, x.initiator, x.hop, x.epoch,
-           x.alive, x.incarnations);
+           x.alive, x.incarnations, x.from_incarnation, x.round);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_coordinator_msg& x) {
-  return f(caf::meta::type_name("ring_coordinator_msg"), x.from, x.initiator, x.hop, x.t);
+  return f(caf::meta::type_name("ring_coordinator_msg"), x.from, x.initiator, x.hop, x.t,
+           x.from_incarnation);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_ack_msg& x) {

@@ -134,7 +134,8 @@ TEST(ring, stale_ring_coordinator_is_rejected_and_not_forwarded) {
   net.reset_counts();
   auto t = net.node(1).current_term();
   net.node(1).handle(
-      el::ring_coordinator_msg{id(4), id(3), ~uint64_t{0}, {t.epoch - 1, id(2)}},
+      el::ring_coordinator_msg{
+          id(4), id(3), ~uint64_t{0}, {t.epoch - 1, id(2)}, net.node(4).incarnation()},
       net.now());
   EXPECT_EQ(net.node(1).leader(), id(4));
   EXPECT_EQ(net.node(1).stats().stale_rejected, 1u);
@@ -195,4 +196,33 @@ TEST(ring, a_round_completed_for_a_silent_initiator_does_not_choose_it) {
     for (auto& e : net.events(id(i)))
       EXPECT_FALSE(e.kind == el::event_kind::leader_changed && e.peer == id(5))
           << "node " << i << " followed the silent initiator 5";
+}
+
+// Issue 15: hop numbers were seeded from the sender's clock, so a member
+// restarted with a lower clock had its tokens dropped as duplicates. They now
+// count per incarnation, and a newer incarnation starts afresh.
+TEST(ring, a_restarted_member_s_tokens_are_not_taken_for_duplicates) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  auto forwarded_to_3 = [&] {
+    bool any = false;
+    for (auto& o : core->outbox())
+      any |= o.to == id(3) && std::holds_alternative<el::ring_election_msg>(o.msg);
+    core->outbox().clear();
+    return any;
+  };
+  // Node 1 in its first life, late in its hop numbers.
+  core->handle(el::ring_election_msg{id(1), id(1), 1'000'000, 0, {id(1)}, {1}, 1, 1},
+               el::timestamp{1ms});
+  EXPECT_TRUE(forwarded_to_3());
+  // Node 1 restarted: incarnation 2, hop numbers from 1 again.
+  core->handle(el::ring_election_msg{id(1), id(1), 1, 0, {id(1)}, {2}, 2, 1},
+               el::timestamp{2ms});
+  EXPECT_TRUE(forwarded_to_3());
+  // A straggler from the first life is dropped.
+  core->handle(el::ring_election_msg{id(1), id(1), 1'000'001, 0, {id(1)}, {1}, 1, 2},
+               el::timestamp{3ms});
+  EXPECT_FALSE(forwarded_to_3());
 }

@@ -68,3 +68,20 @@ TEST(election_liveness, guard_with_preempt_survives_random_faults) {
     }
   }
 }
+
+// conclave sim --algorithm ring --nodes 3 --faults delay=21ms (228,452 messages,
+// epoch 1,046), and the same at 25 ms and 60 ms for n = 3, 5, 9.
+TEST(election_liveness, ring_with_a_slow_network_elects_once_without_a_storm) {
+  for (auto spec : {"delay=21ms", "delay=25ms", "delay=60ms"}) {
+    for (size_t n : {3, 5, 9}) {
+      auto r = sim::run_simulation(settings(el::algorithm::ring, n, spec, 1));
+      EXPECT_TRUE(r.liveness_ok) << spec << " n=" << n << "\n" << what_failed(r);
+      EXPECT_EQ(r.elections.size(), 1u) << spec << " n=" << n;
+      EXPECT_EQ(r.leader_changes, 0u) << spec << " n=" << n;
+      // One election (at most 2n(n-1) tries of tokens and announcements, as many
+      // acks) plus heartbeats and their acks for the rest of the run.
+      auto beats = 2 * (n - 1) * static_cast<uint64_t>(r.end / 50ms + 1);
+      EXPECT_LE(r.messages_sent, 4 * n * (n - 1) * 2 + beats) << spec << " n=" << n;
+    }
+  }
+}
