@@ -603,6 +603,32 @@ outcome::result<void, std::string> validate(const election_config& cfg) {
   return outcome::success();
 }
 
+duration guard_round_trip_budget(const election_config& cfg) {
+  if (!cfg.guard.enabled)
+    return duration::max();
+  return cfg.guard.lease - cfg.heartbeat_interval;
+}
+
+std::string round_trip_warning(const election_config& cfg, duration rtt) {
+  auto ms = [](duration d) {
+    return std::to_string(
+               std::chrono::duration_cast<std::chrono::milliseconds>(d).count())
+           + "ms";
+  };
+  auto budget = guard_round_trip_budget(cfg);
+  if (cfg.guard.enabled && rtt * 4 > budget * 3)
+    return "round trip " + ms(rtt) + " is close to or above the " + ms(budget)
+           + " the quorum guard tolerates (lease - heartbeat interval): the leader "
+             "will stop acting between rounds; raise guard.lease and detector.timeout "
+             "or shorten heartbeat_interval";
+  auto slack = cfg.detector.timeout - cfg.heartbeat_interval;
+  if (rtt > slack)
+    return "round trip " + ms(rtt) + " exceeds the " + ms(slack)
+           + " of slack the failure detector leaves (detector timeout - heartbeat "
+             "interval): expect false suspicions; raise detector.timeout";
+  return {};
+}
+
 std::string_view to_string(algorithm a) {
   return a == algorithm::bully ? "bully" : "ring";
 }

@@ -76,6 +76,19 @@ struct election_config {
   quorum_guard_config guard;
 };
 
+/// The largest heartbeat round trip with which a guarded leader acts without
+/// gaps: a round sent at t renews the lease to t + lease only when its majority
+/// ack is back, and the next round leaves a heartbeat interval later, so a round
+/// trip above `lease - heartbeat_interval` leaves the leader not acting between
+/// rounds (and above `lease`, never acting). max() without the guard.
+duration guard_round_trip_budget(const election_config& cfg);
+
+/// A warning when a measured round trip (e.g. candidate_core::round_trips()
+/// .smoothed()) approaches what the settings tolerate: above 3/4 of the guard's
+/// budget, or above the detector timeout minus the heartbeat interval (the
+/// slack a follower has before it suspects). Empty when the settings fit.
+std::string round_trip_warning(const election_config& cfg, duration rtt);
+
 /// The smallest `lease - heartbeat_interval` validate() accepts with the guard.
 constexpr duration min_round_trip_budget = std::chrono::milliseconds(1);
 
