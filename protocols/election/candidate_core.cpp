@@ -207,11 +207,15 @@ void candidate_core::tick(timestamp now) {
       send_heartbeats(now);
   } else if (leader_ != no_node) {
     auto due = detector_.suspect_at();
-    if (now >= due && now - due > cfg_.heartbeat_interval) {
+    if (now >= due && now - due > cfg_.heartbeat_interval
+        && late_grants_ < max_late_grants) {
       // The timer fired a heartbeat interval or more after its time: this
       // candidate was frozen (SIGSTOP) or starved, and the silence it would judge
       // is its own. The leader's heartbeats may still be in its mailbox: give
-      // the leader one more timeout from now instead of suspecting it.
+      // the leader one more timeout from now instead of suspecting it. Only
+      // once until a heartbeat arrives: a timer that always fires late (a
+      // starved host) must not postpone suspicion forever.
+      ++late_grants_;
       detector_.reset(now);
     } else if (now >= due) {
       emit({event_kind::peer_suspected, term_, leader_});
@@ -274,7 +278,7 @@ std::optional<timestamp> candidate_core::next_deadline() const {
     if (cfg_.guard.enabled) {
       if (acting_)
         consider(lease_until_);
-      consider(std::max(leader_since_, renewed_round_sent_) + cfg_.detector.timeout);
+      consider(quorum_deadline());
     }
   } else if (leader_ != no_node) {
     consider(detector_.suspect_at());
@@ -416,6 +420,11 @@ void candidate_core::follow(const term& t, timestamp now) {
     start_election(election_reason::preempt, now);
 }
 
+void candidate_core::expect_first_heartbeat_at(timestamp at) {
+  if (role_ == role::follower && leader_ != no_node && at > detector_.last_heartbeat())
+    detector_.reset(at);
+}
+
 void candidate_core::step_down(loss_reason why, timestamp now) {
   if (role_ != role::leader)
     return;
@@ -442,9 +451,18 @@ void candidate_core::update_acting(timestamp now) {
     acting_ = false;
     emit({event_kind::acting_stopped, term_});
   }
-  if (cfg_.guard.enabled && majority() > 1
-      && now >= std::max(leader_since_, renewed_round_sent_) + cfg_.detector.timeout)
+  if (cfg_.guard.enabled && majority() > 1 && now >= quorum_deadline())
     step_down(loss_reason::quorum_lost, now); // a minority leader
+}
+
+timestamp candidate_core::quorum_deadline() const {
+  // A new leader's followers may have promised an earlier leader's lease up to
+  // lease + drift before it took over; they cannot renew this one before then.
+  // Only a full detector timeout without a renewal after that is a lost quorum
+  // (issue 11, defect 2: counting from the takeover made every preempting
+  // leader step down before any follower was free to renew its lease).
+  auto promises_lapse = leader_since_ + cfg_.guard.lease + cfg_.guard.max_clock_drift;
+  return std::max(promises_lapse, renewed_round_sent_) + cfg_.detector.timeout;
 }
 
 void candidate_core::send_heartbeats(timestamp now) {
@@ -477,6 +495,7 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
   accept_claim(m.t, m.from, now);
   if (role_ == role::follower && leader_ == m.from) {
     detector_.heartbeat(now);
+    late_grants_ = 0;
     if (auto s = status(m.from))
       s->suspected = false;
   }
@@ -486,15 +505,17 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
   // intersection this keeps the acting intervals of two leaders disjoint even when
   // some followers suspect the old leader early (they missed its last round).
   bool grant = true;
+  uint64_t busy_for = 0;
   if (cfg_.guard.enabled) {
-    if (m.from != promised_to_ && now < promise_until_)
+    if (m.from != promised_to_ && now < promise_until_) {
       grant = false;
-    else {
+      busy_for = static_cast<uint64_t>((promise_until_ - now).count());
+    } else {
       promised_to_ = m.from;
       promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
     }
   }
-  send(m.from, heartbeat_ack_msg{self_, term_, m.seq, grant});
+  send(m.from, heartbeat_ack_msg{self_, term_, m.seq, grant, busy_for});
 }
 
 void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now) {
@@ -504,8 +525,21 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
     return;
   }
   observe_epoch(m.t.epoch);
-  if (role_ != role::leader || !m.accepted || m.t != term_)
+  if (role_ != role::leader || m.t != term_)
     return;
+  if (!m.accepted) {
+    // Quorum guard: the follower still promised an earlier leader's lease. Ask
+    // again right after that promise lapses (capped: a promise never lasts
+    // longer than lease + drift), not a heartbeat interval later.
+    if (cfg_.guard.enabled && m.busy_for_ns > 0) {
+      auto cap = cfg_.guard.lease + cfg_.guard.max_clock_drift;
+      auto wait = std::min(duration{static_cast<int64_t>(std::min<uint64_t>(
+                               m.busy_for_ns, static_cast<uint64_t>(cap.count())))},
+                           cap);
+      heartbeat_due_ = std::min(heartbeat_due_, now + wait + duration{1});
+    }
+    return;
+  }
   auto& r = rounds_[m.seq % rounds_.size()];
   if (r.seq != m.seq)
     return; // too old
@@ -514,6 +548,10 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
   if (ps->last_ack_seq >= m.seq)
     return;
   ps->last_ack_seq = m.seq;
+  // An ack slower than the detector timeout is from a frozen or overloaded
+  // follower (its lease renewal is useless anyway), not a network round trip.
+  if (now - r.sent_at < cfg_.detector.timeout)
+    rtt_.sample(now - r.sent_at);
   emit({event_kind::heartbeat_rtt, term_, m.from, election_reason::requested,
         loss_reason::higher_term, now - r.sent_at});
   if (++r.acks == majority() && r.sent_at >= renewed_round_sent_) {
@@ -543,6 +581,12 @@ outcome::result<void, std::string> validate(const election_config& cfg) {
   if (cfg.answer_timeout <= duration{0} || cfg.coordinator_timeout <= duration{0}
       || cfg.hop_timeout <= duration{0} || cfg.election_wait <= duration{0})
     return std::string{"election timeouts must be positive"};
+  if (cfg.hop_timeout_max < cfg.hop_timeout)
+    return std::string{"ring hop timeout maximum must not be below the hop timeout"};
+  if (cfg.guard.enabled && cfg.guard.lease <= duration{0})
+    return std::string{"quorum guard lease must be positive"};
+  if (cfg.guard.enabled && cfg.guard.max_clock_drift < duration{0})
+    return std::string{"quorum guard clock drift bound must not be negative"};
   if (cfg.guard.enabled
       && cfg.guard.lease + cfg.guard.max_clock_drift >= cfg.detector.timeout)
     return std::string{"quorum guard lease + clock drift must be shorter than the "
@@ -551,7 +595,38 @@ outcome::result<void, std::string> validate(const election_config& cfg) {
   if (cfg.guard.enabled && cfg.guard.lease <= cfg.heartbeat_interval)
     return std::string{"quorum guard lease must be longer than the heartbeat interval "
                        "(the lease would lapse between rounds)"};
+  if (cfg.guard.enabled
+      && cfg.guard.lease - cfg.heartbeat_interval < min_round_trip_budget)
+    return std::string{"quorum guard lease must exceed the heartbeat interval by at "
+                       "least 1ms, the round trip a renewal needs (lease - heartbeat "
+                       "interval is the largest round trip a leader keeps acting with)"};
   return outcome::success();
+}
+
+duration guard_round_trip_budget(const election_config& cfg) {
+  if (!cfg.guard.enabled)
+    return duration::max();
+  return cfg.guard.lease - cfg.heartbeat_interval;
+}
+
+std::string round_trip_warning(const election_config& cfg, duration rtt) {
+  auto ms = [](duration d) {
+    return std::to_string(
+               std::chrono::duration_cast<std::chrono::milliseconds>(d).count())
+           + "ms";
+  };
+  auto budget = guard_round_trip_budget(cfg);
+  if (cfg.guard.enabled && rtt * 4 > budget * 3)
+    return "round trip " + ms(rtt) + " is close to or above the " + ms(budget)
+           + " the quorum guard tolerates (lease - heartbeat interval): the leader "
+             "will stop acting between rounds; raise guard.lease and detector.timeout "
+             "or shorten heartbeat_interval";
+  auto slack = cfg.detector.timeout - cfg.heartbeat_interval;
+  if (rtt > slack)
+    return "round trip " + ms(rtt) + " exceeds the " + ms(slack)
+           + " of slack the failure detector leaves (detector timeout - heartbeat "
+             "interval): expect false suspicions; raise detector.timeout";
+  return {};
 }
 
 std::string_view to_string(algorithm a) {

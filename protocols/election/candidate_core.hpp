@@ -33,6 +33,7 @@
 #include "protocols/election/config.hpp"
 #include "protocols/election/detector.hpp"
 #include "protocols/election/messages.hpp"
+#include "protocols/election/rtt_estimator.hpp"
 
 #include <array>
 #include <map>
@@ -177,6 +178,9 @@ public:
   /// Follower: phi (or silence/timeout) of the current leader, 0 otherwise.
   double leader_phi(timestamp now) const;
   bool stopped() const { return stopped_; }
+  /// Round trips measured by this candidate (heartbeat acks as leader, Ring hop
+  /// acks); Ring derives its hop timeouts from it.
+  const rtt_estimator& round_trips() const { return rtt_; }
 
 protected:
   // -- algorithm hooks ------------------------------------------------------
@@ -203,6 +207,10 @@ protected:
   /// Becomes leader with a fresh term (max epoch seen + 1).
   term take_leadership(timestamp now);
   void observe_epoch(uint64_t e) { max_epoch_ = std::max(max_epoch_, e); }
+  /// Follower: the leader's first heartbeat cannot come before `at` (Ring: the
+  /// announcement still has hops to go to reach the leader); the detector
+  /// measures silence from then.
+  void expect_first_heartbeat_at(timestamp at);
   uint64_t max_epoch() const { return max_epoch_; }
   bool is_down(node_id p) const;
   bool is_suspected(node_id p) const;
@@ -217,6 +225,7 @@ protected:
   node_id self_;
   election_config cfg_;
   uint64_t incarnation_ = 0;
+  rtt_estimator rtt_;
 
 private:
   struct peer_status {
@@ -240,6 +249,8 @@ private:
   void step_down(loss_reason why, timestamp now);
   void send_heartbeats(timestamp now);
   void update_acting(timestamp now);
+  /// Quorum guard: when a leader that renewed no lease steps down.
+  timestamp quorum_deadline() const;
   void leader_lost(election_reason reason, timestamp now);
   void emit(election_event e) { events_.push_back(e); }
   peer_status* status(node_id p);
@@ -259,6 +270,9 @@ private:
   uint64_t max_epoch_ = 0;
 
   failure_detector detector_;
+  /// Late-timer grace periods given since the leader's last heartbeat.
+  unsigned late_grants_ = 0;
+  static constexpr unsigned max_late_grants = 1;
   std::optional<timestamp> leaderless_deadline_;
   timestamp abstain_until_{0};
 

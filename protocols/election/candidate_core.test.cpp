@@ -217,6 +217,24 @@ TEST(candidate_core, validate_rejects_a_lease_as_long_as_the_detector_timeout) {
   EXPECT_TRUE(el::validate(cfg));
 }
 
+TEST(candidate_core, validate_checks_every_relation_the_quorum_guard_needs) {
+  el::election_config ok;
+  ok.guard.enabled = true;
+  ASSERT_TRUE(el::validate(ok)) << el::validate(ok).error();
+  auto rejects = [&](auto change, const char* word) {
+    auto cfg = ok;
+    change(cfg);
+    auto r = el::validate(cfg);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().find(word), std::string::npos) << r.error();
+  };
+  rejects([](el::election_config& c) { c.guard.lease = 0ms; }, "lease");
+  rejects([](el::election_config& c) { c.guard.max_clock_drift = -1ms; }, "drift");
+  rejects([](el::election_config& c) { c.guard.lease = 50ms; }, "heartbeat interval");
+  rejects([](el::election_config& c) { c.heartbeat_interval = 99500us; }, "round trip");
+  rejects([](el::election_config& c) { c.detector.timeout = 110ms; }, "detector");
+}
+
 TEST(candidate_core, validate_rejects_a_detector_faster_than_heartbeats) {
   el::election_config cfg;
   cfg.heartbeat_interval = 200ms;
@@ -245,4 +263,82 @@ TEST(candidate_core, a_follower_whose_timer_fires_late_does_not_blame_the_leader
   auto on_time = *net.node(2).next_deadline();
   net.node(2).tick(on_time);
   EXPECT_NE(net.node(2).leader(), id(3));
+}
+
+// Issue 11, defect 2 (`conclave sim --algorithm bully --nodes 5 --guard --preempt`):
+// a leader that takes over while followers still promise an earlier leader's
+// lease (lease + drift) must wait those promises out instead of stepping down a
+// detector timeout after its takeover, and must ask again when they lapse.
+TEST_P(both_algorithms, guarded_preempting_leader_acts_once_old_promises_lapse) {
+  auto cfg = guarded(GetParam());
+  cfg.preempt = true;
+  election_network net(5, cfg);
+  net.start_all(); // every start promises lease + drift: a crash may hide one
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 1s));
+  // Acting one heartbeat round at most after the start promises lapsed.
+  EXPECT_LE(net.now(), el::timestamp{cfg.guard.lease + cfg.guard.max_clock_drift
+                                     + cfg.heartbeat_interval});
+  net.run_for(2s);
+  EXPECT_EQ(net.agreed_leader(), id(5));
+  for (auto& e : net.events(id(5)))
+    EXPECT_NE(e.kind, el::event_kind::lost_leadership);
+}
+
+TEST_P(both_algorithms, guarded_takeover_by_a_rejoining_higher_id_keeps_one_leader) {
+  auto cfg = guarded(GetParam());
+  cfg.preempt = true;
+  election_network net(4, cfg);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 1s));
+  net.crash(id(4));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 1s));
+  net.restart(id(4)); // elects at once while 1 and 2 promised 3's lease
+  bool overlap = false;
+  ASSERT_TRUE(net.run_until(
+      [&] {
+        overlap |= acting_count(net) > 1;
+        return net.agreed_leader() == id(4);
+      },
+      1s));
+  EXPECT_FALSE(overlap);
+  net.run_for(1s);
+  EXPECT_EQ(net.agreed_leader(), id(4));
+}
+
+// Issue 15: the late-timer heuristic gave the leader a fresh timeout whenever the
+// follower's timer fired late; a host whose timers always fire late (starved)
+// never suspected a dead leader.
+TEST(candidate_core, timers_that_always_fire_late_still_end_in_suspicion) {
+  election_network net(3, el::election_config{});
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  net.crash(id(3), /*notify=*/false); // silent: only the detector can tell
+  auto& follower = net.node(1);
+  for (int i = 0; i < 5 && follower.leader() == id(3); ++i)
+    follower.tick(*follower.next_deadline() + 1s); // every firing a second late
+  EXPECT_NE(follower.leader(), id(3));
+}
+
+// Issue 11, defect 4: with the guard, a round trip above lease - heartbeat
+// interval (50 ms by default) leaves gaps in acting. The envelope is computed
+// and a measured round trip near it is warned about.
+TEST(candidate_core, round_trips_near_the_guard_envelope_are_warned_about) {
+  el::election_config cfg;
+  EXPECT_EQ(el::guard_round_trip_budget(cfg), el::duration::max());
+  EXPECT_TRUE(el::round_trip_warning(cfg, 40ms).empty());
+  EXPECT_NE(el::round_trip_warning(cfg, 120ms).find("detector"), std::string::npos);
+  cfg.guard.enabled = true;
+  EXPECT_EQ(el::guard_round_trip_budget(cfg), 50ms);
+  EXPECT_TRUE(el::round_trip_warning(cfg, 30ms).empty());
+  EXPECT_NE(el::round_trip_warning(cfg, 40ms).find("quorum guard"), std::string::npos);
+}
+
+TEST(candidate_core, a_guarded_leader_measures_the_round_trip_it_is_judged_by) {
+  election_network net(3, guarded(el::algorithm::bully), 30ms); // 60 ms round trip
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.node(3).is_leader(); }, 3s));
+  net.run_for(1s);
+  auto rtt = net.node(3).round_trips().smoothed();
+  EXPECT_EQ(rtt, 60ms);
+  EXPECT_FALSE(el::round_trip_warning(net.node(3).config(), rtt).empty());
 }

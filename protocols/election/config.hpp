@@ -62,8 +62,12 @@ struct election_config {
   duration answer_timeout = std::chrono::milliseconds(50);
   /// Bully: after an answer, how long to wait for the coordinator message.
   duration coordinator_timeout = std::chrono::milliseconds(200);
-  /// Ring: how long a sender waits for the successor's ack before retrying.
+  /// Ring: how long a sender waits for the successor's ack before retrying, at
+  /// least. The wait adapts to the measured round trip (srtt + 4 * deviation of
+  /// acked hops and heartbeats), doubles with every retry of one hop, and never
+  /// exceeds hop_timeout_max.
   duration hop_timeout = std::chrono::milliseconds(20);
+  duration hop_timeout_max = std::chrono::seconds(2);
   /// Ring: how many times a silent successor is retried before it is skipped.
   unsigned hop_retries = 1;
   /// Classic Bully: a higher id that (re)joins deposes a lower leader. Off by
@@ -72,8 +76,28 @@ struct election_config {
   quorum_guard_config guard;
 };
 
-/// Checks the settings for contradictions (e.g. a lease longer than the time
-/// followers wait before electing); the error says which setting to change.
+/// The largest heartbeat round trip with which a guarded leader acts without
+/// gaps: a round sent at t renews the lease to t + lease only when its majority
+/// ack is back, and the next round leaves a heartbeat interval later, so a round
+/// trip above `lease - heartbeat_interval` leaves the leader not acting between
+/// rounds (and above `lease`, never acting). max() without the guard.
+duration guard_round_trip_budget(const election_config& cfg);
+
+/// A warning when a measured round trip (e.g. candidate_core::round_trips()
+/// .smoothed()) approaches what the settings tolerate: above 3/4 of the guard's
+/// budget, or above the detector timeout minus the heartbeat interval (the
+/// slack a follower has before it suspects). Empty when the settings fit.
+std::string round_trip_warning(const election_config& cfg, duration rtt);
+
+/// The smallest `lease - heartbeat_interval` validate() accepts with the guard.
+constexpr duration min_round_trip_budget = std::chrono::milliseconds(1);
+
+/// Checks the settings for contradictions; the error says which setting to
+/// change. With the quorum guard: lease > 0, drift >= 0, lease + drift < detector
+/// timeout (a follower's promise lapses before it suspects and elects), lease >
+/// heartbeat interval + min_round_trip_budget (renewals can arrive before the
+/// lease lapses; the difference is the largest round trip a leader keeps acting
+/// with), detector timeout > heartbeat interval.
 outcome::result<void, std::string> validate(const election_config& cfg);
 
 } // namespace conclave::election

@@ -48,7 +48,10 @@ struct ring_election_msg {
   uint64_t hop = 0; ///< per-sender sequence number, echoed by ring_ack
   uint64_t epoch = 0;
   std::vector<node_id> alive;
-  std::vector<uint64_t> incarnations; ///< of the members in `alive`, same order
+  std::vector<uint64_t> incarnations; ///< of the members in `alive`, same order;
+                                      ///< the first is the initiator's
+  uint64_t from_incarnation = 0;      ///< the sender's: hops count per life
+  uint64_t round = 0;                 ///< the initiator's round number (per incarnation)
 };
 
 /// Ring: the announcement travelling the ring once more: "the leader is t.leader".
@@ -57,6 +60,7 @@ struct ring_coordinator_msg {
   node_id initiator;
   uint64_t hop = 0;
   term t;
+  uint64_t from_incarnation = 0;
 };
 
 /// Ring: "I received hop `hop` from you" — lets the sender skip a dead successor.
@@ -75,12 +79,16 @@ struct heartbeat_msg {
 
 /// Follower → leader. `t` is the follower's current term: a leader that reads a
 /// higher term there learns it has been replaced and steps down. `accepted` is
-/// false when the follower rejected the heartbeat as stale.
+/// false when the follower rejected the heartbeat as stale, or (quorum guard)
+/// did not renew the lease because it still promised another leader's: then
+/// `busy_for_ns` says for how much longer, so that the new leader asks again as
+/// soon as the promise lapses instead of waiting for its next round.
 struct heartbeat_ack_msg {
   node_id from;
   term t;
   uint64_t seq = 0;
   bool accepted = false;
+  uint64_t busy_for_ns = 0;
 };
 
 /// Leader → everyone: "I give up term t; elect someone else now."
@@ -149,11 +157,12 @@ typename Inspector::result_type inspect(Inspector& f, coordinator_msg& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_election_msg& x) {
   return f(caf::meta::type_name("ring_election_msg"), x.from, x.initiator, x.hop, x.epoch,
-           x.alive, x.incarnations);
+           x.alive, x.incarnations, x.from_incarnation, x.round);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_coordinator_msg& x) {
-  return f(caf::meta::type_name("ring_coordinator_msg"), x.from, x.initiator, x.hop, x.t);
+  return f(caf::meta::type_name("ring_coordinator_msg"), x.from, x.initiator, x.hop, x.t,
+           x.from_incarnation);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ring_ack_msg& x) {
@@ -165,7 +174,8 @@ typename Inspector::result_type inspect(Inspector& f, heartbeat_msg& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, heartbeat_ack_msg& x) {
-  return f(caf::meta::type_name("heartbeat_ack_msg"), x.from, x.t, x.seq, x.accepted);
+  return f(caf::meta::type_name("heartbeat_ack_msg"), x.from, x.t, x.seq, x.accepted,
+           x.busy_for_ns);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, resign_msg& x) {

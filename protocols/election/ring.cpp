@@ -22,55 +22,113 @@ void set_hop(message& m, uint64_t hop) {
 } // namespace
 
 duration ring_core::round_timeout() const {
-  return cfg_.hop_timeout * (cfg_.hop_retries + 1) * 2
-         * static_cast<int64_t>(members().size());
+  // Every hop of both rounds may take all its tries (timeouts double per try).
+  duration per_hop{0};
+  for (unsigned t = 0; t <= cfg_.hop_retries; ++t)
+    per_hop += hop_timeout(t);
+  return per_hop * 2 * static_cast<int64_t>(members().size());
+}
+
+void ring_core::allow_for_announcement(node_id leader, timestamp now) {
+  // The announcement reaches the leader after the hops between here and it, and
+  // its first heartbeat needs one more: at a 21 ms delay and n = 9 that silence
+  // (n hops) exceeded the detector timeout and followers suspected a leader that
+  // had not heard yet that it leads.
+  const auto& ms = members();
+  auto pos = [&](node_id x) {
+    return std::lower_bound(ms.begin(), ms.end(), x) - ms.begin();
+  };
+  auto n = static_cast<int64_t>(ms.size());
+  auto hops = ((pos(leader) - pos(self_)) % n + n) % n + 1;
+  auto one_way = hop_timeout(0) / 2;
+  expect_first_heartbeat_at(now + one_way * hops);
+}
+
+duration ring_core::hop_timeout(unsigned tries) const {
+  auto cap = std::max(cfg_.hop_timeout_max, cfg_.hop_timeout);
+  auto t = rtt_.timeout(cfg_.hop_timeout, cap);
+  for (unsigned i = 0; i < tries && t < cap; ++i)
+    t *= 2;
+  return std::min(t, cap);
 }
 
 void ring_core::begin_election(timestamp now) {
   participating_ = self_;
-  round_deadline_ = now + round_timeout();
-  forward(ring_election_msg{self_, self_, 0, max_epoch(), {self_}, {incarnation_}}, now);
+  round_started_ = now;
+  ++round_;
+  auto& r = round_of(self_);
+  r = {self_, incarnation_, round_, true, false};
+  forward(
+      ring_election_msg{
+          self_, self_, 0, max_epoch(), {self_}, {incarnation_}, incarnation_, round_},
+      now);
+}
+
+ring_core::round_seen& ring_core::round_of(node_id initiator) {
+  for (auto& r : rounds_seen_)
+    if (r.initiator == initiator)
+      return r;
+  rounds_seen_.push_back({initiator});
+  return rounds_seen_.back();
 }
 
 void ring_core::end_election() {
   participating_ = no_node;
-  round_deadline_.reset();
+  round_started_.reset();
 }
 
-void ring_core::forward(message m, timestamp now) {
+void ring_core::forward(message m, timestamp now, node_id gave_up) {
   const bool is_election = std::holds_alternative<ring_election_msg>(m);
   const auto initiator = initiator_of(m);
   const auto& ms = members();
   auto self_pos = std::lower_bound(ms.begin(), ms.end(), self_) - ms.begin();
   const auto n = static_cast<std::ptrdiff_t>(ms.size());
+  // Members skipped on the way: the transport reported them down, or (up to
+  // `gave_up`) they did not ack this very message. A member that is merely
+  // suspected (its leader heartbeats stopped, an earlier hop went unacked) is
+  // tried: in a ring a member hears only from its neighbours, so a suspicion it
+  // never tests would never be lifted, and the leader chosen past it would never
+  // be told (issue 11, defect 1).
+  std::vector<node_id> skipped;
+  bool skipping = gave_up != no_node;
   for (std::ptrdiff_t i = 1; i < n; ++i) {
     auto c = ms[static_cast<size_t>((self_pos + i) % n)];
-    if (!is_suspected(c)) {
-      if (next_hop_ < static_cast<uint64_t>(now.count()))
-        next_hop_ = static_cast<uint64_t>(now.count());
+    bool skip = skipping || is_down(c);
+    if (c == gave_up)
+      skipping = false;
+    if (!skip) {
       auto hop = ++next_hop_;
       set_hop(m, hop);
       send(c, m);
-      pending_.push_back({hop, c, std::move(m), 0, now + cfg_.hop_timeout});
+      // A suspected member gets one try, not hop_retries + 1.
+      unsigned tries = is_suspected(c) ? cfg_.hop_retries : 0;
+      pending_.push_back({hop, c, std::move(m), tries, now + hop_timeout(tries), now});
       return;
     }
+    skipped.push_back(c);
     if (c == initiator) {
       // The initiator is gone: whoever must skip it completes its round.
       if (is_election)
-        finalize(std::get<ring_election_msg>(m), now);
+        finalize(std::get<ring_election_msg>(m), now, skipped);
       return;
     }
   }
   // Nobody else is alive: the token is back at us.
   if (is_election)
-    finalize(std::get<ring_election_msg>(m), now);
+    finalize(std::get<ring_election_msg>(m), now, skipped);
 }
 
-void ring_core::finalize(const ring_election_msg& m, timestamp now) {
+void ring_core::finalize(const ring_election_msg& m, timestamp now,
+                         const std::vector<node_id>& skipped) {
+  // Never choose a member this one could not reach: the announcement would skip
+  // it too, and everyone would follow a leader that does not know it leads.
+  auto unreachable = [&](node_id x) {
+    return is_down(x) || std::find(skipped.begin(), skipped.end(), x) != skipped.end();
+  };
   node_id leader = abstaining(now) ? no_node : self_;
   uint64_t incarnation = incarnation_;
   for (size_t i = 0; i < m.alive.size(); ++i) {
-    if (m.alive[i] > leader) {
+    if (m.alive[i] > leader && m.alive[i] != self_ && !unreachable(m.alive[i])) {
       leader = m.alive[i];
       incarnation = i < m.incarnations.size() ? m.incarnations[i] : 0;
     }
@@ -81,19 +139,24 @@ void ring_core::finalize(const ring_election_msg& m, timestamp now) {
   term t{std::max(m.epoch, max_epoch()) + 1, leader, incarnation};
   if (!accept_claim(t, self_, now))
     return;
-  forward(ring_coordinator_msg{self_, self_, 0, t}, now);
+  announced_ = t;
+  allow_for_announcement(t.leader, now);
+  forward(ring_coordinator_msg{self_, self_, 0, t, incarnation_}, now);
 }
 
-bool ring_core::duplicate(node_id from, uint64_t hop) {
-  for (auto& [id, last] : last_hop_from_) {
-    if (id == from) {
-      if (hop <= last)
-        return true;
-      last = hop;
-      return false;
-    }
+bool ring_core::duplicate(node_id from, uint64_t incarnation, uint64_t hop) {
+  for (auto& x : last_hop_from_) {
+    if (x.from != from)
+      continue;
+    if (incarnation < x.incarnation)
+      return true; // from an earlier life of the sender
+    if (incarnation == x.incarnation && hop <= x.hop)
+      return true;
+    x.incarnation = incarnation;
+    x.hop = hop;
+    return false;
   }
-  last_hop_from_.emplace_back(from, hop);
+  last_hop_from_.push_back({from, incarnation, hop});
   return false;
 }
 
@@ -103,32 +166,74 @@ void ring_core::on_algorithm_message(const message& m, timestamp now) {
   } else if (auto c = std::get_if<ring_coordinator_msg>(&m)) {
     on_coordinator(*c, now);
   } else if (auto a = std::get_if<ring_ack_msg>(&m)) {
-    auto i = std::find_if(pending_.begin(), pending_.end(), [&](const pending_hop& p) {
-      return p.hop == a->hop && p.target == a->from;
-    });
-    if (i != pending_.end())
-      pending_.erase(i);
+    on_ack(*a, now);
   }
   // Bully messages are not ours: a misconfigured peer. Ignored.
 }
 
+void ring_core::on_ack(const ring_ack_msg& a, timestamp now) {
+  // The round trip counts from the first send: an ack of a retry overestimates
+  // it, which errs towards longer timeouts (Karn's rule would leave no sample at
+  // all when every first try times out, and the timeout would never adapt).
+  auto i = std::find_if(pending_.begin(), pending_.end(), [&](const pending_hop& p) {
+    return p.hop == a.hop && p.target == a.from;
+  });
+  if (i != pending_.end()) {
+    rtt_.sample(now - i->sent_at);
+    pending_.erase(i);
+    return;
+  }
+  auto g = std::find_if(given_up_.begin(), given_up_.end(), [&](const given_up& x) {
+    return x.hop == a.hop && x.target == a.from;
+  });
+  if (g != given_up_.end()) {
+    // Just too late this time; not next time. An ack far later than the waits
+    // tells of a frozen or overloaded successor, not of the network, and would
+    // stretch every timeout: it is left out.
+    auto rtt = now - g->sent_at;
+    if (rtt <= 4 * hop_timeout(cfg_.hop_retries))
+      rtt_.sample(rtt);
+    given_up_.erase(g);
+  }
+}
+
 void ring_core::on_election(const ring_election_msg& m, timestamp now) {
   send(m.from, ring_ack_msg{self_, m.hop});
-  if (duplicate(m.from, m.hop))
+  if (duplicate(m.from, m.from_incarnation, m.hop))
     return;
+  if ((is_leader() || following_live_leader()) && m.epoch < current_term().epoch)
+    return; // a round begun before the current term was chosen: stale, drop it
+  // One round travels as one token: a copy (a hop resent to a slow successor
+  // that was then skipped, or duplicated by the network) is dropped here, so a
+  // round costs at most one forward and one completion per member.
+  auto inc = m.incarnations.empty() ? 0 : m.incarnations.front();
+  auto& r = round_of(m.initiator);
+  if (std::make_pair(inc, m.round) < std::make_pair(r.incarnation, r.round))
+    return; // an older round of this initiator
+  if (std::make_pair(inc, m.round) > std::make_pair(r.incarnation, r.round))
+    r = {m.initiator, inc, m.round, false, false};
   observe_epoch(m.epoch);
   if (m.initiator == self_
       || std::find(m.alive.begin(), m.alive.end(), self_) != m.alive.end()) {
-    finalize(m, now);
+    if (r.finalized)
+      return;
+    if (m.initiator == self_ && (inc != incarnation_ || m.round != round_))
+      return; // an earlier round of this member: a later one replaced it
+    r.finalized = true;
+    finalize(m, now, {});
     return;
   }
+  if (r.forwarded)
+    return;
   if (participating_ != no_node && m.initiator < participating_)
     return; // extinction: a higher initiator's round is under way
+  r.forwarded = true;
   participating_ = std::max(participating_, m.initiator);
-  if (!round_deadline_)
-    round_deadline_ = now + round_timeout();
+  if (!round_started_)
+    round_started_ = now;
   ring_election_msg next = m;
   next.from = self_;
+  next.from_incarnation = incarnation_;
   if (!abstaining(now)) {
     next.alive.push_back(self_);
     next.incarnations.push_back(incarnation_);
@@ -139,12 +244,17 @@ void ring_core::on_election(const ring_election_msg& m, timestamp now) {
 
 void ring_core::on_coordinator(const ring_coordinator_msg& m, timestamp now) {
   send(m.from, ring_ack_msg{self_, m.hop});
-  if (duplicate(m.from, m.hop) || m.initiator == self_)
+  if (duplicate(m.from, m.from_incarnation, m.hop) || m.initiator == self_)
     return; // a duplicate, or the announcement went all the way round
+  if (announced_ == m.t)
+    return; // a copy of an announcement this member already passed on
   if (!accept_claim(m.t, m.from, now))
     return; // stale: stop spreading it
+  announced_ = m.t;
+  allow_for_announcement(m.t.leader, now);
   ring_coordinator_msg next = m;
   next.from = self_;
+  next.from_incarnation = incarnation_;
   forward(std::move(next), now);
 }
 
@@ -160,17 +270,20 @@ void ring_core::on_algorithm_tick(timestamp now) {
     }
   }
   for (auto& p : due) {
-    if (p.tries < cfg_.hop_retries && !is_suspected(p.target)) {
+    if (p.tries < cfg_.hop_retries && !is_down(p.target)) {
       send(p.target, p.msg);
       p.tries += 1;
-      p.deadline = now + cfg_.hop_timeout;
+      p.deadline = now + hop_timeout(p.tries);
       pending_.push_back(std::move(p));
     } else {
       mark_suspected(p.target);
-      forward(std::move(p.msg), now);
+      if (given_up_.size() >= 16)
+        given_up_.erase(given_up_.begin());
+      given_up_.push_back({p.hop, p.target, p.sent_at});
+      forward(std::move(p.msg), now, p.target);
     }
   }
-  if (round_deadline_ && now >= *round_deadline_) {
+  if (round_started_ && now >= *round_started_ + round_timeout()) {
     end_election();
     start_election(election_reason::election_timeout, now);
   }
@@ -187,11 +300,13 @@ void ring_core::on_peer_down_hook(node_id p, timestamp now) {
     }
   }
   for (auto& h : lost)
-    forward(std::move(h.msg), now);
+    forward(std::move(h.msg), now, p);
 }
 
 std::optional<timestamp> ring_core::algorithm_deadline() const {
-  std::optional<timestamp> result = round_deadline_;
+  std::optional<timestamp> result;
+  if (round_started_)
+    result = *round_started_ + round_timeout(); // grows as round trips are measured
   for (auto& p : pending_)
     if (!result || p.deadline < *result)
       result = p.deadline;

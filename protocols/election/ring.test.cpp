@@ -134,7 +134,8 @@ TEST(ring, stale_ring_coordinator_is_rejected_and_not_forwarded) {
   net.reset_counts();
   auto t = net.node(1).current_term();
   net.node(1).handle(
-      el::ring_coordinator_msg{id(4), id(3), ~uint64_t{0}, {t.epoch - 1, id(2)}},
+      el::ring_coordinator_msg{
+          id(4), id(3), ~uint64_t{0}, {t.epoch - 1, id(2)}, net.node(4).incarnation()},
       net.now());
   EXPECT_EQ(net.node(1).leader(), id(4));
   EXPECT_EQ(net.node(1).stats().stale_rejected, 1u);
@@ -148,4 +149,80 @@ TEST(ring, resign_hands_over_to_the_next_highest) {
   ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 3s));
   ASSERT_TRUE(net.node(5).resign(net.now()));
   ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 2s));
+}
+
+// Issue 11, defect 1: a member that suspected the highest id (its leader went
+// silent while this member was frozen) skipped it without trying, chose it as
+// leader on its behalf and announced that past it, so everyone followed a leader
+// that never learnt it leads; every re-election repeated the same skip.
+TEST(ring, a_member_tries_a_suspected_successor_before_skipping_it) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  core->handle(el::heartbeat_msg{id(3), {1, id(3), 1}, 1}, el::timestamp{1ms});
+  ASSERT_EQ(core->leader(), id(3));
+  core->outbox().clear();
+  core->tick(el::timestamp{1ms} + cfg.detector.timeout); // suspects its leader 3
+  // Node 3's own token arrives from node 1 (3 -> 1 -> 2) while 2 suspects 3.
+  core->handle(el::ring_election_msg{id(1), id(3), 7, 1, {id(3), id(1)}, {1, 1}},
+               el::timestamp{1ms} + cfg.detector.timeout + 1ms);
+  bool told_3 = false;
+  for (auto& o : core->outbox()) {
+    if (o.to == id(3))
+      told_3 |= std::holds_alternative<el::ring_election_msg>(o.msg)
+                || std::holds_alternative<el::ring_coordinator_msg>(o.msg);
+    if (auto c = std::get_if<el::ring_coordinator_msg>(&o.msg)) {
+      EXPECT_TRUE(c->t.leader != id(3) || o.to == id(3))
+          << "announced leader 3 past node 3 to node " << el::to_string(o.to);
+    }
+  }
+  EXPECT_TRUE(told_3);
+}
+
+TEST(ring, a_round_completed_for_a_silent_initiator_does_not_choose_it) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  election_network net(5, cfg);
+  net.start_all();
+  net.node(5).request_election(net.now()); // 5 -> 1 -> 2 -> 3 -> 4 -> 5
+  net.run_for(1500us);                     // the token has left 5
+  net.crash(id(5), /*notify=*/false);
+  // 4 completes the round in 5's place; 5 cannot be told it won, so 4 must not
+  // choose it (everyone would follow a dead leader until their detectors fire).
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 2s));
+  EXPECT_EQ(net.agreed_leader(), id(4));
+  for (uint64_t i = 1; i <= 4; ++i)
+    for (auto& e : net.events(id(i)))
+      EXPECT_FALSE(e.kind == el::event_kind::leader_changed && e.peer == id(5))
+          << "node " << i << " followed the silent initiator 5";
+}
+
+// Issue 15: hop numbers were seeded from the sender's clock, so a member
+// restarted with a lower clock had its tokens dropped as duplicates. They now
+// count per incarnation, and a newer incarnation starts afresh.
+TEST(ring, a_restarted_member_s_tokens_are_not_taken_for_duplicates) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  auto forwarded_to_3 = [&] {
+    bool any = false;
+    for (auto& o : core->outbox())
+      any |= o.to == id(3) && std::holds_alternative<el::ring_election_msg>(o.msg);
+    core->outbox().clear();
+    return any;
+  };
+  // Node 1 in its first life, late in its hop numbers.
+  core->handle(el::ring_election_msg{id(1), id(1), 1'000'000, 0, {id(1)}, {1}, 1, 1},
+               el::timestamp{1ms});
+  EXPECT_TRUE(forwarded_to_3());
+  // Node 1 restarted: incarnation 2, hop numbers from 1 again.
+  core->handle(el::ring_election_msg{id(1), id(1), 1, 0, {id(1)}, {2}, 2, 1},
+               el::timestamp{2ms});
+  EXPECT_TRUE(forwarded_to_3());
+  // A straggler from the first life is dropped.
+  core->handle(el::ring_election_msg{id(1), id(1), 1'000'001, 0, {id(1)}, {1}, 1, 2},
+               el::timestamp{3ms});
+  EXPECT_FALSE(forwarded_to_3());
 }
