@@ -103,6 +103,7 @@ private:
 
 void unlock(step_record& s) {
   s.locked_by = {};
+  s.agent = 0;
   s.complete_by.reset();
 }
 
@@ -191,6 +192,7 @@ dispatch make_dispatch(const job_view& v, const step_record& s) {
 /// Locks step `s` for `by` under a new attempt.
 void lock(txn& t, step_record& s, scheduler_ref by) {
   s.locked_by = by;
+  s.agent = 0; // the host names the agent it dispatches to
   s.complete_by = t.now() + s.spec.timeout;
   s.attempt.value += 1;
   if (s.state != S::compensating)

@@ -215,6 +215,7 @@ std::string encode(const step_record& s) {
   w.u8(static_cast<uint8_t>(s.state));
   w.u64(s.locked_by.instance);
   w.u64(s.locked_by.incarnation);
+  w.u64(s.agent);
   w.u8(s.complete_by ? 1 : 0);
   put_i64(w, s.complete_by ? s.complete_by->count() : 0);
   w.u32(s.failure_count);
@@ -241,6 +242,7 @@ result<step_record> decode_step(std::string_view bytes, const record_limits& lim
   s.state = r.enumeration<step_state>(step_state_count);
   s.locked_by.instance = r.u64();
   s.locked_by.incarnation = r.u64();
+  s.agent = r.u64();
   auto has_deadline = r.flag();
   auto deadline = timestamp{r.i64()};
   if (has_deadline)

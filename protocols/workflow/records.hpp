@@ -97,6 +97,9 @@ struct step_record {
   step_state state = step_state::pending;
   /// The scheduler holding the step (empty when free).
   scheduler_ref locked_by;
+  /// The agent the running attempt was sent to (0 when free): the supervisor
+  /// recovers its steps when it dies.
+  uint64_t agent = 0;
   /// Deadline of the running attempt (none when free).
   std::optional<timestamp> complete_by;
   /// Recoveries so far (forward action).
