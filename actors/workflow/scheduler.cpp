@@ -124,13 +124,34 @@ void claim_job(scheduler_impl self, const job_id& job, bool resuming,
                             });
 }
 
-void claim_all(scheduler_impl self, std::shared_ptr<std::vector<job_id>> jobs, size_t i,
+/// Claims the jobs with up to `claims_in_flight` transactions at a time
+/// (different jobs never conflict: each transaction locks its own job row);
+/// `done` runs when all are answered.
+void claim_all(scheduler_impl self, std::shared_ptr<std::vector<job_id>> jobs,
                bool resuming, std::function<void()> done) {
-  if (i == jobs->size())
+  if (jobs->empty())
     return done();
-  claim_job(self, (*jobs)[i], resuming, [self, jobs, i, resuming, done] {
-    claim_all(self, jobs, i + 1, resuming, done);
-  });
+  struct progress {
+    size_t next = 0;
+    size_t left = 0;
+  };
+  auto p = std::make_shared<progress>();
+  p->left = jobs->size();
+  auto launch = std::make_shared<std::function<void()>>();
+  *launch = [self, jobs, resuming, done, p, launch] {
+    auto i = p->next++;
+    claim_job(self, (*jobs)[i], resuming, [jobs, done, p, launch] {
+      if (p->next < jobs->size())
+        (*launch)();
+      if (--p->left == 0) {
+        done();
+        *launch = nullptr; // break the cycle
+      }
+    });
+  };
+  auto width = std::min<size_t>(jobs->size(), self->state.opts.claims_in_flight);
+  for (size_t k = 0; k < width; ++k)
+    (*launch)();
 }
 
 void poll(scheduler_impl self) {
@@ -149,7 +170,7 @@ void poll(scheduler_impl self) {
                      for (auto& [k, v] : items)
                        if (auto j = layout::decode_ready_key(k))
                          jobs->push_back(j.value());
-                   claim_all(self, jobs, 0, false, [self] {
+                   claim_all(self, jobs, false, [self] {
                      auto& st = self->state;
                      st.polling = false;
                      if (st.poll_again) {
@@ -185,7 +206,7 @@ void start(scheduler_impl self) {
                                   if (auto d = decode_due_key(k);
                                       d && seen.insert(d.value().job.value).second)
                                     jobs->push_back(d.value().job);
-                              claim_all(self, jobs, 0, true, [self] {
+                              claim_all(self, jobs, true, [self] {
                                 self->state.ready = true;
                                 poll(self);
                                 arm_poll(self);

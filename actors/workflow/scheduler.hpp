@@ -41,6 +41,8 @@ struct scheduler_options {
   store::store_actor store;
   std::vector<agent_entry> agents;
   duration poll_interval = std::chrono::milliseconds{5};
+  /// Claim transactions in flight at once (each locks a different job).
+  size_t claims_in_flight = 16;
   /// How long after a deadline the scheduler stops waiting for a reply.
   duration reply_slack = std::chrono::milliseconds{1};
   std::shared_ptr<workflow_probe> probe;
