@@ -120,6 +120,8 @@ void try_once(agent_impl self, uint64_t token) {
 agent_actor::behavior_type make_agent(agent_impl self, agent_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
+  // Unexpected messages are dropped, not printed (stdout may carry --json).
+  self->set_default_handler(caf::drop);
   st.rng.seed(st.opts.seed);
   if (st.opts.probe)
     st.probe = st.opts.probe.get();

@@ -219,6 +219,8 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
                                               scheduler_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
+  // Unexpected messages are dropped, not printed (stdout may carry --json).
+  self->set_default_handler(caf::drop);
   if (st.opts.probe)
     st.probe = st.opts.probe.get();
   st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store);

@@ -127,6 +127,8 @@ supervisor_actor::behavior_type make_supervisor(supervisor_impl self,
                                                 supervisor_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
+  // Unexpected messages are dropped, not printed (stdout may carry --json).
+  self->set_default_handler(caf::drop);
   if (st.opts.probe)
     st.probe = st.opts.probe.get();
   st.store = std::make_unique<job_store<supervisor_actor::base>>(self, st.opts.store);

@@ -46,6 +46,8 @@ step_outcome failure(failure_kind k, const char* kind) {
 
 impl_actor::behavior_type make_service(impl self, std::shared_ptr<test_service_state> s) {
   self->state.shared = std::move(s);
+  // Unexpected messages are dropped, not printed (stdout may carry --json).
+  self->set_default_handler(caf::drop);
   return {
       [self](service_call& c) -> caf::result<step_outcome> {
         auto& s = *self->state.shared;
