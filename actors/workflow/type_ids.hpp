@@ -90,8 +90,9 @@ inline std::optional<errc> to_errc(const caf::error& e) {
   return static_cast<errc>(e.code());
 }
 
-/// Registers the workflow (and election, for leadership events) message types
-/// and a readable rendering of workflow errors.
+/// Registers the workflow message types and a readable rendering of workflow
+/// errors. Supervisors also receive leadership events: register the election
+/// block (caf::id_block::conclave_election) and the store's (add_store_types).
 inline void add_workflow_types(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::conclave_workflow>();
   cfg.add_error_category(
