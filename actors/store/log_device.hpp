@@ -1,0 +1,51 @@
+// The log device a store host writes its records to (DESIGN.md, "One store
+// host for both worlds"). The host appends every record the store core
+// returns, asks for a sync, and learns that records are durable only through
+// the completion it passes. The device never blocks the host; the completion
+// may run on any thread, or inside sync() itself, so hosts make it do nothing
+// but post a message to the host actor: syncs complete as events in both
+// worlds.
+//
+// Implementations: memory_log_device (tests and simulation: durable on the
+// next event, can lose unsynced records on a simulated crash). The file WAL
+// (segment files, group commit on a writer thread) plugs in behind the same
+// interface later; its completions come back from the writer thread.
+#pragma once
+
+#include "protocols/store/errc.hpp"
+#include "protocols/store/log_record.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace conclave::store {
+
+class log_device {
+public:
+  /// The durable lsn, or the error that stopped the device (fatal: the host
+  /// stops accepting work). May run on any thread or inside sync().
+  using sync_callback = std::function<void(result<lsn>)>;
+
+  virtual ~log_device() = default;
+
+  /// Appends one record (lsn order). An error here is fatal for the host.
+  virtual result<void> append(const log_record& r) = 0;
+
+  /// Makes everything appended so far durable; `done` gets the durable lsn.
+  virtual void sync(sync_callback done) = 0;
+
+  /// Stores a checkpoint image covering every record up to `at` (durable
+  /// ones only); records up to `at` may then be dropped.
+  virtual result<void> checkpoint(std::string image, lsn at) = 0;
+
+  /// What a restarted host replays: the newest checkpoint image (empty if
+  /// none) and the durable records after it, in lsn order.
+  struct recovered {
+    std::string checkpoint;
+    std::vector<log_record> records;
+  };
+  virtual result<recovered> recover() = 0;
+};
+
+} // namespace conclave::store

@@ -1,0 +1,245 @@
+// The thread-free store host on CAF's test coordinator: commits answered only
+// once the device's sync event arrives, lock waits answered on grant, lock
+// timeouts in virtual time, device failures, restart on the same device.
+#include "actors/store/store_host.hpp"
+
+#include "actors/store/memory_log_device.hpp"
+#include "tests/support/ask.hpp"
+#include "tests/support/coordinator_fixture.hpp"
+
+using namespace conclave::store;
+using namespace std::chrono_literals;
+using conclave::testing::ask;
+namespace atoms = conclave::store_atoms;
+
+namespace {
+
+class store_host_test : public conclave::testing::coordinator_fixture {
+protected:
+  void configure(caf::actor_system_config& cfg) override { add_store_types(cfg); }
+
+  void SetUp() override {
+    coordinator_fixture::SetUp();
+    device = std::make_shared<memory_log_device>();
+    host = start();
+  }
+
+  store_actor start(bool strong = true) {
+    store_host_options o;
+    o.device = device;
+    o.strong = strong;
+    auto h = track(spawn_store_host(sys(), o));
+    auto opened =
+        ask<bool>(sys(), h, atoms::open_atom_v, std::string{"d"},
+                  collection_kind::dictionary, std::string{"k"}, std::string{"v"});
+    run();
+    EXPECT_TRUE(opened->done && opened->value) << caf::to_string(opened->error);
+    return h;
+  }
+
+  txn_id begin() {
+    auto t = ask<txn_id>(sys(), host, atoms::begin_atom_v);
+    run();
+    return *t->value;
+  }
+
+  op_request req(txn_id t, operation op, std::string key, std::string value = {}) {
+    op_request r;
+    r.txn = t;
+    r.op = op;
+    r.collection = "d";
+    r.key = std::move(key);
+    r.value = std::move(value);
+    return r;
+  }
+
+  /// Writes key=value in its own committed transaction.
+  void put(const std::string& k, const std::string& v) {
+    auto t = begin();
+    ask<op_result>(sys(), host, req(t, operation::add_or_update, k, v), uint32_t{0});
+    auto c = ask<uint64_t>(sys(), host, atoms::commit_atom_v, t);
+    run();
+    ASSERT_TRUE(c->value) << caf::to_string(c->error);
+  }
+
+  std::optional<std::string> get(const std::string& k) {
+    auto t = begin();
+    auto r = ask<op_result>(sys(), host, req(t, operation::try_get, k), uint32_t{0});
+    run();
+    ask<bool>(sys(), host, atoms::abort_atom_v, t);
+    run();
+    if (!r->value || !r->value->found)
+      return std::nullopt;
+    return r->value->value;
+  }
+
+  std::shared_ptr<memory_log_device> device;
+  store_actor host;
+};
+
+} // namespace
+
+TEST_F(store_host_test, a_commit_is_answered_only_after_the_sync_event) {
+  device->set_auto_sync(false);
+  auto t = begin();
+  auto w = ask<op_result>(sys(), host, req(t, operation::add, "a", "1"), uint32_t{0});
+  run();
+  ASSERT_TRUE(w->value);
+  auto c = ask<uint64_t>(sys(), host, atoms::commit_atom_v, t);
+  run();
+  EXPECT_FALSE(c->done);
+  EXPECT_EQ(device->held_syncs(), 1u);
+  device->release_syncs();
+  run();
+  ASSERT_TRUE(c->done);
+  EXPECT_EQ(*c->value, device->durable_lsn().value);
+  EXPECT_EQ(get("a"), "1");
+}
+
+TEST_F(store_host_test, commits_during_a_sync_share_the_next_one) {
+  device->set_auto_sync(false);
+  std::vector<std::shared_ptr<conclave::testing::reply<uint64_t>>> commits;
+  for (int i = 0; i < 5; ++i) {
+    auto t = begin();
+    ask<op_result>(sys(), host, req(t, operation::add, "k" + std::to_string(i), "v"),
+                   uint32_t{0});
+    commits.push_back(ask<uint64_t>(sys(), host, atoms::commit_atom_v, t));
+    run();
+  }
+  auto before = device->syncs();
+  device->release_syncs(); // the first commit's sync
+  run();
+  device->release_syncs(); // one sync for the four others
+  run();
+  for (auto& c : commits)
+    EXPECT_TRUE(c->done && c->value);
+  EXPECT_EQ(device->syncs() - before, 1u);
+}
+
+TEST_F(store_host_test, a_waiting_read_is_answered_when_the_writer_commits) {
+  auto t1 = begin();
+  ask<op_result>(sys(), host, req(t1, operation::add_or_update, "x", "new"), uint32_t{0});
+  run();
+  auto t2 = begin();
+  auto r = ask<op_result>(sys(), host, req(t2, operation::try_get, "x"), uint32_t{0});
+  run();
+  EXPECT_FALSE(r->done);
+  ask<uint64_t>(sys(), host, atoms::commit_atom_v, t1);
+  run();
+  ASSERT_TRUE(r->done);
+  ASSERT_TRUE(r->value) << caf::to_string(r->error);
+  EXPECT_EQ(r->value->value, "new");
+}
+
+TEST_F(store_host_test, a_lock_wait_times_out_in_virtual_time) {
+  auto t1 = begin();
+  ask<op_result>(sys(), host, req(t1, operation::add_or_update, "x", "1"), uint32_t{0});
+  run();
+  auto t2 = begin();
+  auto r = ask<op_result>(sys(), host, req(t2, operation::add_or_update, "x", "2"),
+                          uint32_t{100});
+  advance(99ms);
+  EXPECT_FALSE(r->done);
+  advance(2ms);
+  ASSERT_TRUE(r->done);
+  EXPECT_EQ(to_errc(r->error), errc::lock_timeout);
+  // The holder is unaffected.
+  auto c = ask<uint64_t>(sys(), host, atoms::commit_atom_v, t1);
+  run();
+  EXPECT_TRUE(c->value);
+}
+
+TEST_F(store_host_test, an_earlier_deadline_fires_first_and_the_later_one_still_fires) {
+  auto t1 = begin();
+  ask<op_result>(sys(), host, req(t1, operation::add_or_update, "x", "1"), uint32_t{0});
+  run();
+  auto t2 = begin();
+  auto t3 = begin();
+  auto slow =
+      ask<op_result>(sys(), host, req(t2, operation::try_get, "x"), uint32_t{500});
+  run();
+  auto fast = ask<op_result>(sys(), host, req(t3, operation::try_get, "x"), uint32_t{50});
+  advance(60ms);
+  EXPECT_TRUE(fast->done);
+  EXPECT_FALSE(slow->done);
+  advance(450ms);
+  EXPECT_TRUE(slow->done);
+  EXPECT_EQ(to_errc(slow->error), errc::lock_timeout);
+}
+
+TEST_F(store_host_test, abort_answers_the_parked_operation_and_frees_the_lock) {
+  auto t1 = begin();
+  ask<op_result>(sys(), host, req(t1, operation::add_or_update, "x", "1"), uint32_t{0});
+  run();
+  auto t2 = begin();
+  auto parked =
+      ask<op_result>(sys(), host, req(t2, operation::try_get, "x"), uint32_t{0});
+  run();
+  ask<bool>(sys(), host, atoms::abort_atom_v, t2);
+  run();
+  ASSERT_TRUE(parked->done);
+  EXPECT_EQ(to_errc(parked->error), errc::transaction_finished);
+  ask<bool>(sys(), host, atoms::abort_atom_v, t1);
+  run();
+  EXPECT_EQ(get("x"), std::nullopt);
+}
+
+TEST_F(store_host_test, a_failed_sync_stops_the_host) {
+  auto t = begin();
+  ask<op_result>(sys(), host, req(t, operation::add, "a", "1"), uint32_t{0});
+  run();
+  device->fail_syncs();
+  auto c = ask<uint64_t>(sys(), host, atoms::commit_atom_v, t);
+  run();
+  ASSERT_TRUE(c->done);
+  EXPECT_TRUE(c->error);
+  auto b = ask<txn_id>(sys(), host, atoms::begin_atom_v);
+  run();
+  EXPECT_EQ(to_errc(b->error), errc::store_failed);
+}
+
+TEST_F(store_host_test, a_restarted_host_sees_durable_commits_only) {
+  put("kept", "1");
+  device->set_auto_sync(false);
+  auto t = begin();
+  ask<op_result>(sys(), host, req(t, operation::add, "lost", "2"), uint32_t{0});
+  auto c = ask<uint64_t>(sys(), host, atoms::commit_atom_v, t);
+  run();
+  EXPECT_FALSE(c->done);
+  caf::anon_send_exit(host, caf::exit_reason::kill);
+  run();
+  device->crash();
+  device->set_auto_sync(true);
+  host = start();
+  EXPECT_EQ(get("kept"), "1");
+  EXPECT_EQ(get("lost"), std::nullopt);
+  put("after", "3");
+  EXPECT_EQ(get("after"), "3");
+}
+
+TEST_F(store_host_test, a_checkpoint_truncates_the_device_and_restart_loads_it) {
+  put("a", "1");
+  put("b", "2");
+  auto cp = ask<uint64_t>(sys(), host, atoms::checkpoint_atom_v);
+  run();
+  ASSERT_TRUE(cp->value) << caf::to_string(cp->error);
+  EXPECT_EQ(device->record_count(), 0u);
+  put("c", "3");
+  caf::anon_send_exit(host, caf::exit_reason::kill);
+  run();
+  host = start();
+  EXPECT_EQ(get("a"), "1");
+  EXPECT_EQ(get("c"), "3");
+}
+
+TEST_F(store_host_test, bad_requests_get_typed_errors) {
+  auto r =
+      ask<op_result>(sys(), host, req(txn_id{999}, operation::try_get, "a"), uint32_t{0});
+  auto c = ask<uint64_t>(sys(), host, atoms::commit_atom_v, txn_id{999});
+  auto o = ask<bool>(sys(), host, atoms::open_atom_v, std::string{"d"},
+                     collection_kind::queue, std::string{"k"}, std::string{"v"});
+  run();
+  EXPECT_EQ(to_errc(r->error), errc::unknown_transaction);
+  EXPECT_TRUE(c->error);
+  EXPECT_EQ(to_errc(o->error), errc::wrong_type);
+}

@@ -1,0 +1,215 @@
+#include "actors/workflow/client.hpp"
+
+#include "actors/workflow/job_store.hpp"
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace conclave::workflow {
+
+namespace {
+
+struct client_state {
+  client_options opts;
+  std::unique_ptr<job_store<client_actor::base>> store;
+  bool ready = false;
+  /// Requests that arrived before the collections were open.
+  std::vector<std::function<void()>> waiting;
+  uint64_t next_id = 1;
+  static inline const char* name = "conclave.workflow_client";
+};
+
+using client_impl = client_actor::stateful_pointer<client_state>;
+
+timestamp now_of(client_impl self) {
+  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
+}
+
+/// Runs f once the collections exist.
+void when_ready(client_impl self, std::function<void()> f) {
+  if (self->state.ready)
+    f();
+  else
+    self->state.waiting.push_back(std::move(f));
+}
+
+template <class T, class Mutate>
+caf::result<T> change(client_impl self, const job_id& id, Mutate m) {
+  auto rp = self->make_response_promise<T>();
+  when_ready(self, [self, id, m, rp]() mutable {
+    self->state.store->update(
+        id, std::nullopt, [self, m](job_view& v) { return m(v, now_of(self)); },
+        [rp](caf::error e, job_change c) mutable {
+          if (e)
+            rp.deliver(std::move(e));
+          else
+            rp.deliver(c.view.job.state);
+        });
+  });
+  return rp;
+}
+
+client_actor::behavior_type make_client(client_impl self, client_options opts) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  // Unexpected messages are dropped, not printed (stdout may carry --json).
+  self->set_default_handler(caf::drop);
+  st.store = std::make_unique<job_store<client_actor::base>>(self, st.opts.store);
+  st.store->open_all([self](caf::error e) {
+    if (e)
+      return self->quit(e);
+    auto& st = self->state;
+    st.ready = true;
+    auto w = std::move(st.waiting);
+    for (auto& f : w)
+      f();
+  });
+  return {
+      [self](workflow_atoms::submit_atom, job_spec& spec) -> caf::result<job_id> {
+        auto& st = self->state;
+        if (spec.id.value.empty())
+          spec.id.value = st.opts.id_prefix + "-" + std::to_string(st.next_id++);
+        auto known = [self](const std::string& k) {
+          return self->state.opts.known_kinds.count(k) > 0;
+        };
+        if (auto ok = validate(spec, st.opts.limits, known); !ok)
+          return to_caf_error(ok.error());
+        auto rp = self->make_response_promise<job_id>();
+        when_ready(self, [self, spec, rp]() mutable {
+          effects e;
+          auto v = make_job(spec, now_of(self), e);
+          self->state.store->create(std::move(v), std::move(e),
+                                    [rp, id = spec.id](caf::error err) mutable {
+                                      if (err)
+                                        rp.deliver(std::move(err));
+                                      else
+                                        rp.deliver(id);
+                                    });
+        });
+        return rp;
+      },
+      [self](caf::get_atom, const job_id& id) -> caf::result<job_view> {
+        auto rp = self->make_response_promise<job_view>();
+        when_ready(self, [self, id, rp]() mutable {
+          self->state.store->read(id, [rp](caf::error e, job_view v) mutable {
+            if (e)
+              rp.deliver(std::move(e));
+            else
+              rp.deliver(std::move(v));
+          });
+        });
+        return rp;
+      },
+      [self](workflow_atoms::list_atom,
+             step_state s) -> caf::result<std::vector<job_id>> {
+        auto rp = self->make_response_promise<std::vector<job_id>>();
+        when_ready(self, [self, s, rp]() mutable {
+          auto [from, to] = layout::state_range(s);
+          self->state.store->scan(layout::state, from, to,
+                                  [rp](caf::error e, kv_items items) mutable {
+                                    if (e) {
+                                      rp.deliver(std::move(e));
+                                      return;
+                                    }
+                                    std::vector<job_id> out;
+                                    for (auto& [k, v] : items)
+                                      if (auto j = layout::decode_state_key(k))
+                                        out.push_back(j.value());
+                                    rp.deliver(std::move(out));
+                                  });
+        });
+        return rp;
+      },
+      [self](workflow_atoms::events_atom, const job_id& id,
+             uint64_t from) -> caf::result<std::vector<job_event>> {
+        auto rp = self->make_response_promise<std::vector<job_event>>();
+        when_ready(self, [self, id, from, rp]() mutable {
+          auto range = job_key_range(id);
+          self->state.store->scan(layout::events, event_key(id, from), range.second,
+                                  [rp](caf::error e, kv_items items) mutable {
+                                    if (e) {
+                                      rp.deliver(std::move(e));
+                                      return;
+                                    }
+                                    std::vector<job_event> out;
+                                    for (auto& [k, v] : items) {
+                                      auto ev = decode_event(v);
+                                      if (!ev) {
+                                        rp.deliver(make_error(errc::corrupt_record));
+                                        return;
+                                      }
+                                      out.push_back(std::move(ev.value()));
+                                    }
+                                    rp.deliver(std::move(out));
+                                  });
+        });
+        return rp;
+      },
+      [self](workflow_atoms::cancel_atom, const job_id& id) -> caf::result<step_state> {
+        return change<step_state>(
+            self, id, [](job_view& v, timestamp now) { return cancel(v, now); });
+      },
+      [self](workflow_atoms::resubmit_atom, const job_id& id) -> caf::result<step_state> {
+        return change<step_state>(
+            self, id, [](job_view& v, timestamp now) { return resubmit(v, now); });
+      },
+      [self](workflow_atoms::explain_atom,
+             const job_id& id) -> caf::result<stuck_report> {
+        auto rp = self->make_response_promise<stuck_report>();
+        when_ready(self, [self, id, rp]() mutable {
+          self->state.store->read(id, [self, rp](caf::error e, job_view v) mutable {
+            if (e)
+              rp.deliver(std::move(e));
+            else
+              rp.deliver(explain(v, now_of(self)));
+          });
+        });
+        return rp;
+      },
+      [self](workflow_atoms::explain_atom) -> caf::result<std::vector<stuck_report>> {
+        auto rp = self->make_response_promise<std::vector<stuck_report>>();
+        when_ready(self, [self, rp]() mutable {
+          // Every job in a non-final state: pending, processing, compensating.
+          auto out = std::make_shared<std::vector<stuck_report>>();
+          auto states = std::make_shared<std::vector<step_state>>(std::vector<step_state>{
+              step_state::pending, step_state::processing, step_state::compensating});
+          auto ids = std::make_shared<std::vector<job_id>>();
+          auto left = std::make_shared<size_t>(states->size());
+          for (auto s : *states) {
+            auto [from, to] = layout::state_range(s);
+            self->state.store->scan(
+                layout::state, from, to,
+                [self, rp, out, ids, left](caf::error, kv_items items) mutable {
+                  for (auto& [k, v] : items)
+                    if (auto j = layout::decode_state_key(k))
+                      ids->push_back(j.value());
+                  if (--*left > 0)
+                    return;
+                  if (ids->empty()) {
+                    rp.deliver(std::vector<stuck_report>{});
+                    return;
+                  }
+                  auto pending = std::make_shared<size_t>(ids->size());
+                  for (auto& id : *ids)
+                    self->state.store->read(
+                        id, [self, rp, out, pending](caf::error e, job_view v) mutable {
+                          if (!e)
+                            out->push_back(explain(v, now_of(self)));
+                          if (--*pending == 0)
+                            rp.deliver(std::move(*out));
+                        });
+                });
+          }
+        });
+        return rp;
+      },
+  };
+}
+
+} // namespace
+
+client_actor spawn_client(caf::actor_system& sys, client_options opts) {
+  return sys.spawn(make_client, std::move(opts));
+}
+
+} // namespace conclave::workflow

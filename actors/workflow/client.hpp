@@ -1,0 +1,34 @@
+// The client (PATTERNS.md, "Scheduler Agent Supervisor": the submitting
+// application's side). See client_actor in interfaces.hpp for the protocol.
+//
+// - submit validates the job (empty job, unknown agent kind, zero timeout,
+//   oversized payload or id, bad retry policy → typed errors, nothing written),
+//   gives it an id if it has none ("<prefix>-<n>"), and writes the job record,
+//   its step records, the "received" event and its index entries in ONE store
+//   transaction; job_exists if the id is taken.
+// - cancel and resubmit are job transactions like the scheduler's.
+// - get, list, events and explain read committed state (snapshots).
+#pragma once
+
+#include "actors/store/store_interface.hpp"
+#include "actors/workflow/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <set>
+#include <string>
+
+namespace conclave::workflow {
+
+struct client_options {
+  store::store_actor store;
+  /// Agent kinds some agent serves; submissions naming others are refused.
+  std::set<std::string> known_kinds;
+  record_limits limits;
+  /// Generated ids are "<prefix>-<n>".
+  std::string id_prefix = "job";
+};
+
+client_actor spawn_client(caf::actor_system& sys, client_options opts);
+
+} // namespace conclave::workflow

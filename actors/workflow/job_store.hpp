@@ -1,0 +1,341 @@
+// job_store: the workflow actors' access to the store, as chains of
+// asynchronous store_actor requests (no blocking, no threads: it runs the same
+// on the test coordinator). One job change is one store transaction:
+//
+//   begin → [fenced: read the term row with an Update lock; a higher recorded
+//   term aborts with stale_term, a lower one is raised] → read the job record
+//   with an Update lock (every writer of a job queues on that row) → read its
+//   steps (latest committed) → mutate the view with a lifecycle function →
+//   write the records, events and index entries that changed
+//   (layout::job_writes) → commit.
+//
+// Any failure aborts the transaction and reports a caf::error (workflow or
+// store errors); nothing is written then.
+#pragma once
+
+#include "actors/store/store_interface.hpp"
+#include "actors/workflow/type_ids.hpp"
+#include "protocols/workflow/store_layout.hpp"
+
+#include <caf/typed_response_promise.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace conclave::workflow {
+
+using kv_items = std::vector<std::pair<std::string, std::string>>;
+
+/// A job change that committed.
+struct job_change {
+  effects eff;
+  job_view view;
+};
+
+template <class Self>
+class job_store {
+public:
+  using mutate_fn = std::function<result<effects>(job_view&)>;
+  using change_fn = std::function<void(caf::error, job_change)>;
+
+  job_store(Self* self, store::store_actor st, uint32_t lock_timeout_ms = 1000)
+      : self_(self), store_(std::move(st)), timeout_ms_(lock_timeout_ms) {}
+
+  const store::store_actor& handle() const { return store_; }
+
+  /// Creates (or checks) every workflow collection.
+  void open_all(std::function<void(caf::error)> done) {
+    auto left = std::make_shared<size_t>(layout::all().size());
+    auto failed = std::make_shared<bool>(false);
+    for (auto& name : layout::all()) {
+      self_
+          ->request(store_, caf::infinite, store_atoms::open_atom_v, name,
+                    store::collection_kind::dictionary, std::string{"bytes"},
+                    std::string{"bytes"})
+          .then(
+              [=](bool) {
+                if (--*left == 0 && !*failed)
+                  done(caf::error{});
+              },
+              [=](caf::error& e) {
+                if (!*failed) {
+                  *failed = true;
+                  done(std::move(e));
+                }
+              });
+    }
+  }
+
+  /// Changes one job in one transaction (see the header comment). `fence`:
+  /// the supervisor term the write is stamped with.
+  void update(const job_id& id, std::optional<term> fence, mutate_fn mutate,
+              change_fn done) {
+    auto c = std::make_shared<update_ctx>();
+    c->id = id;
+    c->fence = fence;
+    c->mutate = std::move(mutate);
+    c->done = std::move(done);
+    begin([this, c](caf::error e, store::txn_id t) {
+      if (e)
+        return c->done(std::move(e), {});
+      c->txn = t;
+      if (c->fence)
+        check_term(c);
+      else
+        read_job(c);
+    });
+  }
+
+  /// Writes a new job (submission) unless its id exists: one transaction.
+  void create(job_view v, effects eff, std::function<void(caf::error)> done) {
+    auto view = std::make_shared<job_view>(std::move(v));
+    auto ef = std::make_shared<effects>(std::move(eff));
+    begin([=](caf::error e, store::txn_id t) {
+      if (e)
+        return done(std::move(e));
+      get(t, layout::jobs, view->job.id.value, store::read_mode::update,
+          [=](caf::error e, store::op_result r) {
+            if (e)
+              return fail(t, std::move(e), [done](caf::error x) { done(x); });
+            if (r.found)
+              return fail(t, make_error(errc::job_exists),
+                          [done](caf::error x) { done(x); });
+            auto ws = std::make_shared<std::vector<layout::write>>(
+                layout::job_writes(std::nullopt, *view, *ef));
+            write_all(t, ws, 0, [=](caf::error e) {
+              if (e)
+                return fail(t, std::move(e), [done](caf::error x) { done(x); });
+              commit(t, [done](caf::error e) { done(std::move(e)); });
+            });
+          });
+    });
+  }
+
+  /// Reads a job as committed (snapshot, no locks).
+  void read(const job_id& id, std::function<void(caf::error, job_view)> done) {
+    begin([=](caf::error e, store::txn_id t) {
+      if (e)
+        return done(std::move(e), {});
+      get(t, layout::jobs, id.value, store::read_mode::snapshot,
+          [=](caf::error e, store::op_result r) {
+            if (!e && !r.found)
+              e = make_error(errc::unknown_job);
+            job_view v;
+            if (!e) {
+              auto j = decode_job(r.value);
+              if (!j)
+                e = make_error(errc::corrupt_record);
+              else
+                v.job = std::move(j.value());
+            }
+            if (e) {
+              abort(t);
+              return done(std::move(e), {});
+            }
+            auto [from, to] = job_key_range(id);
+            enumerate(t, layout::steps, from, to, [=](caf::error e, kv_items items) {
+              abort(t);
+              if (e)
+                return done(std::move(e), {});
+              auto out = v;
+              for (auto& [k, val] : items) {
+                auto s = decode_step(val);
+                if (!s)
+                  return done(make_error(errc::corrupt_record), {});
+                out.steps.push_back(std::move(s.value()));
+              }
+              done(caf::error{}, std::move(out));
+            });
+          });
+    });
+  }
+
+  /// Enumerates [from, to) of a collection (snapshot; empty bound = open).
+  void scan(const std::string& collection, std::string from, std::string to,
+            std::function<void(caf::error, kv_items)> done) {
+    begin([=](caf::error e, store::txn_id t) {
+      if (e)
+        return done(std::move(e), {});
+      enumerate(t, collection, from, to, [=](caf::error e, kv_items items) {
+        abort(t);
+        done(std::move(e), std::move(items));
+      });
+    });
+  }
+
+private:
+  struct update_ctx {
+    job_id id;
+    std::optional<term> fence;
+    mutate_fn mutate;
+    change_fn done;
+    store::txn_id txn;
+    std::vector<layout::write> pre; // the term row, if raised
+    job_view view;
+  };
+  using ctx_ptr = std::shared_ptr<update_ctx>;
+
+  store::op_request request(store::txn_id t, store::operation op,
+                            const std::string& collection, std::string key = {},
+                            std::string value = {}) {
+    store::op_request r;
+    r.txn = t;
+    r.op = op;
+    r.collection = collection;
+    r.key = std::move(key);
+    r.value = std::move(value);
+    return r;
+  }
+
+  void begin(std::function<void(caf::error, store::txn_id)> f) {
+    self_->request(store_, caf::infinite, store_atoms::begin_atom_v)
+        .then([f](store::txn_id t) { f(caf::error{}, t); },
+              [f](caf::error& e) { f(std::move(e), {}); });
+  }
+
+  void run(store::op_request r, std::function<void(caf::error, store::op_result)> f) {
+    self_->request(store_, caf::infinite, std::move(r), timeout_ms_)
+        .then([f](store::op_result& x) { f(caf::error{}, std::move(x)); },
+              [f](caf::error& e) { f(std::move(e), {}); });
+  }
+
+  void get(store::txn_id t, const std::string& collection, std::string key,
+           store::read_mode mode, std::function<void(caf::error, store::op_result)> f) {
+    auto r = request(t, store::operation::try_get, collection, std::move(key));
+    r.mode = mode;
+    run(std::move(r), std::move(f));
+  }
+
+  void enumerate(store::txn_id t, const std::string& collection, std::string from,
+                 std::string to, std::function<void(caf::error, kv_items)> f) {
+    auto r = request(t, store::operation::enumerate, collection);
+    r.has_from = !from.empty();
+    r.from = std::move(from);
+    r.has_to = !to.empty();
+    r.to = std::move(to);
+    run(std::move(r),
+        [f](caf::error e, store::op_result x) { f(std::move(e), std::move(x.items)); });
+  }
+
+  void abort(store::txn_id t) {
+    self_->request(store_, caf::infinite, store_atoms::abort_atom_v, t)
+        .then([](bool) {}, [](caf::error&) {});
+  }
+
+  void commit(store::txn_id t, std::function<void(caf::error)> f) {
+    self_->request(store_, caf::infinite, store_atoms::commit_atom_v, t)
+        .then([f](uint64_t) { f(caf::error{}); },
+              [f](caf::error& e) { f(std::move(e)); });
+  }
+
+  void fail(store::txn_id t, caf::error e, std::function<void(caf::error)> f) {
+    abort(t);
+    f(std::move(e));
+  }
+
+  void write_all(store::txn_id t, std::shared_ptr<std::vector<layout::write>> ws,
+                 size_t i, std::function<void(caf::error)> f) {
+    if (i == ws->size())
+      return f(caf::error{});
+    auto& w = (*ws)[i];
+    auto op = w.remove ? store::operation::try_remove : store::operation::add_or_update;
+    run(request(t, op, w.collection, w.key, w.value),
+        [this, t, ws, i, f](caf::error e, store::op_result) {
+          if (e)
+            return f(std::move(e));
+          write_all(t, ws, i + 1, f);
+        });
+  }
+
+  void fail_update(const ctx_ptr& c, caf::error e) {
+    abort(c->txn);
+    c->done(std::move(e), {});
+  }
+
+  void check_term(const ctx_ptr& c) {
+    get(c->txn, layout::meta, layout::term_key, store::read_mode::update,
+        [this, c](caf::error e, store::op_result r) {
+          if (e)
+            return fail_update(c, std::move(e));
+          term recorded;
+          if (r.found) {
+            auto t = decode_term(r.value);
+            if (!t)
+              return fail_update(c, make_error(errc::corrupt_record));
+            recorded = t.value();
+          }
+          if (*c->fence < recorded)
+            return fail_update(c, make_error(errc::stale_term));
+          if (recorded < *c->fence || !r.found)
+            c->pre.push_back(layout::write{layout::meta, layout::term_key, false,
+                                           encode_term(*c->fence)});
+          read_job(c);
+        });
+  }
+
+  void read_job(const ctx_ptr& c) {
+    get(c->txn, layout::jobs, c->id.value, store::read_mode::update,
+        [this, c](caf::error e, store::op_result r) {
+          if (e)
+            return fail_update(c, std::move(e));
+          if (!r.found)
+            return fail_update(c, make_error(errc::unknown_job));
+          auto j = decode_job(r.value);
+          if (!j)
+            return fail_update(c, make_error(errc::corrupt_record));
+          c->view.job = std::move(j.value());
+          read_step(c, 0);
+        });
+  }
+
+  void read_step(const ctx_ptr& c, uint32_t i) {
+    if (i == c->view.job.step_count)
+      return apply(c);
+    get(c->txn, layout::steps, step_key(c->id, step_index{i}),
+        store::read_mode::repeatable, [this, c, i](caf::error e, store::op_result r) {
+          if (e)
+            return fail_update(c, std::move(e));
+          if (!r.found)
+            return fail_update(c, make_error(errc::corrupt_record));
+          auto s = decode_step(r.value);
+          if (!s)
+            return fail_update(c, make_error(errc::corrupt_record));
+          c->view.steps.push_back(std::move(s.value()));
+          read_step(c, i + 1);
+        });
+  }
+
+  void apply(const ctx_ptr& c) {
+    auto before = c->view;
+    auto eff = c->mutate(c->view);
+    if (!eff)
+      return fail_update(c, to_caf_error(eff.error()));
+    auto ws = std::make_shared<std::vector<layout::write>>(std::move(c->pre));
+    auto more = layout::job_writes(before, c->view, eff.value());
+    ws->insert(ws->end(), more.begin(), more.end());
+    auto change =
+        std::make_shared<job_change>(job_change{std::move(eff.value()), c->view});
+    if (ws->empty()) { // nothing changed (a stale outcome): nothing to log
+      abort(c->txn);
+      return c->done(caf::error{}, std::move(*change));
+    }
+    write_all(c->txn, ws, 0, [this, c, change](caf::error e) {
+      if (e)
+        return fail_update(c, std::move(e));
+      commit(c->txn, [c, change](caf::error e) {
+        if (e)
+          return c->done(std::move(e), {});
+        c->done(caf::error{}, std::move(*change));
+      });
+    });
+  }
+
+  Self* self_;
+  store::store_actor store_;
+  uint32_t timeout_ms_;
+};
+
+} // namespace conclave::workflow

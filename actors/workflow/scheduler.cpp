@@ -1,0 +1,251 @@
+#include "actors/workflow/scheduler.hpp"
+
+#include "actors/workflow/job_store.hpp"
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <set>
+
+namespace conclave::workflow {
+
+namespace {
+
+struct scheduler_state;
+using scheduler_impl = scheduler_actor::stateful_pointer<scheduler_state>;
+
+struct scheduler_state {
+  scheduler_options opts;
+  std::unique_ptr<job_store<scheduler_actor::base>> store;
+  workflow_probe* probe = &null_workflow_probe();
+  std::map<std::string, std::vector<agent_entry>> agents;
+  std::map<std::string, size_t> next_agent;
+  std::set<caf::actor_addr> dead;
+  bool started = false;
+  bool ready = false; // collections open, resume done
+  bool polling = false;
+  bool poll_again = false;
+  uint64_t timer_generation = 0;
+  static inline const char* name = "conclave.scheduler";
+};
+
+timestamp now_of(scheduler_impl self) {
+  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
+}
+
+/// An agent of `kind` that is alive, round robin.
+std::optional<agent_entry> pick_agent(scheduler_impl self, const std::string& kind) {
+  auto& st = self->state;
+  auto i = st.agents.find(kind);
+  if (i == st.agents.end())
+    return std::nullopt;
+  auto& list = i->second;
+  for (size_t k = 0; k < list.size(); ++k) {
+    auto& n = st.next_agent[kind];
+    auto& a = list[n++ % list.size()];
+    if (!st.dead.count(a.handle.address()))
+      return a;
+  }
+  return std::nullopt;
+}
+
+const std::string& kind_of(const step_record& s) {
+  return s.state == step_state::compensating ? s.spec.compensation->agent_kind
+                                             : s.spec.agent_kind;
+}
+
+void poll(scheduler_impl self);
+
+void record(scheduler_impl self, dispatch d, step_outcome o) {
+  auto started = self->state.opts.probe ? now_of(self) : timestamp{0};
+  self->state.store->update(
+      d.job, std::nullopt,
+      [self, d, o](job_view& v) {
+        return complete(v, d.step, d.attempt, o, now_of(self));
+      },
+      [self, d, started](caf::error e, job_change c) {
+        auto& st = self->state;
+        if (e)
+          return; // the job went away or the store failed: nothing to record
+        if (c.eff.stale) {
+          st.probe->stale_reply();
+          return;
+        }
+        st.probe->step_finished(c.view.steps[d.step.value].state, now_of(self) - started);
+        poll(self); // the next step may be ready now
+      });
+}
+
+void send(scheduler_impl self, const dispatch& d, const agent_entry& a) {
+  auto& st = self->state;
+  st.probe->dispatched(d.compensation);
+  auto wait = d.deadline - now_of(self) + st.opts.reply_slack;
+  if (wait <= duration::zero())
+    wait = st.opts.reply_slack;
+  self->request(a.handle, std::chrono::duration_cast<caf::timespan>(wait), d)
+      .then([self, d](step_outcome& o) { record(self, d, std::move(o)); },
+            [](caf::error&) {
+              // No reply by the deadline (the agent gave up, died or the
+              // message was lost): the supervisor recovers the step.
+            });
+}
+
+/// Claims (or resumes) a step of `job` and dispatches it.
+void claim_job(scheduler_impl self, const job_id& job, bool resuming,
+               std::function<void()> next) {
+  auto chosen = std::make_shared<std::optional<agent_entry>>();
+  auto mutate = [self, chosen, resuming](job_view& v) -> result<effects> {
+    auto now = now_of(self);
+    auto me = self->state.opts.self;
+    std::optional<step_index> target;
+    if (resuming) {
+      for (auto& s : v.steps)
+        if (!s.locked_by.empty() && s.locked_by.instance == me.instance
+            && s.locked_by.incarnation < me.incarnation)
+          target = s.index;
+    } else {
+      target = claimable_step(v, now);
+    }
+    if (!target)
+      return errc::not_claimable;
+    *chosen = pick_agent(self, kind_of(v.steps[target->value]));
+    if (!*chosen)
+      return errc::unknown_agent_kind;
+    auto e = resuming ? resume(v, *target, me, now) : claim(v, me, now);
+    if (e)
+      v.steps[target->value].agent = (*chosen)->id;
+    return e;
+  };
+  self->state.store->update(job, std::nullopt, mutate,
+                            [self, chosen, next](caf::error e, job_change c) {
+                              if (!e && c.eff.dispatched && *chosen)
+                                send(self, *c.eff.dispatched, **chosen);
+                              next();
+                            });
+}
+
+/// Claims the jobs with up to `claims_in_flight` transactions at a time
+/// (different jobs never conflict: each transaction locks its own job row);
+/// `done` runs when all are answered.
+void claim_all(scheduler_impl self, std::shared_ptr<std::vector<job_id>> jobs,
+               bool resuming, std::function<void()> done) {
+  if (jobs->empty())
+    return done();
+  struct progress {
+    size_t next = 0;
+    size_t left = 0;
+  };
+  auto p = std::make_shared<progress>();
+  p->left = jobs->size();
+  auto launch = std::make_shared<std::function<void()>>();
+  *launch = [self, jobs, resuming, done, p, launch] {
+    auto i = p->next++;
+    claim_job(self, (*jobs)[i], resuming, [jobs, done, p, launch] {
+      if (p->next < jobs->size())
+        (*launch)();
+      if (--p->left == 0) {
+        done();
+        *launch = nullptr; // break the cycle
+      }
+    });
+  };
+  auto width = std::min<size_t>(jobs->size(), self->state.opts.claims_in_flight);
+  for (size_t k = 0; k < width; ++k)
+    (*launch)();
+}
+
+void poll(scheduler_impl self) {
+  auto& st = self->state;
+  if (!st.ready)
+    return;
+  if (st.polling) {
+    st.poll_again = true;
+    return;
+  }
+  st.polling = true;
+  st.store->scan(layout::ready, std::string{}, layout::ready_bound(now_of(self)),
+                 [self](caf::error e, kv_items items) {
+                   auto jobs = std::make_shared<std::vector<job_id>>();
+                   if (!e)
+                     for (auto& [k, v] : items)
+                       if (auto j = layout::decode_ready_key(k))
+                         jobs->push_back(j.value());
+                   claim_all(self, jobs, false, [self] {
+                     auto& st = self->state;
+                     st.polling = false;
+                     if (st.poll_again) {
+                       st.poll_again = false;
+                       poll(self);
+                     }
+                   });
+                 });
+}
+
+void arm_poll(scheduler_impl self) {
+  auto& st = self->state;
+  self->delayed_send(self,
+                     std::chrono::duration_cast<caf::timespan>(st.opts.poll_interval),
+                     workflow_atoms::poll_atom_v, ++st.timer_generation);
+}
+
+void start(scheduler_impl self) {
+  auto& st = self->state;
+  if (st.started)
+    return;
+  st.started = true;
+  st.store->open_all([self](caf::error e) {
+    if (e)
+      return self->quit(e);
+    // Resume what a previous life of this instance had locked.
+    self->state.store->scan(layout::due, std::string{}, std::string{},
+                            [self](caf::error e, kv_items items) {
+                              auto jobs = std::make_shared<std::vector<job_id>>();
+                              std::set<std::string> seen;
+                              if (!e)
+                                for (auto& [k, v] : items)
+                                  if (auto d = decode_due_key(k);
+                                      d && seen.insert(d.value().job.value).second)
+                                    jobs->push_back(d.value().job);
+                              claim_all(self, jobs, true, [self] {
+                                self->state.ready = true;
+                                poll(self);
+                                arm_poll(self);
+                              });
+                            });
+  });
+}
+
+scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
+                                              scheduler_options opts) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  // Unexpected messages are dropped, not printed (stdout may carry --json).
+  self->set_default_handler(caf::drop);
+  if (st.opts.probe)
+    st.probe = st.opts.probe.get();
+  st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store);
+  for (auto& a : st.opts.agents) {
+    st.agents[a.kind].push_back(a);
+    self->monitor(a.handle);
+  }
+  self->set_down_handler([self](caf::down_msg& m) { self->state.dead.insert(m.source); });
+  if (st.opts.start_immediately)
+    start(self);
+  return {
+      [self](workflow_atoms::start_atom) { start(self); },
+      [self](workflow_atoms::poll_atom, uint64_t gen) {
+        if (gen != self->state.timer_generation)
+          return;
+        poll(self);
+        arm_poll(self);
+      },
+  };
+}
+
+} // namespace
+
+scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opts) {
+  return sys.spawn(make_scheduler, std::move(opts));
+}
+
+} // namespace conclave::workflow

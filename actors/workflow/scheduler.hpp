@@ -1,0 +1,55 @@
+// The scheduler (PATTERNS.md, "Scheduler Agent Supervisor"): drives jobs step
+// by step through the store.
+//
+// - Finds work in the ready index (jobs whose claimable step is due) every
+//   poll_interval and right after each outcome, and claims a step in ONE store
+//   transaction: LockedBy = (instance, incarnation), CompleteBy = now + timeout,
+//   Processing, attempt + 1, the agent it goes to. The job row's Update lock
+//   serialises claims, so two schedulers never run the same step.
+// - Dispatches it to an agent of the step's kind with the deadline, the
+//   idempotency key and the attempt, and records the outcome only if the step
+//   is still at that attempt (fencing, in the same kind of transaction); a
+//   stale outcome changes nothing and is counted.
+// - An agent that replies nothing: the request times out after the deadline
+//   and the scheduler does nothing — the supervisor recovers the step.
+// - Started with a higher incarnation of the same instance, it first finds the
+//   steps its previous life had locked (from the CompleteBy index) and resumes
+//   them under a new attempt.
+// - Agents it dispatches to are monitored: a dead agent gets no more work.
+#pragma once
+
+#include "actors/store/store_interface.hpp"
+#include "actors/workflow/interfaces.hpp"
+#include "actors/workflow/workflow_probe.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace conclave::workflow {
+
+struct agent_entry {
+  uint64_t id = 0;
+  std::string kind;
+  agent_actor handle;
+};
+
+struct scheduler_options {
+  scheduler_ref self;
+  store::store_actor store;
+  std::vector<agent_entry> agents;
+  duration poll_interval = std::chrono::milliseconds{5};
+  /// Claim transactions in flight at once (each locks a different job).
+  size_t claims_in_flight = 16;
+  /// How long after a deadline the scheduler stops waiting for a reply.
+  duration reply_slack = std::chrono::milliseconds{1};
+  std::shared_ptr<workflow_probe> probe;
+  /// Start polling at once instead of waiting for start_atom.
+  bool start_immediately = true;
+};
+
+scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opts);
+
+} // namespace conclave::workflow

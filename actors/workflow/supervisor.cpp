@@ -1,0 +1,184 @@
+#include "actors/workflow/supervisor.hpp"
+
+#include "actors/workflow/job_store.hpp"
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <map>
+
+namespace conclave::workflow {
+
+namespace {
+
+struct watched {
+  uint64_t id = 0;
+  bool scheduler = false;
+};
+
+struct supervisor_state {
+  supervisor_options opts;
+  std::unique_ptr<job_store<supervisor_actor::base>> store;
+  workflow_probe* probe = &null_workflow_probe();
+  bool ready = false;
+  bool leading = false;
+  term leader_term;
+  bool scanning = false;
+  uint64_t timer_generation = 0;
+  std::map<caf::actor_addr, watched> watching;
+  static inline const char* name = "conclave.supervisor";
+};
+
+using supervisor_impl = supervisor_actor::stateful_pointer<supervisor_state>;
+
+timestamp now_of(supervisor_impl self) {
+  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
+}
+
+/// A step to recover, as the scan saw it.
+struct target {
+  job_id job;
+  step_index step;
+  workflow::attempt attempt;
+};
+
+void recover_all(supervisor_impl self, std::shared_ptr<std::vector<target>> ts, size_t i,
+                 recovery_cause cause, std::function<void()> done) {
+  auto& st = self->state;
+  if (i == ts->size() || !st.leading)
+    return done();
+  auto t = (*ts)[i];
+  st.store->update(
+      t.job, st.leader_term,
+      [self, t, cause](job_view& v) {
+        return recover(v, t.step, t.attempt, cause, now_of(self));
+      },
+      [self, ts, i, cause, done](caf::error e, job_change c) {
+        auto& st = self->state;
+        if (e && to_errc(e) == errc::stale_term) {
+          st.probe->fenced_off();
+          st.leading = false; // somebody with a higher term acts now
+        } else if (!e && !c.eff.stale) {
+          st.probe->recovered(cause);
+          for (auto& ev : c.eff.events)
+            if (ev.kind == event_kind::compensating)
+              st.probe->compensation_started();
+        }
+        recover_all(self, ts, i + 1, cause, done);
+      });
+}
+
+/// Reads the running steps (the whole CompleteBy index, or its due prefix)
+/// and recovers those `pick` selects.
+void sweep(supervisor_impl self, bool due_only, recovery_cause cause,
+           std::function<bool(const step_record&)> pick) {
+  auto& st = self->state;
+  if (!st.ready || !st.leading)
+    return;
+  auto started = now_of(self);
+  auto to = due_only ? due_bound(started) : std::string{};
+  st.store->scan(layout::due, std::string{}, to,
+                 [self, cause, pick, started](caf::error e, kv_items items) {
+                   if (e || items.empty())
+                     return;
+                   // The index names job and step; the attempt comes from the
+                   // step record, read in one snapshot.
+                   auto ts = std::make_shared<std::vector<target>>();
+                   auto left = std::make_shared<size_t>(items.size());
+                   for (auto& [k, v] : items) {
+                     auto d = decode_due_key(k);
+                     if (!d) {
+                       --*left;
+                       continue;
+                     }
+                     auto entry = d.value();
+                     self->state.store->read(
+                         entry.job, [self, ts, left, entry, cause, pick,
+                                     started](caf::error e, job_view v) {
+                           if (!e && entry.step.value < v.steps.size()) {
+                             auto& s = v.steps[entry.step.value];
+                             if (!s.locked_by.empty() && pick(s))
+                               ts->push_back(target{entry.job, entry.step, s.attempt});
+                           }
+                           if (--*left == 0) {
+                             recover_all(self, ts, 0, cause, [self, started] {
+                               self->state.probe->scanned(now_of(self) - started);
+                             });
+                           }
+                         });
+                   }
+                 });
+}
+
+void scan(supervisor_impl self) {
+  auto now = now_of(self);
+  sweep(self, true, recovery_cause::deadline,
+        [now](const step_record& s) { return s.complete_by && *s.complete_by <= now; });
+}
+
+void arm_scan(supervisor_impl self) {
+  auto& st = self->state;
+  self->delayed_send(self,
+                     std::chrono::duration_cast<caf::timespan>(st.opts.scan_interval),
+                     workflow_atoms::scan_atom_v, ++st.timer_generation);
+}
+
+supervisor_actor::behavior_type make_supervisor(supervisor_impl self,
+                                                supervisor_options opts) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  // Unexpected messages are dropped, not printed (stdout may carry --json).
+  self->set_default_handler(caf::drop);
+  if (st.opts.probe)
+    st.probe = st.opts.probe.get();
+  st.store = std::make_unique<job_store<supervisor_actor::base>>(self, st.opts.store);
+  st.store->open_all([self](caf::error e) {
+    if (e)
+      return self->quit(e);
+    self->state.ready = true;
+    scan(self);
+  });
+  arm_scan(self);
+  self->set_down_handler([self](caf::down_msg& m) {
+    auto& st = self->state;
+    auto i = st.watching.find(m.source);
+    if (i == st.watching.end())
+      return;
+    auto w = i->second;
+    st.watching.erase(i);
+    sweep(self, false, recovery_cause::monitor, [w](const step_record& s) {
+      return w.scheduler ? s.locked_by.instance == w.id : s.agent == w.id;
+    });
+  });
+  return {
+      [self](election::leadership_event& ev) {
+        auto& st = self->state;
+        using kind = election::leadership_event::kind;
+        if (ev.what == kind::became_leader) {
+          st.leading = true;
+          st.leader_term = ev.t;
+          scan(self);
+        } else if (ev.what == kind::lost_leadership) {
+          st.leading = false;
+        }
+      },
+      [self](workflow_atoms::scan_atom, uint64_t gen) {
+        if (gen != self->state.timer_generation)
+          return;
+        scan(self);
+        arm_scan(self);
+      },
+      [self](workflow_atoms::watch_atom, uint64_t id, caf::actor& who, bool scheduler) {
+        self->state.watching[who.address()] = watched{id, scheduler};
+        self->monitor(who);
+      },
+  };
+}
+
+} // namespace
+
+supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts) {
+  return sys.spawn(make_supervisor, std::move(opts));
+}
+
+} // namespace conclave::workflow

@@ -1,0 +1,45 @@
+// The supervisor (PATTERNS.md, "Scheduler Agent Supervisor"): finds steps whose
+// attempt is lost and asks for their recovery; it knows nothing of the
+// business logic and restarts no actor.
+//
+// - Periodically (scan_interval) it enumerates the CompleteBy index up to now:
+//   every entry is a running step past its deadline (hang, lost message, agent
+//   that gave up). Recovery cause: deadline.
+// - It monitors agents and schedulers (watch_atom): when one dies it recovers
+//   at once the running steps sent to that agent / locked by that scheduler
+//   instance, without waiting for CompleteBy. Recovery cause: monitor.
+// - A recovery is one job transaction (see job_store.hpp) that applies
+//   lifecycle recover() to the attempt the supervisor saw: below the threshold
+//   FailureCount + 1, unlocked, back to pending (claimable after the job's
+//   recovery backoff); at the threshold Error with an operator event, or
+//   compensation of the completed steps in reverse order.
+// - Several supervisors run; only the one its election candidate reports as
+//   leader acts (leadership_event, subscribe it to the candidate), and every
+//   recovery carries that leader's term. The transaction reads the highest
+//   recorded term first and aborts with stale_term if it is higher: a deposed
+//   supervisor cannot recover a step, and one attempt is recovered once (a
+//   second recovery of the same attempt is stale).
+#pragma once
+
+#include "actors/store/store_interface.hpp"
+#include "actors/workflow/interfaces.hpp"
+#include "actors/workflow/workflow_probe.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <memory>
+
+namespace conclave::workflow {
+
+struct supervisor_options {
+  store::store_actor store;
+  duration scan_interval = std::chrono::milliseconds{10};
+  std::shared_ptr<workflow_probe> probe;
+};
+
+/// Spawns a supervisor. It acts only after a leadership_event says its
+/// candidate became leader (send it those events, or subscribe it to a
+/// candidate: (subscribe_atom, actor_cast<actor>(supervisor))).
+supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts);
+
+} // namespace conclave::workflow

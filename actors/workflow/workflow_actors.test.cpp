@@ -1,0 +1,521 @@
+// Scheduler, agent, supervisor and client on CAF's test coordinator, over the
+// thread-free store host, in virtual time: the failure cases of the pattern
+// (PATTERNS.md, "Scheduler Agent Supervisor") one by one.
+#include "actors/election/local_group.hpp"
+#include "actors/store/memory_log_device.hpp"
+#include "actors/store/store_host.hpp"
+#include "actors/workflow/agent.hpp"
+#include "actors/workflow/client.hpp"
+#include "actors/workflow/scheduler.hpp"
+#include "actors/workflow/supervisor.hpp"
+#include "actors/workflow/test_service.hpp"
+#include "tests/support/ask.hpp"
+#include "tests/support/coordinator_fixture.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+using namespace conclave::workflow;
+using namespace std::chrono_literals;
+using conclave::testing::ask;
+namespace atoms = conclave::workflow_atoms;
+namespace el = conclave::election;
+
+namespace {
+
+/// Counts what the actors report.
+struct counting_probe : workflow_probe {
+  int dispatches = 0, stale = 0, recoveries = 0, monitor_recoveries = 0, fenced = 0,
+      expiries = 0, retries = 0;
+  void dispatched(bool) override { ++dispatches; }
+  void stale_reply() override { ++stale; }
+  void recovered(recovery_cause c) override {
+    ++recoveries;
+    monitor_recoveries += c == recovery_cause::monitor;
+  }
+  void fenced_off() override { ++fenced; }
+  void deadline_expired() override { ++expiries; }
+  void agent_retry() override { ++retries; }
+};
+
+el::leadership_event leader_event(uint64_t epoch, uint64_t id) {
+  el::leadership_event ev;
+  ev.what = el::leadership_event::kind::became_leader;
+  ev.self = el::node_id{id};
+  ev.leader = el::node_id{id};
+  ev.t = el::term{epoch, el::node_id{id}, 1};
+  return ev;
+}
+
+class workflow_test : public conclave::testing::coordinator_fixture {
+protected:
+  void configure(caf::actor_system_config& cfg) override {
+    conclave::store::add_store_types(cfg);
+    add_workflow_types(cfg);
+    cfg.add_message_types<caf::id_block::conclave_election>();
+  }
+
+  void SetUp() override {
+    coordinator_fixture::SetUp();
+    device = std::make_shared<conclave::store::memory_log_device>();
+    conclave::store::store_host_options o;
+    o.device = device;
+    store = track(conclave::store::spawn_store_host(sys(), o));
+    service = std::make_shared<test_service_state>();
+    svc = track(spawn_test_service(sys(), service));
+    undo_state = std::make_shared<test_service_state>();
+    undo = track(spawn_test_service(sys(), undo_state));
+    client_options co;
+    co.store = store;
+    co.known_kinds = {"svc", "undo"};
+    client = track(spawn_client(sys(), co));
+  }
+
+  agent_actor add_agent(uint64_t id, const std::string& kind = "svc") {
+    agent_options o;
+    o.id = id;
+    o.service = kind == "undo" ? undo : svc;
+    o.seed = id;
+    o.probe = probe;
+    auto a = track(spawn_agent(sys(), o));
+    agents.push_back(agent_entry{id, kind, a});
+    return a;
+  }
+
+  scheduler_actor add_scheduler(uint64_t instance, uint64_t incarnation = 1,
+                                duration slack = 1ms) {
+    scheduler_options o;
+    o.self = scheduler_ref{instance, incarnation};
+    o.store = store;
+    o.agents = agents;
+    o.probe = probe;
+    o.reply_slack = slack;
+    auto s = track(spawn_scheduler(sys(), o));
+    schedulers.push_back(s);
+    return s;
+  }
+
+  /// A supervisor watching every agent and scheduler so far.
+  supervisor_actor add_supervisor(std::shared_ptr<counting_probe> p = nullptr) {
+    supervisor_options o;
+    o.store = store;
+    o.probe = p ? p : probe;
+    auto s = track(spawn_supervisor(sys(), o));
+    for (auto& a : agents)
+      caf::anon_send(s, atoms::watch_atom_v, a.id, caf::actor_cast<caf::actor>(a.handle),
+                     false);
+    return s;
+  }
+
+  /// Agents 1 and 2 for "svc", 3 for "undo", scheduler 1, a leading supervisor.
+  void standard_setup() {
+    add_agent(1);
+    add_agent(2);
+    add_agent(3, "undo");
+    add_scheduler(1);
+    sup = add_supervisor();
+    caf::anon_send(sup, leader_event(1, 1));
+    run();
+  }
+
+  job_spec spec(const std::string& id, size_t steps, bool compensate = false,
+                uint32_t threshold = 3) {
+    job_spec s;
+    s.id = job_id{id};
+    s.failure_threshold = threshold;
+    for (size_t i = 0; i < steps; ++i) {
+      step_spec st;
+      st.agent_kind = "svc";
+      st.payload = "p";
+      st.timeout = 100ms;
+      st.retry.max_attempts = 1;
+      if (compensate)
+        st.compensation = compensation_spec{"undo", "u"};
+      s.steps.push_back(st);
+    }
+    return s;
+  }
+
+  caf::error submit_error(job_spec s) {
+    auto r = ask<job_id>(sys(), client, atoms::submit_atom_v, std::move(s));
+    run();
+    EXPECT_TRUE(r->done);
+    return r->error;
+  }
+
+  job_id submit(job_spec s) {
+    auto r = ask<job_id>(sys(), client, atoms::submit_atom_v, std::move(s));
+    run();
+    EXPECT_TRUE(r->done && r->value) << caf::to_string(r->error);
+    return r->value ? *r->value : job_id{};
+  }
+
+  std::optional<job_view> get(const job_id& id) {
+    auto r = ask<job_view>(sys(), client, caf::get_atom::value, id);
+    run();
+    return r->value;
+  }
+
+  job_state state_of(const job_id& id) {
+    auto v = get(id);
+    return v ? v->job.state : job_state::pending;
+  }
+
+  bool reaches(const job_id& id, job_state s, caf::timespan limit = 2s) {
+    return advance_until([&] { return state_of(id) == s; }, limit);
+  }
+
+  std::vector<event_kind> events(const job_id& id) {
+    auto r =
+        ask<std::vector<job_event>>(sys(), client, atoms::events_atom_v, id, uint64_t{0});
+    run();
+    std::vector<event_kind> out;
+    if (r->value)
+      for (auto& e : *r->value)
+        out.push_back(e.kind);
+    return out;
+  }
+
+  std::shared_ptr<conclave::store::memory_log_device> device;
+  conclave::store::store_actor store;
+  std::shared_ptr<test_service_state> service, undo_state;
+  service_actor svc, undo;
+  client_actor client;
+  std::vector<agent_entry> agents;
+  std::vector<scheduler_actor> schedulers;
+  supervisor_actor sup;
+  std::shared_ptr<counting_probe> probe = std::make_shared<counting_probe>();
+};
+
+} // namespace
+
+TEST_F(workflow_test, a_job_runs_its_steps_in_order_once_each) {
+  standard_setup();
+  auto id = submit(spec("j", 3));
+  ASSERT_TRUE(reaches(id, job_state::processed));
+  auto v = *get(id);
+  for (auto& s : v.steps) {
+    EXPECT_EQ(s.state, step_state::processed);
+    EXPECT_EQ(s.attempt.value, 1u);
+  }
+  EXPECT_EQ(service->effect_order, (std::vector<std::string>{"j/0", "j/1", "j/2"}));
+  EXPECT_EQ(events(id).front(), event_kind::received);
+  EXPECT_EQ(events(id).back(), event_kind::completed);
+}
+
+TEST_F(workflow_test, agent_hangs_past_the_deadline_then_the_retry_succeeds) {
+  standard_setup();
+  service->script = {test_behavior::hang};
+  auto id = submit(spec("j", 1));
+  ASSERT_TRUE(reaches(id, job_state::processed));
+  auto s = get(id)->steps[0];
+  EXPECT_EQ(s.failure_count, 1u);
+  EXPECT_EQ(s.attempt.value, 2u);
+  EXPECT_EQ(service->effects["j/0"], 1);
+  EXPECT_EQ(probe->recoveries, 1);
+  EXPECT_GE(probe->expiries, 1);
+}
+
+TEST_F(workflow_test, a_dead_agent_is_redispatched_without_waiting_for_the_deadline) {
+  standard_setup();
+  service->script = {test_behavior::hang};
+  auto sp = spec("j", 1);
+  sp.steps[0].timeout = 10s;
+  auto id = submit(sp);
+  ASSERT_TRUE(advance_until([&] { return get(id)->steps[0].agent != 0; }, 100ms));
+  auto start = now();
+  auto holder = get(id)->steps[0].agent;
+  for (auto& a : agents)
+    if (a.id == holder)
+      caf::anon_send_exit(a.handle, caf::exit_reason::kill);
+  ASSERT_TRUE(reaches(id, job_state::processed, 200ms));
+  EXPECT_LT(now() - start, 100ms); // not the 10 s deadline
+  auto s = get(id)->steps[0];
+  EXPECT_NE(s.agent, holder);
+  EXPECT_EQ(s.failure_count, 1u);
+  EXPECT_EQ(probe->monitor_recoveries, 1);
+}
+
+TEST_F(workflow_test, a_restarted_scheduler_resumes_the_step_it_had_locked) {
+  add_agent(1);
+  auto first = add_scheduler(1, 1);
+  run();
+  service->script = {test_behavior::hang};
+  auto sp = spec("j", 2);
+  sp.steps[0].timeout = 10s;
+  auto id = submit(sp);
+  ASSERT_TRUE(advance_until([&] { return get(id)->steps[0].attempt.value == 1; }, 100ms));
+  caf::anon_send_exit(first, caf::exit_reason::kill);
+  advance(5ms);
+  add_scheduler(1, 2); // same instance, next incarnation; no supervisor at all
+  ASSERT_TRUE(reaches(id, job_state::processed, 200ms));
+  auto s = get(id)->steps[0];
+  EXPECT_EQ(s.attempt.value, 2u);
+  EXPECT_EQ(s.failure_count, 0u);
+  EXPECT_EQ(get(id)->steps[1].locked_by, scheduler_ref{});
+}
+
+TEST_F(workflow_test, a_dead_scheduler_is_replaced_by_another_instance) {
+  add_agent(1);
+  auto first = add_scheduler(1);
+  sup = add_supervisor();
+  caf::anon_send(sup, atoms::watch_atom_v, uint64_t{1},
+                 caf::actor_cast<caf::actor>(first), true);
+  caf::anon_send(sup, leader_event(1, 1));
+  run();
+  service->script = {test_behavior::hang};
+  auto sp = spec("j", 1);
+  sp.steps[0].timeout = 10s;
+  auto id = submit(sp);
+  ASSERT_TRUE(advance_until([&] { return get(id)->steps[0].attempt.value == 1; }, 100ms));
+  add_scheduler(2);
+  caf::anon_send_exit(first, caf::exit_reason::kill);
+  ASSERT_TRUE(reaches(id, job_state::processed, 200ms));
+  EXPECT_EQ(get(id)->steps[0].locked_by, scheduler_ref{});
+  EXPECT_EQ(probe->monitor_recoveries, 1);
+}
+
+TEST_F(workflow_test, a_permanent_error_fails_the_job_at_once) {
+  standard_setup();
+  service->script = {test_behavior::permanent};
+  auto id = submit(spec("j", 2));
+  ASSERT_TRUE(reaches(id, job_state::error, 50ms));
+  auto v = *get(id);
+  EXPECT_EQ(v.steps[0].state, step_state::error);
+  EXPECT_EQ(v.steps[0].failure_count, 0u);
+  EXPECT_EQ(v.steps[0].attempt.value, 1u);
+  EXPECT_EQ(v.steps[1].state, step_state::cancelled);
+  EXPECT_EQ(events(id).back(), event_kind::failed);
+}
+
+TEST_F(workflow_test, persistent_transient_failure_ends_in_error_at_the_threshold) {
+  standard_setup();
+  service->otherwise = test_behavior::transient;
+  auto sp = spec("j", 1, false, 3);
+  sp.steps[0].retry.max_attempts = 2;
+  sp.steps[0].retry.initial_interval = 1ms;
+  sp.steps[0].retry.max_interval = 1ms;
+  auto id = submit(sp);
+  ASSERT_TRUE(reaches(id, job_state::error));
+  auto s = get(id)->steps[0];
+  EXPECT_EQ(s.failure_count, 3u);
+  EXPECT_EQ(s.attempt.value, 3u);
+  EXPECT_EQ(service->calls["j/0"], 6); // 3 dispatches x 2 tries
+  EXPECT_EQ(probe->retries, 3);
+  EXPECT_EQ(service->effects["j/0"], 0);
+}
+
+TEST_F(workflow_test, compensation_undoes_completed_steps_in_reverse_order) {
+  standard_setup();
+  service->script = {test_behavior::ok, test_behavior::ok, test_behavior::permanent};
+  auto id = submit(spec("j", 3, true));
+  ASSERT_TRUE(reaches(id, job_state::compensated));
+  EXPECT_EQ(undo_state->effect_order, (std::vector<std::string>{"j/1/undo", "j/0/undo"}));
+  auto v = *get(id);
+  EXPECT_EQ(v.steps[0].state, step_state::compensated);
+  EXPECT_EQ(v.steps[2].state, step_state::error);
+}
+
+TEST_F(workflow_test, a_failing_compensation_is_retried_then_reported) {
+  standard_setup();
+  service->script = {test_behavior::ok, test_behavior::permanent};
+  undo_state->script = {test_behavior::transient};
+  auto sp = spec("j", 2, true, 2);
+  auto id = submit(sp);
+  // First undo fails (retried), the second try works.
+  ASSERT_TRUE(reaches(id, job_state::compensated));
+  EXPECT_EQ(get(id)->steps[0].compensation_failures, 1u);
+  // A compensation that never works: Error and an operator event.
+  undo_state->otherwise = test_behavior::transient;
+  service->script = {test_behavior::ok, test_behavior::permanent};
+  auto id2 = submit(spec("k", 2, true, 2));
+  ASSERT_TRUE(reaches(id2, job_state::error));
+  EXPECT_EQ(get(id2)->steps[0].compensation_failures, 2u);
+  EXPECT_EQ(events(id2).back(), event_kind::compensation_failed);
+}
+
+TEST_F(workflow_test, the_other_supervisor_takes_over_and_recovers_once) {
+  add_agent(1);
+  add_scheduler(1);
+  el::candidate_options base;
+  auto group = el::spawn_local_group(sys(), 2, base);
+  for (auto& [id, c] : group.members)
+    track(c);
+  auto probe1 = std::make_shared<counting_probe>();
+  auto probe2 = std::make_shared<counting_probe>();
+  auto sup1 = add_supervisor(probe1);
+  auto sup2 = add_supervisor(probe2);
+  caf::anon_send(group.members[el::node_id{1}], caf::subscribe_atom::value,
+                 caf::actor_cast<caf::actor>(sup1));
+  caf::anon_send(group.members[el::node_id{2}], caf::subscribe_atom::value,
+                 caf::actor_cast<caf::actor>(sup2));
+  group.start_all();
+  advance(500ms, 5ms);
+  service->script = {test_behavior::hang, test_behavior::hang};
+  auto id = submit(spec("j", 1));
+  advance(20ms);
+  // The leader (node 2) and its supervisor die before the deadline.
+  caf::anon_send_exit(group.members[el::node_id{2}], caf::exit_reason::kill);
+  caf::anon_send_exit(sup2, caf::exit_reason::kill);
+  ASSERT_TRUE(reaches(id, job_state::processed, 3s));
+  auto s = get(id)->steps[0];
+  EXPECT_EQ(s.failure_count, 2u); // two hangs, each recovered exactly once
+  EXPECT_EQ(s.attempt.value, 3u);
+  EXPECT_EQ(probe1->recoveries, 2);
+  EXPECT_EQ(probe2->recoveries, 0);
+  group.stop_all(caf::exit_reason::kill);
+}
+
+TEST_F(workflow_test, a_deposed_supervisors_write_is_rejected_by_term) {
+  add_agent(1);
+  add_scheduler(1);
+  auto old_probe = std::make_shared<counting_probe>();
+  auto old_sup = add_supervisor(old_probe);
+  auto new_sup = add_supervisor();
+  caf::anon_send(new_sup, leader_event(2, 2));
+  run();
+  service->script = {test_behavior::hang};
+  auto first = submit(spec("a", 1));
+  ASSERT_TRUE(reaches(first, job_state::processed)); // recovered under term 2
+  caf::anon_send_exit(new_sup, caf::exit_reason::kill);
+  // The old leader still believes in term 1.
+  caf::anon_send(old_sup, leader_event(1, 1));
+  service->script = {test_behavior::hang};
+  auto second = submit(spec("b", 1));
+  advance(300ms);
+  auto s = get(second)->steps[0];
+  EXPECT_EQ(s.state, step_state::processing);
+  EXPECT_EQ(s.failure_count, 0u);
+  EXPECT_GE(old_probe->fenced, 1);
+  EXPECT_EQ(old_probe->recoveries, 0);
+}
+
+TEST_F(workflow_test, a_late_reply_of_a_stale_attempt_is_discarded) {
+  // An agent that holds every dispatch until the test releases it.
+  auto held = std::make_shared<
+      std::vector<std::pair<dispatch, caf::typed_response_promise<step_outcome>>>>();
+  auto manual =
+      track(sys().spawn([held](agent_actor::pointer self) -> agent_actor::behavior_type {
+        return {
+            [self, held](dispatch& d) -> caf::result<step_outcome> {
+              auto rp = self->make_response_promise<step_outcome>();
+              held->emplace_back(d, rp);
+              return rp;
+            },
+            // (retry_atom, i): reply success to the i-th dispatch, now.
+            [held](atoms::retry_atom, uint64_t i) {
+              (*held)[i].second.deliver(step_outcome{});
+            },
+        };
+      }));
+  agents.push_back(agent_entry{9, "svc", manual});
+  add_scheduler(1, 1, 10s); // waits long for replies
+  sup = add_supervisor();
+  caf::anon_send(sup, leader_event(1, 1));
+  auto id = submit(spec("j", 1));
+  ASSERT_TRUE(advance_until([&] { return held->size() == 2; }, 300ms));
+  EXPECT_EQ((*held)[0].first.attempt.value, 1u);
+  EXPECT_EQ((*held)[1].first.attempt.value, 2u);
+  caf::anon_send(manual, atoms::retry_atom_v, uint64_t{0}); // attempt 1, late
+  run();
+  EXPECT_EQ(probe->stale, 1);
+  EXPECT_EQ(state_of(id), job_state::processing);
+  caf::anon_send(manual, atoms::retry_atom_v, uint64_t{1});
+  run();
+  EXPECT_EQ(state_of(id), job_state::processed);
+  EXPECT_EQ(get(id)->steps[0].attempt.value, 2u);
+}
+
+TEST_F(workflow_test, two_schedulers_never_process_the_same_step) {
+  add_agent(1);
+  add_agent(2);
+  add_scheduler(1);
+  add_scheduler(2);
+  run();
+  std::vector<job_id> ids;
+  for (int i = 0; i < 20; ++i)
+    ids.push_back(submit(spec("j" + std::to_string(i), 2)));
+  ASSERT_TRUE(advance_until(
+      [&] {
+        for (auto& id : ids)
+          if (state_of(id) != job_state::processed)
+            return false;
+        return true;
+      },
+      2s));
+  EXPECT_EQ(probe->dispatches, 40);
+  for (auto& [key, n] : service->calls)
+    EXPECT_EQ(n, 1) << key;
+  EXPECT_EQ(service->calls.size(), 40u);
+}
+
+TEST_F(workflow_test, cancel_abandons_the_running_step_and_resubmit_finishes_the_job) {
+  standard_setup();
+  service->script = {test_behavior::ok, test_behavior::hang};
+  auto sp = spec("j", 3);
+  sp.steps[1].timeout = 10s;
+  auto id = submit(sp);
+  ASSERT_TRUE(advance_until([&] { return get(id)->steps[1].attempt.value == 1; }, 100ms));
+  auto c = ask<step_state>(sys(), client, atoms::cancel_atom_v, id);
+  run();
+  ASSERT_TRUE(c->value) << caf::to_string(c->error);
+  EXPECT_EQ(*c->value, job_state::cancelled);
+  EXPECT_EQ(events(id).back(), event_kind::cancelled);
+  auto again = ask<step_state>(sys(), client, atoms::cancel_atom_v, id);
+  run();
+  EXPECT_EQ(to_errc(again->error), errc::wrong_state);
+  auto r = ask<step_state>(sys(), client, atoms::resubmit_atom_v, id);
+  run();
+  ASSERT_TRUE(r->value) << caf::to_string(r->error);
+  ASSERT_TRUE(reaches(id, job_state::processed));
+  EXPECT_EQ(get(id)->steps[1].attempt.value, 2u);
+  EXPECT_EQ(service->effects["j/0"], 1);
+}
+
+TEST_F(workflow_test, bad_input_gets_typed_errors_and_writes_nothing) {
+  standard_setup();
+  auto records = device->record_count();
+  auto unknown = spec("a", 1);
+  unknown.steps[0].agent_kind = "nobody";
+  EXPECT_EQ(to_errc(submit_error(unknown)), errc::unknown_agent_kind);
+  EXPECT_EQ(to_errc(submit_error(spec("b", 0))), errc::empty_job);
+  auto zero = spec("c", 1);
+  zero.steps[0].timeout = 0ms;
+  EXPECT_EQ(to_errc(submit_error(zero)), errc::zero_timeout);
+  auto big = spec("d", 1);
+  big.steps[0].payload.assign(record_limits{}.max_payload_bytes + 1, 'x');
+  EXPECT_EQ(to_errc(submit_error(big)), errc::too_large);
+  auto g = ask<job_view>(sys(), client, caf::get_atom::value, job_id{"missing"});
+  auto c = ask<step_state>(sys(), client, atoms::cancel_atom_v, job_id{"missing"});
+  auto w = ask<stuck_report>(sys(), client, atoms::explain_atom_v, job_id{"missing"});
+  run();
+  EXPECT_EQ(to_errc(g->error), errc::unknown_job);
+  EXPECT_EQ(to_errc(c->error), errc::unknown_job);
+  EXPECT_EQ(to_errc(w->error), errc::unknown_job);
+  EXPECT_EQ(device->record_count(), records);
+  submit(spec("e", 1));
+  EXPECT_EQ(to_errc(submit_error(spec("e", 1))), errc::job_exists);
+}
+
+TEST_F(workflow_test, why_stuck_names_the_step_lock_and_deadline) {
+  standard_setup();
+  service->script = {test_behavior::hang};
+  auto sp = spec("j", 1);
+  sp.steps[0].timeout = 10s;
+  auto id = submit(sp);
+  advance(20ms);
+  auto r = ask<stuck_report>(sys(), client, atoms::explain_atom_v, id);
+  auto all = ask<std::vector<stuck_report>>(sys(), client, atoms::explain_atom_v);
+  run();
+  ASSERT_TRUE(r->value) << caf::to_string(r->error);
+  EXPECT_EQ(r->value->next, next_action::await_agent);
+  EXPECT_EQ(r->value->locked_by, (scheduler_ref{1, 1}));
+  EXPECT_EQ(r->value->attempt.value, 1u);
+  ASSERT_TRUE(all->value);
+  ASSERT_EQ(all->value->size(), 1u);
+  EXPECT_EQ((*all->value)[0].job, id);
+  auto list =
+      ask<std::vector<job_id>>(sys(), client, atoms::list_atom_v, step_state::processing);
+  run();
+  EXPECT_EQ(*list->value, std::vector<job_id>{id});
+}

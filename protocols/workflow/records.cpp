@@ -1,0 +1,421 @@
+#include "protocols/workflow/records.hpp"
+
+#include "protocols/store/byte_codec.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace conclave::workflow {
+
+using store::byte_reader;
+using store::byte_writer;
+
+namespace {
+
+enum class tag : uint8_t { step = 1, job = 2, event = 3, term = 4 };
+
+void put_i64(byte_writer& w, int64_t x) {
+  w.u64(static_cast<uint64_t>(x));
+}
+
+void put_double(byte_writer& w, double x) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  w.u64(bits);
+}
+
+/// A byte_reader that also enforces bounds; any violation makes ok() false.
+class checked_reader {
+public:
+  explicit checked_reader(std::string_view in) : r_(in) {}
+
+  uint8_t u8() { return r_.u8(); }
+  uint32_t u32() { return r_.u32(); }
+  uint64_t u64() { return r_.u64(); }
+  int64_t i64() { return static_cast<int64_t>(r_.u64()); }
+  double f64() {
+    auto bits = r_.u64();
+    double x = 0;
+    std::memcpy(&x, &bits, sizeof x);
+    if (!std::isfinite(x))
+      bad_ = true;
+    return x;
+  }
+  bool flag() {
+    auto x = r_.u8();
+    if (x > 1)
+      bad_ = true;
+    return x == 1;
+  }
+  /// Bytes of at most `max` length (checked before copying).
+  std::string bytes(size_t max) {
+    auto s = r_.bytes();
+    if (s.size() > max)
+      bad_ = true;
+    return s;
+  }
+  template <class Enum>
+  Enum enumeration(uint8_t count) {
+    auto x = r_.u8();
+    if (x >= count)
+      bad_ = true;
+    return static_cast<Enum>(x);
+  }
+  void fail() { bad_ = true; }
+  bool ok() const { return r_.ok() && !bad_; }
+  bool at_end() const { return r_.at_end(); }
+
+private:
+  byte_reader r_;
+  bool bad_ = false;
+};
+
+void header(byte_writer& w, tag t) {
+  w.u8(static_cast<uint8_t>(t));
+  w.u8(record_version);
+}
+
+result<void> check_header(checked_reader& r, tag t) {
+  auto got = r.u8();
+  auto version = r.u8();
+  if (!r.ok() || got != static_cast<uint8_t>(t))
+    return errc::corrupt_record;
+  if (version != record_version)
+    return errc::unsupported_version;
+  return outcome::success();
+}
+
+void put_policy(byte_writer& w, const retry_policy& p) {
+  w.u32(p.max_attempts);
+  put_i64(w, p.initial_interval.count());
+  put_double(w, p.multiplier);
+  put_i64(w, p.max_interval.count());
+  put_double(w, p.jitter);
+  w.u32(static_cast<uint32_t>(p.non_retryable.size()));
+  for (auto& k : p.non_retryable)
+    w.bytes(k);
+}
+
+retry_policy get_policy(checked_reader& r, const record_limits& lim) {
+  retry_policy p;
+  p.max_attempts = r.u32();
+  p.initial_interval = duration{r.i64()};
+  p.multiplier = r.f64();
+  p.max_interval = duration{r.i64()};
+  p.jitter = r.f64();
+  auto n = r.u32();
+  if (n > lim.max_non_retryable) {
+    r.fail();
+    return p;
+  }
+  for (uint32_t i = 0; i < n && r.ok(); ++i)
+    p.non_retryable.push_back(r.bytes(lim.max_kind_bytes));
+  if (r.ok() && !validate(p))
+    r.fail();
+  return p;
+}
+
+void put_spec(byte_writer& w, const step_spec& s) {
+  w.bytes(s.agent_kind);
+  w.bytes(s.payload);
+  put_i64(w, s.timeout.count());
+  put_policy(w, s.retry);
+  w.u8(s.compensation ? 1 : 0);
+  if (s.compensation) {
+    w.bytes(s.compensation->agent_kind);
+    w.bytes(s.compensation->payload);
+  }
+}
+
+step_spec get_spec(checked_reader& r, const record_limits& lim) {
+  step_spec s;
+  s.agent_kind = r.bytes(lim.max_kind_bytes);
+  s.payload = r.bytes(lim.max_payload_bytes);
+  s.timeout = duration{r.i64()};
+  if (s.timeout <= duration::zero() || s.agent_kind.empty())
+    r.fail();
+  s.retry = get_policy(r, lim);
+  if (r.flag()) {
+    compensation_spec c;
+    c.agent_kind = r.bytes(lim.max_kind_bytes);
+    c.payload = r.bytes(lim.max_payload_bytes);
+    if (c.agent_kind.empty())
+      r.fail();
+    s.compensation = std::move(c);
+  }
+  return s;
+}
+
+template <class T>
+result<T> finish(checked_reader& r, T&& x) {
+  if (!r.ok() || !r.at_end())
+    return errc::corrupt_record;
+  return std::move(x);
+}
+
+void put_be(std::string& out, uint64_t x, int n) {
+  for (int i = n - 1; i >= 0; --i)
+    out.push_back(static_cast<char>((x >> (8 * i)) & 0xFF));
+}
+
+uint64_t get_be(std::string_view in, size_t pos, int n) {
+  uint64_t x = 0;
+  for (int i = 0; i < n; ++i)
+    x = (x << 8) | static_cast<unsigned char>(in[pos + i]);
+  return x;
+}
+
+/// Deadlines are non-negative offsets; the sign bit is flipped so that the
+/// big-endian bytes sort like the signed value anyway.
+uint64_t order_preserving(timestamp t) {
+  return static_cast<uint64_t>(t.count()) ^ (uint64_t{1} << 63);
+}
+
+} // namespace
+
+const char* to_string(event_kind k) noexcept {
+  switch (k) {
+  case event_kind::received:
+    return "received";
+  case event_kind::step_started:
+    return "step_started";
+  case event_kind::step_completed:
+    return "step_completed";
+  case event_kind::retrying:
+    return "retrying";
+  case event_kind::completed:
+    return "completed";
+  case event_kind::failed:
+    return "failed";
+  case event_kind::compensating:
+    return "compensating";
+  case event_kind::compensated:
+    return "compensated";
+  case event_kind::cancelled:
+    return "cancelled";
+  case event_kind::step_failed:
+    return "step_failed";
+  case event_kind::compensation_failed:
+    return "compensation_failed";
+  case event_kind::resubmitted:
+    return "resubmitted";
+  }
+  return "unknown";
+}
+
+// -- step ------------------------------------------------------------------------------
+
+std::string encode(const step_record& s) {
+  std::string out;
+  byte_writer w{out};
+  header(w, tag::step);
+  w.bytes(s.job.value);
+  w.u32(s.index.value);
+  put_spec(w, s.spec);
+  w.u8(static_cast<uint8_t>(s.state));
+  w.u64(s.locked_by.instance);
+  w.u64(s.locked_by.incarnation);
+  w.u64(s.agent);
+  w.u8(s.complete_by ? 1 : 0);
+  put_i64(w, s.complete_by ? s.complete_by->count() : 0);
+  w.u32(s.failure_count);
+  w.u32(s.compensation_failures);
+  w.u32(s.attempt.value);
+  w.bytes(s.last_error);
+  put_i64(w, s.created.count());
+  put_i64(w, s.updated.count());
+  put_i64(w, s.not_before.count());
+  w.u64(s.completed_seq);
+  return out;
+}
+
+result<step_record> decode_step(std::string_view bytes, const record_limits& lim) {
+  checked_reader r{bytes};
+  if (auto h = check_header(r, tag::step); !h)
+    return h.error();
+  step_record s;
+  s.job.value = r.bytes(lim.max_id_bytes);
+  s.index.value = r.u32();
+  if (s.index.value >= lim.max_steps)
+    r.fail();
+  s.spec = get_spec(r, lim);
+  s.state = r.enumeration<step_state>(step_state_count);
+  s.locked_by.instance = r.u64();
+  s.locked_by.incarnation = r.u64();
+  s.agent = r.u64();
+  auto has_deadline = r.flag();
+  auto deadline = timestamp{r.i64()};
+  if (has_deadline)
+    s.complete_by = deadline;
+  else if (deadline.count() != 0)
+    r.fail(); // one encoding per record: no hidden bytes
+  s.failure_count = r.u32();
+  s.compensation_failures = r.u32();
+  s.attempt.value = r.u32();
+  s.last_error = r.bytes(lim.max_text_bytes);
+  s.created = timestamp{r.i64()};
+  s.updated = timestamp{r.i64()};
+  s.not_before = timestamp{r.i64()};
+  s.completed_seq = r.u64();
+  if (s.job.value.empty())
+    r.fail();
+  return finish(r, std::move(s));
+}
+
+// -- job -------------------------------------------------------------------------------
+
+std::string encode(const job_record& j) {
+  std::string out;
+  byte_writer w{out};
+  header(w, tag::job);
+  w.bytes(j.id.value);
+  w.u8(static_cast<uint8_t>(j.state));
+  w.u32(j.step_count);
+  w.u32(j.current.value);
+  w.u32(j.failure_threshold);
+  put_i64(w, j.recovery_backoff.count());
+  put_i64(w, j.created.count());
+  put_i64(w, j.updated.count());
+  w.u64(j.completions);
+  w.u64(j.next_event);
+  w.bytes(j.last_error);
+  return out;
+}
+
+result<job_record> decode_job(std::string_view bytes, const record_limits& lim) {
+  checked_reader r{bytes};
+  if (auto h = check_header(r, tag::job); !h)
+    return h.error();
+  job_record j;
+  j.id.value = r.bytes(lim.max_id_bytes);
+  j.state = r.enumeration<job_state>(step_state_count);
+  j.step_count = r.u32();
+  j.current.value = r.u32();
+  j.failure_threshold = r.u32();
+  j.recovery_backoff = duration{r.i64()};
+  j.created = timestamp{r.i64()};
+  j.updated = timestamp{r.i64()};
+  j.completions = r.u64();
+  j.next_event = r.u64();
+  j.last_error = r.bytes(lim.max_text_bytes);
+  if (j.id.value.empty() || j.step_count == 0 || j.step_count > lim.max_steps
+      || j.current.value > j.step_count || j.failure_threshold == 0
+      || j.failure_threshold > lim.max_failure_threshold
+      || j.recovery_backoff < duration::zero())
+    r.fail();
+  return finish(r, std::move(j));
+}
+
+// -- event -----------------------------------------------------------------------------
+
+std::string encode(const job_event& e) {
+  std::string out;
+  byte_writer w{out};
+  header(w, tag::event);
+  w.bytes(e.job.value);
+  w.u64(e.seq);
+  w.u8(static_cast<uint8_t>(e.kind));
+  w.u32(e.step.value);
+  w.u32(e.attempt.value);
+  put_i64(w, e.at.count());
+  w.bytes(e.detail);
+  return out;
+}
+
+result<job_event> decode_event(std::string_view bytes, const record_limits& lim) {
+  checked_reader r{bytes};
+  if (auto h = check_header(r, tag::event); !h)
+    return h.error();
+  job_event e;
+  e.job.value = r.bytes(lim.max_id_bytes);
+  e.seq = r.u64();
+  e.kind = r.enumeration<event_kind>(event_kind_count);
+  e.step.value = r.u32();
+  e.attempt.value = r.u32();
+  e.at = timestamp{r.i64()};
+  e.detail = r.bytes(lim.max_text_bytes);
+  if (e.job.value.empty())
+    r.fail();
+  return finish(r, std::move(e));
+}
+
+// -- term ------------------------------------------------------------------------------
+
+std::string encode_term(const term& t) {
+  std::string out;
+  byte_writer w{out};
+  header(w, tag::term);
+  w.u64(t.epoch);
+  w.u64(t.leader.value);
+  w.u64(t.incarnation);
+  return out;
+}
+
+result<term> decode_term(std::string_view bytes) {
+  checked_reader r{bytes};
+  if (auto h = check_header(r, tag::term); !h)
+    return h.error();
+  term t;
+  t.epoch = r.u64();
+  t.leader.value = r.u64();
+  t.incarnation = r.u64();
+  return finish(r, std::move(t));
+}
+
+// -- keys ------------------------------------------------------------------------------
+
+std::string step_key(const job_id& j, step_index s) {
+  std::string k = j.value;
+  k.push_back('\0');
+  put_be(k, s.value, 4);
+  return k;
+}
+
+std::string event_key(const job_id& j, uint64_t seq) {
+  std::string k = j.value;
+  k.push_back('\0');
+  put_be(k, seq, 8);
+  return k;
+}
+
+std::pair<std::string, std::string> job_key_range(const job_id& j) {
+  auto from = j.value;
+  from.push_back('\0');
+  auto to = j.value;
+  to.push_back('\1');
+  return {std::move(from), std::move(to)};
+}
+
+std::string due_key(timestamp complete_by, const job_id& j, step_index s) {
+  std::string k;
+  put_be(k, order_preserving(complete_by), 8);
+  k += j.value;
+  k.push_back('\0');
+  put_be(k, s.value, 4);
+  return k;
+}
+
+std::string due_bound(timestamp t) {
+  std::string k;
+  put_be(k, order_preserving(t + timestamp{1}), 8);
+  return k;
+}
+
+result<due_entry> decode_due_key(std::string_view key, const record_limits& lim) {
+  // 8 bytes deadline, id, '\0', 4 bytes step.
+  if (key.size() < 8 + 1 + 1 + 4 || key.size() > 8 + lim.max_id_bytes + 1 + 4)
+    return errc::corrupt_record;
+  auto id_end = key.size() - 5;
+  if (key[id_end] != '\0')
+    return errc::corrupt_record;
+  due_entry e;
+  e.complete_by =
+      timestamp{static_cast<int64_t>(get_be(key, 0, 8) ^ (uint64_t{1} << 63))};
+  e.job.value = std::string{key.substr(8, id_end - 8)};
+  e.step.value = static_cast<uint32_t>(get_be(key, id_end + 1, 4));
+  if (e.job.value.find('\0') != std::string::npos)
+    return errc::corrupt_record;
+  return e;
+}
+
+} // namespace conclave::workflow

@@ -1,0 +1,202 @@
+// Record encoding: round trips, bounds, versions, ordered keys, submission
+// validation, and random mutations that must decode to a value or an error,
+// never crash.
+#include "protocols/workflow/records.hpp"
+
+#include "protocols/workflow/lifecycle.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace conclave::workflow;
+using namespace std::chrono_literals;
+
+namespace {
+
+job_spec sample_spec() {
+  job_spec s;
+  s.id = job_id{"order-17"};
+  s.failure_threshold = 4;
+  s.recovery_backoff = 20ms;
+  step_spec pay;
+  pay.agent_kind = "payment";
+  pay.payload = std::string("\x00\x01\xff amount=10", 14);
+  pay.timeout = 250ms;
+  pay.retry.non_retryable = {"card_declined", "fraud"};
+  pay.compensation = compensation_spec{"refund", "r"};
+  step_spec ship;
+  ship.agent_kind = "shipping";
+  s.steps = {pay, ship};
+  return s;
+}
+
+job_view sample_view() {
+  effects e;
+  auto v = make_job(sample_spec(), timestamp{3ms}, e);
+  auto c = claim(v, scheduler_ref{7, 9}, timestamp{5ms});
+  EXPECT_TRUE(c);
+  v.steps[0].last_error = "busy: try later";
+  v.steps[0].failure_count = 2;
+  return v;
+}
+
+auto all_known = [](const std::string&) { return true; };
+
+} // namespace
+
+TEST(records, step_records_round_trip) {
+  auto v = sample_view();
+  for (auto& s : v.steps) {
+    auto d = decode_step(encode(s));
+    ASSERT_TRUE(d) << d.error().message();
+    EXPECT_EQ(encode(d.value()), encode(s));
+    EXPECT_EQ(d.value().spec, s.spec);
+    EXPECT_EQ(d.value().complete_by, s.complete_by);
+    EXPECT_EQ(d.value().locked_by, s.locked_by);
+  }
+}
+
+TEST(records, job_records_and_events_round_trip) {
+  effects e;
+  auto v = make_job(sample_spec(), timestamp{3ms}, e);
+  v.job.last_error = "why";
+  auto j = decode_job(encode(v.job));
+  ASSERT_TRUE(j);
+  EXPECT_EQ(encode(j.value()), encode(v.job));
+  EXPECT_EQ(j.value().recovery_backoff, 20ms);
+  auto ev = decode_event(encode(e.events[0]));
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev.value().kind, event_kind::received);
+  EXPECT_EQ(ev.value().job, v.job.id);
+  conclave::election::term t{3, conclave::election::node_id{2}, 5};
+  auto dt = decode_term(encode_term(t));
+  ASSERT_TRUE(dt);
+  EXPECT_EQ(dt.value(), t);
+}
+
+TEST(records, a_record_of_another_kind_or_version_is_refused) {
+  auto v = sample_view();
+  auto bytes = encode(v.steps[0]);
+  EXPECT_EQ(decode_job(bytes).error(), errc::corrupt_record);
+  bytes[1] = 2;
+  EXPECT_EQ(decode_step(bytes).error(), errc::unsupported_version);
+  EXPECT_EQ(decode_step("").error(), errc::corrupt_record);
+  EXPECT_EQ(decode_step(encode(v.steps[0]) + "x").error(), errc::corrupt_record);
+}
+
+TEST(records, decode_enforces_the_same_bounds_as_submission) {
+  auto v = sample_view();
+  record_limits small;
+  small.max_payload_bytes = 4;
+  EXPECT_EQ(decode_step(encode(v.steps[0]), small).error(), errc::corrupt_record);
+  auto s = v.steps[1];
+  s.spec.timeout = 0ms;
+  EXPECT_EQ(decode_step(encode(s)).error(), errc::corrupt_record);
+  s = v.steps[1];
+  s.spec.retry.jitter = 2.0;
+  EXPECT_EQ(decode_step(encode(s)).error(), errc::corrupt_record);
+}
+
+TEST(records, random_mutations_decode_to_a_value_or_an_error) {
+  auto v = sample_view();
+  std::vector<std::string> inputs{encode(v.steps[0]), encode(v.steps[1]), encode(v.job)};
+  effects e;
+  make_job(sample_spec(), timestamp{0}, e);
+  inputs.push_back(encode(e.events[0]));
+  std::mt19937_64 rng{12345};
+  size_t decoded = 0, refused = 0;
+  for (int round = 0; round < 20000; ++round) {
+    auto bytes = inputs[rng() % inputs.size()];
+    auto n = 1 + rng() % 4;
+    for (size_t k = 0; k < n; ++k) {
+      switch (rng() % 4) {
+      case 0: // flip a byte
+        bytes[rng() % bytes.size()] = static_cast<char>(rng());
+        break;
+      case 1: // truncate
+        bytes.resize(rng() % bytes.size());
+        break;
+      case 2: // huge length field somewhere
+        if (bytes.size() > 6) {
+          auto at = 2 + rng() % (bytes.size() - 6);
+          bytes[at] = bytes[at + 1] = bytes[at + 2] = bytes[at + 3] = '\xff';
+        }
+        break;
+      default: // garbage appended
+        bytes += std::string(rng() % 16, static_cast<char>(rng()));
+      }
+      if (bytes.empty())
+        bytes = "\x01";
+    }
+    for (auto r : {decode_step(bytes).has_value(), decode_job(bytes).has_value(),
+                   decode_event(bytes).has_value(), decode_term(bytes).has_value(),
+                   decode_due_key(bytes).has_value()})
+      (r ? decoded : refused) += 1;
+    // A decoded step re-encodes to the same bytes: nothing half-parsed.
+    if (auto s = decode_step(bytes)) {
+      EXPECT_EQ(encode(s.value()), bytes);
+    }
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_EQ(decoded + refused, 20000u * 5);
+}
+
+TEST(records, due_keys_sort_by_deadline_then_job_then_step) {
+  std::vector<std::string> keys{
+      due_key(timestamp{2s}, job_id{"a"}, step_index{0}),
+      due_key(timestamp{1s}, job_id{"b"}, step_index{3}),
+      due_key(timestamp{1s}, job_id{"b"}, step_index{1}),
+      due_key(timestamp{1s}, job_id{"a"}, step_index{9}),
+      due_key(timestamp{300s}, job_id{"a"}, step_index{0}),
+  };
+  std::sort(keys.begin(), keys.end());
+  std::vector<std::pair<std::string, uint32_t>> got;
+  for (auto& k : keys) {
+    auto e = decode_due_key(k);
+    ASSERT_TRUE(e);
+    got.emplace_back(e.value().job.value, e.value().step.value);
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, uint32_t>>{
+                     {"a", 9}, {"b", 1}, {"b", 3}, {"a", 0}, {"a", 0}}));
+  EXPECT_LT(keys[2], due_bound(timestamp{1s}));
+  EXPECT_GT(keys[3], due_bound(timestamp{1s}));
+  EXPECT_EQ(decode_due_key(keys[0]).value().complete_by, timestamp{1s});
+}
+
+TEST(records, step_keys_of_a_job_fall_in_its_range_only) {
+  auto [from, to] = job_key_range(job_id{"ab"});
+  auto in = step_key(job_id{"ab"}, step_index{5});
+  auto other = step_key(job_id{"abc"}, step_index{0});
+  EXPECT_TRUE(from <= in && in < to);
+  EXPECT_FALSE(from <= other && other < to);
+  EXPECT_LT(step_key(job_id{"ab"}, step_index{1}),
+            step_key(job_id{"ab"}, step_index{256}));
+  EXPECT_LT(event_key(job_id{"ab"}, 2), event_key(job_id{"ab"}, 10));
+}
+
+TEST(records, bad_submissions_get_clear_errors) {
+  record_limits lim;
+  auto s = sample_spec();
+  EXPECT_TRUE(validate(s, lim, all_known));
+  auto bad = s;
+  bad.steps.clear();
+  EXPECT_EQ(validate(bad, lim, all_known).error(), errc::empty_job);
+  bad = s;
+  bad.steps[1].timeout = 0ms;
+  EXPECT_EQ(validate(bad, lim, all_known).error(), errc::zero_timeout);
+  bad = s;
+  bad.steps[0].payload.assign(lim.max_payload_bytes + 1, 'x');
+  EXPECT_EQ(validate(bad, lim, all_known).error(), errc::too_large);
+  auto only_payment = [](const std::string& k) { return k == "payment"; };
+  EXPECT_EQ(validate(s, lim, only_payment).error(), errc::unknown_agent_kind);
+  bad = s;
+  bad.id.value = std::string("a\0b", 3);
+  EXPECT_EQ(validate(bad, lim, all_known).error(), errc::bad_argument);
+  bad = s;
+  bad.failure_threshold = 0;
+  EXPECT_EQ(validate(bad, lim, all_known).error(), errc::bad_argument);
+  bad = s;
+  bad.steps[0].retry.max_attempts = 0;
+  EXPECT_EQ(validate(bad, lim, all_known).error(), errc::bad_argument);
+}

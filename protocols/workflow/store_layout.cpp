@@ -1,0 +1,121 @@
+#include "protocols/workflow/store_layout.hpp"
+
+#include <limits>
+#include <set>
+
+namespace conclave::workflow::layout {
+
+namespace {
+
+void put_be64(std::string& out, uint64_t x) {
+  for (int i = 7; i >= 0; --i)
+    out.push_back(static_cast<char>((x >> (8 * i)) & 0xFF));
+}
+
+uint64_t order_preserving(timestamp t) {
+  return static_cast<uint64_t>(t.count()) ^ (uint64_t{1} << 63);
+}
+
+std::set<std::string> due_keys(const job_view& v) {
+  std::set<std::string> out;
+  for (auto& s : v.steps)
+    if (!s.locked_by.empty() && s.complete_by)
+      out.insert(due_key(*s.complete_by, v.job.id, s.index));
+  return out;
+}
+
+std::optional<std::string> ready_of(const job_view& v) {
+  if (auto at = ready_at(v))
+    return ready_key(*at, v.job.id);
+  return std::nullopt;
+}
+
+/// Index keys of one kind: removes what went, adds what came.
+void diff_keys(const char* collection, const std::set<std::string>& old_keys,
+               const std::set<std::string>& new_keys, std::vector<write>& out) {
+  for (auto& k : old_keys)
+    if (!new_keys.count(k))
+      out.push_back(write{collection, k, true, {}});
+  for (auto& k : new_keys)
+    if (!old_keys.count(k))
+      out.push_back(write{collection, k, false, {}});
+}
+
+std::set<std::string> as_set(std::optional<std::string> k) {
+  std::set<std::string> out;
+  if (k)
+    out.insert(std::move(*k));
+  return out;
+}
+
+} // namespace
+
+std::optional<timestamp> ready_at(const job_view& v) {
+  auto i = claimable_step(v, timestamp{std::numeric_limits<timestamp::rep>::max()});
+  if (!i)
+    return std::nullopt;
+  return v.steps[i->value].not_before;
+}
+
+std::string ready_key(timestamp at, const job_id& j) {
+  std::string k;
+  put_be64(k, order_preserving(at));
+  return k + j.value;
+}
+
+result<job_id> decode_ready_key(std::string_view key) {
+  if (key.size() <= 8)
+    return errc::corrupt_record;
+  return job_id{std::string{key.substr(8)}};
+}
+
+std::string ready_bound(timestamp now) {
+  std::string k;
+  put_be64(k, order_preserving(now + timestamp{1}));
+  return k;
+}
+
+std::string state_key(job_state s, const job_id& j) {
+  std::string k(1, static_cast<char>(s));
+  return k + j.value;
+}
+
+std::pair<std::string, std::string> state_range(job_state s) {
+  return {std::string(1, static_cast<char>(s)),
+          std::string(1, static_cast<char>(static_cast<uint8_t>(s) + 1))};
+}
+
+result<job_id> decode_state_key(std::string_view key) {
+  if (key.size() < 2)
+    return errc::corrupt_record;
+  return job_id{std::string{key.substr(1)}};
+}
+
+std::vector<write> job_writes(const std::optional<job_view>& before,
+                              const job_view& after, const effects& e) {
+  std::vector<write> out;
+  auto job_bytes = encode(after.job);
+  if (!before || encode(before->job) != job_bytes)
+    out.push_back(write{jobs, after.job.id.value, false, std::move(job_bytes)});
+  for (size_t i = 0; i < after.steps.size(); ++i) {
+    auto bytes = encode(after.steps[i]);
+    if (before && i < before->steps.size() && encode(before->steps[i]) == bytes)
+      continue;
+    out.push_back(write{steps, step_key(after.job.id, after.steps[i].index), false,
+                        std::move(bytes)});
+  }
+  for (auto& ev : e.events)
+    out.push_back(write{events, event_key(ev.job, ev.seq), false, encode(ev)});
+  diff_keys(due, before ? due_keys(*before) : std::set<std::string>{}, due_keys(after),
+            out);
+  diff_keys(ready, as_set(before ? ready_of(*before) : std::nullopt),
+            as_set(ready_of(after)), out);
+  diff_keys(state,
+            as_set(before ? std::optional<std::string>{state_key(before->job.state,
+                                                                 before->job.id)}
+                          : std::nullopt),
+            as_set(state_key(after.job.state, after.job.id)), out);
+  return out;
+}
+
+} // namespace conclave::workflow::layout

@@ -1,0 +1,70 @@
+// Where a job lives in the reliable collections store, and the writes that
+// turn one version of a job view into the next — all of them in the one
+// transaction that changes the job (DESIGN.md, "Workflows": the store is the
+// source of truth; indexes are updated in the same transactions as records).
+//
+// Collections (dictionaries of bytes):
+//   wf.jobs    job id                      -> job_record
+//   wf.steps   step_key(job, step)         -> step_record
+//   wf.events  event_key(job, seq)         -> job_event
+//   wf.due     due_key(CompleteBy, job, step) -> ""   running steps, by deadline
+//   wf.ready   ready_key(claimable at, job)   -> ""   jobs with a claimable step
+//   wf.state   state_key(state, job)          -> ""   jobs by state (list)
+//   wf.meta    "term"                      -> the highest supervisor term
+// A scheduler finds work by enumerating wf.ready up to now, a supervisor finds
+// expired steps by enumerating wf.due up to now: neither scans every job.
+#pragma once
+
+#include "protocols/workflow/lifecycle.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace conclave::workflow::layout {
+
+inline constexpr const char* jobs = "wf.jobs";
+inline constexpr const char* steps = "wf.steps";
+inline constexpr const char* events = "wf.events";
+inline constexpr const char* due = "wf.due";
+inline constexpr const char* ready = "wf.ready";
+inline constexpr const char* state = "wf.state";
+inline constexpr const char* meta = "wf.meta";
+inline constexpr const char* term_key = "term";
+
+/// Every collection, for hosts that create them at start.
+inline const std::vector<std::string>& all() {
+  static const std::vector<std::string> names{jobs,  steps, events, due,
+                                              ready, state, meta};
+  return names;
+}
+
+/// One change to the store: put `value` at `key`, or remove `key`.
+struct write {
+  std::string collection;
+  std::string key;
+  bool remove = false;
+  std::string value;
+};
+
+/// When the job's claimable step may be claimed (its not_before), if it has
+/// one in its current phase.
+std::optional<timestamp> ready_at(const job_view& v);
+
+std::string ready_key(timestamp at, const job_id& j);
+/// The job id in a ready key; corrupt_record for garbage.
+result<job_id> decode_ready_key(std::string_view key);
+/// Upper bound of ready keys claimable at `now`.
+std::string ready_bound(timestamp now);
+
+std::string state_key(job_state s, const job_id& j);
+/// [from, to) of the state keys of `s`.
+std::pair<std::string, std::string> state_range(job_state s);
+result<job_id> decode_state_key(std::string_view key);
+
+/// The writes from `before` (none: a new job) to `after`, plus the events.
+/// Unchanged records are not rewritten.
+std::vector<write> job_writes(const std::optional<job_view>& before,
+                              const job_view& after, const effects& e);
+
+} // namespace conclave::workflow::layout

@@ -1,0 +1,126 @@
+// The writes that move a job from one version to the next: records only when
+// changed, and the due, ready and state indexes kept in step.
+#include "protocols/workflow/store_layout.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace conclave::workflow;
+using namespace std::chrono_literals;
+
+namespace {
+
+job_view job() {
+  job_spec s;
+  s.id = job_id{"j"};
+  step_spec st;
+  st.agent_kind = "svc";
+  st.timeout = 100ms;
+  s.steps = {st, st};
+  effects e;
+  return make_job(s, timestamp{0}, e);
+}
+
+/// Applies writes to a map of (collection, key) -> value.
+using fake_store = std::map<std::pair<std::string, std::string>, std::string>;
+
+void apply_writes(fake_store& st, const std::vector<layout::write>& ws) {
+  for (auto& w : ws) {
+    if (w.remove)
+      EXPECT_EQ(st.erase({w.collection, w.key}), 1u) << "removed a missing key";
+    else
+      st[{w.collection, w.key}] = w.value;
+  }
+}
+
+size_t count(const fake_store& st, const std::string& collection) {
+  size_t n = 0;
+  for (auto& [k, v] : st)
+    n += k.first == collection;
+  return n;
+}
+
+} // namespace
+
+TEST(store_layout, a_new_job_writes_records_event_ready_and_state) {
+  effects e;
+  job_spec s;
+  s.id = job_id{"j"};
+  step_spec st;
+  st.agent_kind = "svc";
+  s.steps = {st, st, st};
+  auto v = make_job(s, timestamp{0}, e);
+  fake_store store;
+  apply_writes(store, layout::job_writes(std::nullopt, v, e));
+  EXPECT_EQ(count(store, layout::jobs), 1u);
+  EXPECT_EQ(count(store, layout::steps), 3u);
+  EXPECT_EQ(count(store, layout::events), 1u);
+  EXPECT_EQ(count(store, layout::ready), 1u);
+  EXPECT_EQ(count(store, layout::due), 0u);
+  EXPECT_TRUE(
+      store.count({layout::state, layout::state_key(job_state::pending, v.job.id)}));
+}
+
+TEST(store_layout, indexes_follow_the_lifecycle) {
+  effects e0;
+  auto v = job();
+  fake_store store;
+  apply_writes(store, layout::job_writes(std::nullopt, v, e0));
+  auto before = v;
+  auto c = claim(v, scheduler_ref{1, 1}, timestamp{0});
+  ASSERT_TRUE(c);
+  auto ws = layout::job_writes(before, v, c.value());
+  apply_writes(store, ws);
+  // Claimed: not ready any more, due at CompleteBy, only step 0 rewritten.
+  EXPECT_EQ(count(store, layout::ready), 0u);
+  ASSERT_EQ(count(store, layout::due), 1u);
+  EXPECT_TRUE(
+      store.count({layout::due, due_key(timestamp{100ms}, v.job.id, step_index{0})}));
+  size_t step_writes = 0;
+  for (auto& w : ws)
+    step_writes += w.collection == layout::steps;
+  EXPECT_EQ(step_writes, 1u);
+  EXPECT_TRUE(
+      store.count({layout::state, layout::state_key(job_state::processing, v.job.id)}));
+  EXPECT_EQ(count(store, layout::state), 1u);
+  // Recovered with backoff: ready again at not_before, not due.
+  v.job.recovery_backoff = 30ms;
+  before = v;
+  auto r = recover(v, step_index{0}, attempt{1}, recovery_cause::monitor, timestamp{5ms});
+  ASSERT_TRUE(r);
+  apply_writes(store, layout::job_writes(before, v, r.value()));
+  EXPECT_EQ(count(store, layout::due), 0u);
+  ASSERT_EQ(count(store, layout::ready), 1u);
+  auto key = store.lower_bound({layout::ready, ""})->first.second;
+  EXPECT_LT(layout::ready_bound(timestamp{34ms}), key);
+  EXPECT_GT(layout::ready_bound(timestamp{35ms}), key);
+  EXPECT_EQ(layout::decode_ready_key(key).value(), v.job.id);
+}
+
+TEST(store_layout, a_finished_job_leaves_no_index_entries_but_its_state) {
+  effects e0;
+  auto v = job();
+  fake_store store;
+  apply_writes(store, layout::job_writes(std::nullopt, v, e0));
+  for (int i = 0; i < 2; ++i) {
+    auto before = v;
+    auto c = claim(v, scheduler_ref{1, 1}, timestamp{0});
+    ASSERT_TRUE(c);
+    apply_writes(store, layout::job_writes(before, v, c.value()));
+    before = v;
+    auto d = *c.value().dispatched;
+    auto done = complete(v, d.step, d.attempt, step_outcome{}, timestamp{1ms});
+    ASSERT_TRUE(done);
+    apply_writes(store, layout::job_writes(before, v, done.value()));
+  }
+  EXPECT_EQ(count(store, layout::ready), 0u);
+  EXPECT_EQ(count(store, layout::due), 0u);
+  EXPECT_TRUE(
+      store.count({layout::state, layout::state_key(job_state::processed, v.job.id)}));
+  // 2 x (started, completed) + completed; job() keeps "received" to itself.
+  EXPECT_EQ(count(store, layout::events), 5u);
+  auto [from, to] = layout::state_range(job_state::processed);
+  auto k = layout::state_key(job_state::processed, v.job.id);
+  EXPECT_TRUE(from <= k && k < to);
+}
