@@ -353,7 +353,7 @@ result<log_record> store_core::commit(txn_id txn) {
   for (auto& [where, value] : t.value()->writes)
     body += op_size(where.second.size(), value ? value->size() : 0);
   for (auto& [id, q] : t.value()->queues) {
-    body += q.dequeued.size() * op_size(8, 0);
+    body += q.taken * op_size(8, 0);
     for (auto& v : q.enqueued)
       body += op_size(0, v.size());
   }
