@@ -14,6 +14,12 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+
+#include <unistd.h>
+
 using namespace conclave::store;
 using namespace std::chrono_literals;
 namespace atoms = conclave::store_atoms;
@@ -161,4 +167,137 @@ TEST(store_messages, requests_and_results_serialize) {
   EXPECT_EQ(caf::to_string(make_error(errc::lock_timeout)).find("lock_timeout")
                 != std::string::npos,
             true);
+}
+
+namespace {
+
+/// A store actor whose log fdatasyncs a test can hold back (at most 60 s).
+class store_actor_sync_test : public testing::Test {
+protected:
+  store_actor_sync_test() : sys(init(cfg)) {
+    state_manager_options o;
+    o.dir = dir.path();
+    o.log = [](const std::string&) {};
+    o.sync = [this](int fd) {
+      std::unique_lock<std::mutex> lk{mtx};
+      if (held) {
+        ++entered;
+        cv.notify_all();
+        cv.wait_for(lk, 60s, [&] { return !held; });
+      }
+      lk.unlock();
+      return ::fdatasync(fd);
+    };
+    store = std::shared_ptr<state_manager>{state_manager::open(o).value().release()};
+    actor = spawn_store_actor(sys, store);
+  }
+
+  ~store_actor_sync_test() override {
+    release();
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  }
+
+  static caf::actor_system_config& init(caf::actor_system_config& c) {
+    add_store_types(c);
+    return c;
+  }
+
+  void release() {
+    std::lock_guard<std::mutex> guard{mtx};
+    held = false;
+    cv.notify_all();
+  }
+
+  op_request req(txn_id t, operation op, std::string key, std::string value = {}) {
+    op_request r;
+    r.txn = t;
+    r.op = op;
+    r.collection = "d";
+    r.key = std::move(key);
+    r.value = std::move(value);
+    return r;
+  }
+
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool held = false;
+  int entered = 0;
+  conclave::test::temp_dir dir{"conclave-actor-sync"};
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  std::shared_ptr<state_manager> store;
+  store_actor actor;
+};
+
+} // namespace
+
+// Through the actor as through the engine: a read-only transaction that read
+// a value whose record is not yet durable is not answered before the sync.
+TEST_F(store_actor_sync_test,
+       a_read_only_commit_is_answered_only_once_what_it_read_is_durable) {
+  auto d = store->dictionary<std::string, std::string>("d").value();
+  {
+    auto tx = store->begin();
+    ASSERT_TRUE(d.add_or_update(tx, "k", "old"));
+    ASSERT_TRUE(tx.commit());
+  }
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    held = true;
+  }
+  auto writer = store->begin_txn().value();
+  ASSERT_TRUE(store->execute(req(writer, operation::add_or_update, "k", "new"), 1s));
+  store->commit_async(writer, [](result<lsn>) {});
+  {
+    std::unique_lock<std::mutex> lk{mtx};
+    ASSERT_TRUE(cv.wait_for(lk, 30s, [&] { return entered >= 1; }));
+  }
+  caf::scoped_actor self{sys};
+  txn_id reader;
+  self->request(actor, 30s, atoms::begin_atom_v)
+      .receive([&](txn_id t) { reader = t; }, [](caf::error&) {});
+  std::string seen;
+  self->request(actor, 30s, req(reader, operation::try_get, "k"), uint32_t{0})
+      .receive([&](op_result& r) { seen = r.value; }, [](caf::error&) {});
+  ASSERT_EQ(seen, "new"); // applied, visible, not durable
+  self->send(actor, atoms::commit_atom_v, reader);
+  bool early = false;
+  self->receive([&](uint64_t) { early = true; }, [&](caf::error&) { early = true; },
+                caf::after(100ms) >> [] {});
+  EXPECT_FALSE(early) << "a read of a non-durable value was acknowledged";
+  release();
+  bool answered = false;
+  if (!early)
+    self->receive([&](uint64_t) { answered = true; }, [](caf::error&) {},
+                  caf::after(30s) >> [] {});
+  EXPECT_TRUE(answered || early);
+  EXPECT_GE(store->durable_lsn(), store->last_lsn());
+}
+
+// Lock timeouts through the actor: 1 ms times out, the largest value (about
+// 49 days) waits and is granted when the holder commits; 0 is documented as
+// the default timeout (4 s), not "fail at once".
+TEST_F(store_actor_sync_test, lock_timeouts_of_one_ms_and_max_through_the_actor) {
+  auto d = store->dictionary<std::string, std::string>("d").value();
+  auto holder = store->begin();
+  ASSERT_TRUE(d.add_or_update(holder, "k", "held"));
+  caf::scoped_actor self{sys};
+  txn_id t;
+  self->request(actor, 30s, atoms::begin_atom_v)
+      .receive([&](txn_id x) { t = x; }, [](caf::error&) {});
+  caf::error one;
+  self->request(actor, 30s, req(t, operation::try_get, "k"), uint32_t{1})
+      .receive([](op_result&) {}, [&](caf::error& e) { one = e; });
+  EXPECT_EQ(to_errc(one), errc::lock_timeout);
+  self->send(actor, req(t, operation::try_get, "k"),
+             std::numeric_limits<uint32_t>::max());
+  bool early = false;
+  self->receive([&](op_result&) { early = true; }, [&](caf::error&) { early = true; },
+                caf::after(50ms) >> [] {});
+  EXPECT_FALSE(early) << "a max timeout failed or was granted while the lock was held";
+  ASSERT_TRUE(holder.commit());
+  bool granted = false;
+  self->receive([&](op_result& r) { granted = r.found && r.value == "held"; },
+                [](caf::error&) {}, caf::after(30s) >> [] {});
+  EXPECT_TRUE(granted);
 }

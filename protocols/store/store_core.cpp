@@ -349,15 +349,18 @@ result<log_record> store_core::commit(txn_id txn) {
   if (locks_.is_waiting(txn))
     return errc::transaction_busy;
   // The log could not read back a larger record: refuse before anything moves.
+  // A transaction that changed nothing writes no record, so no limit applies.
   uint64_t body = commit_body_size(0);
+  bool writes = !t.value()->writes.empty();
   for (auto& [where, value] : t.value()->writes)
     body += op_size(where.second.size(), value ? value->size() : 0);
   for (auto& [id, q] : t.value()->queues) {
-    body += q.dequeued.size() * op_size(8, 0);
+    body += q.taken * op_size(8, 0);
     for (auto& v : q.enqueued)
       body += op_size(0, v.size());
+    writes = writes || q.taken > 0 || !q.enqueued.empty();
   }
-  if (body > std::min<uint64_t>(limits_.max_record_body, max_record_body))
+  if (writes && body > std::min<uint64_t>(limits_.max_record_body, max_record_body))
     return errc::transaction_too_large;
   log_record r;
   r.term = term_;

@@ -69,7 +69,10 @@ public:
     if (auto r = usable(); !r)
       return r.error();
     auto r = store_->commit(id_);
-    if (r || static_cast<errc>(r.error().value()) != errc::transaction_busy)
+    // busy and too large leave the transaction open (with its locks): it must
+    // still be aborted, by abort() or by the destructor.
+    auto why = r ? errc{} : static_cast<errc>(r.error().value());
+    if (r || (why != errc::transaction_busy && why != errc::transaction_too_large))
       finished_ = true;
     return r;
   }
