@@ -26,18 +26,37 @@ namespace atoms = conclave::store_atoms;
 
 namespace {
 
+/// A store actor over a real store whose log fdatasyncs a test can hold back
+/// (`held`, at most 60 s; `entered` counts syncs that waited).
 class store_actor_test : public testing::Test {
 protected:
   store_actor_test() : sys(init(cfg)) {
     state_manager_options o;
     o.dir = dir.path();
     o.log = [](const std::string&) {};
+    o.sync = [this](int fd) {
+      std::unique_lock<std::mutex> lk{mtx};
+      if (held) {
+        ++entered;
+        cv.notify_all();
+        cv.wait_for(lk, 60s, [&] { return !held; });
+      }
+      lk.unlock();
+      return ::fdatasync(fd);
+    };
     store = std::shared_ptr<state_manager>{state_manager::open(o).value().release()};
     actor = spawn_store_actor(sys, store);
   }
 
   ~store_actor_test() override {
+    release();
     caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  }
+
+  void release() {
+    std::lock_guard<std::mutex> guard{mtx};
+    held = false;
+    cv.notify_all();
   }
 
   static caf::actor_system_config& init(caf::actor_system_config& c) {
@@ -65,6 +84,10 @@ protected:
     return r;
   }
 
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool held = false;
+  int entered = 0;
   conclave::test::temp_dir dir{"conclave-actor"};
   caf::actor_system_config cfg;
   caf::actor_system sys;
@@ -169,67 +192,7 @@ TEST(store_messages, requests_and_results_serialize) {
             true);
 }
 
-namespace {
-
-/// A store actor whose log fdatasyncs a test can hold back (at most 60 s).
-class store_actor_sync_test : public testing::Test {
-protected:
-  store_actor_sync_test() : sys(init(cfg)) {
-    state_manager_options o;
-    o.dir = dir.path();
-    o.log = [](const std::string&) {};
-    o.sync = [this](int fd) {
-      std::unique_lock<std::mutex> lk{mtx};
-      if (held) {
-        ++entered;
-        cv.notify_all();
-        cv.wait_for(lk, 60s, [&] { return !held; });
-      }
-      lk.unlock();
-      return ::fdatasync(fd);
-    };
-    store = std::shared_ptr<state_manager>{state_manager::open(o).value().release()};
-    actor = spawn_store_actor(sys, store);
-  }
-
-  ~store_actor_sync_test() override {
-    release();
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-  }
-
-  static caf::actor_system_config& init(caf::actor_system_config& c) {
-    add_store_types(c);
-    return c;
-  }
-
-  void release() {
-    std::lock_guard<std::mutex> guard{mtx};
-    held = false;
-    cv.notify_all();
-  }
-
-  op_request req(txn_id t, operation op, std::string key, std::string value = {}) {
-    op_request r;
-    r.txn = t;
-    r.op = op;
-    r.collection = "d";
-    r.key = std::move(key);
-    r.value = std::move(value);
-    return r;
-  }
-
-  std::mutex mtx;
-  std::condition_variable cv;
-  bool held = false;
-  int entered = 0;
-  conclave::test::temp_dir dir{"conclave-actor-sync"};
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  std::shared_ptr<state_manager> store;
-  store_actor actor;
-};
-
-} // namespace
+using store_actor_sync_test = store_actor_test;
 
 // Through the actor as through the engine: a read-only transaction that read
 // a value whose record is not yet durable is not answered before the sync.

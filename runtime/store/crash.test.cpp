@@ -357,5 +357,5 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
     verify(data, acked, read, read_count, "seed " + std::to_string(seed));
   }
   EXPECT_GT(total_read, 0u); // the reader did read
-  EXPECT_GT(lost, 0); // some crash did drop written, unsynced bytes
+  EXPECT_GT(lost, 0);        // some crash did drop written, unsynced bytes
 }

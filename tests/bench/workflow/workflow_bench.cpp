@@ -88,7 +88,8 @@ struct store_under_test {
     st::state_manager_options o;
     o.dir = dir;
     o.log = [](const std::string&) {};
-    durable = std::shared_ptr<st::state_manager>{st::state_manager::open(o).value().release()};
+    durable =
+        std::shared_ptr<st::state_manager>{st::state_manager::open(o).value().release()};
     handle = st::spawn_store_actor(sys, durable);
   }
 
@@ -182,8 +183,8 @@ void throughput(bool durable, int steps, int jobs) {
               [left, out, mtx](wf::job_view& v) {
                 if (v.job.state == wf::job_state::processed) {
                   std::lock_guard<std::mutex> g{*mtx};
-                  out->push_back(std::chrono::duration<double, std::milli>(v.job.updated
-                                                                           - v.job.created)
+                  out->push_back(std::chrono::duration<double, std::milli>(
+                                     v.job.updated - v.job.created)
                                      .count());
                 }
                 --*left;
@@ -198,7 +199,8 @@ void throughput(bool durable, int steps, int jobs) {
               durable ? "durable" : "memory", steps, jobs, secs,
               static_cast<double>(probe->finished) / secs,
               2.0 * static_cast<double>(probe->finished) / secs,
-              conclave::bench::percentile(lat, 0.5), conclave::bench::percentile(lat, 0.99),
+              conclave::bench::percentile(lat, 0.5),
+              conclave::bench::percentile(lat, 0.99),
               probe->finished < total ? " (INCOMPLETE)" : "");
   for (auto& a : all)
     caf::anon_send_exit(a, caf::exit_reason::kill);
@@ -271,10 +273,11 @@ void redispatch(int reps) {
       std::this_thread::sleep_for(20us);
     if (probe->dispatches == after)
       continue;
-    gaps.push_back(std::chrono::duration<double, std::milli>(
-                       steady::time_point{steady::duration{probe->last_dispatch_ns.load()}}
-                       - kill_at)
-                       .count());
+    gaps.push_back(
+        std::chrono::duration<double, std::milli>(
+            steady::time_point{steady::duration{probe->last_dispatch_ns.load()}}
+            - kill_at)
+            .count());
   }
   std::printf("re-dispatch after agent death: median %.2f ms, max %.2f ms over %zu kills "
               "(deadline 30 s, supervisor scan every 1 s)\n",
@@ -307,7 +310,8 @@ void memory(int pending) {
   auto after = rss_mb();
   std::printf("memory: %d pending 1-step jobs: %.0f bytes per job (RSS %.1f -> %.1f MB, "
               "specs %.1f MB excluded)\n",
-              pending, (after - base) * 1024 * 1024 / pending, before, after, base - before);
+              pending, (after - base) * 1024 * 1024 / pending, before, after,
+              base - before);
   caf::anon_send_exit(client, caf::exit_reason::kill);
 }
 
@@ -317,7 +321,9 @@ int main(int argc, char** argv) {
   int jobs = 5000, pending = 100000, reps = 20;
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
-    auto arg = [&](const char* name) { return !std::strcmp(argv[i], name) && i + 1 < argc; };
+    auto arg = [&](const char* name) {
+      return !std::strcmp(argv[i], name) && i + 1 < argc;
+    };
     if (!std::strcmp(argv[i], "--quick"))
       quick = true;
     else if (arg("--jobs"))
