@@ -1,4 +1,5 @@
 #include "runtime/cluster/certificates.hpp"
+#include "runtime/cluster/child_stdio.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -27,14 +28,7 @@ int run_openssl(const std::vector<std::string>& args, const std::string& log) {
   if (pid < 0)
     return -1;
   if (pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    if (in >= 0)
-      ::dup2(in, 0);
+    redirect_child_stdio(log.c_str(), 0600);
     ::execvp("openssl", argv.data());
     ::_exit(127);
   }

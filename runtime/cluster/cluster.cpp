@@ -1,6 +1,7 @@
 #include "runtime/cluster/cluster.hpp"
 
 #include "runtime/cluster/certificates.hpp"
+#include "runtime/cluster/child_stdio.hpp"
 
 #include "runtime/node/node.hpp"
 #include "runtime/node/status_file.hpp"
@@ -238,14 +239,7 @@ node::result<int> spawn_node(const std::string& dir, const cluster_file& c, uint
     return "cannot start node " + std::to_string(id) + ": " + std::strerror(errno);
   if (pid == 0) {
     ::setsid();
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    if (in >= 0)
-      ::dup2(in, 0);
+    redirect_child_stdio(log.c_str(), 0644);
     ::execve(c.binary.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
