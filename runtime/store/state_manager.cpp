@@ -269,7 +269,7 @@ result<collection_info> state_manager::ensure_collection(const std::string& name
       auto frame = encode_record(rec);
       log_bytes_since_checkpoint_ += frame.size();
       probe_->log_bytes(frame.size());
-      if (auto a = wal_->append(rec.lsn, std::move(frame)); !a)
+      if (auto a = wal_->append(rec.lsn, std::move(frame), true); !a)
         return a.error();
     }
     info = *core_.find_collection(name);
@@ -355,7 +355,8 @@ void state_manager::fail_parked(txn_id txn, errc why, std::vector<completion>& o
 }
 
 result<lsn> state_manager::commit_locked(txn_id txn, std::vector<completion>& out,
-                                         commit_callback* cb, lsn& wait_for) {
+                                         commit_callback* cb, lsn& wait_for,
+                                         bool caller_waits) {
   if (auto r = check_running(); !r)
     return r.error();
   auto observed = core_.observed_through(txn);
@@ -391,7 +392,7 @@ result<lsn> state_manager::commit_locked(txn_id txn, std::vector<completion>& ou
     commit_waiters_.emplace(r.lsn.value,
                             commit_waiter{std::move(*cb), steady_clock::now(), false});
   }
-  if (auto a = wal_->append(r.lsn, std::move(frame)); !a) {
+  if (auto a = wal_->append(r.lsn, std::move(frame), caller_waits); !a) {
     // Applied in memory but not logged: the store must stop. The caller
     // reports the failure to its own callback.
     if (cb) {
@@ -427,7 +428,9 @@ result<lsn> state_manager::commit(txn_id txn) {
   lsn wait_for;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    r = commit_locked(txn, out, nullptr, wait_for);
+    // In strong mode this thread waits for the record next, and writes and
+    // syncs it itself when no other sync is in flight (wal::wait_durable).
+    r = commit_locked(txn, out, nullptr, wait_for, opts_.strong);
   }
   for (auto& f : out)
     f();
@@ -453,7 +456,7 @@ void state_manager::commit_async(txn_id txn, commit_callback cb) {
     // In strong mode the callback waits for the log writer (durable()).
     auto* pending = opts_.strong ? &cb : nullptr;
     lsn wait_for;
-    r = commit_locked(txn, out, pending, wait_for);
+    r = commit_locked(txn, out, pending, wait_for, false);
     deferred = r && opts_.strong && (r.value().value != 0 || wait_for.value != 0);
   }
   for (auto& f : out)

@@ -256,9 +256,10 @@ private:
   /// Commits under mtx_. A read-only transaction in strong mode sets
   /// `wait_for` to the lsn that must be durable before it is acknowledged
   /// (if that is not the case yet); with `cb`, the callback is parked until
-  /// then and `wait_for` set.
+  /// then and `wait_for` set. `caller_waits`: the caller waits for the
+  /// record's durability next (wal::append).
   result<lsn> commit_locked(txn_id txn, std::vector<completion>& out, commit_callback* cb,
-                            lsn& wait_for);
+                            lsn& wait_for, bool caller_waits);
   void fail_parked(txn_id txn, errc why, std::vector<completion>& out);
   void durable(lsn upto, std::error_code err);
   void timer_loop();

@@ -152,6 +152,51 @@ TEST_F(store_test, concurrent_commits_share_fdatasyncs) {
   EXPECT_LT(syncs, records); // group commit: at least some sharing
 }
 
+// One writer's strong commit writes and syncs its record on its own thread
+// when no other sync is in flight (no hand-off to the log's writer thread and
+// back); an asynchronous commit is synced by the writer thread.
+TEST_F(store_test, a_lone_strong_commit_syncs_on_the_committing_thread) {
+  std::mutex mtx;
+  std::vector<std::thread::id> syncers;
+  auto o = options();
+  o.sync = [&](int fd) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      syncers.push_back(std::this_thread::get_id());
+    }
+    return ::fdatasync(fd);
+  };
+  auto s = open(o);
+  auto d = s->dictionary<std::string, int32_t>("d").value();
+  auto me = std::this_thread::get_id();
+  for (int i = 0; i < 5; ++i) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      syncers.clear();
+    }
+    auto tx = s->begin();
+    ASSERT_TRUE(d.add_or_update(tx, "k" + std::to_string(i), i));
+    ASSERT_TRUE(tx.commit());
+    std::lock_guard<std::mutex> guard{mtx};
+    ASSERT_FALSE(syncers.empty());
+    for (auto& id : syncers)
+      EXPECT_EQ(id, me) << "commit " << i << " was synced by another thread";
+  }
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    syncers.clear();
+  }
+  auto tx = s->begin();
+  ASSERT_TRUE(d.add_or_update(tx, "async", 1));
+  std::promise<result<lsn>> done;
+  s->commit_async(tx.id(), [&](result<lsn> r) { done.set_value(std::move(r)); });
+  ASSERT_TRUE(done.get_future().get());
+  std::lock_guard<std::mutex> guard{mtx};
+  ASSERT_FALSE(syncers.empty());
+  for (auto& id : syncers)
+    EXPECT_NE(id, me);
+}
+
 TEST_F(store_test, serial_mode_syncs_every_commit) {
   auto o = options();
   o.group_commit = false;

@@ -214,7 +214,7 @@ void wal::on_durable(std::function<void(lsn, std::error_code)> f) {
   on_durable_ = std::move(f);
 }
 
-result<void> wal::append(lsn l, std::string frame) {
+result<void> wal::append(lsn l, std::string frame, bool caller_waits) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (failure_ || stop_)
@@ -224,6 +224,9 @@ result<void> wal::append(lsn l, std::string frame) {
     queue_.push_back(entry{l, std::move(frame), roll_pending_});
     roll_pending_ = false;
     appended_ = l;
+    if (caller_waits)
+      return outcome::success(); // its wait_durable leads, or joins a group
+    wake_writer_ = true;
   }
   work_cv_.notify_one();
   return outcome::success();
@@ -231,10 +234,20 @@ result<void> wal::append(lsn l, std::string frame) {
 
 result<void> wal::wait_durable(lsn l) {
   std::unique_lock<std::mutex> lk{mtx_};
-  durable_cv_.wait(lk, [&] { return durable_ >= l || failure_; });
-  if (durable_ >= l)
-    return outcome::success();
-  return errc::io_failure;
+  for (;;) {
+    if (durable_ >= l)
+      return outcome::success();
+    if (failure_)
+      return errc::io_failure;
+    // No sync in flight: write and sync the queue here rather than hand it
+    // to the writer thread and wait to be woken (two thread switches per
+    // commit). While one is in flight, wait: its leader wakes us when done,
+    // and then one of the waiters leads the records queued meanwhile.
+    if (!leading_ && !queue_.empty() && !crashed_)
+      lead(lk);
+    else
+      durable_cv_.wait(lk);
+  }
 }
 
 lsn wal::durable_lsn() const {
@@ -307,17 +320,24 @@ void wal::crash_for_testing() {
     crashed_ = true;
     stop_ = true;
     queue_.clear();
+    wake_writer_ = false;
     if (!failure_)
       failure_ = make_error_code(errc::io_failure);
     failed_ = true;
-    cb = on_durable_;
-    d = durable_;
-    err = failure_;
   }
   work_cv_.notify_all();
   durable_cv_.notify_all();
   if (writer_.joinable())
     writer_.join();
+  {
+    // A sync led by a committing thread finishes first, as the writer
+    // thread's would have.
+    std::unique_lock<std::mutex> lk{mtx_};
+    durable_cv_.wait(lk, [&] { return !leading_; });
+    cb = on_durable_;
+    d = durable_;
+    err = failure_;
+  }
   if (cb)
     cb(d, err);
 }
@@ -325,44 +345,60 @@ void wal::crash_for_testing() {
 void wal::run() {
   std::unique_lock<std::mutex> lk{mtx_};
   for (;;) {
-    work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-    if (crashed_ || queue_.empty())
+    work_cv_.wait(lk, [&] {
+      return crashed_
+             || (!leading_ && (stop_ || failure_ || (wake_writer_ && !queue_.empty())));
+    });
+    if (crashed_ || failure_)
       return;
-    std::vector<entry> batch;
-    if (opts_.group_commit) {
-      batch.assign(std::make_move_iterator(queue_.begin()),
-                   std::make_move_iterator(queue_.end()));
-      queue_.clear();
-    } else {
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
+    if (queue_.empty()) {
+      if (stop_)
+        return; // drained
+      continue;
     }
-    lk.unlock();
-    auto r = write_batch(batch);
-    lk.lock();
-    if (!r) {
-      if (!failure_)
-        failure_ = r.error();
-      failed_ = true;
-      durable_cv_.notify_all();
-      auto cb = on_durable_;
-      auto err = failure_;
-      auto d = durable_;
-      lk.unlock();
-      if (cb)
-        cb(d, err);
+    if (!lead(lk))
       return;
-    }
+  }
+}
+
+bool wal::lead(std::unique_lock<std::mutex>& lk) {
+  leading_ = true;
+  std::vector<entry> batch;
+  if (opts_.group_commit) {
+    batch.assign(std::make_move_iterator(queue_.begin()),
+                 std::make_move_iterator(queue_.end()));
+    queue_.clear();
+  } else {
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  if (queue_.empty())
+    wake_writer_ = false;
+  lk.unlock();
+  auto r = write_batch(batch);
+  lk.lock();
+  if (r) {
     durable_ = batch.back().l;
     stats_.records += batch.size();
-    durable_cv_.notify_all();
-    auto cb = on_durable_;
-    auto d = durable_;
+  } else {
+    if (!failure_)
+      failure_ = r.error();
+    failed_ = true;
+  }
+  auto cb = on_durable_;
+  auto d = durable_;
+  auto err = r ? std::error_code{} : failure_;
+  if (cb) {
+    // Still the leader: callbacks never overlap and come in lsn order.
     lk.unlock();
-    if (cb)
-      cb(d, {});
+    cb(d, err);
     lk.lock();
   }
+  leading_ = false;
+  // Under the lock: a waiter that just found leading_ set cannot miss this.
+  durable_cv_.notify_all();
+  work_cv_.notify_all();
+  return static_cast<bool>(r);
 }
 
 result<void> wal::open_segment(lsn first) {

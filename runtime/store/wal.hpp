@@ -4,10 +4,16 @@
 //
 // Guarantees
 // - Records are appended in lsn order (each append's lsn is the previous + 1)
-//   by one writer thread. With group commit, the writer takes every record
-//   queued since its last pass, writes them with one write() per segment and
-//   makes them durable with one sync; without it (the serial baseline), each
-//   record gets its own write and sync.
+//   and written by one leader at a time: the thread that writes the queued
+//   records and syncs them. A thread waiting in wait_durable() while no sync
+//   is in flight leads itself (one writer's commit costs no hand-off to
+//   another thread and back); records appended meanwhile queue up and the
+//   next leader, one of their waiters, takes them all. The writer thread
+//   leads for records nobody waits for (append without caller_waits) and
+//   drains the queue on close. With group commit, a leader takes every record
+//   queued, writes them with one write() per segment and makes them durable
+//   with one sync; without it (the serial baseline), each record gets its own
+//   write and sync.
 // - Segment files grow by zero-filled steps of preallocate_bytes written with
 //   the records that need the room; later records overwrite the zeros (pwrite
 //   at the record offset), so most syncs persist data but no new file size.
@@ -98,14 +104,19 @@ public:
   /// Writes and syncs what was appended, then stops the writer.
   ~wal();
 
-  /// Queues an encoded record. Never waits for I/O.
-  result<void> append(lsn l, std::string frame);
+  /// Queues an encoded record. Never waits for I/O. `caller_waits`: the
+  /// caller calls wait_durable(l) next and will lead the sync itself, so the
+  /// writer thread is not woken for it.
+  result<void> append(lsn l, std::string frame, bool caller_waits = false);
 
-  /// Blocks until `l` is durable (ok) or the log failed (io_failure).
+  /// Blocks until `l` is durable (ok) or the log failed (io_failure). Writes
+  /// and syncs the queued records itself when no other sync is in flight.
   result<void> wait_durable(lsn l);
 
-  /// Called on the writer thread after each sync with the durable lsn, or
-  /// once with the error that stopped the log. Set before the first append.
+  /// Called after each sync with the durable lsn, or once with the error
+  /// that stopped the log, on the thread that led the sync (the writer thread
+  /// or one in wait_durable), one call at a time and in lsn order, before the
+  /// next leader starts. Set before the first append.
   void on_durable(std::function<void(lsn, std::error_code)> f);
 
   lsn durable_lsn() const;
@@ -151,6 +162,10 @@ private:
   /// file when offset is 0) and cuts the segment there.
   result<void> move_aside(const segment_scan& seg, uint64_t offset, wal_recovery& report);
   void run();
+  /// Takes the queue (all of it with group commit), writes and syncs it with
+  /// mtx_ released, then reports. Called with `lk` held, no leader and a
+  /// nonempty queue; returns with `lk` held. false: the log failed.
+  bool lead(std::unique_lock<std::mutex>& lk);
   result<void> write_batch(std::vector<entry>& batch);
   result<void> open_segment(lsn first);
   result<void> sync_current();
@@ -160,7 +175,7 @@ private:
   std::filesystem::path log_dir_;
   files::sync_fn sync_;
 
-  // Writer thread only.
+  // The leader's only (leading_ hands them over under mtx_).
   int fd_ = -1;
   uint64_t segment_size_ = 0; // bytes of records in the current segment
   uint64_t zeroed_ = 0;       // file size: records, then zeros up to here
@@ -171,6 +186,10 @@ private:
   std::deque<entry> queue_;
   std::vector<segment> segments_;
   bool roll_pending_ = false;
+  /// A thread is writing and syncing a batch.
+  bool leading_ = false;
+  /// The queue holds records nobody waits for: the writer thread leads.
+  bool wake_writer_ = false;
   bool stop_ = false;
   bool crashed_ = false;
   lsn appended_;

@@ -430,7 +430,8 @@ TEST_F(wal_test, a_failed_sync_is_final) {
   EXPECT_EQ(w->durable_lsn(), lsn{1});
   EXPECT_EQ(code(w->append(lsn{3}, frame(3)).error()), errc::store_failed);
   EXPECT_TRUE(w->failure());
-  // The callback runs on the writer thread right after the waiters are woken.
+  // The callback runs on the thread that led the failed sync (the writer
+  // thread, or this one in wait_durable).
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (errors.load() == 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::yield();
