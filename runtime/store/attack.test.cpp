@@ -255,6 +255,101 @@ TEST_F(attack_test, repair_on_a_clean_store_changes_nothing) {
   EXPECT_EQ(image_of(data), base);
 }
 
+// Found by the attack above: damage in the zero-filled tail of a segment the
+// checkpoint covers (never read), and corruption at the start of the next
+// segment. The repair cuts at offset 0 of that next segment, which leaves the
+// covered segment last: the next open reads it and would cut its damaged tail,
+// a second cut. One repair must cut all of it: a second one is a no-op.
+TEST_F(attack_test, one_repair_is_final_when_it_leaves_a_covered_segment_last) {
+  build_base();
+  auto covered = "log/" + files::lsn_name("seg-", lsn{446}, ".wal");
+  auto next = "log/" + files::lsn_name("seg-", lsn{452}, ".wal");
+  ASSERT_TRUE(base.count(covered) && base.count(next));
+  auto damaged = base;
+  ASSERT_GT(damaged[covered].size(), 934u);
+  auto records_end = damaged[covered].find_last_not_of('\0') + 1;
+  ASSERT_LT(records_end, 934u) << "byte 934 must be in the zero tail";
+  damaged[covered][934] = static_cast<char>(damaged[covered][934] ^ 4);
+  damaged[next][30] = static_cast<char>(damaged[next][30] ^ 4);
+  auto data = dir / "data";
+  write_image(data, damaged);
+
+  auto plain = state_manager::open(options(data));
+  ASSERT_FALSE(plain);
+  EXPECT_EQ(code(plain.error()), errc::corrupt_data);
+  EXPECT_NE(log.find(next.substr(4) + " at byte"), std::string::npos) << log;
+  ASSERT_EQ(image_of(data), damaged) << "a refused open changed the directory";
+
+  auto o = options(data);
+  o.repair = true;
+  {
+    log.clear();
+    auto fixed = state_manager::open(o);
+    ASSERT_TRUE(fixed) << fixed.error().message() << "\n" << log;
+    EXPECT_TRUE(fixed.value()->recovery().tail_cut);
+    // Everything up to the checkpoint at lsn 451 (k0..k449) stays.
+    EXPECT_EQ(intact_prefix(*fixed.value()), 450) << log;
+  }
+  auto after = image_of(data);
+  // The covered segment keeps its records; its damaged tail has a copy.
+  ASSERT_TRUE(after.count(covered));
+  EXPECT_EQ(after[covered], base[covered].substr(0, records_end)) << log;
+  std::string copy;
+  for (auto& [file, bytes] : after)
+    if (file.rfind("log/lost+found/" + covered.substr(4), 0) == 0)
+      copy = bytes;
+  ASSERT_FALSE(copy.empty()) << log;
+  EXPECT_EQ(copy, damaged[covered].substr(records_end, 934 + 1 - records_end));
+  auto checked = check_data_dir(data);
+  ASSERT_TRUE(checked);
+  EXPECT_TRUE(checked.value().clean()) << log;
+
+  log.clear();
+  auto again = state_manager::open(o);
+  ASSERT_TRUE(again) << log;
+  EXPECT_FALSE(again.value()->recovery().tail_cut)
+      << "a second repair cut again: " << log;
+  EXPECT_EQ(again.value()->recovery().dropped_records, 0u);
+  EXPECT_EQ(intact_prefix(*again.value()), 450);
+  again.value().reset();
+  EXPECT_EQ(image_of(data), after);
+}
+
+// The same with a plain open: the segment after the covered one is empty (as
+// a crash right after a checkpoint's roll leaves it) and nothing follows. The
+// open removes the empty file, which leaves the covered segment last: its
+// damaged tail is cut by that same open, not by the next one.
+TEST_F(attack_test, an_open_that_leaves_a_covered_segment_last_cuts_its_tail_once) {
+  build_base();
+  auto covered = "log/" + files::lsn_name("seg-", lsn{446}, ".wal");
+  auto next = "log/" + files::lsn_name("seg-", lsn{452}, ".wal");
+  auto damaged = base;
+  ASSERT_TRUE(damaged.count(covered) && damaged.count(next));
+  for (auto i = damaged.find(next); i != damaged.end();)
+    i = i->first.rfind("log/seg-", 0) == 0 ? damaged.erase(i) : std::next(i);
+  damaged[next] = "";
+  auto records_end = damaged[covered].find_last_not_of('\0') + 1;
+  ASSERT_LT(records_end, 934u);
+  damaged[covered][934] = static_cast<char>(damaged[covered][934] ^ 4);
+  auto data = dir / "data";
+  write_image(data, damaged);
+  {
+    auto s = state_manager::open(options(data));
+    ASSERT_TRUE(s) << log;
+    EXPECT_TRUE(s.value()->recovery().tail_cut) << log;
+    EXPECT_EQ(intact_prefix(*s.value()), 450);
+  }
+  auto after = image_of(data);
+  EXPECT_EQ(after[covered], base[covered].substr(0, records_end));
+  EXPECT_FALSE(after.count(next));
+  log.clear();
+  auto again = state_manager::open(options(data));
+  ASSERT_TRUE(again) << log;
+  EXPECT_FALSE(again.value()->recovery().tail_cut)
+      << "the second open cut again: " << log;
+  EXPECT_EQ(intact_prefix(*again.value()), 450);
+}
+
 // A backup with any file damaged restores either everything or fails; it never
 // restores a store that lacks an acknowledged commit or holds a wrong value.
 TEST_F(attack_test, restore_of_a_damaged_backup_restores_all_or_fails) {

@@ -45,29 +45,12 @@ bool all_zero(std::string_view bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
 }
 
-result<log_scan> scan_log(const fs::path& dir, const log_scan_options& opts,
-                          const log_scan_fn& each) {
-  log_scan out;
-  out.base = opts.base;
-  out.needed_last = opts.base;
-  std::error_code ec;
-  auto log_dir = dir / "log";
-  if (!fs::exists(log_dir, ec))
-    return out;
-  for (auto& e : fs::directory_iterator(log_dir, ec))
-    if (auto named =
-            files::parse_lsn_name(e.path().filename().string(), "seg-", ".wal")) {
-      segment_scan s;
-      s.path = e.path();
-      s.named = *named;
-      out.segments.push_back(std::move(s));
-    }
-  if (ec)
-    return ec;
-  std::sort(
-      out.segments.begin(), out.segments.end(),
-      [](const segment_scan& a, const segment_scan& b) { return a.named < b.named; });
+namespace {
 
+/// Reads and classifies out.segments (listed, sorted, not yet read).
+result<void> scan_segments(log_scan& out, const log_scan_options& opts,
+                           const log_scan_fn& each) {
+  std::error_code ec;
   const uint64_t base = opts.base.value;
   uint64_t expected = base + 1; // the next needed lsn
   bool have_prev = false;
@@ -196,6 +179,110 @@ result<log_scan> scan_log(const fs::path& dir, const log_scan_options& opts,
     }
     out.bytes_after_end += dmg.bytes;
   }
+  return outcome::success();
+}
+
+/// Where the log kept by recovery ends: the cut of a repair, the start of a
+/// torn tail, or the first of the segments that hold no data at the end.
+log_position kept_end(const log_scan& out) {
+  if (out.fatal)
+    return out.keep_end;
+  if (out.ends_early)
+    return {out.bad_segment, out.bad_offset};
+  auto k = out.segments.size();
+  while (k > 0 && !out.segments[k - 1].skipped && out.segments[k - 1].records == 0
+         && out.segments[k - 1].bytes == out.segments[k - 1].zero_tail)
+    --k;
+  return {k, 0};
+}
+
+/// When what recovery keeps ends at the start of a segment right after a
+/// skipped one, that skipped segment becomes the last one, and the next open
+/// reads it: damage in its tail (say in its zero-filled, unwritten part)
+/// would be cut then, a second cut. So read it now, as that open would, and
+/// if it ends in damage, make the end of its valid records the end of the
+/// log: one recovery or repair cuts all there is to cut.
+result<void> read_tail_of_skipped(log_scan& out, const log_scan_options& opts) {
+  auto end = kept_end(out);
+  if (end.offset != 0 || end.segment == 0 || end.segment > out.segments.size()
+      || !out.segments[end.segment - 1].skipped)
+    return outcome::success();
+  auto k = end.segment - 1;
+  log_scan alone;
+  alone.base = out.base;
+  alone.needed_last = out.base;
+  segment_scan seg;
+  seg.path = out.segments[k].path;
+  seg.named = out.segments[k].named;
+  alone.segments.push_back(std::move(seg));
+  bool needed = false;
+  if (auto r = scan_segments(alone, opts,
+                             [&](const log_record&, std::string_view) -> result<void> {
+                               needed = true;
+                               return outcome::success();
+                             });
+      !r)
+    return r;
+  // Only covered records can be there (the next segment's name is at most
+  // base + 1); anything else is left to the next open, as before.
+  if (needed || alone.fatal || !alone.ends_early)
+    return outcome::success();
+  out.segments[k] = alone.segments[0];
+  auto at = std::find_if(out.damage.begin(), out.damage.end(),
+                         [&](const log_damage& d) { return d.segment > k; });
+  for (auto& d : alone.damage)
+    d.segment = k;
+  out.damage.insert(at, alone.damage.begin(), alone.damage.end());
+  if (alone.records > 0) {
+    if (out.records == 0 || alone.first < out.first)
+      out.first = alone.first;
+    if (out.records == 0 || out.last < alone.last)
+      out.last = alone.last;
+    out.records += alone.records;
+  }
+  log_position cut{k, alone.bad_offset};
+  if (out.fatal) {
+    out.keep_end = cut;
+  } else {
+    // A torn tail found after it (at offset 0 of the next segment) stays
+    // counted in bytes_after_end.
+    out.ends_early = true;
+    out.bad_segment = cut.segment;
+    out.bad_offset = cut.offset;
+    out.reason = alone.reason;
+    out.bytes_after_end += alone.bytes_after_end;
+  }
+  return outcome::success();
+}
+
+} // namespace
+
+result<log_scan> scan_log(const fs::path& dir, const log_scan_options& opts,
+                          const log_scan_fn& each) {
+  log_scan out;
+  out.base = opts.base;
+  out.needed_last = opts.base;
+  std::error_code ec;
+  auto log_dir = dir / "log";
+  if (!fs::exists(log_dir, ec))
+    return out;
+  for (auto& e : fs::directory_iterator(log_dir, ec))
+    if (auto named =
+            files::parse_lsn_name(e.path().filename().string(), "seg-", ".wal")) {
+      segment_scan s;
+      s.path = e.path();
+      s.named = *named;
+      out.segments.push_back(std::move(s));
+    }
+  if (ec)
+    return ec;
+  std::sort(
+      out.segments.begin(), out.segments.end(),
+      [](const segment_scan& a, const segment_scan& b) { return a.named < b.named; });
+  if (auto r = scan_segments(out, opts, each); !r)
+    return r.error();
+  if (auto r = read_tail_of_skipped(out, opts); !r)
+    return r.error();
   if (out.fatal) {
     for (size_t i = out.keep_end.segment; i < out.segments.size(); ++i) {
       auto& seg = out.segments[i];

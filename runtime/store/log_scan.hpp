@@ -22,6 +22,10 @@
 //   while a later one is present, is corruption in the middle: recovery
 //   refuses to open (`fatal`). `repair` (an operator's explicit decision)
 //   keeps the log up to `keep_end` and moves the rest aside.
+// - If what recovery keeps ends at offset 0 of a segment right after a
+//   skipped one, that skipped segment becomes the last one: it is read too,
+//   and damage in its tail moves the end (bad_offset or keep_end) to the end
+//   of its valid records, so that the next open finds nothing more to cut.
 #pragma once
 
 #include "protocols/store/errc.hpp"
