@@ -12,7 +12,7 @@
 #pragma once
 
 #include "actors/store/store_interface.hpp"
-#include "runtime/store/state_manager.hpp"
+#include "storage/state_manager.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

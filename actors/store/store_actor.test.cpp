@@ -3,7 +3,7 @@
 // bad inputs come back as typed errors, and the messages serialize.
 #include "actors/store/store_actor.hpp"
 
-#include "runtime/store/collections.hpp"
+#include "storage/collections.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <caf/actor_system.hpp>

@@ -6,7 +6,7 @@
 //   store_demo [--dir DIR] [--help]   (default DIR: a fresh directory under /tmp,
 //                                      removed at the end)
 #include "actors/store/store_actor.hpp"
-#include "runtime/store/collections.hpp"
+#include "storage/collections.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>

@@ -17,7 +17,7 @@
 //
 // A record is valid only if it is complete, its crc matches and its body
 // parses to the end. decode_record() tells "incomplete" (torn tail) from
-// "corrupt" (checksum or parse failure); recovery (runtime/store/log_scan.hpp)
+// "corrupt" (checksum or parse failure); recovery (storage/log_scan.hpp)
 // decides from what follows whether that is a torn tail or corruption.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The operations of the store as data: what a caller asks (op_request) and what
 // it gets back (op_result). The library front-end builds them from typed calls;
 // the actor front-end receives them as messages. Keys and values are bytes
-// here; runtime/store/collections.hpp maps them to C++ types.
+// here; storage/collections.hpp maps them to C++ types.
 #pragma once
 
 #include "protocols/store/types.hpp"

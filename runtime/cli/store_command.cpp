@@ -2,8 +2,8 @@
 // the command line. See docs/store.md, "Command line" and "Recovery".
 #include "runtime/cli/commands.hpp"
 
-#include "runtime/store/inspect.hpp"
-#include "runtime/store/state_manager.hpp"
+#include "storage/inspect.hpp"
+#include "storage/state_manager.hpp"
 
 #include <nlohmann/json.hpp>
 

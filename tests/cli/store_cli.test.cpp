@@ -1,7 +1,7 @@
 // `conclave store check|backup|restore` as operators call it: exit statuses,
 // one line for bad input, a check that reports damage without repairing it,
 // and a backup restored through the command line that has the same contents.
-#include "runtime/store/collections.hpp"
+#include "storage/collections.hpp"
 #include "tests/process/process_support.hpp"
 #include "tests/support/temp_dir.hpp"
 

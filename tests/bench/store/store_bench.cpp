@@ -30,7 +30,7 @@
 //   store_bench [--seconds S] [--reps N] [--writers 1,8,32] [--dir PARENT]
 //               [--etcd PATH | --skip-etcd] [--dequeue 1000,4000,...]
 //               [--json FILE] [--quick] [--help]
-#include "runtime/store/collections.hpp"
+#include "storage/collections.hpp"
 
 #include "tests/bench/support/etcd_process.hpp"
 #include "tests/bench/support/stats.hpp"

@@ -3,7 +3,7 @@
 #include <actors/election/candidate_actor.hpp>
 #include <actors/store/store_actor.hpp>
 #include <protocols/election/core_factory.hpp>
-#include <runtime/store/collections.hpp>
+#include <storage/collections.hpp>
 
 #include <iostream>
 

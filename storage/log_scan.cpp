@@ -1,6 +1,6 @@
-#include "runtime/store/log_scan.hpp"
+#include "storage/log_scan.hpp"
 
-#include "runtime/store/file_util.hpp"
+#include "storage/file_util.hpp"
 
 #include <algorithm>
 

@@ -9,10 +9,10 @@
 // of every byte it drops and a second repair finds nothing; a read-only check
 // never changes anything. Also the limits at their edges: transaction size
 // limits of 0, 1 and the maximum.
-#include "runtime/store/collections.hpp"
-#include "runtime/store/file_util.hpp"
-#include "runtime/store/inspect.hpp"
-#include "runtime/store/log_scan.hpp"
+#include "storage/collections.hpp"
+#include "storage/file_util.hpp"
+#include "storage/inspect.hpp"
+#include "storage/log_scan.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

@@ -9,10 +9,10 @@
 #include "protocols/store/crc32c.hpp"
 #include "protocols/store/log_record.hpp"
 #include "protocols/store/store_core.hpp"
-#include "runtime/store/backup.hpp"
-#include "runtime/store/checkpoint_file.hpp"
-#include "runtime/store/log_scan.hpp"
-#include "runtime/store/wal.hpp"
+#include "storage/backup.hpp"
+#include "storage/checkpoint_file.hpp"
+#include "storage/log_scan.hpp"
+#include "storage/wal.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

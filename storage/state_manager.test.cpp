@@ -2,9 +2,9 @@
 // commit, failed fsync, checkpoints and log truncation, recovery from a cut
 // log tail and from a corrupt checkpoint, backup and restore, async calls,
 // metrics.
-#include "runtime/store/checkpoint_file.hpp"
-#include "runtime/store/collections.hpp"
-#include "runtime/store/prometheus_store_probe.hpp"
+#include "storage/checkpoint_file.hpp"
+#include "storage/collections.hpp"
+#include "storage/prometheus_store_probe.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

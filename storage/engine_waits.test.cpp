@@ -10,8 +10,8 @@
 //   kept and the store goes on.
 // Syncs are held back or failed by a test hook (sync_gate), so the order of
 // events is forced, not timed.
-#include "runtime/store/collections.hpp"
-#include "runtime/store/prometheus_store_probe.hpp"
+#include "storage/collections.hpp"
+#include "storage/prometheus_store_probe.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

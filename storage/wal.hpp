@@ -35,8 +35,8 @@
 
 #include "protocols/store/errc.hpp"
 #include "protocols/store/log_record.hpp"
-#include "runtime/store/file_util.hpp"
-#include "runtime/store/log_scan.hpp"
+#include "storage/file_util.hpp"
+#include "storage/log_scan.hpp"
 
 #include <atomic>
 #include <condition_variable>

@@ -43,8 +43,8 @@
 #include "protocols/store/errc.hpp"
 #include "protocols/store/operation.hpp"
 #include "protocols/store/store_core.hpp"
-#include "runtime/store/backup.hpp"
-#include "runtime/store/store_probe.hpp"
+#include "storage/backup.hpp"
+#include "storage/store_probe.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -299,4 +299,4 @@ private:
 
 } // namespace conclave::store
 
-#include "runtime/store/collections.hpp"
+#include "storage/collections.hpp"

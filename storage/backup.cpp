@@ -1,10 +1,10 @@
-#include "runtime/store/backup.hpp"
+#include "storage/backup.hpp"
 
 #include "protocols/store/crc32c.hpp"
 #include "protocols/store/log_record.hpp"
-#include "runtime/store/checkpoint_file.hpp"
-#include "runtime/store/file_util.hpp"
-#include "runtime/store/log_scan.hpp"
+#include "storage/checkpoint_file.hpp"
+#include "storage/file_util.hpp"
+#include "storage/log_scan.hpp"
 
 #include <algorithm>
 #include <cstdio>

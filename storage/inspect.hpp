@@ -7,7 +7,7 @@
 
 #include "protocols/store/errc.hpp"
 #include "protocols/store/types.hpp"
-#include "runtime/store/log_scan.hpp"
+#include "storage/log_scan.hpp"
 
 #include <filesystem>
 #include <string>

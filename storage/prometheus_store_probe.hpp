@@ -3,7 +3,7 @@
 // atomic and histograms lock internally.
 #pragma once
 
-#include "runtime/store/store_probe.hpp"
+#include "storage/store_probe.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>

@@ -3,9 +3,9 @@
 // valid records refuses the open and changes nothing until an operator
 // repairs, a torn tail is cut and its bytes are kept in log/lost+found, and a
 // checkpoint that cannot be read is not taken for a corrupt one.
-#include "runtime/store/checkpoint_file.hpp"
-#include "runtime/store/collections.hpp"
-#include "runtime/store/log_scan.hpp"
+#include "storage/checkpoint_file.hpp"
+#include "storage/collections.hpp"
+#include "storage/log_scan.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

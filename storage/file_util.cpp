@@ -1,4 +1,4 @@
-#include "runtime/store/file_util.hpp"
+#include "storage/file_util.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -11,7 +11,7 @@
 
 #include "protocols/store/errc.hpp"
 #include "protocols/store/types.hpp"
-#include "runtime/store/file_util.hpp"
+#include "storage/file_util.hpp"
 
 #include <filesystem>
 #include <string>

@@ -1,7 +1,7 @@
-#include "runtime/store/inspect.hpp"
+#include "storage/inspect.hpp"
 
 #include "protocols/store/store_core.hpp"
-#include "runtime/store/checkpoint_file.hpp"
+#include "storage/checkpoint_file.hpp"
 
 #include <algorithm>
 #include <chrono>

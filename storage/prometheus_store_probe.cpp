@@ -1,4 +1,4 @@
-#include "runtime/store/prometheus_store_probe.hpp"
+#include "storage/prometheus_store_probe.hpp"
 
 namespace conclave::store {
 

@@ -1,6 +1,6 @@
-#include "runtime/store/wal.hpp"
+#include "storage/wal.hpp"
 
-#include "runtime/store/log_scan.hpp"
+#include "storage/log_scan.hpp"
 
 #include <algorithm>
 #include <cerrno>

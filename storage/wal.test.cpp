@@ -1,10 +1,10 @@
 // The log files alone: replay after reopen, group commit against the serial
 // baseline, every cut and bit flip of the last record, corruption in an
 // earlier segment, failed fsync, segment roll and truncation, checkpoint files.
-#include "runtime/store/wal.hpp"
+#include "storage/wal.hpp"
 
-#include "runtime/store/checkpoint_file.hpp"
-#include "runtime/store/log_scan.hpp"
+#include "storage/checkpoint_file.hpp"
+#include "storage/log_scan.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

@@ -15,8 +15,8 @@
 // finished transaction fail with errc::transaction_finished.
 #pragma once
 
-#include "runtime/store/codec.hpp"
-#include "runtime/store/state_manager.hpp"
+#include "storage/codec.hpp"
+#include "storage/state_manager.hpp"
 
 #include <chrono>
 #include <optional>

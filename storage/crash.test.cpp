@@ -9,8 +9,8 @@
 //   is queued, and every log file is cut back to a random length between what
 //   its last fdatasync covered and what was written (the page cache lost the
 //   rest), sometimes with garbage in the lost part.
-#include "runtime/store/collections.hpp"
-#include "runtime/store/file_util.hpp"
+#include "storage/collections.hpp"
+#include "storage/file_util.hpp"
 
 #include "tests/support/temp_dir.hpp"
 

@@ -1,4 +1,4 @@
-#include "runtime/store/checkpoint_file.hpp"
+#include "storage/checkpoint_file.hpp"
 
 #include "protocols/store/byte_codec.hpp"
 #include "protocols/store/crc32c.hpp"

@@ -1,9 +1,9 @@
-#include "runtime/store/state_manager.hpp"
+#include "storage/state_manager.hpp"
 
-#include "runtime/store/backup.hpp"
-#include "runtime/store/checkpoint_file.hpp"
-#include "runtime/store/file_util.hpp"
-#include "runtime/store/wal.hpp"
+#include "storage/backup.hpp"
+#include "storage/checkpoint_file.hpp"
+#include "storage/file_util.hpp"
+#include "storage/wal.hpp"
 
 #include <future>
 #include <iostream>

@@ -1,7 +1,7 @@
 // The typed library API under real threads: isolation guarantees with
 // concurrent transactions, deadlock resolution by timeout, FIFO under
 // concurrent enqueue/dequeue with aborts, read-your-writes and bad inputs.
-#include "runtime/store/collections.hpp"
+#include "storage/collections.hpp"
 
 #include "tests/support/temp_dir.hpp"
 
