@@ -9,8 +9,9 @@
 // link; `agents` agents, each serving the kinds "svc" and "undo", each behind
 // an agent link that is its stable address; `schedulers` schedulers (instance
 // 1..n); `supervisors` supervisors, supervisor k subscribed to election
-// candidate k (a local group over a directory transport); every supervisor
-// watches every agent and scheduler (monitor-driven recovery); one client.
+// candidate k (candidates reach each other through a directory transport);
+// every supervisor watches every agent and scheduler (monitor-driven
+// recovery); one client.
 //
 // Work: job k ("j<k>", 1-based) is submitted at (k-1) x 3/4 x horizon / jobs,
 // with `steps` steps of kind "svc". From the run's seed each job draws its
