@@ -136,4 +136,11 @@ int bad_input(std::string_view what) {
   return exit_bad_input;
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s)
+    r += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
+  return r + "'";
+}
+
 } // namespace conclave::cli

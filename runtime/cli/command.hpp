@@ -78,4 +78,7 @@ CLI::Option* option(CLI::App* sub, const std::string& flag, T& value,
 /// Prints "conclave: error: <what>" on stderr and returns exit_bad_input.
 int bad_input(std::string_view what);
 
+/// `s` in single quotes for a POSIX shell (replay commands).
+std::string shell_quote(const std::string& s);
+
 } // namespace conclave::cli

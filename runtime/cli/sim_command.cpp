@@ -1,6 +1,7 @@
-// conclave sim: deterministic simulation runs of the election algorithms.
-// See docs/simulation.md.
+// conclave sim: deterministic simulation runs of the election algorithms, or
+// of workflow jobs with --workload jobs (sim_jobs.cpp). See docs/simulation.md.
 #include "runtime/cli/commands.hpp"
+#include "runtime/cli/sim_jobs.hpp"
 
 #include "runtime/sim/report.hpp"
 #include "runtime/sim/simulation.hpp"
@@ -17,6 +18,8 @@ namespace {
 namespace el = conclave::election;
 
 struct sim_options {
+  std::string workload = "election";
+  sim_jobs_options jobs;
   std::string algorithm = "all";
   std::string nodes = "5";
   size_t runs = 1;
@@ -50,13 +53,6 @@ std::optional<std::vector<size_t>> parse_sizes(const std::string& text) {
   return sizes;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string r = "'";
-  for (char c : s)
-    r += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
-  return r + "'";
-}
-
 class progress_bar {
 public:
   explicit progress_bar(size_t total) : total_(total), on_(total >= 50 && ::isatty(2)) {}
@@ -83,7 +79,22 @@ private:
   size_t last_ = 101;
 };
 
-int run_sim(const sim_options& o) {
+/// The flags only the election workload reads.
+constexpr const char* election_flags[] = {"--algorithm", "--nodes", "--out",
+                                          "--detector",  "--guard", "--preempt"};
+
+int run_sim(const sim_options& o, const CLI::App* sub) {
+  if (o.workload == "jobs") {
+    for (auto f : election_flags)
+      if (sub->count(f) > 0)
+        return bad_input(std::string{f} + ": belongs to --workload election, not jobs");
+    return run_sim_jobs(o.jobs, o.runs, o.seed, o.faults, o.json);
+  }
+  if (o.workload != "election")
+    return bad_input("--workload: expected election or jobs, got '" + o.workload + "'");
+  if (sim_jobs_flags_given(sub))
+    return bad_input("--jobs, --steps, --schedulers, --agents, --supervisors and "
+                     "--service belong to --workload jobs");
   std::vector<el::algorithm> algos;
   if (o.algorithm == "all") {
     algos = {el::algorithm::bully, el::algorithm::ring};
@@ -172,8 +183,16 @@ int run_sim(const sim_options& o) {
 
 void add_sim_command(command_registry& reg) {
   auto o = std::make_shared<sim_options>();
-  auto* sub = reg.add("sim", "Run deterministic simulations of the election algorithms",
-                      [o] { return run_sim(*o); });
+  auto app = std::make_shared<CLI::App*>(nullptr);
+  auto* sub = reg.add("sim",
+                      "Run deterministic simulations of the election algorithms or "
+                      "of workflow jobs",
+                      [o, app] { return run_sim(*o, *app); });
+  *app = sub;
+  option(sub, "--workload", o->workload,
+         "election (candidates) or jobs (schedulers, agents, supervisors)")
+      ->capture_default_str();
+  add_sim_jobs_flags(sub, o->jobs);
   option(sub, "--algorithm", o->algorithm, "bully, ring or all")->capture_default_str();
   option(sub, "--nodes", o->nodes, "candidates per run, or a list like 4,8,16")
       ->capture_default_str();

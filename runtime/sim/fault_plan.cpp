@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <tuple>
 
 namespace conclave::sim {
 
@@ -21,41 +22,11 @@ outcome::result<uint64_t, std::string> parse_uint(std::string_view s) {
   return v;
 }
 
-outcome::result<double, std::string> parse_probability(std::string_view s) {
-  try {
-    size_t used = 0;
-    std::string str{s};
-    double v = std::stod(str, &used);
-    if (used != str.size() || v < 0 || v > 1)
-      throw std::invalid_argument{"range"};
-    return v;
-  } catch (...) {
-    return "expected a probability between 0 and 1, got " + quote(s);
-  }
-}
-
 outcome::result<timestamp, std::string> parse_time(std::string_view s) {
   auto d = parse_duration(s);
   if (!d)
     return d.error();
   return timestamp{d.value()};
-}
-
-/// "T1-T2" → two times.
-outcome::result<std::pair<timestamp, timestamp>, std::string>
-parse_window(std::string_view s) {
-  auto dash = s.find('-');
-  if (dash == std::string_view::npos)
-    return "expected a window T1-T2, got " + quote(s);
-  auto a = parse_time(s.substr(0, dash));
-  if (!a)
-    return a.error();
-  auto b = parse_time(s.substr(dash + 1));
-  if (!b)
-    return b.error();
-  if (b.value() <= a.value())
-    return "window " + quote(s) + " ends before it starts";
-  return std::make_pair(a.value(), b.value());
 }
 
 /// "1-3", "1+4+5", "2" → ids.
@@ -115,21 +86,10 @@ outcome::result<void, std::string> parse_item(std::string_view item, fault_plan&
         return std::string{key} + ": " + p.error();
       (key == "loss" ? plan.loss : plan.dup) = p.value();
     } else if (key == "delay") {
-      auto dots = val.find("..");
-      auto lo = parse_duration(val.substr(0, dots));
-      if (!lo)
-        return "delay: " + lo.error();
-      plan.delay_min = plan.delay_max = lo.value();
-      if (dots != val.npos) {
-        auto hi = parse_duration(val.substr(dots + 2));
-        if (!hi)
-          return "delay: " + hi.error();
-        if (hi.value() < lo.value())
-          return "delay: the range " + quote(val) + " is reversed";
-        plan.delay_max = hi.value();
-      }
-      if (plan.delay_min <= duration{0})
-        return "delay: must be positive, got " + quote(val);
+      auto d = parse_delay(val);
+      if (!d)
+        return "delay: " + d.error();
+      std::tie(plan.delay_min, plan.delay_max) = d.value();
     } else if (key == "random") {
       auto k = parse_uint(val);
       if (!k || k.value() > 1000)
@@ -223,6 +183,54 @@ outcome::result<void, std::string> parse_item(std::string_view item, fault_plan&
 }
 
 } // namespace
+
+outcome::result<double, std::string> parse_probability(std::string_view s) {
+  try {
+    size_t used = 0;
+    std::string str{s};
+    double v = std::stod(str, &used);
+    if (used != str.size() || v < 0 || v > 1)
+      throw std::invalid_argument{"range"};
+    return v;
+  } catch (...) {
+    return "expected a probability between 0 and 1, got " + quote(s);
+  }
+}
+
+outcome::result<std::pair<timestamp, timestamp>, std::string>
+parse_window(std::string_view s) {
+  auto dash = s.find('-');
+  if (dash == std::string_view::npos)
+    return "expected a window T1-T2, got " + quote(s);
+  auto a = parse_time(s.substr(0, dash));
+  if (!a)
+    return a.error();
+  auto b = parse_time(s.substr(dash + 1));
+  if (!b)
+    return b.error();
+  if (b.value() <= a.value())
+    return "window " + quote(s) + " ends before it starts";
+  return std::make_pair(a.value(), b.value());
+}
+
+outcome::result<std::pair<duration, duration>, std::string>
+parse_delay(std::string_view s) {
+  auto dots = s.find("..");
+  auto lo = parse_duration(s.substr(0, dots));
+  if (!lo)
+    return lo.error();
+  auto hi = lo;
+  if (dots != s.npos) {
+    hi = parse_duration(s.substr(dots + 2));
+    if (!hi)
+      return hi.error();
+    if (hi.value() < lo.value())
+      return "the range " + quote(s) + " is reversed";
+  }
+  if (lo.value() <= duration{0})
+    return "must be positive, got " + quote(s);
+  return std::make_pair(lo.value(), hi.value());
+}
 
 outcome::result<duration, std::string> parse_duration(std::string_view text) {
   size_t i = 0;

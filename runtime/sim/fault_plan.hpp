@@ -30,6 +30,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace conclave::sim {
@@ -87,5 +88,16 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng);
 
 /// "250ms", "2s", "100us" → duration.
 outcome::result<duration, std::string> parse_duration(std::string_view text);
+
+// The pieces of the spec language other workloads' specs share (jobs_faults.hpp).
+
+/// "0.05" → a probability in [0, 1].
+outcome::result<double, std::string> parse_probability(std::string_view text);
+/// "1s-2s" → (T1, T2) with T1 < T2.
+outcome::result<std::pair<timestamp, timestamp>, std::string>
+parse_window(std::string_view text);
+/// "1ms" or "1ms..5ms" → (min, max) message delay, positive.
+outcome::result<std::pair<duration, duration>, std::string>
+parse_delay(std::string_view text);
 
 } // namespace conclave::sim

@@ -1,0 +1,176 @@
+#include "runtime/sim/jobs_checkers.hpp"
+
+#include "protocols/workflow/explain.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace conclave::sim {
+
+namespace {
+
+using namespace conclave::workflow;
+
+bool is_undo(const job_event& e) {
+  return e.detail == "compensation";
+}
+
+std::string ms(duration d) {
+  std::ostringstream o;
+  o << static_cast<double>(d.count()) / 1e6 << "ms";
+  return o.str();
+}
+
+std::string step_name(const job_id& j, step_index s, bool undo) {
+  return j.value + " step " + std::to_string(s.value) + (undo ? " (compensation)" : "");
+}
+
+class final_within_bound final : public jobs_checker {
+public:
+  const char* name() const override { return "final_within_bound"; }
+  bool safety() const override { return false; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    if (!obs.judge_liveness)
+      return;
+    auto limit = obs.heal + obs.bound;
+    for (auto& j : obs.jobs) {
+      if (!j.view) {
+        out.push_back(j.id.value + " could not be read");
+        continue;
+      }
+      auto state = j.view->job.state;
+      if (!is_final(state)) {
+        out.push_back(j.id.value + " is still " + to_string(state) + " at " + ms(limit)
+                      + " (heal " + ms(obs.heal) + " + bound " + ms(obs.bound)
+                      + "): " + to_string(explain(*j.view, obs.now), obs.now));
+        continue;
+      }
+      auto at = j.view->job.updated - obs.origin;
+      if (at > limit)
+        out.push_back(j.id.value + " became " + to_string(state) + " only at " + ms(at)
+                      + ", after heal + bound " + ms(limit));
+    }
+  }
+};
+
+class one_completion_per_step final : public jobs_checker {
+public:
+  const char* name() const override { return "one_completion_per_step"; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    for (auto& j : obs.jobs) {
+      std::map<std::pair<uint32_t, bool>, std::vector<uint32_t>> attempts;
+      for (auto& e : j.events)
+        if (e.kind == event_kind::step_completed)
+          attempts[{e.step.value, is_undo(e)}].push_back(e.attempt.value);
+      for (auto& [k, list] : attempts) {
+        if (list.size() < 2)
+          continue;
+        std::string which;
+        for (auto a : list)
+          which += (which.empty() ? "" : ", ") + std::to_string(a);
+        out.push_back(step_name(j.id, step_index{k.first}, k.second)
+                      + " recorded completed " + std::to_string(list.size())
+                      + " times (attempts " + which + ")");
+      }
+    }
+  }
+};
+
+class no_stale_completion final : public jobs_checker {
+public:
+  const char* name() const override { return "no_stale_completion"; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    for (auto& j : obs.jobs) {
+      std::map<std::pair<uint32_t, bool>, uint32_t> last_started;
+      for (auto& e : j.events) {
+        auto k = std::make_pair(e.step.value, is_undo(e));
+        if (e.kind == event_kind::step_started)
+          last_started[k] = e.attempt.value;
+        else if (e.kind == event_kind::step_completed
+                 && last_started[k] != e.attempt.value)
+          out.push_back(step_name(j.id, e.step, k.second)
+                        + " recorded completed by attempt "
+                        + std::to_string(e.attempt.value) + " while attempt "
+                        + std::to_string(last_started[k]) + " was the current one");
+      }
+    }
+  }
+};
+
+class reverse_compensation final : public jobs_checker {
+public:
+  const char* name() const override { return "reverse_compensation"; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    for (auto& j : obs.jobs) {
+      std::vector<uint32_t> forward, undone;
+      for (auto& e : j.events)
+        if (e.kind == event_kind::step_completed)
+          (is_undo(e) ? undone : forward).push_back(e.step.value);
+      std::vector<uint32_t> expected;
+      // Newest completion first; a step completed twice (another checker's
+      // business) counts at its last completion.
+      for (auto i = forward.rbegin(); i != forward.rend(); ++i)
+        if (std::find(undone.begin(), undone.end(), *i) != undone.end()
+            && std::find(expected.begin(), expected.end(), *i) == expected.end())
+          expected.push_back(*i);
+      if (expected == undone)
+        continue;
+      auto list = [](const std::vector<uint32_t>& v) {
+        std::string s;
+        for (auto x : v)
+          s += (s.empty() ? "" : ",") + std::to_string(x);
+        return s;
+      };
+      out.push_back(j.id.value + " compensated steps " + list(undone)
+                    + " after completing " + list(forward) + " (expected "
+                    + list(expected) + ")");
+    }
+  }
+};
+
+class one_effect_per_key final : public jobs_checker {
+public:
+  const char* name() const override { return "one_effect_per_key"; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    for (auto& [key, n] : obs.effects)
+      if (n > 1)
+        out.push_back(key + " took effect " + std::to_string(n) + " times");
+    for (auto& j : obs.jobs)
+      for (auto& e : j.events) {
+        if (e.kind != event_kind::step_completed)
+          continue;
+        auto key = idempotency_key(j.id, e.step, is_undo(e));
+        auto i = obs.effects.find(key);
+        if (i == obs.effects.end() || i->second < 1)
+          out.push_back(step_name(j.id, e.step, is_undo(e)) + " recorded completed but "
+                        + key + " never took effect");
+      }
+  }
+};
+
+} // namespace
+
+std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers() {
+  std::vector<std::unique_ptr<jobs_checker>> v;
+  v.push_back(std::make_unique<final_within_bound>());
+  v.push_back(std::make_unique<one_completion_per_step>());
+  v.push_back(std::make_unique<no_stale_completion>());
+  v.push_back(std::make_unique<reverse_compensation>());
+  v.push_back(std::make_unique<one_effect_per_key>());
+  return v;
+}
+
+std::vector<jobs_violation>
+run_checkers(const std::vector<std::unique_ptr<jobs_checker>>& checkers,
+             const jobs_observation& obs) {
+  std::vector<jobs_violation> all;
+  for (auto& c : checkers) {
+    std::vector<std::string> found;
+    c->check(obs, found);
+    for (auto& what : found)
+      all.push_back(jobs_violation{c->name(), std::move(what), c->safety()});
+  }
+  return all;
+}
+
+} // namespace conclave::sim

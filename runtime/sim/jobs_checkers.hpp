@@ -1,0 +1,85 @@
+// The checkers of the jobs workload (docs/simulation.md, "Jobs workload"):
+// each is a separate piece that reads what a run left behind — every job's
+// final record, its event stream, the test service's effect counts — and
+// names what is wrong. None of them is part of the run; a fixture that breaks
+// one property makes exactly its checker complain (jobs_checkers.test.cpp).
+//
+//   final_within_bound        every job reaches processed, error, compensated
+//                             or cancelled by heal + bound (liveness); a job
+//                             that does not is shown with its "why is it
+//                             stuck" view (protocols/workflow/explain.hpp)
+//   one_completion_per_step   no step (forward or compensation) is recorded
+//                             completed twice, for two attempts or one
+//   no_stale_completion       a completion is recorded only for the attempt
+//                             last dispatched (no late reply of an older
+//                             attempt accepted)
+//   reverse_compensation      compensations complete in the reverse order of
+//                             the forward completions they undo
+//   one_effect_per_key        the service applied at most one effect per
+//                             idempotency key, and every step recorded
+//                             completed took effect
+#pragma once
+
+#include "protocols/workflow/records.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace conclave::sim {
+
+/// One job as a run left it.
+struct job_trace {
+  workflow::job_id id;
+  /// The job and its steps at the end (none if it could not be read).
+  std::optional<workflow::job_view> view;
+  /// Every event of the job, in order.
+  std::vector<workflow::job_event> events;
+};
+
+/// What the checkers read.
+struct jobs_observation {
+  std::vector<job_trace> jobs;
+  /// Per idempotency key: how often the service applied it.
+  std::map<std::string, int> effects;
+  /// Run time at which faults healed, and the time the jobs then have.
+  workflow::timestamp heal{0};
+  workflow::duration bound{0};
+  /// Job times (events, records) minus this = run time.
+  workflow::timestamp origin{0};
+  /// Job time at which the run ended (for the "why is it stuck" view).
+  workflow::timestamp now{0};
+  /// Liveness is judged only if, once faults healed, the run still had a
+  /// live scheduler and a live supervisor (a crash without a restart never
+  /// heals).
+  bool judge_liveness = true;
+};
+
+struct jobs_violation {
+  std::string checker;
+  std::string what;
+  /// Safety (exit status 3) or liveness (exit status 1).
+  bool safety = true;
+};
+
+class jobs_checker {
+public:
+  virtual ~jobs_checker() = default;
+  virtual const char* name() const = 0;
+  virtual bool safety() const { return true; }
+  /// Appends one line per problem found.
+  virtual void check(const jobs_observation& obs,
+                     std::vector<std::string>& out) const = 0;
+};
+
+/// The five checkers above, in that order.
+std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers();
+
+/// Runs every checker on `obs`.
+std::vector<jobs_violation>
+run_checkers(const std::vector<std::unique_ptr<jobs_checker>>& checkers,
+             const jobs_observation& obs);
+
+} // namespace conclave::sim

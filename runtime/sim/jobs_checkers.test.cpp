@@ -1,0 +1,145 @@
+// Each checker of the jobs workload against a hand-made trace: a clean one
+// passes all five, and a trace broken in one way makes exactly the checker of
+// that property complain — so every checker can fail.
+#include "runtime/sim/jobs_checkers.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace std::chrono_literals;
+namespace sim = conclave::sim;
+namespace wf = conclave::workflow;
+using wf::event_kind;
+
+namespace {
+
+wf::job_event event(event_kind k, uint32_t step, uint32_t attempt, bool undo = false) {
+  wf::job_event e;
+  e.job = wf::job_id{"j1"};
+  e.kind = k;
+  e.step = wf::step_index{step};
+  e.attempt = wf::attempt{attempt};
+  if (undo)
+    e.detail = "compensation";
+  return e;
+}
+
+/// A job of three steps: step 1 needed a second attempt, then step 2 failed
+/// for good and steps 1 and 0 were compensated, newest first.
+sim::jobs_observation clean() {
+  sim::jobs_observation obs;
+  sim::job_trace t;
+  t.id = wf::job_id{"j1"};
+  t.events = {event(event_kind::received, 0, 0),
+              event(event_kind::step_started, 0, 1),
+              event(event_kind::step_completed, 0, 1),
+              event(event_kind::step_started, 1, 1),
+              event(event_kind::step_started, 1, 2),
+              event(event_kind::step_completed, 1, 2),
+              event(event_kind::step_started, 2, 1),
+              event(event_kind::step_failed, 2, 1),
+              event(event_kind::compensating, 2, 0),
+              event(event_kind::step_started, 1, 3, true),
+              event(event_kind::step_completed, 1, 3, true),
+              event(event_kind::step_started, 0, 2, true),
+              event(event_kind::step_completed, 0, 2, true),
+              event(event_kind::compensated, 0, 0)};
+  wf::job_view v;
+  v.job.id = t.id;
+  v.job.state = wf::job_state::compensated;
+  v.job.updated = wf::timestamp{5ms} + 200ms; // origin 5 ms, final at run time 200 ms
+  t.view = v;
+  obs.jobs.push_back(t);
+  obs.effects = {{"j1/0", 1}, {"j1/1", 1}, {"j1/1/undo", 1}, {"j1/0/undo", 1}};
+  obs.origin = wf::timestamp{5ms};
+  obs.heal = wf::timestamp{100ms};
+  obs.bound = 500ms;
+  return obs;
+}
+
+std::vector<sim::jobs_violation> check(const sim::jobs_observation& obs) {
+  return sim::run_checkers(sim::standard_jobs_checkers(), obs);
+}
+
+/// The names of the checkers that complained.
+std::set<std::string> who(const std::vector<sim::jobs_violation>& vs) {
+  std::set<std::string> names;
+  for (auto& v : vs)
+    names.insert(v.checker);
+  return names;
+}
+
+} // namespace
+
+TEST(jobs_checkers, a_clean_trace_passes_all_five) {
+  EXPECT_EQ(sim::standard_jobs_checkers().size(), 5u);
+  auto vs = check(clean());
+  for (auto& v : vs)
+    ADD_FAILURE() << v.checker << ": " << v.what;
+}
+
+TEST(jobs_checkers, a_job_not_final_at_heal_plus_bound_is_a_liveness_failure) {
+  auto obs = clean();
+  obs.jobs[0].view->job.state = wf::job_state::processing;
+  auto vs = check(obs);
+  ASSERT_EQ(vs.size(), 1u);
+  EXPECT_EQ(vs[0].checker, "final_within_bound");
+  EXPECT_FALSE(vs[0].safety);
+  EXPECT_NE(vs[0].what.find("still processing"), std::string::npos) << vs[0].what;
+  // ... unless liveness is not judged (no live scheduler or supervisor).
+  obs.judge_liveness = false;
+  EXPECT_TRUE(check(obs).empty());
+}
+
+TEST(jobs_checkers, a_job_final_only_after_the_bound_is_a_liveness_failure) {
+  auto obs = clean();
+  obs.jobs[0].view->job.updated = obs.origin + obs.heal + obs.bound + 1ms;
+  EXPECT_EQ(who(check(obs)), std::set<std::string>{"final_within_bound"});
+  obs.jobs[0].view.reset();
+  EXPECT_EQ(who(check(obs)), std::set<std::string>{"final_within_bound"});
+}
+
+TEST(jobs_checkers, a_step_completed_for_two_attempts_is_caught) {
+  auto obs = clean();
+  auto& ev = obs.jobs[0].events;
+  // Step 0 is claimed again and completes a second time.
+  ev.insert(ev.begin() + 3, {event(event_kind::step_started, 0, 2),
+                             event(event_kind::step_completed, 0, 2)});
+  auto vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"one_completion_per_step"});
+  EXPECT_NE(vs[0].what.find("attempts 1, 2"), std::string::npos) << vs[0].what;
+  EXPECT_TRUE(vs[0].safety);
+}
+
+TEST(jobs_checkers, a_late_reply_of_an_older_attempt_accepted_is_caught) {
+  auto obs = clean();
+  // Step 1's completion is recorded for attempt 1 while attempt 2 runs.
+  obs.jobs[0].events[5] = event(event_kind::step_completed, 1, 1);
+  auto vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"no_stale_completion"});
+  EXPECT_NE(vs[0].what.find("attempt 1 while attempt 2"), std::string::npos)
+      << vs[0].what;
+}
+
+TEST(jobs_checkers, compensation_in_the_order_of_completion_is_caught) {
+  auto obs = clean();
+  auto& ev = obs.jobs[0].events;
+  // Undo step 0 first, then step 1: the forward order, not its reverse.
+  std::swap(ev[9], ev[11]);
+  std::swap(ev[10], ev[12]);
+  auto vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"reverse_compensation"});
+  EXPECT_NE(vs[0].what.find("expected 1,0"), std::string::npos) << vs[0].what;
+}
+
+TEST(jobs_checkers, a_key_applied_twice_or_never_is_caught) {
+  auto obs = clean();
+  obs.effects["j1/1"] = 2; // a service that applied a retry again
+  auto vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"one_effect_per_key"});
+  EXPECT_NE(vs[0].what.find("j1/1 took effect 2 times"), std::string::npos) << vs[0].what;
+  obs = clean();
+  obs.effects.erase("j1/0/undo"); // recorded compensated, never applied
+  vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"one_effect_per_key"});
+  EXPECT_NE(vs[0].what.find("never took effect"), std::string::npos) << vs[0].what;
+}

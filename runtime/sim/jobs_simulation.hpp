@@ -1,0 +1,86 @@
+// One run of the jobs workload (`conclave sim --workload jobs`): the real
+// scheduler, agent, supervisor and client actors of actors/workflow, with
+// supervisors elected by real election candidates, on one store host with an
+// in-memory log, all on CAF's test coordinator in virtual time
+// (coordinator_driver.hpp), under a jobs fault plan (jobs_faults.hpp); then
+// the checkers (jobs_checkers.hpp) read what the run left behind.
+//
+// Deployment of a run: one store host; one test service behind a service
+// link; `agents` agents, each serving the kinds "svc" and "undo", each behind
+// an agent link that is its stable address; `schedulers` schedulers (instance
+// 1..n); `supervisors` supervisors, supervisor k subscribed to election
+// candidate k (candidates reach each other through a directory transport);
+// every supervisor watches every agent and scheduler (monitor-driven
+// recovery); one client.
+//
+// Work: job k ("j<k>", 1-based) is submitted at (k-1) x 3/4 x horizon / jobs,
+// with `steps` steps of kind "svc". From the run's seed each job draws its
+// failure threshold (2..4), and each step its timeout (50..150 ms), tries per
+// dispatch (1..3, 2 ms initial backoff) and whether it declares a
+// compensation ("undo", probability 1/2).
+//
+// Determinism: one std::mt19937_64 seeded with the run's seed draws the jobs,
+// the random faults and the seed of the links' generator and the agents'
+// jitter; everything runs on one test coordinator. Same settings, same report.
+#pragma once
+
+#include "runtime/sim/jobs_checkers.hpp"
+#include "runtime/sim/jobs_faults.hpp"
+
+#include <array>
+#include <cstdint>
+
+namespace conclave::sim {
+
+struct jobs_settings {
+  jobs_shape shape;
+  /// The parsed spec; a run adds its own random faults to a copy.
+  jobs_fault_plan plan;
+  uint64_t seed = 1;
+  /// false: the test service applies every call, even a repeated key (not
+  /// idempotent). The broken fixture of the checkers' meta-test.
+  bool idempotent_service = true;
+};
+
+/// What one run did and what the checkers found.
+struct jobs_run_report {
+  uint64_t seed = 0;
+  /// Jobs by the state they ended in (indexed by step_state).
+  std::array<size_t, workflow::step_state_count> outcomes{};
+  std::vector<jobs_violation> violations;
+  /// Was liveness judged (see jobs_observation::judge_liveness)?
+  bool liveness_judged = true;
+  // -- what happened --
+  uint64_t faults = 0; ///< faults applied (random ones included)
+  /// The run's faults, random ones drawn, in the spec's syntax.
+  std::string fault_list;
+  uint64_t dispatches = 0;
+  uint64_t stale_replies = 0;
+  uint64_t recoveries_deadline = 0;
+  uint64_t recoveries_monitor = 0;
+  uint64_t recoveries_failure = 0;
+  uint64_t fenced_writes = 0;
+  uint64_t messages = 0;
+  uint64_t lost = 0;
+  uint64_t duplicated = 0;
+  uint64_t effects = 0;
+  /// Longest time from heal (or submission, if later) to a job's final state.
+  workflow::duration settle{0};
+  /// Virtual time at which the run ended.
+  workflow::duration end{0};
+  /// heal and bound of this run.
+  workflow::timestamp heal{0};
+  workflow::duration bound{0};
+
+  bool safety_violated() const;
+  bool liveness_failed() const;
+};
+
+/// How long jobs have to become final once faults heal:
+/// 1 s (a supervisor election) + 2 x steps x (150 ms step timeout + 10 ms scan
+/// + 5 ms poll + 4 x max delay + slow).
+workflow::duration jobs_bound(const jobs_shape& shape, const jobs_fault_plan& plan);
+
+jobs_run_report run_jobs_simulation(const jobs_settings& settings);
+
+} // namespace conclave::sim

@@ -1,0 +1,99 @@
+// `conclave sim --workload jobs` as users and scripts call it: bad input is
+// exit 2 with one line, the same seed prints the same report, JSON is one
+// document, and a failing run prints a replay command that reproduces it.
+#include "tests/process/process_support.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using conclave::process_test::run_conclave;
+
+namespace {
+
+size_t lines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+} // namespace
+
+TEST(sim_jobs_cli, bad_input_is_exit_2_with_one_line) {
+  for (auto args :
+       {"sim --workload jobs --faults 'crash@1s:robot1'",
+        "sim --workload jobs --faults 'pause@1s-2s:1'",
+        "sim --workload jobs --faults 'crash@1s:agent9'",
+        "sim --workload jobs --faults 'cancel@1s:5'", "sim --workload jobs --jobs 0",
+        "sim --workload jobs --steps 65", "sim --workload jobs --service sometimes",
+        "sim --workload jobs --nodes 3", "sim --workload jobs --guard", "sim --jobs 3",
+        "sim --workload tasks"}) {
+    auto r = run_conclave(args, true);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << args << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "conclave: error: ")) << args << ": " << r.out;
+  }
+}
+
+TEST(sim_jobs_cli, the_same_seed_prints_the_same_report) {
+  auto args = "sim --workload jobs --runs 30 --seed 11 "
+              "--faults 'random=5,loss=0.05,dup=0.05,delay=1ms..4ms'";
+  auto a = run_conclave(args);
+  auto b = run_conclave(args);
+  ASSERT_EQ(a.status, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_TRUE(has(a.out, "OK: 0 safety violations, 0 liveness failures in 30 runs"))
+      << a.out;
+  EXPECT_TRUE(has(a.out, "jobs: 120 in 30 runs: processed ")) << a.out;
+}
+
+TEST(sim_jobs_cli, json_is_one_document_with_the_documented_fields) {
+  auto r = run_conclave("sim --workload jobs --runs 20 --seed 3 --faults 'random=4' "
+                        "--json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto doc = nlohmann::json::parse(r.out); // throws (and fails) if not pure JSON
+  EXPECT_EQ(doc["workload"], "jobs");
+  EXPECT_EQ(doc["runs"], 20);
+  EXPECT_EQ(doc["jobs"], 80);
+  EXPECT_EQ(doc["safety_violations"], 0);
+  EXPECT_EQ(doc["liveness_failures"], 0);
+  int final_jobs = 0;
+  for (auto k : {"processed", "error", "compensated", "cancelled"})
+    final_jobs += doc["outcomes"][k].get<int>();
+  EXPECT_EQ(final_jobs, 80);
+  EXPECT_EQ(doc["outcomes"]["not_final"], 0);
+  EXPECT_TRUE(doc["recoveries"].contains("monitor"));
+  EXPECT_TRUE(doc["failures"].empty());
+}
+
+TEST(sim_jobs_cli, a_failing_run_prints_a_replay_command_that_reproduces_it) {
+  // The non-idempotent service applies repeated calls again: the effect
+  // checker must fail (exit 3) and say how to replay the run.
+  auto r = run_conclave("sim --workload jobs --service non-idempotent --runs 10 --seed 1 "
+                        "--faults 'dup=0.3,hang@0ms-200ms:0.3'");
+  ASSERT_EQ(r.status, 3) << r.out;
+  EXPECT_TRUE(has(r.out, "one_effect_per_key: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "FAILED: ")) << r.out;
+  auto at = r.out.find("replay: conclave ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  auto start = at + std::string{"replay: conclave "}.size();
+  auto replay = r.out.substr(start, r.out.find('\n', start) - start);
+  EXPECT_TRUE(has(replay, "--runs 1 --seed ")) << replay;
+  EXPECT_TRUE(has(replay, "--service non-idempotent")) << replay;
+  auto again = run_conclave(replay);
+  EXPECT_EQ(again.status, 3) << again.out;
+  EXPECT_TRUE(has(again.out, "FAILED: ")) << again.out;
+  // The replayed run complains exactly as it did among the others.
+  auto seed = replay.substr(replay.rfind(' ') + 1);
+  auto block = [&](const std::string& out) {
+    auto f = out.find("FAILED seed " + seed + " ");
+    return f == std::string::npos ? std::string{}
+                                  : out.substr(f, out.find("  replay:", f) - f);
+  };
+  EXPECT_FALSE(block(r.out).empty()) << r.out;
+  EXPECT_EQ(block(again.out), block(r.out));
+}
