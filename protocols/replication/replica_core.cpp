@@ -196,14 +196,24 @@ bool replica_core::snapshot_offered(node_id from, const term& t, lsn at,
   }
   if (promised_ < t)
     observe_higher(t, now);
+  // If our log holds (at, at_term), it holds the checkpoint's records (log
+  // matching): keep the log, which may hold durable records after `at` that
+  // count towards commits, and apply through `at` from it. Otherwise none of
+  // our records from `at` on is committed (a committed one would match the
+  // checkpoint's prefix), so replacing the log loses no commit.
+  bool have = log_.matches(at, at_term);
   if (role_ == role::syncing && chosen_ready_ && from == fetch_source_) {
     if (at < fetch_next_ || at <= commit_ || at > chosen_) {
       drop(drop_reason::unexpected);
       return false;
     }
-    log_.reset(at, at_term);
-    durable_ = at;
-    commit_ = at;
+    if (have) {
+      advance_commit(at);
+    } else {
+      log_.reset(at, at_term);
+      durable_ = at;
+      commit_ = at;
+    }
     fetch_next_ = lsn{at.value + 1};
     fetch_timeouts_ = 0;
     sync_retry_at_ = now + cfg_.sync_retry;
@@ -211,13 +221,20 @@ bool replica_core::snapshot_offered(node_id from, const term& t, lsn at,
       finish_sync(now);
     else
       request_fetch(now);
-    return true;
+    return !have;
   }
   if (role_ == role::secondary && from == promised_.leader) {
     if (at <= commit_) {
       // Our committed prefix already covers it, and committed records match
       // every later primary's log.
       match_hi_ = std::max(match_hi_, commit_);
+      send_ack(now);
+      return false;
+    }
+    if (have) {
+      match_hi_ = std::max(match_hi_, at);
+      primary_commit_ = std::max(primary_commit_, at);
+      advance_commit(at);
       send_ack(now);
       return false;
     }
@@ -603,7 +620,7 @@ void replica_core::on_fetch_reply(const fetch_reply& m, timestamp now) {
   if (m.snapshot) {
     // Its host streams the checkpoint; snapshot_offered() continues.
     fetch_timeouts_ = 0;
-    sync_retry_at_ = now + 4 * cfg_.sync_retry;
+    sync_retry_at_ = now + cfg_.snapshot_retry;
     return;
   }
   if (m.prev.value + 1 != fetch_next_.value) {
@@ -688,7 +705,8 @@ void replica_core::on_append_reply(const append_reply& m, timestamp now) {
       p.next = lsn{m.matched.value + 1};
     if (m.durable > p.durable)
       p.durable = m.durable;
-    if (p.snapshot_pending && m.matched >= log_.base())
+    // Installed (if our checkpoint moved on since, replicate sends a newer one).
+    if (p.snapshot_pending && m.matched >= p.snapshot_at)
       p.snapshot_pending = false;
     if (p.durable >= log_.last())
       p.behind_since = now;
@@ -716,7 +734,8 @@ void replica_core::replicate(peer_state& p, timestamp now) {
     effects_.push_back(send_snapshot{p.id, log_.base(), log_.base_term()});
     ++stats_.snapshots_sent;
     p.snapshot_pending = true;
-    p.snapshot_deadline = now + 4 * cfg_.retransmit_timeout;
+    p.snapshot_at = log_.base();
+    p.snapshot_deadline = now + cfg_.snapshot_retry;
     p.last_sent = now;
   };
   if (p.next > lsn{log_.last().value + 1})
@@ -768,7 +787,8 @@ void replica_core::update_commit(timestamp now) {
   for (auto& p : peers_)
     durable.push_back(std::min(p.durable, log_.last()));
   std::sort(durable.begin(), durable.end(), [](lsn a, lsn b) { return b < a; });
-  auto k = durable[majority() - 1];
+  // A majority including the primary itself.
+  auto k = std::min(durable[majority() - 1], durable_);
   if (k < new_primary_at_ || k <= commit_)
     return;
   advance_commit(k);

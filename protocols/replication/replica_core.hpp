@@ -69,6 +69,9 @@ struct replica_config {
   /// Syncing: resend sync/fetch requests after this long without an answer;
   /// after three fetch timeouts, collect the replies again.
   duration sync_retry = std::chrono::milliseconds(50);
+  /// A snapshot (checkpoint stream) not acknowledged within this long is sent
+  /// again (primary), or asked for again (syncing primary).
+  duration snapshot_retry = std::chrono::milliseconds(500);
   /// Most bytes (entry_bytes) and records in one append or fetch_reply.
   uint64_t max_batch_bytes = 64 * 1024;
   size_t max_batch_records = 256;
@@ -217,7 +220,9 @@ public:
   void log_durable(lsn through, timestamp now);
   /// `from` streamed its checkpoint at (at, at_term) under term t. Returns
   /// true if this core takes it: the host must then replace its state and log
-  /// with it (the log is now empty after `at`). False: discard it.
+  /// with it (the log is now empty after `at`). False: discard it (stale, or
+  /// this log holds the record at (at, at_term) already, and apply_through
+  /// applies from the log instead: durable records after it are kept).
   bool snapshot_offered(node_id from, const term& t, lsn at, const term& at_term,
                         timestamp now);
   /// The host wrote a checkpoint through `through` (<= commit_lsn()) and may
@@ -273,6 +278,7 @@ private:
     timestamp last_progress{0};
     timestamp behind_since{0};
     bool snapshot_pending = false;
+    lsn snapshot_at; ///< the checkpoint lsn of the pending snapshot
     timestamp snapshot_deadline{0};
   };
 

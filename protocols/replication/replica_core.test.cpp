@@ -267,17 +267,39 @@ TEST(replica_core, strong_commit_is_acknowledged_once_a_majority_has_it_durable)
   EXPECT_EQ(g.core(1).commit_lsn(), lsn{2});
 }
 
-TEST(replica_core, primary_durability_is_part_of_the_majority) {
+TEST(replica_core, the_majority_must_include_the_primary) {
   group g{3};
   g.elect(1, 1);
   g.at(node_id{1}).auto_sync = false;
-  g.at(node_id{2}).auto_sync = false;
   g.propose(1, 1);
-  EXPECT_TRUE(g.at(node_id{1}).acked.empty()); // only node 3 has it durable
-  g.sync(2);
-  EXPECT_EQ(g.at(node_id{1}).acked.size(), 1u); // 2 and 3: a majority without 1
-  // ... which is still a majority: acknowledging needs any majority, and the
-  // primary's record is in the log it will keep.
+  // Nodes 2 and 3 have it durable: a majority, but without the primary.
+  EXPECT_EQ(g.core(2).durable_lsn(), lsn{2});
+  EXPECT_EQ(g.core(3).durable_lsn(), lsn{2});
+  EXPECT_TRUE(g.at(node_id{1}).acked.empty());
+  g.sync(1);
+  EXPECT_EQ(g.at(node_id{1}).acked.size(), 1u);
+}
+
+TEST(replica_core,
+     snapshot_acknowledged_after_a_newer_checkpoint_is_followed_by_the_newer_one) {
+  // Found by the simulation (seed 331 before the fix): the primary waited for an
+  // acknowledgement at its new checkpoint lsn, and resent only after a timeout.
+  group g{3};
+  g.elect(1, 1);
+  g.set_filter([](node_id, node_id to, const message&) { return to == node_id{3}; });
+  g.propose(1, 10);
+  g.core(1).checkpointed(lsn{5});
+  g.set_filter({});
+  g.advance(100ms);
+  g.tick_all();
+  ASSERT_EQ(g.at(node_id{1}).snapshots.size(), 1u);
+  EXPECT_EQ(g.at(node_id{1}).snapshots[0].at, lsn{5});
+  g.core(1).checkpointed(lsn{9}); // while the stream at 5 is on its way
+  EXPECT_TRUE(g.core(3).snapshot_offered(node_id{1}, g.core(1).promised(), lsn{5},
+                                         g.core(1).log().base_term(), g.now()));
+  g.run();
+  ASSERT_EQ(g.at(node_id{1}).snapshots.size(), 2u);
+  EXPECT_EQ(g.at(node_id{1}).snapshots[1].at, lsn{9});
 }
 
 TEST(replica_core, weak_commit_is_acknowledged_when_the_primary_has_it_durable) {
@@ -456,6 +478,34 @@ TEST(replica_core, replica_behind_the_checkpoint_gets_a_snapshot_then_the_log_af
   EXPECT_EQ(g.core(3).log().base(), lsn{8});
   EXPECT_EQ(g.core(3).log().last(), g.core(1).log().last());
   EXPECT_TRUE(same_log(g.core(1), g.core(3)));
+}
+
+TEST(replica_core,
+     snapshot_that_the_log_already_holds_keeps_the_durable_records_after_it) {
+  // Found by the simulation (seed 4576 before the fix): a replica that took a
+  // checkpoint stream by replacing its log dropped durable records after it
+  // that had counted towards a commit.
+  auto a = term_of_epoch(1, 1);
+  std::vector<entry> es;
+  for (uint64_t i = 1; i <= 10; ++i)
+    es.push_back(rec(i, a));
+  replica_core c{node_id{2}, {node_id{1}, node_id{2}, node_id{3}}, {}, log_of(es, 1, 1)};
+  auto b = term_of_epoch(2, 1);
+  EXPECT_FALSE(c.snapshot_offered(node_id{1}, b, lsn{5}, a, timestamp{0}));
+  EXPECT_EQ(c.log().last(), lsn{10});
+  EXPECT_EQ(c.durable_lsn(), lsn{10});
+  EXPECT_EQ(c.commit_lsn(), lsn{5});
+  bool applied = false;
+  for (auto& e : c.effects())
+    if (auto* ap = std::get_if<apply_through>(&e))
+      applied = ap->through == lsn{5};
+  EXPECT_TRUE(applied);
+  // A checkpoint whose record at its lsn differs from ours replaces the log.
+  auto other = term_of_epoch(1, 3);
+  EXPECT_TRUE(c.snapshot_offered(node_id{1}, b, lsn{7}, other, timestamp{0}));
+  EXPECT_EQ(c.log().base(), lsn{7});
+  EXPECT_EQ(c.log().last(), lsn{7});
+  EXPECT_EQ(c.commit_lsn(), lsn{7});
 }
 
 TEST(replica_core, slow_secondary_stalls_no_commit_and_costs_at_most_its_window) {
