@@ -250,6 +250,85 @@ TEST(replica_core, sync_waits_for_a_majority_of_replies) {
   EXPECT_TRUE(g.core(1).serving());
 }
 
+TEST(replica_core, sync_reply_reports_the_durable_log_only) {
+  auto a = term_of_epoch(1, 1);
+  replica_core c{node_id{2},
+                 {node_id{1}, node_id{2}, node_id{3}},
+                 {},
+                 log_of({rec(1, a), rec(2, a)}, 1, 1)};
+  auto t = term_of_epoch(1, 1);
+  c.handle(append{node_id{1}, t, lsn{2}, a, {rec(3, a), rec(4, a)}, lsn{0}},
+           timestamp{0});
+  EXPECT_EQ(c.log().last(), lsn{4});
+  c.outbox().clear();
+  c.handle(sync_request{node_id{3}, term_of_epoch(2, 3)}, timestamp{0});
+  ASSERT_EQ(c.outbox().size(), 1u);
+  auto& r = std::get<sync_reply>(c.outbox()[0].msg);
+  EXPECT_EQ(r.last, lsn{2}); // records 3 and 4 are not durable yet
+  EXPECT_EQ(r.t, term_of_epoch(2, 3));
+  bool persisted = false;
+  for (auto& e : c.effects())
+    persisted = persisted || std::holds_alternative<persist_term>(e);
+  EXPECT_TRUE(persisted);
+}
+
+TEST(replica_core, silent_fetch_source_is_replaced_by_collecting_the_replies_again) {
+  group g{3};
+  auto a = term_of_epoch(1, 2);
+  g.restart(node_id{2}, log_of({rec(1, a), rec(2, a), rec(3, a)}, 1, 2));
+  g.restart(node_id{3}, log_of({rec(1, a), rec(2, a)}, 1, 2));
+  g.set_filter([](node_id from, node_id, const message& m) {
+    return from == node_id{2} && std::holds_alternative<fetch_reply>(m);
+  });
+  g.elect(1, 2);
+  EXPECT_EQ(g.core(1).current_role(), role::syncing);
+  // Node 2 answered the sync request, then its fetch replies are lost; after
+  // three retries node 1 collects again. Node 2 is now cut off entirely.
+  g.set_filter([](node_id from, node_id to, const message&) {
+    return from == node_id{2} || to == node_id{2};
+  });
+  for (int i = 0; i < 4; ++i) {
+    g.advance(50ms);
+    g.tick_all();
+  }
+  // {1, 3} is a majority: it chooses node 3's log, through 2 (record 3 was on
+  // node 2 alone, so it was never committed).
+  EXPECT_TRUE(g.core(1).serving());
+  EXPECT_EQ(g.core(1).log().last(), lsn{3});
+  EXPECT_EQ(g.core(1).log().at(lsn{3}).kind, entry_kind::new_primary);
+}
+
+TEST(replica_core, duplicated_and_reordered_appends_change_nothing) {
+  auto t = term_of_epoch(1, 1);
+  replica_core c{node_id{2}, {node_id{1}, node_id{2}, node_id{3}}};
+  append first{node_id{1}, t, lsn{0}, {}, {rec(1, t), rec(2, t)}, lsn{0}};
+  append second{node_id{1}, t, lsn{2}, t, {rec(3, t)}, lsn{2}};
+  c.handle(first, timestamp{0});
+  c.handle(second, timestamp{0});
+  c.handle(first, timestamp{0}); // late duplicate
+  c.handle(second, timestamp{0});
+  EXPECT_EQ(c.log().last(), lsn{3});
+  EXPECT_EQ(c.stats().records_truncated, 0u);
+  EXPECT_EQ(c.commit_lsn(), lsn{2});
+  size_t appends = 0;
+  for (auto& e : c.effects())
+    appends += std::holds_alternative<append_records>(e) ? 1 : 0;
+  EXPECT_EQ(appends, 2u);
+}
+
+TEST(replica_core, secondary_never_truncates_a_committed_record) {
+  auto t = term_of_epoch(1, 1);
+  replica_core c{node_id{2}, {node_id{1}, node_id{2}, node_id{3}}};
+  c.handle(append{node_id{1}, t, lsn{0}, {}, {rec(1, t), rec(2, t)}, lsn{2}},
+           timestamp{0});
+  EXPECT_EQ(c.commit_lsn(), lsn{2});
+  // A (misbehaving) primary of a later term claims another record at lsn 2.
+  auto u = term_of_epoch(2, 3);
+  c.handle(append{node_id{3}, u, lsn{1}, t, {rec(2, u)}, lsn{0}}, timestamp{0});
+  EXPECT_EQ(c.log().at(lsn{2}).t, t);
+  EXPECT_EQ(c.stats().dropped_for(drop_reason::unexpected), 1u);
+}
+
 // -- commit -------------------------------------------------------------------------
 
 TEST(replica_core, strong_commit_is_acknowledged_once_a_majority_has_it_durable) {

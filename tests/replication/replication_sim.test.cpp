@@ -2,7 +2,8 @@
 // (replication_sim.hpp), and meta-tests that break a rule on purpose to show
 // the checkers can fail.
 //
-// Replay one schedule:
+// Replay one schedule (CONCLAVE_REPLICATION_RUNS=N and CONCLAVE_REPLICATION_FIRST=F
+// run other seeds than CI's):
 //   CONCLAVE_REPLICATION_SEED=S CONCLAVE_REPLICATION_TRACE=1
 //   build/bin/conclave_replication_sim_test --gtest_filter='replication_sim.NAME'
 #include "tests/replication/replication_sim.hpp"
@@ -37,6 +38,10 @@ void run_many(sim_options base, uint64_t first, uint64_t count, const std::strin
     first = *seed;
     count = 1;
     base.trace = env_u64("CONCLAVE_REPLICATION_TRACE").value_or(0) != 0;
+  } else if (auto runs = env_u64("CONCLAVE_REPLICATION_RUNS")) {
+    // A longer hunt than CI's: CONCLAVE_REPLICATION_RUNS=N [CONCLAVE_REPLICATION_FIRST=F]
+    count = *runs;
+    first = env_u64("CONCLAVE_REPLICATION_FIRST").value_or(first);
   }
   uint64_t failures = 0;
   uint64_t acked = 0;
