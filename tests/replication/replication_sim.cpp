@@ -50,6 +50,8 @@ struct node {
   bool sync_pending = false;
   // state machine: applied[i] is the record at lsn i + 1
   std::vector<entry> applied;
+  /// Frozen (SIGSTOP) until then: inputs wait, the disk goes on.
+  timestamp paused_until{0};
   // timer
   uint64_t timer_gen = 0;
   std::optional<timestamp> timer_at;
@@ -163,6 +165,12 @@ private:
     auto& n = at_node(to);
     if (!n.up || blocked(from, to))
       return;
+    if (now_ < n.paused_until) {
+      // A frozen process reads its socket when it resumes.
+      at(n.paused_until + microseconds(100),
+         [this, from, to, m] { deliver(from, to, m); });
+      return;
+    }
     if (auto* msg = std::get_if<message>(&m)) {
       n.core->handle(*msg, now_);
     } else {
@@ -264,15 +272,23 @@ private:
     n.sync_pending = true;
     auto id = n.id;
     auto inc = n.incarnation;
-    at(now_ + uniform(microseconds(200), milliseconds(2)), [this, id, inc] {
-      auto& m = at_node(id);
-      if (!m.up || m.incarnation != inc)
-        return;
-      m.sync_pending = false;
-      m.synced = m.disk_last();
-      m.core->log_durable(m.synced, now_);
-      settle(m);
-    });
+    at(now_ + uniform(microseconds(200), milliseconds(2)),
+       [this, id, inc] { synced(id, inc); });
+  }
+
+  /// The disk finished a sync; a frozen process learns it when it resumes.
+  void synced(node_id id, uint32_t inc) {
+    auto& m = at_node(id);
+    if (!m.up || m.incarnation != inc)
+      return;
+    if (now_ < m.paused_until) {
+      at(m.paused_until, [this, id, inc] { synced(id, inc); });
+      return;
+    }
+    m.sync_pending = false;
+    m.synced = m.disk_last();
+    m.core->log_durable(m.synced, now_);
+    settle(m);
   }
 
   void arm_timer(node& n) {
@@ -290,6 +306,19 @@ private:
       auto& m = at_node(id);
       if (!m.up || m.timer_gen != gen)
         return;
+      if (now_ < m.paused_until) {
+        // Fires when the process resumes.
+        m.timer_at = m.paused_until;
+        at(m.paused_until, [this, id, gen] {
+          auto& k = at_node(id);
+          if (!k.up || k.timer_gen != gen)
+            return;
+          k.timer_at.reset();
+          k.core->tick(now_);
+          settle(k);
+        });
+        return;
+      }
       m.timer_at.reset();
       m.core->tick(now_);
       settle(m);
@@ -304,6 +333,7 @@ private:
     ++result_.crashes;
     trace("crash node " + to_string(n.id));
     n.up = false;
+    n.paused_until = timestamp{0};
     n.core.reset();
     n.disk.resize(n.synced.value - n.base.value); // the unsynced tail is lost
     n.applied.resize(n.base.value);               // the state is the checkpoint
@@ -324,7 +354,7 @@ private:
   }
 
   void checkpoint(node& n) {
-    if (!n.up)
+    if (!n.up || now_ < n.paused_until)
       return;
     auto c = n.core->commit_lsn();
     if (c <= n.base)
@@ -368,6 +398,17 @@ private:
         });
       });
     }
+    for (auto t = timestamp{0} + uniform(milliseconds(20), milliseconds(120));
+         t < heal_at; t += uniform(milliseconds(40), milliseconds(120))) {
+      at(t, [this, heal_at] {
+        auto& n = nodes_[pick(nodes_.size())];
+        if (!n.up)
+          return;
+        n.paused_until =
+            std::min(now_ + uniform(milliseconds(5), milliseconds(80)), heal_at);
+        trace("pause node " + to_string(n.id));
+      });
+    }
     for (auto t = timestamp{0} + uniform(milliseconds(5), milliseconds(40)); t < end_;
          t += uniform(milliseconds(20), milliseconds(60)))
       at(t, [this] { checkpoint(nodes_[pick(nodes_.size())]); });
@@ -386,7 +427,7 @@ private:
   std::vector<node_id> connected_majority() const {
     std::map<int, std::vector<node_id>> by_group;
     for (auto& n : nodes_)
-      if (n.up)
+      if (n.up && now_ >= n.paused_until)
         by_group[group_[n.id.value - 1]].push_back(n.id);
     for (auto& [g, members] : by_group)
       if (members.size() >= nodes_.size() / 2 + 1)
@@ -399,7 +440,8 @@ private:
     if (primary_ != no_node) {
       auto& p = at_node(primary_);
       auto maj = connected_majority();
-      primary_ok = p.up && p.core->current_role() != role::secondary
+      primary_ok = p.up && now_ >= p.paused_until
+                   && p.core->current_role() != role::secondary
                    && std::find(maj.begin(), maj.end(), primary_) != maj.end();
     }
     if (!primary_ok || (faulty() && chance(0.15)))
@@ -422,7 +464,7 @@ private:
       auto& old = at_node(primary_);
       // The old leader's lease runs out now, or it never hears (partitioned
       // or frozen): then only the term fences it.
-      if (old.up && chance(0.5)) {
+      if (old.up && now_ >= old.paused_until && chance(0.5)) {
         old.core->step_down(now_);
         settle(old);
       }
@@ -437,7 +479,7 @@ private:
     if (now_ < quiet_from_) {
       if (primary_ != no_node) {
         auto& p = at_node(primary_);
-        if (p.up && p.core->serving()) {
+        if (p.up && now_ >= p.paused_until && p.core->serving()) {
           auto batch = 1 + pick(3);
           for (size_t i = 0; i < batch; ++i) {
             auto txn = ++txns_;
@@ -590,8 +632,10 @@ std::string sim_result::summary() const {
      << " after heal), failed " << failed << ", primaries " << primaries << ", syncs "
      << syncs_finished << ", crashes " << crashes << ", snapshots " << snapshots
      << ", messages " << messages << ", events " << events;
-  for (auto& v : violations)
-    os << "\n  " << v;
+  for (size_t i = 0; i < violations.size() && i < 5; ++i)
+    os << "\n  " << violations[i];
+  if (violations.size() > 5)
+    os << "\n  ... and " << violations.size() - 5 << " more";
   return os.str();
 }
 

@@ -6,11 +6,12 @@
 // completes; the promised term, truncations and checkpoints are durable at
 // once), and one event queue in virtual time for message deliveries (random
 // delay, so reordering; loss and duplication while faults last; partitions),
-// disk syncs, timers, client proposals and faults (crash, restart, partition,
-// checkpoint). An oracle plays the election: it makes a random node of a
-// connected majority primary with a higher term, and tells the old primary to
-// step down now or never (it is then fenced by the term alone). After
-// `faults_for` every fault heals and every node restarts; the run continues
+// disk syncs, timers, client proposals and faults (crash, restart, pause,
+// partition, checkpoint). A paused node (SIGSTOP) handles nothing until it
+// resumes: deliveries, timers and sync completions wait for it. An oracle plays the
+// election: it makes a random node of a connected majority primary with a higher term,
+// and tells the old primary to step down now or never (it is then fenced by the term
+// alone). After `faults_for` every fault heals and every node restarts; the run continues
 // for `heal_for`.
 //
 // Checkers:

@@ -70,16 +70,32 @@ void run_many(sim_options base, uint64_t first, uint64_t count, const std::strin
   EXPECT_EQ(failures, 0u) << "of " << count << " schedules";
 }
 
-TEST(replication_sim, three_replicas_keep_every_acknowledged_commit) {
+// 10,000 schedules in four ctest entries of 2,500, so that each stays well
+// inside a minute on a loaded machine.
+sim_options replicas(size_t n) {
   sim_options o;
-  o.replicas = 3;
-  run_many(o, 1, 5000, "three_replicas_keep_every_acknowledged_commit");
+  o.replicas = n;
+  return o;
 }
 
-TEST(replication_sim, five_replicas_keep_every_acknowledged_commit) {
-  sim_options o;
-  o.replicas = 5;
-  run_many(o, 1, 5000, "five_replicas_keep_every_acknowledged_commit");
+TEST(replication_sim, three_replicas_keep_every_acknowledged_commit_seeds_1_2500) {
+  run_many(replicas(3), 1, 2500,
+           "three_replicas_keep_every_acknowledged_commit_seeds_1_2500");
+}
+
+TEST(replication_sim, three_replicas_keep_every_acknowledged_commit_seeds_2501_5000) {
+  run_many(replicas(3), 2501, 2500,
+           "three_replicas_keep_every_acknowledged_commit_seeds_2501_5000");
+}
+
+TEST(replication_sim, five_replicas_keep_every_acknowledged_commit_seeds_1_2500) {
+  run_many(replicas(5), 1, 2500,
+           "five_replicas_keep_every_acknowledged_commit_seeds_1_2500");
+}
+
+TEST(replication_sim, five_replicas_keep_every_acknowledged_commit_seeds_2501_5000) {
+  run_many(replicas(5), 2501, 2500,
+           "five_replicas_keep_every_acknowledged_commit_seeds_2501_5000");
 }
 
 TEST(replication_sim, same_seed_gives_the_same_run) {
