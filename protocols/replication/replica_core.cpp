@@ -445,8 +445,8 @@ void replica_core::on_fetch_request(const fetch_request& m, timestamp) {
   for (auto at = m.first; at <= upto; at.value++) {
     const auto& e = log_.at(at);
     if (!r.entries.empty()
-        && (bytes + entry_bytes(e) > cfg_.max_batch_bytes
-            || r.entries.size() >= cfg_.max_batch_records))
+        && bytes + entry_bytes(e)
+               > std::max(cfg_.max_inflight_bytes, cfg_.max_batch_bytes))
       break;
     bytes += entry_bytes(e);
     r.entries.push_back(e);

@@ -72,7 +72,9 @@ struct replica_config {
   /// A snapshot (checkpoint stream) not acknowledged within this long is sent
   /// again (primary), or asked for again (syncing primary).
   duration snapshot_retry = std::chrono::milliseconds(500);
-  /// Most bytes (entry_bytes) and records in one append or fetch_reply.
+  /// Most bytes (entry_bytes) and records in one append. A fetch_reply (the
+  /// sync phase's bulk transfer, one request at a time) carries up to
+  /// max_inflight_bytes instead.
   uint64_t max_batch_bytes = 64 * 1024;
   size_t max_batch_records = 256;
   /// Per secondary: most bytes shipped but not yet acknowledged. Bounds what a

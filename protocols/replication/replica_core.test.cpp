@@ -272,6 +272,23 @@ TEST(replica_core, sync_reply_reports_the_durable_log_only) {
   EXPECT_TRUE(persisted);
 }
 
+TEST(replica_core, sync_fetches_up_to_a_window_per_round_trip_not_one_batch) {
+  // Found by the simulation's storm mix: with small batches the sync phase took
+  // one round trip per batch, and failover hundreds of milliseconds.
+  replica_config cfg;
+  cfg.max_batch_bytes = 100;
+  group g{3, cfg};
+  auto a = term_of_epoch(1, 2);
+  std::vector<entry> es;
+  for (uint64_t i = 1; i <= 50; ++i)
+    es.push_back(rec(i, a, std::string(50, 'v')));
+  g.restart(node_id{2}, log_of(es, 1, 2));
+  g.elect(1, 2);
+  EXPECT_TRUE(g.core(1).serving());
+  EXPECT_EQ(g.core(1).log().last(), lsn{51});
+  EXPECT_EQ(g.core(1).stats().sent[2], 1u); // one fetch_request
+}
+
 TEST(replica_core, silent_fetch_source_is_replaced_by_collecting_the_replies_again) {
   group g{3};
   auto a = term_of_epoch(1, 2);

@@ -444,7 +444,7 @@ private:
                    && p.core->current_role() != role::secondary
                    && std::find(maj.begin(), maj.end(), primary_) != maj.end();
     }
-    if (!primary_ok || (faulty() && chance(0.15)))
+    if (!primary_ok || (faulty() && chance(opts_.change_primary)))
       elect();
     at(now_ + uniform(milliseconds(10), milliseconds(40)), [this] { oracle(); });
   }
@@ -490,6 +490,7 @@ private:
           }
           p.core->flush(now_);
           settle(p);
+          check_window(p);
         }
       }
       at(now_ + uniform(microseconds(500), milliseconds(3)), [this] { client(); });
@@ -527,6 +528,16 @@ private:
       violation("ack: node " + to_string(n.id) + " acknowledged txn "
                 + std::to_string(c.txn.value) + " at lsn " + to_string(c.at)
                 + " but holds another record there");
+  }
+
+  /// Flow control: what a secondary has in flight stays within its window
+  /// (plus the one batch that may cross it).
+  void check_window(const node& p) {
+    auto bound = opts_.core.max_inflight_bytes + opts_.core.max_batch_bytes;
+    for (auto& l : p.core->lag())
+      if (l.inflight_bytes > bound)
+        violation("flow control: " + std::to_string(l.inflight_bytes)
+                  + " bytes in flight to node " + to_string(l.peer));
   }
 
   /// Whether node n's checkpointed state or log has `payload` at `at`.

@@ -45,6 +45,9 @@ struct sim_options {
   duration heal_for = std::chrono::milliseconds(300);
   double loss = 0.05;
   double dup = 0.03;
+  /// While faults last, the oracle replaces a healthy primary with this
+  /// probability at each of its checks (every 10-40 ms).
+  double change_primary = 0.15;
   duration delay_min = std::chrono::microseconds(100);
   duration delay_max = std::chrono::milliseconds(3);
   /// The cores' settings; snapshots here are small, so they are retried soon.

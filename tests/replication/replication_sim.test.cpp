@@ -98,6 +98,29 @@ TEST(replication_sim, five_replicas_keep_every_acknowledged_commit_seeds_2501_50
            "five_replicas_keep_every_acknowledged_commit_seeds_2501_5000");
 }
 
+// A harsher mix, fewer seeds: a primary change at most checks, 20 % loss, 10 %
+// duplication, delays up to 10 ms, small batches and windows.
+sim_options storm(size_t n) {
+  auto o = replicas(n);
+  o.change_primary = 0.5;
+  o.loss = 0.2;
+  o.dup = 0.1;
+  o.delay_max = std::chrono::milliseconds(10);
+  o.core.max_batch_bytes = 200;
+  o.core.max_inflight_bytes = 600;
+  return o;
+}
+
+TEST(replication_sim, storm_with_three_replicas_keeps_every_acknowledged_commit) {
+  run_many(storm(3), 100001, 500,
+           "storm_with_three_replicas_keeps_every_acknowledged_commit");
+}
+
+TEST(replication_sim, storm_with_five_replicas_keeps_every_acknowledged_commit) {
+  run_many(storm(5), 200001, 500,
+           "storm_with_five_replicas_keeps_every_acknowledged_commit");
+}
+
 TEST(replication_sim, same_seed_gives_the_same_run) {
   sim_options o;
   o.replicas = 5;
