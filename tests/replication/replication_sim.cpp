@@ -542,10 +542,21 @@ private:
 
   /// Whether node n's checkpointed state or log has `payload` at `at`.
   static bool holds(const node& n, lsn at, const std::string& payload) {
+    auto* e = record_at(n, at);
+    return e != nullptr && e->payload == payload;
+  }
+
+  /// Whether node n's checkpointed state or log has exactly `r` at its lsn.
+  static bool holds(const node& n, const entry& r) {
+    auto* e = record_at(n, r.at);
+    return e != nullptr && same(*e, r);
+  }
+
+  static const entry* record_at(const node& n, lsn at) {
     if (at <= n.base)
-      return at.value <= n.applied.size() && n.applied[at.value - 1].payload == payload;
+      return at.value <= n.applied.size() ? &n.applied[at.value - 1] : nullptr;
     const auto& log = n.core->log();
-    return at <= log.last() && log.at(at).payload == payload;
+    return at <= log.last() ? &log.at(at) : nullptr;
   }
 
   /// Durability: a primary of term T holds every record acknowledged or
@@ -560,7 +571,7 @@ private:
                   + ") is missing from primary " + to_string(n.id) + " of term "
                   + to_string(t) + " " + when);
     for (auto& [at, c] : applied_)
-      if (c.under < t && !holds(n, lsn{at}, c.e.payload))
+      if (c.under < t && !holds(n, c.e))
         violation("durability: applied " + describe(c.e) + " is missing from primary "
                   + to_string(n.id) + " of term " + to_string(t) + " " + when);
   }
