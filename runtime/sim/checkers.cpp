@@ -101,7 +101,9 @@ void needless_change_checker::election_event(node_id id, const el::election_even
     auto& v = h_.view(other);
     bool healthy = v.alive && !w.paused(other) && v.is_leader
                    && (!guard || h_.effectively_acting(other));
-    if (healthy && connected_to_majority(other)) {
+    // A lower term is fenced off and can take nothing over: only a higher one
+    // deposes the healthy leader.
+    if (healthy && v.t < e.t && connected_to_majority(other)) {
       ++r_.needless_leader_changes;
       return;
     }

@@ -15,11 +15,12 @@
 //   derived from the timeouts (stable_from), the group must agree on one leader
 //   that acts continuously until the end of the run, and no election may start.
 //   Also: the fraction of time the group had an agreed, acting leader.
-// - needless_change_checker: a candidate becomes leader while another one is a
-//   healthy leader: alive, not frozen, leading (with the guard: acting) and
-//   connected by the network to a majority of the group, itself included. Such a
-//   change only disturbs (e.g. a candidate that was cut off coming back with a
-//   higher term); pre-vote prevents it.
+// - needless_change_checker: a candidate becomes leader, with a term higher than
+//   that of another candidate that is a healthy leader: alive, not frozen,
+//   leading (with the guard: acting) and connected by the network to a majority
+//   of the group, itself included. Such a term deposes that leader as soon as
+//   they talk (e.g. a candidate cut off for a while coming back); pre-vote
+//   prevents it. A lower term is fenced off and not counted.
 // - cost_checker: elections. One runs from the step that opens it (the first
 //   suspicion of the leader, or the first election_started) to agreement; its
 //   messages are every message sent from that step on, heartbeats until

@@ -223,7 +223,7 @@ void sim_summary::print_table(std::ostream& out) const {
   out << "(msgs: every message an election caused, heartbeats excluded; split: "
          "windows with two acting leaders / longest ms; stale: a deposed leader still "
          "claiming after a majority adopted a higher term / longest ms; needless: "
-         "leaders taken while a healthy leader connected to a majority still led; "
+         "leaders taken in a term above a healthy leader's connected to a majority; "
          "leader%: time with an agreed, acting leader)\n";
   for (auto& f : failures_)
     out << "FAILED " << el::to_string(f.algo) << " n=" << f.nodes << " seed " << f.seed

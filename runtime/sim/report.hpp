@@ -53,8 +53,8 @@ struct group_summary {
   double stale_leader_max_ms = 0;
   uint64_t liveness_failures = 0;
   uint64_t leader_changes = 0;
-  /// Leaders taken while a healthy leader connected to a majority still led
-  /// (run_report::needless_leader_changes).
+  /// Leaders taken in a term above that of a healthy leader connected to a
+  /// majority (run_report::needless_leader_changes).
   uint64_t needless_leader_changes = 0;
   uint64_t messages_delivered = 0;
   /// Mean over runs of the fraction of time with an agreed, acting leader.
