@@ -184,6 +184,8 @@ candidate_actor::behavior_type candidate_impl(self_pointer self, candidate_optio
       [self](const heartbeat_msg& m) { deliver(self, m); },
       [self](const heartbeat_ack_msg& m) { deliver(self, m); },
       [self](const resign_msg& m) { deliver(self, m); },
+      [self](const pre_vote_msg& m) { deliver(self, m); },
+      [self](const pre_vote_reply_msg& m) { deliver(self, m); },
       [self](election_atoms::timer_atom, uint64_t generation) {
         auto& st = self->state;
         if (generation != st.timer_generation)

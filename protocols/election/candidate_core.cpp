@@ -164,6 +164,12 @@ void candidate_core::handle(const message& m, timestamp now) {
   case message_index<resign_msg>:
     on_resign(std::get<resign_msg>(m), now);
     break;
+  case message_index<pre_vote_msg>:
+    on_pre_vote(std::get<pre_vote_msg>(m), now);
+    break;
+  case message_index<pre_vote_reply_msg>:
+    on_pre_vote_reply(std::get<pre_vote_reply_msg>(m), now);
+    break;
   default:
     on_algorithm_message(m, now);
   }
@@ -201,6 +207,16 @@ void candidate_core::peer_up(node_id p, timestamp now) {
 void candidate_core::tick(timestamp now) {
   if (stopped_ || !started_)
     return;
+  if (pre_vote_.active && now >= pre_vote_.deadline) {
+    // No majority would take part within election_wait: no election, no new
+    // epoch. Ask again (a round per election_wait), unless a leader's heartbeat
+    // arrives meanwhile. The wait is long enough for round trips the detector
+    // tolerates; replies to an earlier round do not count.
+    pre_vote_.active = false;
+    ++stats_.pre_votes_failed;
+    if (role_ != role::leader && leader_ == no_node && !in_election())
+      leaderless_deadline_ = now;
+  }
   if (role_ == role::leader) {
     update_acting(now);
     if (role_ == role::leader && now >= heartbeat_due_)
@@ -223,7 +239,7 @@ void candidate_core::tick(timestamp now) {
         s->suspected = true;
       leader_lost(election_reason::leader_suspected, now);
     }
-  } else if (leaderless_deadline_ && now >= *leaderless_deadline_ && !in_election()) {
+  } else if (leaderless_deadline_ && now >= *leaderless_deadline_ && !electing()) {
     leaderless_deadline_.reset();
     start_election(election_reason::no_leader, now);
   }
@@ -259,6 +275,7 @@ void candidate_core::stop(timestamp now) {
     step_down(loss_reason::shutdown, now);
   }
   end_election();
+  pre_vote_.active = false;
   leaderless_deadline_.reset();
   stopped_ = true;
 }
@@ -282,9 +299,11 @@ std::optional<timestamp> candidate_core::next_deadline() const {
     }
   } else if (leader_ != no_node) {
     consider(detector_.suspect_at());
-  } else if (leaderless_deadline_ && !in_election()) {
+  } else if (leaderless_deadline_ && !electing()) {
     consider(*leaderless_deadline_);
   }
+  if (pre_vote_.active)
+    consider(pre_vote_.deadline);
   if (auto t = algorithm_deadline())
     consider(*t);
   return result;
@@ -321,11 +340,80 @@ void candidate_core::send(node_id to, message m) {
   outbox_.push_back({to, std::move(m)});
 }
 
+namespace {
+
+/// Elections a candidate opens on its own judgement that the leader is gone ask
+/// a pre-vote; those opened by a peer that asked one (Bully's election message),
+/// by a resignation, by the host or by preemption do not.
+bool needs_pre_vote(election_reason r) {
+  switch (r) {
+  case election_reason::no_leader:
+  case election_reason::leader_down:
+  case election_reason::leader_suspected:
+  case election_reason::election_timeout:
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
 void candidate_core::start_election(election_reason reason, timestamp now) {
   if (stopped_)
     return;
   if (abstaining(now) && reason != election_reason::requested)
     return;
+  if (pre_vote_enabled() && needs_pre_vote(reason)) {
+    begin_pre_vote(reason, now);
+    return;
+  }
+  open_election(reason, now);
+}
+
+void candidate_core::begin_pre_vote(election_reason reason, timestamp now) {
+  if (role_ == role::follower)
+    leader_ = no_node; // asking means no longer following
+  leaderless_deadline_.reset();
+  if (pre_vote_.active)
+    return; // one is under way: its replies or its deadline decide
+  ++stats_.pre_votes;
+  pre_vote_ = {true, ++pre_vote_round_, 1, now + cfg_.election_wait, reason};
+  auto epoch = std::max(max_epoch_, highest_.epoch);
+  for (auto p : peers_)
+    if (!is_down(p))
+      send(p, pre_vote_msg{self_, epoch, pre_vote_.round});
+}
+
+void candidate_core::on_pre_vote(const pre_vote_msg& m, timestamp now) {
+  observe_epoch(m.epoch);
+  // Raft's rule (Ongaro, thesis §9.6) with this core's failure detector: no to
+  // anyone while this candidate leads or still hears its leader.
+  bool hears_leader =
+      role_ == role::leader
+      || (leader_ != no_node && !is_suspected(leader_) && now < detector_.suspect_at());
+  send(m.from, pre_vote_reply_msg{self_, std::max(max_epoch_, highest_.epoch), m.round,
+                                  !hears_leader});
+}
+
+void candidate_core::on_pre_vote_reply(const pre_vote_reply_msg& m, timestamp now) {
+  observe_epoch(m.epoch);
+  if (!pre_vote_.active || m.round != pre_vote_.round || !m.granted)
+    return;
+  auto* s = status(m.from);
+  if (s->granted_round >= m.round)
+    return; // a duplicate must not fake a majority
+  s->granted_round = m.round;
+  if (++pre_vote_.grants < majority())
+    return;
+  pre_vote_.active = false;
+  if (in_election())
+    return; // it joined another candidate's round meanwhile (Ring)
+  open_election(pre_vote_.reason, now);
+}
+
+void candidate_core::open_election(election_reason reason, timestamp now) {
+  pre_vote_.active = false;
   abstain_until_ = timestamp{0};
   ++stats_.elections_started;
   leaderless_deadline_.reset();
@@ -338,7 +426,7 @@ void candidate_core::start_election(election_reason reason, timestamp now) {
 void candidate_core::leader_lost(election_reason reason, timestamp now) {
   leader_ = no_node;
   start_election(reason, now);
-  if (!in_election() && leader_ == no_node && role_ != role::leader)
+  if (!electing() && leader_ == no_node && role_ != role::leader)
     leaderless_deadline_ = now + cfg_.election_wait;
 }
 
@@ -377,6 +465,7 @@ term candidate_core::take_leadership(timestamp now) {
 
 void candidate_core::become_leader(const term& t, timestamp now) {
   end_election();
+  pre_vote_.active = false;
   leaderless_deadline_.reset();
   abstain_until_ = timestamp{0};
   bool was_leader = role_ == role::leader;
@@ -407,6 +496,7 @@ void candidate_core::become_leader(const term& t, timestamp now) {
 
 void candidate_core::follow(const term& t, timestamp now) {
   end_election();
+  pre_vote_.active = false;
   leaderless_deadline_.reset();
   abstain_until_ = timestamp{0};
   if (leader_ != t.leader)

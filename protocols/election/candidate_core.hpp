@@ -23,6 +23,17 @@
 //   renewed one leader's lease grants no other leader's for lease + drift (the
 //   majorities intersect), so two candidates never act at the same instant. A
 //   leader that cannot renew steps down.
+// - Pre-vote (with the quorum guard, `pre_vote` on, the default): before an
+//   election a candidate asks every peer whether it would take part (pre_vote);
+//   a peer says yes unless it leads or follows a leader its failure detector
+//   still trusts. Only with yes from a majority (itself included) does the
+//   election run and raise an epoch (replies are awaited election_wait, then it
+//   asks again). A candidate cut off in a minority keeps asking and keeps its epoch, so
+//   when it comes back it cannot depose the majority's leader with a higher term.
+//   Elections opened by a peer's election (Bully), a resignation, a host's request or
+//   preemption skip the pre-vote. Without the guard there is none: the classic algorithms
+//   elect one leader per side of a partition, and the higher term wins when it
+//   heals.
 //
 // Failure model: crash-stop and crash-recover candidates, message loss,
 // duplication and reordering, partitions. Lost election messages are recovered by
@@ -104,6 +115,8 @@ struct core_stats {
   std::array<uint64_t, message_type_count> sent{};
   std::array<uint64_t, message_type_count> received{};
   uint64_t elections_started = 0;
+  uint64_t pre_votes = 0;        ///< pre-vote rounds asked
+  uint64_t pre_votes_failed = 0; ///< ... that found no majority in time
   uint64_t leader_changes = 0;
   uint64_t stale_rejected = 0;
 };
@@ -175,6 +188,12 @@ public:
   const core_stats& stats() const { return stats_; }
   const election_config& config() const { return cfg_; }
   size_t majority() const { return members_.size() / 2 + 1; }
+  /// Whether elections this candidate opens itself ask a pre-vote first.
+  bool pre_vote_enabled() const {
+    return cfg_.pre_vote && cfg_.guard.enabled && majority() > 1;
+  }
+  /// Whether a pre-vote round is under way.
+  bool pre_voting() const { return pre_vote_.active; }
   /// Follower: phi (or silence/timeout) of the current leader, 0 otherwise.
   double leader_phi(timestamp now) const;
   bool stopped() const { return stopped_; }
@@ -232,7 +251,15 @@ private:
     bool down = false;
     bool suspected = false;
     timestamp last_heard{0};
-    uint64_t last_ack_seq = 0; ///< leader: newest heartbeat round this peer acked
+    uint64_t last_ack_seq = 0;  ///< leader: newest heartbeat round this peer acked
+    uint64_t granted_round = 0; ///< newest pre-vote round this peer granted
+  };
+  struct pre_vote_state {
+    bool active = false;
+    uint64_t round = 0;
+    size_t grants = 0;
+    timestamp deadline{0};
+    election_reason reason = election_reason::requested;
   };
   struct heartbeat_round {
     uint64_t seq = 0;
@@ -244,6 +271,13 @@ private:
   void on_heartbeat(const heartbeat_msg& m, timestamp now);
   void on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now);
   void on_resign(const resign_msg& m, timestamp now);
+  void on_pre_vote(const pre_vote_msg& m, timestamp now);
+  void on_pre_vote_reply(const pre_vote_reply_msg& m, timestamp now);
+  void begin_pre_vote(election_reason reason, timestamp now);
+  /// Starts the algorithm's election (after the pre-vote, if any).
+  void open_election(election_reason reason, timestamp now);
+  /// An election round or a pre-vote is under way.
+  bool electing() const { return pre_vote_.active || in_election(); }
   void become_leader(const term& t, timestamp now);
   void follow(const term& t, timestamp now);
   void step_down(loss_reason why, timestamp now);
@@ -275,6 +309,8 @@ private:
   static constexpr unsigned max_late_grants = 1;
   std::optional<timestamp> leaderless_deadline_;
   timestamp abstain_until_{0};
+  pre_vote_state pre_vote_;
+  uint64_t pre_vote_round_ = 0;
 
   // leader state
   timestamp heartbeat_due_{0};

@@ -342,3 +342,156 @@ TEST(candidate_core, a_guarded_leader_measures_the_round_trip_it_is_judged_by) {
   EXPECT_EQ(rtt, 60ms);
   EXPECT_FALSE(el::round_trip_warning(net.node(3).config(), rtt).empty());
 }
+
+// -- pre-vote (issue 12) ----------------------------------------------------------
+// Plain calls on one core: what it sends, when it raises an epoch.
+
+namespace {
+
+template <class T>
+size_t count_sent(el::candidate_core& c) {
+  size_t n = 0;
+  for (auto& o : c.outbox())
+    n += std::holds_alternative<T>(o.msg);
+  return n;
+}
+
+/// Election-round messages of either algorithm (pre-votes excluded).
+size_t election_messages(el::candidate_core& c) {
+  return count_sent<el::election_msg>(c) + count_sent<el::ring_election_msg>(c)
+         + count_sent<el::coordinator_msg>(c) + count_sent<el::ring_coordinator_msg>(c);
+}
+
+/// Core `self` of members 1..n following leader `leader` (term epoch 4), then
+/// `detector.timeout` later suspecting it. Returns the time of suspicion.
+el::timestamp follow_then_suspect(el::candidate_core& c, uint64_t leader) {
+  c.start(el::timestamp{0}, 1);
+  c.handle(el::heartbeat_msg{id(leader), {4, id(leader), 1}, 1}, el::timestamp{1ms});
+  EXPECT_EQ(c.leader(), id(leader));
+  c.outbox().clear();
+  auto t = el::timestamp{1ms} + c.config().detector.timeout;
+  c.tick(t);
+  return t;
+}
+
+} // namespace
+
+TEST_P(both_algorithms, a_candidate_without_a_majority_of_grants_raises_no_epoch) {
+  // Node 1 of 5 is cut off: its leader 5 falls silent, nobody answers.
+  auto c = el::make_core(id(1), {id(2), id(3), id(4), id(5)}, guarded(GetParam()));
+  auto t = follow_then_suspect(*c, 5);
+  EXPECT_EQ(count_sent<el::pre_vote_msg>(*c), 4u);
+  EXPECT_EQ(election_messages(*c), 0u);
+  // Ten seconds of silence, the timer firing whenever the core asks.
+  auto end = t + 10s;
+  uint64_t round = 0;
+  while (auto due = c->next_deadline()) {
+    if (*due > end)
+      break;
+    c->outbox().clear();
+    c->tick(*due);
+    ASSERT_EQ(election_messages(*c), 0u) << "an election ran without a majority";
+    for (auto& o : c->outbox())
+      if (auto p = std::get_if<el::pre_vote_msg>(&o.msg))
+        round = p->round;
+  }
+  EXPECT_FALSE(c->is_leader());
+  EXPECT_EQ(c->current_term().epoch, 4u);
+  EXPECT_EQ(c->stats().elections_started, 0u);
+  EXPECT_GE(c->stats().pre_votes_failed, 10u); // one pre-vote per election_wait
+  // A grant from one peer (2 of 5 with itself) is no majority either.
+  ASSERT_GE(round, 10u);
+  c->handle(el::pre_vote_reply_msg{id(2), 4, round, true}, end);
+  EXPECT_FALSE(c->is_leader());
+  EXPECT_EQ(c->stats().elections_started, 0u);
+}
+
+TEST(pre_vote, a_majority_of_grants_opens_an_election_above_the_epochs_heard) {
+  // Bully, highest id: with grants from 1 and 2 (3 of 5) it wins at once, in a
+  // term above the highest epoch a reply reported.
+  auto c =
+      el::make_core(id(5), {id(1), id(2), id(3), id(4)}, guarded(el::algorithm::bully));
+  auto t = follow_then_suspect(*c, 4);
+  auto round = std::get<el::pre_vote_msg>(c->outbox().front().msg).round;
+  c->outbox().clear();
+  c->handle(el::pre_vote_reply_msg{id(1), 9, round, true}, t + 1ms);
+  EXPECT_FALSE(c->is_leader());
+  c->handle(el::pre_vote_reply_msg{id(1), 9, round, true}, t + 1ms); // duplicate
+  EXPECT_FALSE(c->is_leader()) << "a duplicated grant counted twice";
+  c->handle(el::pre_vote_reply_msg{id(3), 4, round, false}, t + 1ms); // a refusal
+  EXPECT_FALSE(c->is_leader());
+  c->handle(el::pre_vote_reply_msg{id(2), 4, round + 1, true}, t + 1ms); // other round
+  EXPECT_FALSE(c->is_leader());
+  c->handle(el::pre_vote_reply_msg{id(2), 4, round, true}, t + 2ms);
+  ASSERT_TRUE(c->is_leader());
+  EXPECT_EQ(c->current_term().epoch, 10u);
+  EXPECT_EQ(c->stats().elections_started, 1u);
+}
+
+TEST(pre_vote, ring_sends_its_token_only_after_a_majority_granted) {
+  auto c = el::make_core(id(2), {id(1), id(3)}, guarded(el::algorithm::ring));
+  auto t = follow_then_suspect(*c, 3);
+  EXPECT_EQ(count_sent<el::ring_election_msg>(*c), 0u);
+  auto round = std::get<el::pre_vote_msg>(c->outbox().front().msg).round;
+  c->outbox().clear();
+  c->handle(el::pre_vote_reply_msg{id(1), 6, round, true}, t + 1ms);
+  ASSERT_EQ(count_sent<el::ring_election_msg>(*c), 1u);
+  auto& token = std::get<el::ring_election_msg>(c->outbox().front().msg);
+  EXPECT_EQ(token.epoch, 6u); // the round starts above what the replies reported
+}
+
+TEST(pre_vote, a_follower_refuses_while_it_hears_its_leader_and_grants_after) {
+  auto cfg = guarded(el::algorithm::bully);
+  auto c = el::make_core(id(2), {id(1), id(3)}, cfg);
+  c->start(el::timestamp{0}, 1);
+  c->handle(el::heartbeat_msg{id(3), {4, id(3), 1}, 1}, el::timestamp{1ms});
+  c->outbox().clear();
+  auto reply = [&](el::timestamp now) {
+    c->outbox().clear();
+    c->handle(el::pre_vote_msg{id(1), 2, 7}, now);
+    EXPECT_EQ(c->outbox().size(), 1u);
+    auto r = std::get<el::pre_vote_reply_msg>(c->outbox().back().msg);
+    EXPECT_EQ(r.round, 7u);
+    EXPECT_EQ(r.epoch, 4u);
+    return r.granted;
+  };
+  EXPECT_FALSE(reply(el::timestamp{20ms}));
+  // The leader has been silent for the detector's timeout: no live leader.
+  EXPECT_TRUE(reply(el::timestamp{1ms} + cfg.detector.timeout));
+  // Answering changes nothing: still no election, no epoch.
+  EXPECT_EQ(c->stats().elections_started, 0u);
+
+  // A leader refuses.
+  auto l = el::make_core(id(3), {id(1), id(2)}, cfg);
+  l->start(el::timestamp{0}, 1);
+  l->request_election(el::timestamp{1ms});
+  ASSERT_TRUE(l->is_leader());
+  l->outbox().clear();
+  l->handle(el::pre_vote_msg{id(1), 0, 1}, el::timestamp{2ms});
+  EXPECT_FALSE(std::get<el::pre_vote_reply_msg>(l->outbox().back().msg).granted);
+}
+
+TEST(pre_vote, the_classic_algorithms_without_the_guard_elect_without_asking) {
+  el::election_config cfg; // no guard
+  auto c = el::make_core(id(1), {id(2), id(3)}, cfg);
+  follow_then_suspect(*c, 3);
+  EXPECT_EQ(count_sent<el::pre_vote_msg>(*c), 0u);
+  EXPECT_EQ(count_sent<el::election_msg>(*c), 1u); // to 2 (3 is suspected)
+  // And with the guard, pre_vote = false restores the same.
+  auto g = guarded(el::algorithm::bully);
+  g.pre_vote = false;
+  auto d = el::make_core(id(1), {id(2), id(3)}, g);
+  follow_then_suspect(*d, 3);
+  EXPECT_EQ(count_sent<el::pre_vote_msg>(*d), 0u);
+  EXPECT_EQ(count_sent<el::election_msg>(*d), 1u);
+}
+
+TEST(pre_vote, a_pre_voting_candidate_follows_a_leader_it_hears_again) {
+  auto c = el::make_core(id(1), {id(2), id(3)}, guarded(el::algorithm::bully));
+  auto t = follow_then_suspect(*c, 3);
+  ASSERT_TRUE(c->pre_voting());
+  c->handle(el::heartbeat_msg{id(3), {4, id(3), 1}, 9}, t + 5ms);
+  EXPECT_FALSE(c->pre_voting());
+  EXPECT_EQ(c->leader(), id(3));
+  EXPECT_EQ(c->current_term().epoch, 4u);
+}

@@ -74,6 +74,14 @@ struct election_config {
   /// default: a healthy leader keeps its role until it fails or resigns.
   bool preempt = false;
   quorum_guard_config guard;
+  /// With the quorum guard: a candidate asks its peers (pre_vote) before an
+  /// election and raises no epoch unless a majority, itself included, would take
+  /// part (none of them hears a live leader). A candidate cut off in a minority
+  /// then keeps its epoch and cannot depose the majority's leader when it comes
+  /// back. A pre-vote that has no majority within election_wait is asked again.
+  /// Ignored without the guard (the
+  /// classic algorithms elect without majorities) and in a group of one.
+  bool pre_vote = true;
 };
 
 /// The largest heartbeat round trip with which a guarded leader acts without

@@ -4,7 +4,9 @@
 // connection identities, and the simulator routes the same structs. Bully uses
 // election/answer/coordinator; Ring uses ring_election/ring_coordinator/ring_ack;
 // both use heartbeat/heartbeat_ack (leader liveness, the quorum guard, and
-// fencing of stale leaders) and resign (hand-over without waiting for detection).
+// fencing of stale leaders) and resign (hand-over without waiting for detection);
+// with the quorum guard, both ask pre_vote/pre_vote_reply before an election
+// (candidate_core.hpp).
 // The CAF type-ID block for these types is in type_ids.hpp.
 #pragma once
 
@@ -97,10 +99,31 @@ struct resign_msg {
   term t;
 };
 
+/// Pre-vote (quorum guard): "I no longer hear a leader; would you take part in an
+/// election now?" Sent before an election raises any epoch. `epoch` is the highest
+/// epoch the sender has seen; `round` numbers the sender's pre-votes.
+struct pre_vote_msg {
+  node_id from;
+  uint64_t epoch = 0;
+  uint64_t round = 0;
+};
+
+/// Answer to a pre-vote. `granted` is true unless the sender leads, or follows a
+/// leader whose heartbeats its failure detector still accepts. `epoch` is the
+/// highest epoch the sender has seen (the candidate's election then starts above
+/// it); `round` echoes the request's.
+struct pre_vote_reply_msg {
+  node_id from;
+  uint64_t epoch = 0;
+  uint64_t round = 0;
+  bool granted = false;
+};
+
 /// Every message a candidate core consumes or produces.
-using message = std::variant<election_msg, answer_msg, coordinator_msg, ring_election_msg,
-                             ring_coordinator_msg, ring_ack_msg, heartbeat_msg,
-                             heartbeat_ack_msg, resign_msg>;
+using message =
+    std::variant<election_msg, answer_msg, coordinator_msg, ring_election_msg,
+                 ring_coordinator_msg, ring_ack_msg, heartbeat_msg, heartbeat_ack_msg,
+                 resign_msg, pre_vote_msg, pre_vote_reply_msg>;
 
 constexpr size_t message_type_count = std::variant_size_v<message>;
 
@@ -126,8 +149,9 @@ constexpr size_t message_index = detail::index_in<T, message>::value;
 /// Stable names of the message types, indexed like `message` (metric labels,
 /// simulator reports).
 constexpr std::array<std::string_view, message_type_count> message_type_names{
-    "election", "answer",    "coordinator",   "ring_election", "ring_coordinator",
-    "ring_ack", "heartbeat", "heartbeat_ack", "resign"};
+    "election",         "answer",   "coordinator",   "ring_election",
+    "ring_coordinator", "ring_ack", "heartbeat",     "heartbeat_ack",
+    "resign",           "pre_vote", "pre_vote_reply"};
 
 /// Heartbeats and their acks: the steady-state traffic, not election cost.
 constexpr bool is_heartbeat_type(size_t type_index) {
@@ -180,6 +204,15 @@ typename Inspector::result_type inspect(Inspector& f, heartbeat_ack_msg& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, resign_msg& x) {
   return f(caf::meta::type_name("resign_msg"), x.from, x.t);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pre_vote_msg& x) {
+  return f(caf::meta::type_name("pre_vote_msg"), x.from, x.epoch, x.round);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pre_vote_reply_msg& x) {
+  return f(caf::meta::type_name("pre_vote_reply_msg"), x.from, x.epoch, x.round,
+           x.granted);
 }
 
 } // namespace conclave::election

@@ -201,8 +201,17 @@ void ring_core::on_election(const ring_election_msg& m, timestamp now) {
   send(m.from, ring_ack_msg{self_, m.hop});
   if (duplicate(m.from, m.from_incarnation, m.hop))
     return;
-  if ((is_leader() || following_live_leader()) && m.epoch < current_term().epoch)
-    return; // a round begun before the current term was chosen: stale, drop it
+  if ((is_leader() || following_live_leader()) && m.epoch < current_term().epoch) {
+    // A round begun before the current term was chosen: stale, drop it. Its
+    // initiator waits for it until its round timeout, and meanwhile drops every
+    // lower initiator's round (extinction); if it is the leader the term names
+    // (it missed the announcement), nobody leads until then. Tell it the term
+    // (issue 11, defect 1, seed 212: a 2.7 s round timeout outlasted the
+    // liveness bound).
+    if (m.initiator != self_)
+      tell_term(m.initiator);
+    return;
+  }
   // One round travels as one token: a copy (a hop resent to a slow successor
   // that was then skipped, or duplicated by the network) is dropped here, so a
   // round costs at most one forward and one completion per member.
@@ -240,6 +249,13 @@ void ring_core::on_election(const ring_election_msg& m, timestamp now) {
   }
   next.epoch = std::max(next.epoch, max_epoch());
   forward(std::move(next), now);
+}
+
+void ring_core::tell_term(node_id to) {
+  // Best effort, not a ring hop: no ack awaited (the round timeout covers a loss).
+  // The initiator field names this member, so that if the receiver passes the
+  // announcement on, it ends here.
+  send(to, ring_coordinator_msg{self_, self_, ++next_hop_, current_term(), incarnation_});
 }
 
 void ring_core::on_coordinator(const ring_coordinator_msg& m, timestamp now) {

@@ -22,7 +22,10 @@
 // within the round timeout starts over. A member that leads or follows a live
 // leader drops a token whose epoch is below its term's: that round began before
 // the current term was chosen (a token delayed, duplicated or queued at a frozen
-// member), and completing it would depose a healthy leader.
+// member), and completing it would depose a healthy leader. It tells the round's
+// initiator the current term directly (best effort): the initiator would otherwise
+// wait for its round timeout, dropping lower initiators' rounds meanwhile, and it
+// may be the very leader the term names, having missed the announcement.
 //
 // Timing. Hop timeouts follow the round trip measured from hop acks (and, as
 // leader, heartbeat acks): srtt + max(4 * deviation, srtt / 4), at least
@@ -109,6 +112,8 @@ private:
   bool duplicate(node_id from, uint64_t incarnation, uint64_t hop);
   round_seen& round_of(node_id initiator);
   duration round_timeout() const;
+  /// Sends this member's current term to `to` directly (not as a ring hop).
+  void tell_term(node_id to);
   /// Follower: gives the leader time to learn of its term (see .cpp).
   void allow_for_announcement(node_id leader, timestamp now);
 

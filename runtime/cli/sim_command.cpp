@@ -29,6 +29,7 @@ struct sim_options {
   std::string out;
   bool guard = false;
   bool preempt = false;
+  bool no_pre_vote = false;
   std::string detector = "fixed";
 };
 
@@ -123,6 +124,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     return bad_input("--detector: expected fixed or phi, got '" + o.detector + "'");
   base.preempt = o.preempt;
   base.guard.enabled = o.guard;
+  base.pre_vote = !o.no_pre_vote;
   if (auto v = el::validate(base); !v)
     return bad_input(v.error());
 
@@ -137,6 +139,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
       prefix += " --guard";
     if (o.preempt)
       prefix += " --preempt";
+    if (o.no_pre_vote)
+      prefix += " --no-pre-vote";
     if (o.detector != "fixed")
       prefix += " --detector " + o.detector;
     for (auto n : *sizes) {
@@ -161,7 +165,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
   } else {
     std::cout << "conclave sim: " << o.runs << " run(s) per algorithm and size, seeds "
               << o.seed << ".." << o.seed + o.runs - 1 << ", faults '" << o.faults << "'"
-              << (o.guard ? ", quorum guard on" : "") << "\n";
+              << (o.guard ? ", quorum guard on" : "")
+              << (o.guard && o.no_pre_vote ? ", pre-vote off" : "") << "\n";
     summary.print_table(std::cout);
   }
   if (!o.out.empty()) {
@@ -211,6 +216,9 @@ void add_sim_command(command_registry& reg) {
   sub->add_flag("--preempt", o->preempt,
                 "classic Bully: a higher id takes over on rejoin")
       ->envname(env_name("--preempt"));
+  sub->add_flag("--no-pre-vote", o->no_pre_vote,
+                "with --guard: elect without asking a pre-vote first (for comparison)")
+      ->envname(env_name("--no-pre-vote"));
 }
 
 } // namespace conclave::cli

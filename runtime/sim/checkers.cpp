@@ -75,6 +75,41 @@ void safety_checker::after_event(timestamp now) {
   }
 }
 
+// -- needless leader changes
+// -------------------------------------------------------------
+
+bool needless_change_checker::connected_to_majority(node_id id) const {
+  auto& w = h_.sim();
+  size_t reach = 0;
+  for (auto other : w.ids())
+    if (other == id
+        || (h_.view(other).alive && !w.paused(other) && !w.blocked(id, other)
+            && !w.blocked(other, id)))
+      ++reach;
+  return reach >= w.size() / 2 + 1;
+}
+
+void needless_change_checker::election_event(node_id id, const el::election_event& e,
+                                             timestamp) {
+  if (e.kind != el::event_kind::became_leader)
+    return;
+  auto& w = h_.sim();
+  bool guard = h_.config().guard.enabled;
+  for (auto other : w.ids()) {
+    if (other == id)
+      continue;
+    auto& v = h_.view(other);
+    bool healthy = v.alive && !w.paused(other) && v.is_leader
+                   && (!guard || h_.effectively_acting(other));
+    // A lower term is fenced off and can take nothing over: only a higher one
+    // deposes the healthy leader.
+    if (healthy && v.t < e.t && connected_to_majority(other)) {
+      ++r_.needless_leader_changes;
+      return;
+    }
+  }
+}
+
 // -- claimants --------------------------------------------------------------------------
 
 void claimant_checker::election_event(node_id id, const el::election_event& e,

@@ -15,6 +15,12 @@
 //   derived from the timeouts (stable_from), the group must agree on one leader
 //   that acts continuously until the end of the run, and no election may start.
 //   Also: the fraction of time the group had an agreed, acting leader.
+// - needless_change_checker: a candidate becomes leader, with a term higher than
+//   that of another candidate that is a healthy leader: alive, not frozen,
+//   leading (with the guard: acting) and connected by the network to a majority
+//   of the group, itself included. Such a term deposes that leader as soon as
+//   they talk (e.g. a candidate cut off for a while coming back); pre-vote
+//   prevents it. A lower term is fenced off and not counted.
 // - cost_checker: elections. One runs from the step that opens it (the first
 //   suspicion of the leader, or the first election_started) to agreement; its
 //   messages are every message sent from that step on, heartbeats until
@@ -90,6 +96,18 @@ private:
   run_report& r_;
   duration bound_;
   std::vector<running> tasks_;
+};
+
+class needless_change_checker final : public election_observer {
+public:
+  needless_change_checker(election_host& h, run_report& r) : h_(h), r_(r) {}
+  void election_event(node_id, const election::election_event&, timestamp) override;
+
+private:
+  /// `id` can exchange messages with a majority of live, unfrozen members.
+  bool connected_to_majority(node_id id) const;
+  election_host& h_;
+  run_report& r_;
 };
 
 class liveness_checker final : public election_observer {

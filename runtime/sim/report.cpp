@@ -70,6 +70,7 @@ void sim_summary::add(const run_report& r, const std::string& replay_prefix) {
     row.stale_window_ms.push_back(ms(d));
     row.stale_max_ms = std::max(row.stale_max_ms, ms(d));
   }
+  row.needless_changes = r.needless_leader_changes;
   runs_.push_back(std::move(row));
   for (auto& e : r.elections)
     elections_.push_back({r.algo, r.nodes, r.seed, e});
@@ -139,6 +140,7 @@ group_summary sim_summary::summarize(el::algorithm algo, size_t nodes) const {
     g.stale_leader_max_ms = std::max(g.stale_leader_max_ms, r.stale_max_ms);
     g.liveness_failures += r.live ? 0 : 1;
     g.leader_changes += r.leader_changes;
+    g.needless_leader_changes += r.needless_changes;
     fraction += r.leader_fraction;
   }
   if (g.runs > 0)
@@ -196,8 +198,9 @@ void sim_summary::print_table(std::ostream& out) const {
         << (std::to_string(g.split_brain_windows) + " / " + fixed(g.split_brain_max_ms))
         << std::setw(13)
         << (std::to_string(g.stale_leader_windows) + " / " + fixed(g.stale_leader_max_ms))
-        << std::setw(10) << g.liveness_failures << std::setw(9)
-        << fixed(100 * g.leader_time_fraction) << '\n';
+        << std::setw(10) << g.needless_leader_changes << std::setw(10)
+        << g.liveness_failures << std::setw(9) << fixed(100 * g.leader_time_fraction)
+        << '\n';
   };
   out << std::left << std::setw(10) << "" << std::right << std::setw(6) << ""
       << std::setw(28) << "start-up election" << std::setw(44) << "failover elections"
@@ -206,8 +209,8 @@ void sim_summary::print_table(std::ostream& out) const {
       << std::setw(9) << "count" << std::setw(10) << "msgs" << std::setw(9) << "ms p50"
       << std::setw(10) << "count" << std::setw(18) << "msgs mean/max" << std::setw(16)
       << "ms p50/p99" << std::setw(8) << "safety" << std::setw(13) << "split n/max"
-      << std::setw(13) << "stale n/max" << std::setw(10) << "liveness" << std::setw(9)
-      << "leader%" << '\n';
+      << std::setw(13) << "stale n/max" << std::setw(10) << "needless" << std::setw(10)
+      << "liveness" << std::setw(9) << "leader%" << '\n';
   auto groups = per_group();
   bool several_sizes = groups.size() > per_algorithm().size();
   for (auto& g : per_algorithm()) {
@@ -219,8 +222,9 @@ void sim_summary::print_table(std::ostream& out) const {
   }
   out << "(msgs: every message an election caused, heartbeats excluded; split: "
          "windows with two acting leaders / longest ms; stale: a deposed leader still "
-         "claiming after a majority adopted a higher term / longest ms; leader%: time "
-         "with an agreed, acting leader)\n";
+         "claiming after a majority adopted a higher term / longest ms; needless: "
+         "leaders taken in a term above a healthy leader's connected to a majority; "
+         "leader%: time with an agreed, acting leader)\n";
   for (auto& f : failures_)
     out << "FAILED " << el::to_string(f.algo) << " n=" << f.nodes << " seed " << f.seed
         << ": " << f.what << "\n  replay: " << f.replay << '\n';
@@ -228,7 +232,7 @@ void sim_summary::print_table(std::ostream& out) const {
 }
 
 std::string sim_summary::verdict() const {
-  uint64_t safety = 0, liveness = 0, split = 0, stale = 0;
+  uint64_t safety = 0, liveness = 0, split = 0, stale = 0, needless = 0;
   double split_max = 0, split_total = 0, stale_max = 0;
   for (auto& r : runs_) {
     safety += r.safety;
@@ -238,6 +242,7 @@ std::string sim_summary::verdict() const {
     split_max = std::max(split_max, r.split_max_ms);
     stale += r.stale_windows;
     stale_max = std::max(stale_max, r.stale_max_ms);
+    needless += r.needless_changes;
   }
   std::ostringstream o;
   o << std::fixed << std::setprecision(1)
@@ -251,6 +256,7 @@ std::string sim_summary::verdict() const {
   o << "; stale leaders: " << stale << " window" << (stale == 1 ? "" : "s");
   if (stale > 0)
     o << " (longest " << stale_max << " ms)";
+  o << "; needless leader changes: " << needless;
   return o.str();
 }
 
@@ -282,6 +288,7 @@ std::string sim_summary::to_json(uint64_t seed, size_t runs, const std::string& 
     j["leader_time_fraction"] = g.leader_time_fraction;
     j["liveness_failures"] = g.liveness_failures;
     j["leader_changes"] = g.leader_changes;
+    j["needless_leader_changes"] = g.needless_leader_changes;
     return j;
   };
   json doc;
@@ -348,14 +355,14 @@ sim_summary::write_outputs(const std::string& dir, const run_report& timeline_ru
     runs << "algorithm,nodes,seed,elections,messages_sent,safety_violations,"
             "split_brain_windows,split_brain_ms,liveness_ok,leader_changes,"
             "agreement_after_heal_ms,stale_leader_windows,leader_time_fraction,"
-            "elections_after_stable\n";
+            "elections_after_stable,needless_leader_changes\n";
     for (auto& r : runs_)
       runs << el::to_string(r.algo) << ',' << r.nodes << ',' << r.seed << ','
            << r.elections << ',' << r.messages_sent << ',' << r.safety << ','
            << r.split_windows << ',' << r.split_ms << ',' << (r.live ? 1 : 0) << ','
            << r.leader_changes << ',' << r.agreement_after_heal_ms << ','
            << r.stale_windows << ',' << r.leader_fraction << ','
-           << r.elections_after_stable << '\n';
+           << r.elections_after_stable << ',' << r.needless_changes << '\n';
     std::ofstream els{path("elections.csv")};
     els << "algorithm,nodes,seed,kind,latency_ms,messages";
     for (auto name : el::message_type_names)

@@ -53,6 +53,9 @@ struct group_summary {
   double stale_leader_max_ms = 0;
   uint64_t liveness_failures = 0;
   uint64_t leader_changes = 0;
+  /// Leaders taken in a term above that of a healthy leader connected to a
+  /// majority (run_report::needless_leader_changes).
+  uint64_t needless_leader_changes = 0;
   uint64_t messages_delivered = 0;
   /// Mean over runs of the fraction of time with an agreed, acting leader.
   double leader_time_fraction = 0;
@@ -107,6 +110,7 @@ private:
     uint64_t elections_after_stable;
     std::vector<double> split_window_ms;
     std::vector<double> stale_window_ms;
+    uint64_t needless_changes = 0;
   };
   struct election_row {
     election::algorithm algo;

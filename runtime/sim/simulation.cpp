@@ -165,10 +165,11 @@ run_report run_simulation(const sim_settings& s) {
   task_checker tasks{host, report, task_stop_bound(s.config)};
   liveness_checker liveness{host, report, heal, stable_from, bound};
   cost_checker cost{host, report};
+  needless_change_checker needless{host, report};
   timeline_recorder timeline{report};
   first_agreement_stop stop{w, report};
   for (election_observer* o : std::initializer_list<election_observer*>{
-           &safety, &claimants, &tasks, &liveness, &cost})
+           &safety, &claimants, &tasks, &liveness, &cost, &needless})
     host.add_observer(o);
   if (s.record_timeline)
     host.add_observer(&timeline);

@@ -17,6 +17,8 @@
 // - liveness, over time: from stable_from = last fault healed + liveness_bound()
 //   to the end of the run, one agreed leader acts continuously and no election
 //   starts; the fraction of time with an agreed acting leader.
+// - needless leader changes: a candidate becoming leader in a term above that
+//   of a healthy leader connected to a majority.
 // - cost: messages per election by type (from the step that opens it, through
 //   its last election message), latency, start-up vs failover.
 #pragma once
@@ -103,6 +105,12 @@ struct run_report {
   double leader_time_fraction = 0;
   double leader_time_fraction_after_heal = 0;
   uint64_t leader_changes = 0;
+  /// Candidates that became leader, in a term higher than another leader's that
+  /// was alive, not frozen, leading (with the guard: acting) and connected to a
+  /// majority of the group, itself included, by the network (partitions and
+  /// cuts; loss and delay are not considered). Pre-vote keeps this at 0 under
+  /// partitions.
+  uint64_t needless_leader_changes = 0;
   uint64_t messages_sent = 0;
   uint64_t messages_delivered = 0;
   uint64_t events = 0;

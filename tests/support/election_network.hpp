@@ -216,7 +216,8 @@ private:
     } else {
       deliver_if<el::election_msg, el::answer_msg, el::coordinator_msg,
                  el::ring_election_msg, el::ring_coordinator_msg, el::ring_ack_msg,
-                 el::heartbeat_msg, el::heartbeat_ack_msg, el::resign_msg>(id, m);
+                 el::heartbeat_msg, el::heartbeat_ack_msg, el::resign_msg,
+                 el::pre_vote_msg, el::pre_vote_reply_msg>(id, m);
     }
     flush(id);
   }
