@@ -248,6 +248,8 @@ private:
   void follow(const term& t, timestamp now);
   void step_down(loss_reason why, timestamp now);
   void send_heartbeats(timestamp now);
+  /// guard_renewal_interval() for the round trips measured so far.
+  duration renewal_interval() const;
   void update_acting(timestamp now);
   /// Quorum guard: when a leader that renewed no lease steps down.
   timestamp quorum_deadline() const;
