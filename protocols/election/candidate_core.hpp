@@ -281,7 +281,9 @@ private:
   // leader state
   timestamp heartbeat_due_{0};
   uint64_t heartbeat_seq_ = 0;
-  std::array<heartbeat_round, 16> rounds_{};
+  /// Rounds in flight: up to lease / min_renew_interval of them (40 at a
+  /// 400 ms lease and 10 ms rounds); an ack of an older round is dropped.
+  std::array<heartbeat_round, 64> rounds_{};
   timestamp leader_since_{0};
   timestamp lease_until_{0};
   timestamp renewed_round_sent_{0};
