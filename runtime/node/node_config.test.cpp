@@ -101,7 +101,7 @@ TEST(node_config, two_members_on_one_address_are_refused) {
 
 TEST(node_config, inconsistent_timing_is_refused) {
   auto o = three_nodes();
-  o.detector_timeout_ms = 40;
+  o.detector_timeout_ms = o.heartbeat_ms; // must exceed it
   EXPECT_EQ(error_of(o).rfind("--detector-timeout-ms:", 0), 0u);
   o = three_nodes();
   o.link_timeout_ms = 150;
@@ -134,7 +134,10 @@ TEST(node_config, the_quorum_guard_is_on_by_default_with_a_lease_inside_the_time
   ASSERT_TRUE(c) << c.error();
   auto& g = c.value().election.guard;
   EXPECT_TRUE(g.enabled);
-  EXPECT_EQ(g.lease, std::chrono::milliseconds(100)); // 2/3 of the 150 ms timeout
+  EXPECT_EQ(g.lease, std::chrono::milliseconds(33)); // 2/3 of the 50 ms timeout
+  EXPECT_EQ(c.value().election.heartbeat_interval, std::chrono::milliseconds(10));
+  EXPECT_EQ(c.value().election.detector.kind, conclave::election::detector_kind::phi);
+  EXPECT_TRUE(conclave::election::validate(c.value().election));
   auto o = three_nodes();
   o.no_quorum_guard = true;
   auto classic = make_node_config(o);
@@ -144,7 +147,7 @@ TEST(node_config, the_quorum_guard_is_on_by_default_with_a_lease_inside_the_time
 
 TEST(node_config, a_lease_too_long_for_the_detector_names_the_flag) {
   auto o = three_nodes();
-  o.lease_ms = 145; // + 10 ms drift reaches the 150 ms timeout
+  o.lease_ms = 45; // + 10 ms drift passes the 50 ms timeout
   EXPECT_NE(error_of(o).find("--lease-ms"), std::string::npos) << error_of(o);
   o.no_quorum_guard = true; // the lease does not matter without the guard
   EXPECT_EQ(error_of(o), "");
