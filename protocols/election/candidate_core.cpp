@@ -570,7 +570,12 @@ void candidate_core::send_heartbeats(timestamp now) {
       emit({event_kind::peer_suspected, term_, p});
     }
   }
-  heartbeat_due_ = now + cfg_.heartbeat_interval;
+  heartbeat_due_ = now + renewal_interval();
+}
+
+duration candidate_core::renewal_interval() const {
+  auto bound = rtt_.timeout(duration{0}, cfg_.guard.lease);
+  return guard_renewal_interval(cfg_, rtt_.empty() ? duration{0} : bound);
 }
 
 void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
@@ -640,8 +645,12 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
   ps->last_ack_seq = m.seq;
   // An ack slower than the detector timeout is from a frozen or overloaded
   // follower (its lease renewal is useless anyway), not a network round trip.
-  if (now - r.sent_at < cfg_.detector.timeout)
+  if (now - r.sent_at < cfg_.detector.timeout) {
     rtt_.sample(now - r.sent_at);
+    // Quorum guard: a longer round trip brings the next round forward.
+    auto& last = rounds_[heartbeat_seq_ % rounds_.size()];
+    heartbeat_due_ = std::min(heartbeat_due_, last.sent_at + renewal_interval());
+  }
   emit({event_kind::heartbeat_rtt, term_, m.from, election_reason::requested,
         loss_reason::higher_term, now - r.sent_at});
   if (++r.acks == majority() && r.sent_at >= renewed_round_sent_) {
@@ -685,18 +694,32 @@ outcome::result<void, std::string> validate(const election_config& cfg) {
   if (cfg.guard.enabled && cfg.guard.lease <= cfg.heartbeat_interval)
     return std::string{"quorum guard lease must be longer than the heartbeat interval "
                        "(the lease would lapse between rounds)"};
+  if (cfg.guard.enabled && cfg.guard.min_renew_interval <= duration{0})
+    return std::string{"quorum guard minimum renewal interval must be positive"};
   if (cfg.guard.enabled
-      && cfg.guard.lease - cfg.heartbeat_interval < min_round_trip_budget)
-    return std::string{"quorum guard lease must exceed the heartbeat interval by at "
-                       "least 1ms, the round trip a renewal needs (lease - heartbeat "
-                       "interval is the largest round trip a leader keeps acting with)"};
+      && cfg.guard.lease - min_renewal_interval(cfg) < min_round_trip_budget)
+    return std::string{"quorum guard lease must exceed the shortest renewal interval "
+                       "(min of heartbeat interval and guard.min_renew_interval) by at "
+                       "least 1ms, the round trip a renewal needs (their difference is "
+                       "the largest round trip a leader keeps acting with)"};
   return outcome::success();
+}
+
+duration min_renewal_interval(const election_config& cfg) {
+  return std::min(cfg.heartbeat_interval, cfg.guard.min_renew_interval);
+}
+
+duration guard_renewal_interval(const election_config& cfg, duration rtt_bound) {
+  if (!cfg.guard.enabled || rtt_bound <= duration{0})
+    return cfg.heartbeat_interval;
+  auto wanted = cfg.guard.lease - rtt_bound;
+  return std::clamp(wanted, min_renewal_interval(cfg), cfg.heartbeat_interval);
 }
 
 duration guard_round_trip_budget(const election_config& cfg) {
   if (!cfg.guard.enabled)
     return duration::max();
-  return cfg.guard.lease - cfg.heartbeat_interval;
+  return cfg.guard.lease - min_renewal_interval(cfg);
 }
 
 std::string round_trip_warning(const election_config& cfg, duration rtt) {
@@ -708,9 +731,9 @@ std::string round_trip_warning(const election_config& cfg, duration rtt) {
   auto budget = guard_round_trip_budget(cfg);
   if (cfg.guard.enabled && rtt * 4 > budget * 3)
     return "round trip " + ms(rtt) + " is close to or above the " + ms(budget)
-           + " the quorum guard tolerates (lease - heartbeat interval): the leader "
-             "will stop acting between rounds; raise guard.lease and detector.timeout "
-             "or shorten heartbeat_interval";
+           + " the quorum guard tolerates (lease - shortest renewal interval): the "
+             "leader will stop acting between rounds; raise guard.lease and "
+             "detector.timeout together";
   auto slack = cfg.detector.timeout - cfg.heartbeat_interval;
   if (rtt > slack)
     return "round trip " + ms(rtt) + " exceeds the " + ms(slack)

@@ -282,6 +282,8 @@ private:
   void follow(const term& t, timestamp now);
   void step_down(loss_reason why, timestamp now);
   void send_heartbeats(timestamp now);
+  /// guard_renewal_interval() for the round trips measured so far.
+  duration renewal_interval() const;
   void update_acting(timestamp now);
   /// Quorum guard: when a leader that renewed no lease steps down.
   timestamp quorum_deadline() const;
@@ -315,7 +317,9 @@ private:
   // leader state
   timestamp heartbeat_due_{0};
   uint64_t heartbeat_seq_ = 0;
-  std::array<heartbeat_round, 16> rounds_{};
+  /// Rounds in flight: up to lease / min_renew_interval of them (40 at a
+  /// 400 ms lease and 10 ms rounds); an ack of an older round is dropped.
+  std::array<heartbeat_round, 64> rounds_{};
   timestamp leader_since_{0};
   timestamp lease_until_{0};
   timestamp renewed_round_sent_{0};

@@ -231,7 +231,13 @@ TEST(candidate_core, validate_checks_every_relation_the_quorum_guard_needs) {
   rejects([](el::election_config& c) { c.guard.lease = 0ms; }, "lease");
   rejects([](el::election_config& c) { c.guard.max_clock_drift = -1ms; }, "drift");
   rejects([](el::election_config& c) { c.guard.lease = 50ms; }, "heartbeat interval");
-  rejects([](el::election_config& c) { c.heartbeat_interval = 99500us; }, "round trip");
+  rejects(
+      [](el::election_config& c) {
+        c.heartbeat_interval = 99500us;
+        c.guard.min_renew_interval = 99500us;
+      },
+      "round trip");
+  rejects([](el::election_config& c) { c.guard.min_renew_interval = 0ms; }, "renewal");
   rejects([](el::election_config& c) { c.detector.timeout = 110ms; }, "detector");
 }
 
@@ -319,27 +325,27 @@ TEST(candidate_core, timers_that_always_fire_late_still_end_in_suspicion) {
   EXPECT_NE(follower.leader(), id(3));
 }
 
-// Issue 11, defect 4: with the guard, a round trip above lease - heartbeat
-// interval (50 ms by default) leaves gaps in acting. The envelope is computed
-// and a measured round trip near it is warned about.
+// Issue 11, defect 4: with the guard, a round trip above lease - the shortest
+// renewal interval (90 ms by default) leaves gaps in acting. The envelope is
+// computed and a measured round trip near it is warned about.
 TEST(candidate_core, round_trips_near_the_guard_envelope_are_warned_about) {
   el::election_config cfg;
   EXPECT_EQ(el::guard_round_trip_budget(cfg), el::duration::max());
   EXPECT_TRUE(el::round_trip_warning(cfg, 40ms).empty());
   EXPECT_NE(el::round_trip_warning(cfg, 120ms).find("detector"), std::string::npos);
   cfg.guard.enabled = true;
-  EXPECT_EQ(el::guard_round_trip_budget(cfg), 50ms);
-  EXPECT_TRUE(el::round_trip_warning(cfg, 30ms).empty());
-  EXPECT_NE(el::round_trip_warning(cfg, 40ms).find("quorum guard"), std::string::npos);
+  EXPECT_EQ(el::guard_round_trip_budget(cfg), 90ms);
+  EXPECT_TRUE(el::round_trip_warning(cfg, 60ms).empty());
+  EXPECT_NE(el::round_trip_warning(cfg, 70ms).find("quorum guard"), std::string::npos);
 }
 
 TEST(candidate_core, a_guarded_leader_measures_the_round_trip_it_is_judged_by) {
-  election_network net(3, guarded(el::algorithm::bully), 30ms); // 60 ms round trip
+  election_network net(3, guarded(el::algorithm::bully), 40ms); // 80 ms round trip
   net.start_all();
   ASSERT_TRUE(net.run_until([&] { return net.node(3).is_leader(); }, 3s));
   net.run_for(1s);
   auto rtt = net.node(3).round_trips().smoothed();
-  EXPECT_EQ(rtt, 60ms);
+  EXPECT_EQ(rtt, 80ms);
   EXPECT_FALSE(el::round_trip_warning(net.node(3).config(), rtt).empty());
 }
 

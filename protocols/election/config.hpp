@@ -48,6 +48,11 @@ struct quorum_guard_config {
   /// (minimum) timeout minus `max_clock_drift`.
   duration lease = std::chrono::milliseconds(100);
   duration max_clock_drift = std::chrono::milliseconds(10);
+  /// The shortest interval between the leader's heartbeat rounds. A guarded
+  /// leader sends its rounds `lease - round-trip bound` apart when that is
+  /// shorter than `heartbeat_interval` (see guard_renewal_interval), but never
+  /// closer than this (nor than heartbeat_interval, if that is shorter).
+  duration min_renew_interval = std::chrono::milliseconds(10);
 };
 
 struct election_config {
@@ -84,11 +89,25 @@ struct election_config {
   bool pre_vote = true;
 };
 
-/// The largest heartbeat round trip with which a guarded leader acts without
-/// gaps: a round sent at t renews the lease to t + lease only when its majority
-/// ack is back, and the next round leaves a heartbeat interval later, so a round
-/// trip above `lease - heartbeat_interval` leaves the leader not acting between
-/// rounds (and above `lease`, never acting). max() without the guard.
+/// The shortest interval between a guarded leader's heartbeat rounds:
+/// min(heartbeat_interval, guard.min_renew_interval).
+duration min_renewal_interval(const election_config& cfg);
+
+/// The interval after which a leader sends its next heartbeat round, given a
+/// bound on the round trip (rtt_estimator::timeout(); 0 while nothing is
+/// measured). Without the guard: heartbeat_interval. With the guard, a round
+/// sent at t renews the lease to t + lease once its majority ack is back, so
+/// the next round must leave before t + lease - round trip for the leader to
+/// act without gaps: lease - rtt_bound, within [min_renewal_interval(cfg),
+/// heartbeat_interval]. Longer round trips mean more frequent rounds, not
+/// gaps, up to the budget below.
+duration guard_renewal_interval(const election_config& cfg, duration rtt_bound);
+
+/// The largest steady heartbeat round trip with which a guarded leader acts
+/// without gaps: lease - min_renewal_interval(cfg) (rounds then leave every
+/// min_renewal_interval). Up to `lease` it acts in bursts (renewals come back
+/// after the lease they extend has lapsed), above `lease` never. max() without
+/// the guard.
 duration guard_round_trip_budget(const election_config& cfg);
 
 /// A warning when a measured round trip (e.g. candidate_core::round_trips()
@@ -97,15 +116,15 @@ duration guard_round_trip_budget(const election_config& cfg);
 /// slack a follower has before it suspects). Empty when the settings fit.
 std::string round_trip_warning(const election_config& cfg, duration rtt);
 
-/// The smallest `lease - heartbeat_interval` validate() accepts with the guard.
+/// The smallest `lease - min_renewal_interval` validate() accepts with the guard.
 constexpr duration min_round_trip_budget = std::chrono::milliseconds(1);
 
 /// Checks the settings for contradictions; the error says which setting to
 /// change. With the quorum guard: lease > 0, drift >= 0, lease + drift < detector
-/// timeout (a follower's promise lapses before it suspects and elects), lease >
-/// heartbeat interval + min_round_trip_budget (renewals can arrive before the
-/// lease lapses; the difference is the largest round trip a leader keeps acting
-/// with), detector timeout > heartbeat interval.
+/// timeout (a follower's promise lapses before it suspects and elects),
+/// min_renew_interval > 0, lease > min_renewal_interval + min_round_trip_budget
+/// (renewals can arrive before the lease lapses; the difference is the largest
+/// round trip a leader keeps acting with), detector timeout > heartbeat interval.
 outcome::result<void, std::string> validate(const election_config& cfg);
 
 } // namespace conclave::election

@@ -31,6 +31,10 @@ struct sim_options {
   bool preempt = false;
   bool no_pre_vote = false;
   std::string detector = "fixed";
+  /// 0: the library default (docs/election.md, "Options").
+  unsigned heartbeat_ms = 0;
+  unsigned detector_timeout_ms = 0;
+  unsigned lease_ms = 0;
 };
 
 /// "5" or "4,8,16" → sizes.
@@ -125,6 +129,13 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
   base.preempt = o.preempt;
   base.guard.enabled = o.guard;
   base.pre_vote = !o.no_pre_vote;
+  using std::chrono::milliseconds;
+  if (o.heartbeat_ms != 0)
+    base.heartbeat_interval = milliseconds{o.heartbeat_ms};
+  if (o.detector_timeout_ms != 0)
+    base.detector.timeout = milliseconds{o.detector_timeout_ms};
+  if (o.lease_ms != 0)
+    base.guard.lease = milliseconds{o.lease_ms};
   if (auto v = el::validate(base); !v)
     return bad_input(v.error());
 
@@ -143,6 +154,11 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
       prefix += " --no-pre-vote";
     if (o.detector != "fixed")
       prefix += " --detector " + o.detector;
+    for (auto [flag, v] : {std::pair{" --heartbeat-ms ", o.heartbeat_ms},
+                           std::pair{" --detector-timeout-ms ", o.detector_timeout_ms},
+                           std::pair{" --lease-ms ", o.lease_ms}})
+      if (v != 0)
+        prefix += flag + std::to_string(v);
     for (auto n : *sizes) {
       for (size_t k = 0; k < o.runs; ++k) {
         sim::sim_settings s;
@@ -209,6 +225,12 @@ void add_sim_command(command_registry& reg) {
          "delay=1ms..5ms (docs/simulation.md)");
   option(sub, "--out", o->out, "directory for CSV files and SVG plots");
   option(sub, "--detector", o->detector, "fixed or phi")->capture_default_str();
+  option(sub, "--heartbeat-ms", o->heartbeat_ms,
+         "leader heartbeat interval (0: the library default, 50)");
+  option(sub, "--detector-timeout-ms", o->detector_timeout_ms,
+         "silence before the leader is suspected (0: the library default, 150)");
+  option(sub, "--lease-ms", o->lease_ms,
+         "quorum guard lease (0: the library default, 100)");
   sub->add_flag("--json", o->json, "print one JSON document on stdout")
       ->envname(env_name("--json"));
   sub->add_flag("--guard", o->guard, "enable the quorum guard (leadership as a lease)")

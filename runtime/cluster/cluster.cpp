@@ -177,6 +177,7 @@ std::vector<node_view> views_of(const std::string& dir, const cluster_file& c) {
         v.is_leader = s->is_leader;
         v.acting = s->acting;
         v.leader_since_us = s->leader_since_us;
+        v.acting_since_us = s->acting_since_us;
       }
     }
     views.push_back(v);
@@ -420,8 +421,11 @@ std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
     }
     // The leader must also act (quorum guard: hold a majority's lease), so an
     // agreement is a leader that can do its work, not one waiting for acks.
-    if (v.id == v.leader && v.is_leader && v.acting)
+    if (v.id == v.leader && v.is_leader && v.acting) {
       leader_claims = true;
+      // A failover ends when the new leader acts, not when it was elected.
+      a.latest_change_us = std::max(a.latest_change_us, v.acting_since_us);
+    }
     a.latest_change_us = std::max(a.latest_change_us, v.leader_since_us);
     ++a.members;
   }

@@ -57,6 +57,7 @@ struct node_view {
   /// The leader may act (with the quorum guard: inside its majority lease).
   bool acting = false;
   int64_t leader_since_us = 0;
+  int64_t acting_since_us = 0;
 };
 
 /// The leader all live, running nodes in `nodes` agree on (same leader and term,
@@ -67,7 +68,9 @@ struct agreement {
   uint64_t term = 0;        ///< epoch
   uint64_t term_leader = 0; ///< the leader id of the term (printed EPOCH/LEADER)
   size_t members = 0;
-  int64_t latest_change_us = 0; ///< the last node to adopt this leader, wall clock
+  /// The last node to adopt this leader, or the leader starting to act if that
+  /// came later; wall clock (µs).
+  int64_t latest_change_us = 0;
 };
 std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
                                        const std::vector<uint64_t>& ignore = {});

@@ -80,3 +80,17 @@ TEST(cluster, signals_parse_by_name_and_number) {
   EXPECT_EQ(parse_signal("15"), SIGTERM);
   EXPECT_EQ(parse_signal("HUP"), 0);
 }
+
+// With the quorum guard a new leader acts only once a majority granted its
+// lease: a failover ends then, not at the last adoption (issue 11).
+TEST(cluster, a_failover_ends_when_the_new_leader_acts) {
+  auto leader = node(3, 3, 2, 1'000);
+  leader.acting_since_us = 45'000; // waited for the old leader's promises
+  auto a = agreed_leader({node(1, 3, 2, 2'000), node(2, 3, 2, 3'000), leader});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->latest_change_us, 45'000);
+  leader.acting_since_us = 500; // acted before the last follower adopted it
+  a = agreed_leader({node(1, 3, 2, 2'000), node(2, 3, 2, 3'000), leader});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->latest_change_us, 3'000);
+}

@@ -54,6 +54,10 @@ struct node_options {
   std::string data_dir;
   std::string algorithm = "bully";
   std::string cluster = "conclave";
+  /// Leader detection: heartbeats every 50 ms, suspicion after 150 ms of
+  /// silence (lease 100 ms). The faster profile `--heartbeat-ms 10 --detector
+  /// phi --detector-timeout-ms 50` halves SIGSTOP failover but suspects live
+  /// leaders on a loaded host (docs/node.md, "Default timing").
   std::string detector = "fixed";
   unsigned heartbeat_ms = 50;
   unsigned detector_timeout_ms = 150;

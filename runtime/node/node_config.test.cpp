@@ -101,7 +101,7 @@ TEST(node_config, two_members_on_one_address_are_refused) {
 
 TEST(node_config, inconsistent_timing_is_refused) {
   auto o = three_nodes();
-  o.detector_timeout_ms = 40;
+  o.detector_timeout_ms = o.heartbeat_ms; // must exceed it
   EXPECT_EQ(error_of(o).rfind("--detector-timeout-ms:", 0), 0u);
   o = three_nodes();
   o.link_timeout_ms = 150;
@@ -135,6 +135,8 @@ TEST(node_config, the_quorum_guard_is_on_by_default_with_a_lease_inside_the_time
   auto& g = c.value().election.guard;
   EXPECT_TRUE(g.enabled);
   EXPECT_EQ(g.lease, std::chrono::milliseconds(100)); // 2/3 of the 150 ms timeout
+  EXPECT_EQ(c.value().election.heartbeat_interval, std::chrono::milliseconds(50));
+  EXPECT_TRUE(conclave::election::validate(c.value().election));
   auto o = three_nodes();
   o.no_quorum_guard = true;
   auto classic = make_node_config(o);

@@ -60,7 +60,8 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
       heartbeat_type_(
           static_cast<size_t>(std::find(el::message_type_names.begin(),
                                         el::message_type_names.end(), "heartbeat")
-                              - el::message_type_names.begin())) {
+                              - el::message_type_names.begin())),
+      rtt_watch_(cfg.election) {
   using namespace prometheus;
   auto& reg = *registry_;
   for (auto& [id, addr] : cfg.peers)
@@ -150,6 +151,29 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                  "protocol_mismatch", "unexpected_message"})
     rejected_->Add({{"reason", r}});
   stale_rejected_ = &rejected_->Add({{"reason", "stale_term"}});
+  rtt_smoothed_ = &BuildGauge()
+                       .Name("conclave_round_trip_seconds")
+                       .Help("Smoothed round trip this node measured (leader: "
+                             "heartbeat acks; Ring: hop acks); 0 before any")
+                       .Register(reg)
+                       .Add({});
+  BuildGauge()
+      .Name("conclave_round_trip_budget_seconds")
+      .Help("Largest steady round trip the election settings tolerate (quorum "
+            "guard: lease - shortest renewal interval; else detector timeout - "
+            "heartbeat interval)")
+      .Register(reg)
+      .Add({})
+      .Set(seconds(cfg.election.guard.enabled ? el::guard_round_trip_budget(cfg.election)
+                                              : cfg.election.detector.timeout
+                                                    - cfg.election.heartbeat_interval));
+  rtt_warnings_ = &BuildCounter()
+                       .Name("conclave_round_trip_warnings_total")
+                       .Help("Times the measured round trip came near or beyond "
+                             "what the election settings tolerate (one per "
+                             "excursion, each logged once)")
+                       .Register(reg)
+                       .Add({});
   // Every reason at 0 from the start: the first failover must show in increase().
   for (int r = 0; r <= static_cast<int>(el::election_reason::requested); ++r)
     elections(el::to_string(static_cast<el::election_reason>(r)));
@@ -272,6 +296,16 @@ void node_probe::state(const el::candidate_core& core, el::timestamp now) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     copy_core_stats(core.stats());
+    auto& rtt = core.round_trips();
+    if (rtt.samples() != rtt_samples_seen_) {
+      rtt_samples_seen_ = rtt.samples();
+      rtt_smoothed_->Set(seconds(rtt.smoothed()));
+      if (auto warning = rtt_watch_.observe(rtt.smoothed(), rtt.samples())) {
+        rtt_warnings_->Increment();
+        if (log_)
+          log_->warn(*warning);
+      }
+    }
     bool following = !core.is_leader() && leader != el::no_node;
     if (following && (!following_ || leader != followed_ || heartbeat_pending_))
       last_heard_ = now_(); // a heartbeat, or a new leader: silence starts now

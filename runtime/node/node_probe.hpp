@@ -15,6 +15,7 @@
 
 #include "actors/election/election_probe.hpp"
 #include "runtime/node/node_log.hpp"
+#include "runtime/node/round_trip_watch.hpp"
 #include "runtime/node/status_file.hpp"
 
 #include <prometheus/collectable.h>
@@ -90,11 +91,15 @@ private:
   prometheus::Counter* leader_changes_;
   prometheus::Family<prometheus::Counter>* rejected_;
   prometheus::Counter* stale_rejected_;
+  prometheus::Gauge* rtt_smoothed_;
+  prometheus::Counter* rtt_warnings_;
 
   std::shared_ptr<const node_log> log_;
   mutable std::mutex mtx_;
   std::optional<election::timestamp> election_started_;
   election::core_stats copied_; ///< the core's counters as last copied
+  round_trip_watch rtt_watch_;
+  uint64_t rtt_samples_seen_ = 0;
   bool heartbeat_pending_ = false;
   bool following_ = false; ///< a follower with a known leader
   election::node_id followed_;

@@ -134,3 +134,47 @@ TEST(node_probe, leader_silence_grows_between_heartbeats_and_restarts_at_each) {
   EXPECT_EQ(families[0].name, "conclave_leader_silence_seconds");
   EXPECT_NEAR(families[0].metric.at(0).gauge.value, 0.040, 1e-9);
 }
+
+// Issue 12: a node warns when measured round trips approach the envelope.
+TEST(node_probe, a_round_trip_near_the_envelope_is_logged_once_and_counted) {
+  node_options o;
+  o.id = 3;
+  o.listen = "127.0.0.1:7003";
+  o.peers = "1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003";
+  o.detector = "fixed";
+  o.heartbeat_ms = 50;
+  o.detector_timeout_ms = 150; // guard on: lease 100 ms, budget 90 ms
+  auto cfg = make_node_config(o).value();
+  node_probe probe{cfg, std::make_shared<status_writer>("", node_status{})};
+  std::ostringstream out;
+  probe.set_log(std::make_shared<node_log>(3, log_format::text, &out));
+  auto& reg = *probe.registry();
+  EXPECT_EQ(value_of(reg, "conclave_round_trip_warnings_total"), 0.0);
+  EXPECT_EQ(value_of(reg, "conclave_round_trip_seconds"), 0.0);
+  EXPECT_NEAR(*value_of(reg, "conclave_round_trip_budget_seconds"), 0.090, 1e-9);
+  auto core =
+      el::make_core(el::node_id{3}, {el::node_id{1}, el::node_id{2}}, cfg.election);
+  core->start(el::timestamp{0}, 1);
+  core->request_election(el::timestamp{0}); // the highest id wins at once
+  ASSERT_TRUE(core->is_leader());
+  auto t = core->current_term();
+  core->outbox().clear();
+  auto ack = [&](uint64_t from, uint64_t seq, el::timestamp at) {
+    core->handle(el::message{el::heartbeat_ack_msg{el::node_id{from}, t, seq, true}}, at);
+    probe.state(*core, at);
+  };
+  probe.state(*core, el::timestamp{1ms}); // nothing measured yet
+  EXPECT_EQ(value_of(reg, "conclave_round_trip_warnings_total"), 0.0);
+  ack(1, 1, el::timestamp{80ms}); // 80 ms: above 3/4 of the 90 ms budget
+  EXPECT_NEAR(*value_of(reg, "conclave_round_trip_seconds"), 0.080, 1e-9);
+  EXPECT_EQ(value_of(reg, "conclave_round_trip_warnings_total"), 1.0);
+  auto log = out.str();
+  EXPECT_NE(log.find("round trip 80ms"), std::string::npos) << log;
+  EXPECT_NE(log.find("quorum guard"), std::string::npos) << log;
+  core->tick(el::timestamp{100ms}); // round 2
+  ack(2, 2, el::timestamp{185ms});
+  // Still out of the envelope: no second line.
+  probe.state(*core, el::timestamp{191ms});
+  EXPECT_EQ(value_of(reg, "conclave_round_trip_warnings_total"), 1.0);
+  EXPECT_EQ(out.str().find("round trip", log.find("round trip") + 1), std::string::npos);
+}

@@ -26,6 +26,7 @@ std::string to_json(const node_status& s) {
                    {"is_leader", s.is_leader},
                    {"acting", s.acting},
                    {"leader_since_us", s.leader_since_us},
+                   {"acting_since_us", s.acting_since_us},
                    {"peers", peers}};
   return j.dump(2) + "\n";
 }
@@ -47,6 +48,7 @@ std::optional<node_status> status_from_json(const std::string& text) {
     s.is_leader = j.value("is_leader", false);
     s.acting = j.value("acting", false);
     s.leader_since_us = j.value("leader_since_us", int64_t{0});
+    s.acting_since_us = j.value("acting_since_us", int64_t{0});
     for (auto& p : j.value("peers", nlohmann::json::array()))
       s.peers.push_back({p.value("id", uint64_t{0}), p.value("address", ""),
                          p.value("connected", false), p.value("state", "")});
@@ -91,6 +93,8 @@ void status_writer::update_leadership(uint64_t leader, uint64_t term,
   if (s.leader != leader || s.term != term || s.term_leader != term_leader
       || s.is_leader != is_leader)
     s.leader_since_us = wall_clock_us();
+  if (acting && !s.acting)
+    s.acting_since_us = wall_clock_us();
   s.leader = leader;
   s.term = term;
   s.term_leader = term_leader;

@@ -34,6 +34,10 @@ struct node_status {
   /// Wall clock (µs since the epoch) when this node adopted its current leader
   /// and term: lets tools time a failover without polling granularity.
   int64_t leader_since_us = 0;
+  /// Wall clock (µs) when this node last started acting as leader (0: never):
+  /// with the quorum guard a new leader acts only once a majority granted its
+  /// lease, which can be later than its election.
+  int64_t acting_since_us = 0;
   std::vector<peer_view> peers;
 };
 

@@ -74,3 +74,19 @@ TEST_F(status_file_test, the_writer_stamps_a_leader_change_and_tracks_links) {
   w.set_running(false);
   EXPECT_FALSE(status_from_json(read(p))->running);
 }
+
+TEST_F(status_file_test, the_writer_stamps_when_the_leader_starts_acting) {
+  node_status s;
+  s.id = 1;
+  auto p = dir / "status.json";
+  status_writer w{p.string(), s};
+  w.update_leadership(1, 4, 1, true, false, {}); // elected, lease not granted yet
+  EXPECT_EQ(status_from_json(read(p))->acting_since_us, 0);
+  w.update_leadership(1, 4, 1, true, true, {});
+  auto acting = status_from_json(read(p));
+  ASSERT_TRUE(acting);
+  EXPECT_GE(acting->acting_since_us, acting->leader_since_us);
+  EXPECT_GT(acting->acting_since_us, 0);
+  w.update_leadership(1, 4, 1, true, true, {}); // still acting: same stamp
+  EXPECT_EQ(status_from_json(read(p))->acting_since_us, acting->acting_since_us);
+}

@@ -11,6 +11,12 @@
 // /v3/maintenance/status every millisecond until the live ones name one new
 // leader. Also reports each conclave node's resident memory when idle.
 //
+// With --idle-busy-s S it also runs an idle 5-node cluster for S seconds while
+// one spinning process per core (at nice 19) keeps every core busy, and prints
+// the false suspicions seen meanwhile: elections the nodes started because they
+// suspected a leader that was alive all along, and leader changes (from each
+// node's /metrics, before and after).
+//
 // Prints figures (medians, ratios); never asserts on time. Processes it starts
 // are tracked by pid and stopped by pid.
 #include "tests/bench/support/etcd_process.hpp"
@@ -36,6 +42,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
@@ -56,6 +63,8 @@ struct options {
   int nodes = 3;
   bool skip_etcd = false;
   std::string up_args; ///< extra `cluster up` arguments (--insecure: no TLS)
+  int idle_busy_s = 0; ///< > 0: the idle 5-node run under busy cores, this long
+  bool skip_failover = false;
 };
 
 std::string run(const std::string& cmd) {
@@ -93,6 +102,32 @@ std::string http_post(uint16_t port, const std::string& path, const std::string&
                + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: "
                  "application/json\r\nContent-Length: "
                + std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
+        == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0)
+        response.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  auto b = response.find("\r\n\r\n");
+  return b == std::string::npos ? "" : response.substr(b + 4);
+}
+
+/// GET http://127.0.0.1:port/path; the response body or "".
+std::string http_get(uint16_t port, const std::string& path,
+                     std::chrono::milliseconds timeout) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{0, static_cast<suseconds_t>(timeout.count() * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+    auto req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
     if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
         == static_cast<ssize_t>(req.size())) {
       char buf[4096];
@@ -162,6 +197,108 @@ conclave_result bench_conclave(const options& o, const fs::path& dir) {
   }
   run(bin + " cluster down" + d);
   return r;
+}
+
+// -- idle cluster under busy cores ------------------------------------------------
+
+/// Sum of the samples of `family` in a Prometheus text page whose labels
+/// contain `label_match` (empty: all).
+double sum_samples(const std::string& page, const std::string& family,
+                   const std::string& label_match = {}) {
+  double sum = 0;
+  std::istringstream in{page};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(family, 0) != 0)
+      continue;
+    auto rest = line.substr(family.size());
+    if (rest.empty() || (rest[0] != '{' && rest[0] != ' '))
+      continue; // another family sharing the prefix
+    if (!label_match.empty() && rest.find(label_match) == std::string::npos)
+      continue;
+    auto sp = line.rfind(' ');
+    sum += std::stod(line.substr(sp + 1));
+  }
+  return sum;
+}
+
+struct idle_counts {
+  double suspected_elections = 0, leader_changes = 0, warnings = 0;
+  bool ok = false;
+};
+
+idle_counts read_idle_counts(const json& status) {
+  idle_counts c;
+  c.ok = true;
+  for (auto& n : status["nodes"]) {
+    auto url = n.value("metrics_url", "");
+    auto hostport = url.substr(7, url.find('/', 7) - 7);
+    auto port =
+        static_cast<uint16_t>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));
+    auto page = http_get(port, "/metrics", 2000ms);
+    if (page.empty()) {
+      c.ok = false;
+      continue;
+    }
+    c.suspected_elections +=
+        sum_samples(page, "conclave_elections_total", "reason=\"leader_suspected\"");
+    c.leader_changes += sum_samples(page, "conclave_leader_changes_total");
+    c.warnings += sum_samples(page, "conclave_round_trip_warnings_total");
+  }
+  return c;
+}
+
+/// Spins on one core at nice 19 until killed.
+pid_t spawn_burner() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpriority(PRIO_PROCESS, 0, 19);
+    volatile uint64_t x = 0;
+    for (;;)
+      x = x + 1;
+  }
+  return pid;
+}
+
+void idle_busy_run(const options& o, const fs::path& dir) {
+  auto bin = o.conclave;
+  auto d = " --dir " + dir.string();
+  auto up = run(bin + " cluster up --json --nodes 5" + d + " " + o.up_args);
+  if (json::parse(up, nullptr, false).is_discarded()) {
+    std::cerr << "conclave cluster up failed: " << up << '\n';
+    return;
+  }
+  std::this_thread::sleep_for(3s); // settle
+  auto status = [&] {
+    return json::parse(run(bin + " cluster status --json" + d), nullptr, false);
+  };
+  auto s0 = status();
+  auto before = read_idle_counts(s0);
+  std::vector<pid_t> burners;
+  auto cores = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < cores; ++i)
+    burners.push_back(spawn_burner());
+  std::this_thread::sleep_for(std::chrono::seconds(o.idle_busy_s));
+  auto s1 = status();
+  auto after = read_idle_counts(s1);
+  for (auto pid : burners) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  run(bin + " cluster down" + d);
+  if (!before.ok || !after.ok) {
+    std::cerr << "idle run: could not read every node's metrics\n";
+    return;
+  }
+  std::cout << std::fixed << std::setprecision(0) << "idle 5-node cluster, "
+            << o.idle_busy_s << " s, " << cores
+            << " spinning process(es) at nice 19: false suspicions (elections "
+               "started on a suspected leader) "
+            << after.suspected_elections - before.suspected_elections
+            << ", leader changes " << after.leader_changes - before.leader_changes
+            << ", round-trip warnings " << after.warnings - before.warnings << ", term "
+            << s0.value("term", json(nullptr)).dump() << " -> "
+            << s1.value("term", json(nullptr)).dump() << '\n';
 }
 
 // -- etcd ----------------------------------------------------------------------
@@ -345,12 +482,17 @@ int main(int argc, char** argv) {
       o.up_args = next();
     else if (a == "--skip-etcd")
       o.skip_etcd = true;
+    else if (a == "--idle-busy-s")
+      o.idle_busy_s = std::stoi(next());
+    else if (a == "--skip-failover")
+      o.skip_failover = true;
     else if (a == "--quick") {
       o.rounds = 1;
       o.skip_etcd = true;
     } else {
       std::cerr << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
-                   "[--etcd BIN] [--skip-etcd] [--quick] [--up-args ARGS]\n";
+                   "[--etcd BIN] [--skip-etcd] [--quick] [--up-args ARGS] "
+                   "[--idle-busy-s SECONDS] [--skip-failover]\n";
       return 2;
     }
   }
@@ -363,9 +505,15 @@ int main(int argc, char** argv) {
       fs::temp_directory_path() / ("conclave-failover-" + std::to_string(::getpid()));
   fs::create_directories(root);
   std::cout << "failover bench: " << o.rounds << " round(s) per case, conclave with "
-            << o.nodes << " nodes (Bully, heartbeat 50 ms, fixed detector 150 ms"
+            << o.nodes << " nodes (Bully, the nodes' default timing: docs/node.md"
             << (o.up_args.empty() ? "" : ", cluster up " + o.up_args) << "), "
             << "loopback, shared machine\n";
+  if (o.skip_failover) {
+    if (o.idle_busy_s > 0)
+      idle_busy_run(o, root / "idle-busy");
+    fs::remove_all(root);
+    return 0;
+  }
   auto cr = bench_conclave(o, root / "conclave");
   std::cout << "conclave SIGKILL: " << summary(cr.kill_ms) << "; as polled "
             << summary(cr.kill_observed_ms) << '\n';
@@ -396,6 +544,8 @@ int main(int argc, char** argv) {
               << ratio(ed.stop_ms, cr.stop_ms) << "x, tuned "
               << ratio(et.stop_ms, cr.stop_ms) << "x\n";
   }
+  if (o.idle_busy_s > 0)
+    idle_busy_run(o, root / "idle-busy");
   fs::remove_all(root);
   return 0;
 }

@@ -1,0 +1,126 @@
+// Issue 11, defect 4: a guarded leader's heartbeat rounds follow the measured
+// round trip, so that renewals come back before the lease they extend lapses.
+// Pure functions first, then leaders on the simulated world (virtual time).
+#include "protocols/election/candidate_core.hpp"
+
+#include "tests/support/election_network.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace std::chrono_literals;
+using conclave::testing::election_network;
+namespace el = conclave::election;
+
+namespace {
+
+el::election_config guarded(el::algorithm a) {
+  el::election_config cfg;
+  cfg.algo = a;
+  cfg.guard.enabled = true;
+  cfg.guard.lease = 100ms;
+  cfg.guard.max_clock_drift = 10ms;
+  cfg.detector.timeout = 150ms;
+  return cfg;
+}
+
+/// Fraction of [from, to) in which `id` acted, sampled every millisecond.
+double acting_fraction(election_network& net, el::node_id id, el::duration span) {
+  int acting = 0, total = 0;
+  for (auto end = net.now() + span; net.now() < end; ++total) {
+    net.run_for(1ms);
+    acting += net.node(id).acting();
+  }
+  return static_cast<double>(acting) / total;
+}
+
+} // namespace
+
+TEST(guard_timing, the_renewal_interval_shrinks_with_the_round_trip_within_bounds) {
+  auto cfg = guarded(el::algorithm::bully);               // heartbeat 50 ms, lease 100 ms
+  EXPECT_EQ(el::guard_renewal_interval(cfg, 0ms), 50ms);  // nothing measured yet
+  EXPECT_EQ(el::guard_renewal_interval(cfg, 20ms), 50ms); // fits: nominal interval
+  EXPECT_EQ(el::guard_renewal_interval(cfg, 70ms), 30ms); // lease - round trip
+  EXPECT_EQ(el::guard_renewal_interval(cfg, 95ms), 10ms); // floor: min_renew_interval
+  EXPECT_EQ(el::guard_renewal_interval(cfg, 300ms), 10ms); // hopeless, still bounded
+  cfg.heartbeat_interval = 5ms; // shorter than the floor: the floor follows it
+  EXPECT_EQ(el::guard_renewal_interval(cfg, 99ms), 5ms);
+  EXPECT_EQ(el::guard_round_trip_budget(cfg), 95ms);
+  cfg.guard.enabled = false;
+  cfg.heartbeat_interval = 50ms;
+  EXPECT_EQ(el::guard_renewal_interval(cfg, 95ms), 50ms); // no lease to keep
+}
+
+TEST(guard_timing, validate_needs_room_for_a_round_trip_above_the_shortest_renewal) {
+  auto cfg = guarded(el::algorithm::bully);
+  cfg.heartbeat_interval = 99500us; // lease - 99.5 ms: no room for a round trip
+  cfg.guard.min_renew_interval = 99500us;
+  auto r = el::validate(cfg);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("round trip"), std::string::npos) << r.error();
+  cfg.guard.min_renew_interval = 10ms; // rounds may come closer: 90 ms of room
+  EXPECT_TRUE(el::validate(cfg)) << el::validate(cfg).error();
+}
+
+class guard_timing_both : public ::testing::TestWithParam<el::algorithm> {};
+
+// Before: rounds every heartbeat interval (50 ms) renewed a 100 ms lease only
+// while round trips stayed below 50 ms; at 60 ms the leader acted ~80 % of the
+// time, at 100 ms never.
+TEST_P(guard_timing_both, a_leader_acts_continuously_with_a_60ms_round_trip) {
+  election_network net(5, guarded(GetParam()), 30ms); // 60 ms round trip
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 5s));
+  net.run_for(1s); // the estimator has samples
+  auto leader = net.agreed_leader();
+  EXPECT_EQ(acting_fraction(net, leader, 3s), 1.0);
+  EXPECT_EQ(net.agreed_leader(), leader);
+}
+
+TEST_P(guard_timing_both, a_leader_acts_continuously_with_an_85ms_round_trip) {
+  election_network net(3, guarded(GetParam()), 42500us); // 85 ms round trip
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 5s));
+  net.run_for(1s);
+  auto leader = net.agreed_leader();
+  EXPECT_EQ(acting_fraction(net, leader, 3s), 1.0);
+  auto rtt = net.node(leader).round_trips().smoothed();
+  EXPECT_EQ(rtt, 85ms);
+  EXPECT_FALSE(el::round_trip_warning(net.node(leader).config(), rtt).empty());
+}
+
+// A slow network with settings to match (lease 400 ms, detector 600 ms): rounds
+// 10 ms apart and a 380 ms round trip keep ~38 rounds in flight. With room for
+// only 16, the acks of most rounds were dropped as too old and the leader
+// acted ~1 % of the time.
+TEST_P(guard_timing_both, a_leader_acts_continuously_with_a_380ms_round_trip) {
+  auto cfg = guarded(GetParam());
+  cfg.guard.lease = 400ms;
+  cfg.detector.timeout = 600ms;
+  election_network net(3, cfg, 190ms);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 10s));
+  net.run_for(2s);
+  auto leader = net.agreed_leader();
+  EXPECT_EQ(acting_fraction(net, leader, 3s), 1.0);
+}
+
+TEST_P(guard_timing_both, without_the_guard_heartbeats_keep_their_interval) {
+  auto cfg = guarded(GetParam());
+  cfg.guard.enabled = false;
+  election_network net(3, cfg, 45ms);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 5s));
+  net.run_for(1s);
+  net.reset_counts();
+  net.run_for(1s);
+  // 20 rounds of 2 heartbeats in one second, +-1 round at the edges
+  auto hb = net.sent(el::message_index<el::heartbeat_msg>);
+  EXPECT_GE(hb, 38u);
+  EXPECT_LE(hb, 42u);
+}
+
+INSTANTIATE_TEST_SUITE_P(election, guard_timing_both,
+                         ::testing::Values(el::algorithm::bully, el::algorithm::ring),
+                         [](const auto& info) {
+                           return std::string{el::to_string(info.param)};
+                         });
