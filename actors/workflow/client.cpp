@@ -54,7 +54,8 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
   st.opts = std::move(opts);
   // Unexpected messages are dropped, not printed (stdout may carry --json).
   self->set_default_handler(caf::drop);
-  st.store = std::make_unique<job_store<client_actor::base>>(self, st.opts.store);
+  st.store = std::make_unique<job_store<client_actor::base>>(self, st.opts.store,
+                                                             st.opts.pipelined);
   st.store->open_all([self](caf::error e) {
     if (e)
       return self->quit(e);

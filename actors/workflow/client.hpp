@@ -27,6 +27,8 @@ struct client_options {
   record_limits limits;
   /// Generated ids are "<prefix>-<n>".
   std::string id_prefix = "job";
+  /// false: one store request per round trip (see scheduler_options).
+  bool pipelined = true;
 };
 
 client_actor spawn_client(caf::actor_system& sys, client_options opts);

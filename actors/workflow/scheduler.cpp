@@ -5,6 +5,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 namespace conclave::workflow {
@@ -26,6 +28,9 @@ struct scheduler_state {
   bool polling = false;
   bool poll_again = false;
   uint64_t timer_generation = 0;
+  /// Orders each poll's claims differently per instance, so that schedulers
+  /// polling the same ready index do not all queue on the same job rows.
+  std::minstd_rand order;
   static inline const char* name = "conclave.scheduler";
 };
 
@@ -170,6 +175,8 @@ void poll(scheduler_impl self) {
                      for (auto& [k, v] : items)
                        if (auto j = layout::decode_ready_key(k))
                          jobs->push_back(j.value());
+                   if (self->state.opts.pipelined)
+                     std::shuffle(jobs->begin(), jobs->end(), self->state.order);
                    claim_all(self, jobs, false, [self] {
                      auto& st = self->state;
                      st.polling = false;
@@ -219,11 +226,13 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
                                               scheduler_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
+  st.order.seed(static_cast<std::minstd_rand::result_type>(st.opts.self.instance + 1));
   // Unexpected messages are dropped, not printed (stdout may carry --json).
   self->set_default_handler(caf::drop);
   if (st.opts.probe)
     st.probe = st.opts.probe.get();
-  st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store);
+  st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store,
+                                                                st.opts.pipelined);
   for (auto& a : st.opts.agents) {
     st.agents[a.kind].push_back(a);
     self->monitor(a.handle);

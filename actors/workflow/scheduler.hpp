@@ -48,6 +48,9 @@ struct scheduler_options {
   std::shared_ptr<workflow_probe> probe;
   /// Start polling at once instead of waiting for start_atom.
   bool start_immediately = true;
+  /// false: one store request per round trip and claims in index order (the
+  /// costs before pipelining; workflow_bench compares both in one run).
+  bool pipelined = true;
 };
 
 scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opts);

@@ -1,13 +1,18 @@
 // Workflow benchmark: prints figures, asserts nothing.
 //
-//   workflow_bench [--quick] [--jobs N] [--pending N] [--reps R]
+//   workflow_bench [--quick] [--jobs N] [--pending N] [--reps R] [--rounds K]
 //
 // 1. Throughput: N jobs of 1 and of 5 steps with a no-op service (two agents,
 //    two schedulers), submitted at once; steps completed per second and step
 //    transitions per second (2 per step: claim, completion), with the store
 //    in memory (store_host + memory_log_device) and durable (store_actor over
 //    state_manager: strong mode, group commit, in a temporary directory).
-//    p50/p99 job latency = completion time - submission time of each job.
+//    p50/p99 job latency = completion time - submission time of each job;
+//    CPU = the process's user+system time (getrusage) per step transition,
+//    which other load on the machine disturbs less than wall-clock rates.
+//    Each configuration runs K rounds, "serial" (one store request per round
+//    trip, claims in index order: the costs before pipelining) and
+//    "pipelined" (the default) alternating; the medians are printed.
 // 2. Re-dispatch after a known agent death: a step hangs at its agent, the
 //    agent is killed, time until the step is dispatched again (supervisor's
 //    monitor path), median over R kills.
@@ -26,6 +31,8 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
+
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cstdio>
@@ -131,7 +138,25 @@ void submit_all(caf::actor_system& sys, const wf::client_actor& client,
     std::this_thread::sleep_for(100us);
 }
 
-void throughput(bool durable, int steps, int jobs) {
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+struct rate {
+  double steps_per_s = 0;
+  double transitions_per_s = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double cpu_us_per_transition = 0;
+  bool complete = true;
+};
+
+rate throughput(bool durable, int steps, int jobs, bool pipelined) {
   caf::actor_system_config cfg;
   caf::actor_system sys{config(cfg)};
   store_under_test store{sys, durable};
@@ -153,16 +178,19 @@ void throughput(bool durable, int steps, int jobs) {
     o.agents = agents;
     o.probe = probe;
     o.poll_interval = 1ms;
+    o.pipelined = pipelined;
     all.push_back(caf::actor_cast<caf::actor>(wf::spawn_scheduler(sys, o)));
   }
   wf::client_options co;
   co.store = store.handle;
   co.known_kinds = {"noop"};
+  co.pipelined = pipelined;
   auto client = wf::spawn_client(sys, co);
   all.push_back(caf::actor_cast<caf::actor>(client));
   std::vector<wf::job_spec> specs;
   for (int i = 0; i < jobs; ++i)
     specs.push_back(job("j" + std::to_string(i), steps));
+  auto cpu_start = cpu_seconds();
   auto start = steady::now();
   submit_all(sys, client, specs);
   auto total = static_cast<uint64_t>(jobs) * static_cast<uint64_t>(steps);
@@ -170,6 +198,7 @@ void throughput(bool durable, int steps, int jobs) {
   while (probe->finished < total && steady::now() < limit)
     std::this_thread::sleep_for(200us);
   auto secs = std::chrono::duration<double>(steady::now() - start).count();
+  auto cpu = cpu_seconds() - cpu_start;
   // Latency of each job from its own records (created/updated: actor clock).
   std::vector<double> lat;
   auto left = std::make_shared<std::atomic<int>>(jobs);
@@ -194,16 +223,46 @@ void throughput(bool durable, int steps, int jobs) {
   while (*left > 0)
     std::this_thread::sleep_for(100us);
   lat = *out;
-  std::printf("%-8s %d-step jobs: %6d jobs in %6.2f s: %8.0f steps/s, %8.0f step "
-              "transitions/s, job latency p50 %.1f ms p99 %.1f ms%s\n",
-              durable ? "durable" : "memory", steps, jobs, secs,
-              static_cast<double>(probe->finished) / secs,
-              2.0 * static_cast<double>(probe->finished) / secs,
-              conclave::bench::percentile(lat, 0.5),
-              conclave::bench::percentile(lat, 0.99),
-              probe->finished < total ? " (INCOMPLETE)" : "");
+  rate r;
+  auto finished = static_cast<double>(probe->finished);
+  r.steps_per_s = finished / secs;
+  r.transitions_per_s = 2.0 * finished / secs;
+  r.p50_ms = conclave::bench::percentile(lat, 0.5);
+  r.p99_ms = conclave::bench::percentile(lat, 0.99);
+  r.cpu_us_per_transition = finished > 0 ? cpu * 1e6 / (2.0 * finished) : 0;
+  r.complete = probe->finished >= total;
   for (auto& a : all)
     caf::anon_send_exit(a, caf::exit_reason::kill);
+  return r;
+}
+
+/// K rounds of serial and pipelined, alternating; prints the medians.
+void compare(bool durable, int steps, int jobs, int rounds) {
+  std::vector<rate> runs[2];
+  for (int k = 0; k < rounds; ++k)
+    for (bool pipelined : {false, true})
+      runs[pipelined].push_back(throughput(durable, steps, jobs, pipelined));
+  auto med = [](const std::vector<rate>& v, double rate::*field) {
+    std::vector<double> xs;
+    for (auto& r : v)
+      xs.push_back(r.*field);
+    return conclave::bench::median(xs);
+  };
+  double tps[2];
+  for (bool pipelined : {false, true}) {
+    auto& v = runs[pipelined];
+    bool complete = std::all_of(v.begin(), v.end(), [](auto& r) { return r.complete; });
+    tps[pipelined] = med(v, &rate::transitions_per_s);
+    std::printf("%-8s %d-step jobs %-9s: %6d jobs x %d: %8.0f steps/s, %8.0f step "
+                "transitions/s, %5.1f us CPU/transition, job latency p50 %.1f ms "
+                "p99 %.1f ms%s\n",
+                durable ? "durable" : "memory", steps, pipelined ? "pipelined" : "serial",
+                jobs, rounds, med(v, &rate::steps_per_s), tps[pipelined],
+                med(v, &rate::cpu_us_per_transition), med(v, &rate::p50_ms),
+                med(v, &rate::p99_ms), complete ? "" : " (INCOMPLETE)");
+  }
+  std::printf("%-8s %d-step jobs: pipelined/serial transitions/s = %.2f\n",
+              durable ? "durable" : "memory", steps, tps[0] > 0 ? tps[1] / tps[0] : 0);
 }
 
 void redispatch(int reps) {
@@ -318,7 +377,7 @@ void memory(int pending) {
 } // namespace
 
 int main(int argc, char** argv) {
-  int jobs = 5000, pending = 100000, reps = 20;
+  int jobs = 5000, pending = 100000, reps = 20, rounds = 3;
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     auto arg = [&](const char* name) {
@@ -332,6 +391,8 @@ int main(int argc, char** argv) {
       pending = std::atoi(argv[++i]);
     else if (arg("--reps"))
       reps = std::atoi(argv[++i]);
+    else if (arg("--rounds"))
+      rounds = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "workflow_bench: unknown flag %s (see the header comment)\n",
                    argv[i]);
@@ -343,10 +404,16 @@ int main(int argc, char** argv) {
     jobs = 200;
     pending = 2000;
     reps = 3;
+    rounds = 1;
+  }
+  if (jobs < 5 || pending < 1 || reps < 1 || rounds < 1) {
+    std::fprintf(stderr,
+                 "workflow_bench: --jobs >= 5, --pending, --reps, --rounds >= 1\n");
+    return 2;
   }
   for (bool durable : {false, true})
     for (int steps : {1, 5})
-      throughput(durable, steps, steps == 1 ? jobs : jobs / 5);
+      compare(durable, steps, steps == 1 ? jobs : jobs / 5, rounds);
   redispatch(reps);
   memory(pending);
   return 0;
