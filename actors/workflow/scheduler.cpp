@@ -87,11 +87,25 @@ void send(scheduler_impl self, const dispatch& d, const agent_entry& a) {
   auto wait = d.deadline - now_of(self) + st.opts.reply_slack;
   if (wait <= duration::zero())
     wait = st.opts.reply_slack;
+  auto addr = a.handle.address();
   self->request(a.handle, std::chrono::duration_cast<caf::timespan>(wait), d)
       .then([self, d](step_outcome& o) { record(self, d, std::move(o)); },
-            [](caf::error&) {
-              // No reply by the deadline (the agent gave up, died or the
-              // message was lost): the supervisor recovers the step.
+            [self, d, addr](caf::error& e) {
+              if (e != caf::sec::request_receiver_down)
+                return; // no reply by the deadline (the agent gave up, or the
+                        // message was lost): the supervisor recovers the step
+              // The agent was dead before it got the dispatch: it died after
+              // the claim picked it, possibly before the supervisor's scan of
+              // its running steps could see the claim. This attempt is lost:
+              // record it as a transient failure now (fenced by the attempt,
+              // so a supervisor that did recover it makes this stale).
+              self->state.dead.insert(addr);
+              step_outcome o;
+              o.ok = false;
+              o.kind = failure_kind::transient;
+              o.error_kind = "agent_down";
+              o.message = "the agent was gone before the dispatch reached it";
+              record(self, d, std::move(o));
             });
 }
 

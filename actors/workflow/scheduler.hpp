@@ -12,6 +12,11 @@
 //   stale outcome changes nothing and is counted.
 // - An agent that replies nothing: the request times out after the deadline
 //   and the scheduler does nothing — the supervisor recovers the step.
+// - A dispatch that bounces because its agent was already dead (it died after
+//   the claim picked it; the supervisor's monitor sweep may have run before
+//   the claim committed and missed it) is recorded at once as a transient
+//   failure of that attempt: FailureCount + 1, pending again, re-dispatched to
+//   a live agent — not left to the deadline.
 // - Started with a higher incarnation of the same instance, it first finds the
 //   steps its previous life had locked (from the CompleteBy index) and resumes
 //   them under a new attempt.
