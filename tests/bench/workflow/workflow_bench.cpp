@@ -16,7 +16,10 @@
 // 2. Re-dispatch after a known agent death: a step hangs at its agent, the
 //    agent is killed, time until the step is dispatched again (supervisor's
 //    monitor path), median over R kills.
-// 3. Memory: resident-set growth per pending 1-step job (no scheduler).
+// 3. Memory per pending 1-step job (no scheduler, so every job stays pending):
+//    the growth of the allocator's bytes in use (glibc mallinfo2) and of the
+//    resident set, divided by the number of jobs; with the memory host (which
+//    also keeps its log in memory) and with the durable store (log on disk).
 #include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_actor.hpp"
 #include "actors/store/store_host.hpp"
@@ -32,6 +35,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -369,26 +373,68 @@ void redispatch(int reps) {
   caf::anon_send_exit(svc, caf::exit_reason::kill);
 }
 
-void memory(int pending) {
+/// Bytes the allocator has handed out and not taken back (glibc).
+double heap_bytes() {
+  auto m = mallinfo2();
+  return static_cast<double>(m.uordblks) + static_cast<double>(m.hblkhd);
+}
+
+/// Submits `pending` 1-step jobs (made one by one inside the submitting actor,
+/// so no spec list is alive while measuring) and reports what they cost: the
+/// allocator's bytes in use and the resident set, before and after, with
+/// nothing else running (no scheduler: every job stays pending).
+void memory(int pending, bool durable) {
   caf::actor_system_config cfg;
   caf::actor_system sys{config(cfg)};
-  store_under_test store{sys, false};
+  store_under_test store{sys, durable};
   wf::client_options co;
   co.store = store.handle;
   co.known_kinds = {"noop"};
   auto client = wf::spawn_client(sys, co);
   submit_all(sys, client, {job("warmup", 1)});
-  auto before = rss_mb();
-  std::vector<wf::job_spec> specs;
-  for (int i = 0; i < pending; ++i)
-    specs.push_back(job("p" + std::to_string(i), 1));
-  auto base = rss_mb();
-  submit_all(sys, client, std::move(specs));
-  auto after = rss_mb();
-  std::printf("memory: %d pending 1-step jobs: %.0f bytes per job (RSS %.1f -> %.1f MB, "
-              "specs %.1f MB excluded)\n",
-              pending, (after - base) * 1024 * 1024 / pending, before, after,
-              base - before);
+  std::this_thread::sleep_for(50ms);
+  auto rss0 = rss_mb();
+  auto heap0 = heap_bytes();
+  // At most 256 submissions in flight.
+  auto left = std::make_shared<std::atomic<int>>(pending);
+  sys.spawn([client, pending, left](caf::event_based_actor* self) {
+    auto next = std::make_shared<int>(0);
+    auto launch = std::make_shared<std::function<void()>>();
+    *launch = [self, client, pending, left, next, launch] {
+      if (*next >= pending) {
+        if (*left == 0)
+          *launch = nullptr; // break the cycle
+        return;
+      }
+      auto i = (*next)++;
+      self->request(client, caf::infinite, atoms::submit_atom_v,
+                    job("p" + std::to_string(i), 1))
+          .then(
+              [left, launch](wf::job_id&) {
+                --*left;
+                (*launch)();
+              },
+              [left, launch](caf::error& e) {
+                std::fprintf(stderr, "submit: %s\n", caf::to_string(e).c_str());
+                --*left;
+                (*launch)();
+              });
+    };
+    for (int k = 0; k < 256; ++k)
+      (*launch)();
+  });
+  while (*left > 0)
+    std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(50ms); // let the submitting actor finish
+  auto heap1 = heap_bytes();
+  auto rss1 = rss_mb();
+  std::printf("memory %-7s: %d pending 1-step jobs: %.0f bytes per job in use (heap "
+              "%.1f -> %.1f MB), %.0f bytes per job resident (RSS %.1f -> %.1f MB)%s\n",
+              durable ? "durable" : "memory", pending, (heap1 - heap0) / pending,
+              heap0 / 1048576.0, heap1 / 1048576.0, (rss1 - rss0) * 1048576.0 / pending,
+              rss0, rss1,
+              durable ? " (store state only: the log is on disk)"
+                      : " (store state plus the in-memory log of every commit)");
   caf::anon_send_exit(client, caf::exit_reason::kill);
 }
 
@@ -433,6 +479,7 @@ int main(int argc, char** argv) {
     for (int steps : {1, 5})
       compare(durable, steps, steps == 1 ? jobs : jobs / 5, rounds);
   redispatch(reps);
-  memory(pending);
+  memory(pending, false);
+  memory(pending, true);
   return 0;
 }
