@@ -56,6 +56,8 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
   self->set_default_handler(caf::drop);
   st.store = std::make_unique<job_store<client_actor::base>>(self, st.opts.store,
                                                              st.opts.pipelined);
+  if (st.opts.probe)
+    st.store->set_probe(st.opts.probe.get());
   st.store->open_all([self](caf::error e) {
     if (e)
       return self->quit(e);

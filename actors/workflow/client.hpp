@@ -12,6 +12,7 @@
 
 #include "actors/store/store_interface.hpp"
 #include "actors/workflow/interfaces.hpp"
+#include "actors/workflow/workflow_probe.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -29,6 +30,8 @@ struct client_options {
   std::string id_prefix = "job";
   /// false: one store request per round trip (see scheduler_options).
   bool pipelined = true;
+  /// Reports submissions, cancels and resubmits (job and step states).
+  std::shared_ptr<workflow_probe> probe;
 };
 
 client_actor spawn_client(caf::actor_system& sys, client_options opts);

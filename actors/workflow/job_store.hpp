@@ -24,6 +24,7 @@
 
 #include "actors/store/store_interface.hpp"
 #include "actors/workflow/type_ids.hpp"
+#include "actors/workflow/workflow_probe.hpp"
 #include "protocols/workflow/store_layout.hpp"
 
 #include <caf/typed_response_promise.hpp>
@@ -58,6 +59,9 @@ public:
         pipelined_(pipelined) {}
 
   const store::store_actor& handle() const { return store_; }
+
+  /// Where committed changes report job and step state changes.
+  void set_probe(workflow_probe* p) { probe_ = p; }
 
   /// Creates (or checks) every workflow collection.
   void open_all(std::function<void(caf::error)> done) {
@@ -118,7 +122,11 @@ public:
             write_all(t, ws, 0, [=](caf::error e) {
               if (e)
                 return fail(t, std::move(e), [done](caf::error x) { done(x); });
-              commit(t, [done](caf::error e) { done(std::move(e)); });
+              commit(t, [this, view, done](caf::error e) {
+                if (!e)
+                  report(nullptr, *view);
+                done(std::move(e));
+              });
             });
           });
     });
@@ -303,6 +311,21 @@ private:
             [f](caf::error e, std::vector<store::op_result>) { f(std::move(e)); });
   }
 
+  /// Job and step state changes of a committed change (no `before`: new job).
+  void report(const job_view* before, const job_view& after) {
+    if (!before || before->job.state != after.job.state)
+      probe_->job_state_changed(before ? std::optional<job_state>{before->job.state}
+                                       : std::nullopt,
+                                after.job.state);
+    for (size_t i = 0; i < after.steps.size(); ++i) {
+      auto now = after.steps[i].state;
+      if (!before || i >= before->steps.size())
+        probe_->step_state_changed(std::nullopt, now);
+      else if (before->steps[i].state != now)
+        probe_->step_state_changed(before->steps[i].state, now);
+    }
+  }
+
   void fail_update(const ctx_ptr& c, caf::error e) {
     abort(c->txn);
     c->done(std::move(e), {});
@@ -375,12 +398,12 @@ private:
   }
 
   void apply(const ctx_ptr& c) {
-    auto before = c->view;
+    auto before = std::make_shared<job_view>(c->view);
     auto eff = c->mutate(c->view);
     if (!eff)
       return fail_update(c, to_caf_error(eff.error()));
     auto ws = std::make_shared<std::vector<layout::write>>(std::move(c->pre));
-    auto more = layout::job_writes(before, c->view, eff.value());
+    auto more = layout::job_writes(*before, c->view, eff.value());
     ws->insert(ws->end(), more.begin(), more.end());
     auto change =
         std::make_shared<job_change>(job_change{std::move(eff.value()), c->view});
@@ -388,12 +411,16 @@ private:
       abort(c->txn);
       return c->done(caf::error{}, std::move(*change));
     }
-    write_all(c->txn, ws, 0, [this, c, change](caf::error e) {
+    write_all(c->txn, ws, 0, [this, c, change, before](caf::error e) {
       if (e)
         return fail_update(c, std::move(e));
-      commit(c->txn, [c, change](caf::error e) {
+      commit(c->txn, [this, c, change, before](caf::error e) {
         if (e)
           return c->done(std::move(e), {});
+        report(before.get(), change->view);
+        for (auto& ev : change->eff.events)
+          if (ev.kind == event_kind::compensating)
+            probe_->compensation_started();
         c->done(caf::error{}, std::move(*change));
       });
     });
@@ -403,6 +430,7 @@ private:
   store::store_actor store_;
   uint32_t timeout_ms_;
   bool pipelined_;
+  workflow_probe* probe_ = &null_workflow_probe();
 };
 
 } // namespace conclave::workflow

@@ -68,7 +68,7 @@ void record(scheduler_impl self, dispatch d, step_outcome o) {
       [self, d, o](job_view& v) {
         return complete(v, d.step, d.attempt, o, now_of(self));
       },
-      [self, d, started](caf::error e, job_change c) {
+      [self, d, o, started](caf::error e, job_change c) {
         auto& st = self->state;
         if (e)
           return; // the job went away or the store failed: nothing to record
@@ -77,6 +77,8 @@ void record(scheduler_impl self, dispatch d, step_outcome o) {
           return;
         }
         st.probe->step_finished(c.view.steps[d.step.value].state, now_of(self) - started);
+        if (!o.ok && o.kind == failure_kind::transient)
+          st.probe->recovered(recovery_cause::failure);
         poll(self); // the next step may be ready now
       });
 }
@@ -247,6 +249,7 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
     st.probe = st.opts.probe.get();
   st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store,
                                                                 st.opts.pipelined);
+  st.store->set_probe(st.probe);
   for (auto& a : st.opts.agents) {
     st.agents[a.kind].push_back(a);
     self->monitor(a.handle);
