@@ -27,6 +27,8 @@
 #include "actors/workflow/workflow_probe.hpp"
 #include "protocols/workflow/store_layout.hpp"
 
+#include <caf/actor.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include <functional>
@@ -62,6 +64,10 @@ public:
 
   /// Where committed changes report job and step state changes.
   void set_probe(workflow_probe* p) { probe_ = p; }
+
+  /// Where committed changes publish their events, as (events_atom,
+  /// vector<job_event>) (a client; none if null).
+  void set_events(caf::actor hub) { events_ = std::move(hub); }
 
   /// Creates (or checks) every workflow collection.
   void open_all(std::function<void(caf::error)> done) {
@@ -122,9 +128,11 @@ public:
             write_all(t, ws, 0, [=](caf::error e) {
               if (e)
                 return fail(t, std::move(e), [done](caf::error x) { done(x); });
-              commit(t, [this, view, done](caf::error e) {
-                if (!e)
+              commit(t, [this, view, ef, done](caf::error e) {
+                if (!e) {
                   report(nullptr, *view);
+                  publish(ef->events);
+                }
                 done(std::move(e));
               });
             });
@@ -311,6 +319,11 @@ private:
             [f](caf::error e, std::vector<store::op_result>) { f(std::move(e)); });
   }
 
+  void publish(const std::vector<job_event>& evs) {
+    if (events_ && !evs.empty())
+      caf::anon_send(events_, workflow_atoms::events_atom_v, evs);
+  }
+
   /// Job and step state changes of a committed change (no `before`: new job).
   void report(const job_view* before, const job_view& after) {
     if (!before || before->job.state != after.job.state)
@@ -421,6 +434,7 @@ private:
         for (auto& ev : change->eff.events)
           if (ev.kind == event_kind::compensating)
             probe_->compensation_started();
+        publish(change->eff.events);
         c->done(caf::error{}, std::move(*change));
       });
     });
@@ -431,6 +445,7 @@ private:
   uint32_t timeout_ms_;
   bool pipelined_;
   workflow_probe* probe_ = &null_workflow_probe();
+  caf::actor events_;
 };
 
 } // namespace conclave::workflow

@@ -250,6 +250,7 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
   st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store,
                                                                 st.opts.pipelined);
   st.store->set_probe(st.probe);
+  st.store->set_events(st.opts.events);
   for (auto& a : st.opts.agents) {
     st.agents[a.kind].push_back(a);
     self->monitor(a.handle);

@@ -51,6 +51,9 @@ struct scheduler_options {
   /// How long after a deadline the scheduler stops waiting for a reply.
   duration reply_slack = std::chrono::milliseconds{1};
   std::shared_ptr<workflow_probe> probe;
+  /// Where committed job events are published (a client, see client_actor's
+  /// subscriptions); none if null.
+  caf::actor events;
   /// Start polling at once instead of waiting for start_atom.
   bool start_immediately = true;
   /// false: one store request per round trip and claims in index order (the

@@ -132,6 +132,7 @@ supervisor_actor::behavior_type make_supervisor(supervisor_impl self,
     st.probe = st.opts.probe.get();
   st.store = std::make_unique<job_store<supervisor_actor::base>>(self, st.opts.store);
   st.store->set_probe(st.probe);
+  st.store->set_events(st.opts.events);
   st.store->open_all([self](caf::error e) {
     if (e)
       return self->quit(e);

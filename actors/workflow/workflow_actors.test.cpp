@@ -553,3 +553,55 @@ TEST_F(workflow_test, why_stuck_names_the_step_lock_and_deadline) {
   run();
   EXPECT_EQ(*list->value, std::vector<job_id>{id});
 }
+
+TEST_F(workflow_test, a_subscriber_is_pushed_every_event_of_its_job_in_order) {
+  add_agent(1);
+  add_agent(2);
+  scheduler_options o;
+  o.self = scheduler_ref{1, 1};
+  o.store = store;
+  o.agents = agents;
+  o.events = caf::actor_cast<caf::actor>(client);
+  track(spawn_scheduler(sys(), o));
+  supervisor_options vo;
+  vo.store = store;
+  vo.events = caf::actor_cast<caf::actor>(client);
+  sup = track(spawn_supervisor(sys(), vo));
+  caf::anon_send(sup, leader_event(1, 1));
+  run();
+  auto seen = std::make_shared<std::vector<job_event>>();
+  auto subscriber = sys().spawn([seen](caf::event_based_actor*) -> caf::behavior {
+    return {[seen](atoms::events_atom, job_event& ev) { seen->push_back(ev); }};
+  });
+  track(subscriber);
+  // Subscribed before the job exists; the first attempt hangs past its
+  // deadline, the supervisor retries it.
+  auto sub = ask<bool>(sys(), client, atoms::events_atom_v, job_id{"j"}, subscriber);
+  run();
+  ASSERT_TRUE(sub->value && *sub->value);
+  service->script = {test_behavior::hang};
+  auto id = submit(spec("j", 2));
+  ASSERT_TRUE(reaches(id, job_state::processed));
+  run();
+  auto stored = events(id);
+  std::vector<event_kind> pushed;
+  for (size_t i = 0; i < seen->size(); ++i) {
+    EXPECT_EQ((*seen)[i].seq, i + 1);
+    pushed.push_back((*seen)[i].kind);
+  }
+  EXPECT_EQ(pushed, stored);
+  ASSERT_FALSE(pushed.empty());
+  EXPECT_EQ(pushed.front(), event_kind::received);
+  EXPECT_EQ(pushed.back(), event_kind::completed);
+  EXPECT_EQ(std::count(pushed.begin(), pushed.end(), event_kind::retrying), 1);
+  EXPECT_EQ(std::count(pushed.begin(), pushed.end(), event_kind::step_completed), 2);
+  // A late subscriber gets the whole history too.
+  auto late = std::make_shared<std::vector<job_event>>();
+  auto second = sys().spawn([late](caf::event_based_actor*) -> caf::behavior {
+    return {[late](atoms::events_atom, job_event& ev) { late->push_back(ev); }};
+  });
+  track(second);
+  ask<bool>(sys(), client, atoms::events_atom_v, id, second);
+  run();
+  EXPECT_EQ(late->size(), seen->size());
+}
