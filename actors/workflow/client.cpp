@@ -5,9 +5,21 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <map>
+
 namespace conclave::workflow {
 
 namespace {
+
+/// One subscriber of one job: events are pushed in sequence order, once
+/// each; those that arrive early (live ones before the stored backlog was
+/// read) wait in `held`.
+struct subscription {
+  caf::actor who;
+  uint64_t next = 1;
+  bool backfilled = false;
+  std::map<uint64_t, job_event> held;
+};
 
 struct client_state {
   client_options opts;
@@ -16,10 +28,26 @@ struct client_state {
   /// Requests that arrived before the collections were open.
   std::vector<std::function<void()>> waiting;
   uint64_t next_id = 1;
+  /// Subscriptions per job id.
+  std::map<std::string, std::vector<subscription>> subscriptions;
   static inline const char* name = "conclave.workflow_client";
 };
 
 using client_impl = client_actor::stateful_pointer<client_state>;
+
+void offer(client_impl self, subscription& sub, const job_event& ev) {
+  if (ev.seq >= sub.next)
+    sub.held.emplace(ev.seq, ev);
+  if (!sub.backfilled)
+    return;
+  while (!sub.held.empty() && sub.held.begin()->first <= sub.next) {
+    auto node = sub.held.extract(sub.held.begin());
+    if (node.key() == sub.next) {
+      caf::anon_send(sub.who, workflow_atoms::events_atom_v, node.mapped());
+      ++sub.next;
+    }
+  }
+}
 
 timestamp now_of(client_impl self) {
   return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
@@ -54,7 +82,11 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
   st.opts = std::move(opts);
   // Unexpected messages are dropped, not printed (stdout may carry --json).
   self->set_default_handler(caf::drop);
-  st.store = std::make_unique<job_store<client_actor::base>>(self, st.opts.store);
+  st.store = std::make_unique<job_store<client_actor::base>>(self, st.opts.store,
+                                                             st.opts.pipelined);
+  if (st.opts.probe)
+    st.store->set_probe(st.opts.probe.get());
+  st.store->set_events(caf::actor_cast<caf::actor>(self));
   st.store->open_all([self](caf::error e) {
     if (e)
       return self->quit(e);
@@ -144,6 +176,58 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
                                   });
         });
         return rp;
+      },
+      [self](workflow_atoms::events_atom, const job_id& id,
+             caf::actor& who) -> caf::result<bool> {
+        auto& subs = self->state.subscriptions[id.value];
+        subs.push_back(subscription{who, 1, false, {}});
+        auto index = subs.size() - 1;
+        auto rp = self->make_response_promise<bool>();
+        // Live events are held from now on; the backlog read next covers
+        // everything committed before, duplicates are dropped by sequence.
+        when_ready(self, [self, id, index, rp]() mutable {
+          auto range = job_key_range(id);
+          self->state.store->scan(
+              layout::events, range.first, range.second,
+              [self, id, index, rp](caf::error e, kv_items items) mutable {
+                auto& subs = self->state.subscriptions[id.value];
+                if (index >= subs.size()) {
+                  rp.deliver(false);
+                  return;
+                }
+                auto& sub = subs[index];
+                if (e) {
+                  subs.erase(subs.begin() + static_cast<std::ptrdiff_t>(index));
+                  rp.deliver(std::move(e));
+                  return;
+                }
+                std::vector<job_event> backlog;
+                for (auto& [k, v] : items)
+                  if (auto ev = decode_event(v))
+                    backlog.push_back(std::move(ev.value()));
+                sub.backfilled = true;
+                for (auto& ev : backlog)
+                  offer(self, sub, ev);
+                if (backlog.empty()) {
+                  auto held = sub.held;
+                  sub.held.clear();
+                  for (auto& [seq, ev] : held)
+                    offer(self, sub, ev);
+                }
+                rp.deliver(true);
+              });
+        });
+        return rp;
+      },
+      [self](workflow_atoms::events_atom, std::vector<job_event>& evs) {
+        auto& st = self->state;
+        for (auto& ev : evs) {
+          auto i = st.subscriptions.find(ev.job.value);
+          if (i == st.subscriptions.end())
+            continue;
+          for (auto& sub : i->second)
+            offer(self, sub, ev);
+        }
       },
       [self](workflow_atoms::cancel_atom, const job_id& id) -> caf::result<step_state> {
         return change<step_state>(

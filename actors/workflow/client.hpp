@@ -12,6 +12,7 @@
 
 #include "actors/store/store_interface.hpp"
 #include "actors/workflow/interfaces.hpp"
+#include "actors/workflow/workflow_probe.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -27,6 +28,10 @@ struct client_options {
   record_limits limits;
   /// Generated ids are "<prefix>-<n>".
   std::string id_prefix = "job";
+  /// false: one store request per round trip (see scheduler_options).
+  bool pipelined = true;
+  /// Reports submissions, cancels and resubmits (job and step states).
+  std::shared_ptr<workflow_probe> probe;
 };
 
 client_actor spawn_client(caf::actor_system& sys, client_options opts);

@@ -47,6 +47,14 @@ using supervisor_actor = caf::typed_actor<
 ///   (get_atom, job_id) -> job_view
 ///   (list_atom, step_state) -> vector<job_id>  jobs in that state
 ///   (events_atom, job_id, from_seq) -> vector<job_event>
+///   (events_atom, job_id, subscriber) -> bool   subscribe: every event of the
+///                                              job, from its first, is pushed
+///                                              to `subscriber` as
+///                                              (events_atom, job_event), in
+///                                              sequence order, once each
+///   (events_atom, vector<job_event>)           published by the job stores of
+///                                              schedulers, supervisors and the
+///                                              client after each commit
 ///   (cancel_atom, job_id) -> job_state         the job's state after the cancel
 ///   (resubmit_atom, job_id) -> job_state
 ///   (explain_atom, job_id) -> stuck_report     "why is it stuck"
@@ -57,6 +65,8 @@ using client_actor = caf::typed_actor<
     caf::replies_to<workflow_atoms::list_atom, step_state>::with<std::vector<job_id>>,
     caf::replies_to<workflow_atoms::events_atom, job_id,
                     uint64_t>::with<std::vector<job_event>>,
+    caf::replies_to<workflow_atoms::events_atom, job_id, caf::actor>::with<bool>,
+    caf::reacts_to<workflow_atoms::events_atom, std::vector<job_event>>,
     caf::replies_to<workflow_atoms::cancel_atom, job_id>::with<step_state>,
     caf::replies_to<workflow_atoms::resubmit_atom, job_id>::with<step_state>,
     caf::replies_to<workflow_atoms::explain_atom, job_id>::with<stuck_report>,

@@ -5,6 +5,8 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 namespace conclave::workflow {
@@ -26,6 +28,9 @@ struct scheduler_state {
   bool polling = false;
   bool poll_again = false;
   uint64_t timer_generation = 0;
+  /// Orders each poll's claims differently per instance, so that schedulers
+  /// polling the same ready index do not all queue on the same job rows.
+  std::minstd_rand order;
   static inline const char* name = "conclave.scheduler";
 };
 
@@ -63,7 +68,7 @@ void record(scheduler_impl self, dispatch d, step_outcome o) {
       [self, d, o](job_view& v) {
         return complete(v, d.step, d.attempt, o, now_of(self));
       },
-      [self, d, started](caf::error e, job_change c) {
+      [self, d, o, started](caf::error e, job_change c) {
         auto& st = self->state;
         if (e)
           return; // the job went away or the store failed: nothing to record
@@ -72,6 +77,8 @@ void record(scheduler_impl self, dispatch d, step_outcome o) {
           return;
         }
         st.probe->step_finished(c.view.steps[d.step.value].state, now_of(self) - started);
+        if (!o.ok && o.kind == failure_kind::transient)
+          st.probe->recovered(recovery_cause::failure);
         poll(self); // the next step may be ready now
       });
 }
@@ -82,11 +89,25 @@ void send(scheduler_impl self, const dispatch& d, const agent_entry& a) {
   auto wait = d.deadline - now_of(self) + st.opts.reply_slack;
   if (wait <= duration::zero())
     wait = st.opts.reply_slack;
+  auto addr = a.handle.address();
   self->request(a.handle, std::chrono::duration_cast<caf::timespan>(wait), d)
       .then([self, d](step_outcome& o) { record(self, d, std::move(o)); },
-            [](caf::error&) {
-              // No reply by the deadline (the agent gave up, died or the
-              // message was lost): the supervisor recovers the step.
+            [self, d, addr](caf::error& e) {
+              if (e != caf::sec::request_receiver_down)
+                return; // no reply by the deadline (the agent gave up, or the
+                        // message was lost): the supervisor recovers the step
+              // The agent was dead before it got the dispatch: it died after
+              // the claim picked it, possibly before the supervisor's scan of
+              // its running steps could see the claim. This attempt is lost:
+              // record it as a transient failure now (fenced by the attempt,
+              // so a supervisor that did recover it makes this stale).
+              self->state.dead.insert(addr);
+              step_outcome o;
+              o.ok = false;
+              o.kind = failure_kind::transient;
+              o.error_kind = "agent_down";
+              o.message = "the agent was gone before the dispatch reached it";
+              record(self, d, std::move(o));
             });
 }
 
@@ -170,6 +191,8 @@ void poll(scheduler_impl self) {
                      for (auto& [k, v] : items)
                        if (auto j = layout::decode_ready_key(k))
                          jobs->push_back(j.value());
+                   if (self->state.opts.pipelined)
+                     std::shuffle(jobs->begin(), jobs->end(), self->state.order);
                    claim_all(self, jobs, false, [self] {
                      auto& st = self->state;
                      st.polling = false;
@@ -219,11 +242,15 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
                                               scheduler_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
+  st.order.seed(static_cast<std::minstd_rand::result_type>(st.opts.self.instance + 1));
   // Unexpected messages are dropped, not printed (stdout may carry --json).
   self->set_default_handler(caf::drop);
   if (st.opts.probe)
     st.probe = st.opts.probe.get();
-  st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store);
+  st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store,
+                                                                st.opts.pipelined);
+  st.store->set_probe(st.probe);
+  st.store->set_events(st.opts.events);
   for (auto& a : st.opts.agents) {
     st.agents[a.kind].push_back(a);
     self->monitor(a.handle);

@@ -12,6 +12,11 @@
 //   stale outcome changes nothing and is counted.
 // - An agent that replies nothing: the request times out after the deadline
 //   and the scheduler does nothing — the supervisor recovers the step.
+// - A dispatch that bounces because its agent was already dead (it died after
+//   the claim picked it; the supervisor's monitor sweep may have run before
+//   the claim committed and missed it) is recorded at once as a transient
+//   failure of that attempt: FailureCount + 1, pending again, re-dispatched to
+//   a live agent — not left to the deadline.
 // - Started with a higher incarnation of the same instance, it first finds the
 //   steps its previous life had locked (from the CompleteBy index) and resumes
 //   them under a new attempt.
@@ -46,8 +51,14 @@ struct scheduler_options {
   /// How long after a deadline the scheduler stops waiting for a reply.
   duration reply_slack = std::chrono::milliseconds{1};
   std::shared_ptr<workflow_probe> probe;
+  /// Where committed job events are published (a client, see client_actor's
+  /// subscriptions); none if null.
+  caf::actor events;
   /// Start polling at once instead of waiting for start_atom.
   bool start_immediately = true;
+  /// false: one store request per round trip and claims in index order (the
+  /// costs before pipelining; workflow_bench compares both in one run).
+  bool pipelined = true;
 };
 
 scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opts);

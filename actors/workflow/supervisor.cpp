@@ -60,9 +60,6 @@ void recover_all(supervisor_impl self, std::shared_ptr<std::vector<target>> ts, 
           st.leading = false; // somebody with a higher term acts now
         } else if (!e && !c.eff.stale) {
           st.probe->recovered(cause);
-          for (auto& ev : c.eff.events)
-            if (ev.kind == event_kind::compensating)
-              st.probe->compensation_started();
         }
         recover_all(self, ts, i + 1, cause, done);
       });
@@ -79,8 +76,10 @@ void sweep(supervisor_impl self, bool due_only, recovery_cause cause,
   auto to = due_only ? due_bound(started) : std::string{};
   st.store->scan(layout::due, std::string{}, to,
                  [self, cause, pick, started](caf::error e, kv_items items) {
-                   if (e || items.empty())
+                   if (e)
                      return;
+                   if (items.empty())
+                     return self->state.probe->scanned(now_of(self) - started);
                    // The index names job and step; the attempt comes from the
                    // step record, read in one snapshot.
                    auto ts = std::make_shared<std::vector<target>>();
@@ -132,6 +131,8 @@ supervisor_actor::behavior_type make_supervisor(supervisor_impl self,
   if (st.opts.probe)
     st.probe = st.opts.probe.get();
   st.store = std::make_unique<job_store<supervisor_actor::base>>(self, st.opts.store);
+  st.store->set_probe(st.probe);
+  st.store->set_events(st.opts.events);
   st.store->open_all([self](caf::error e) {
     if (e)
       return self->quit(e);

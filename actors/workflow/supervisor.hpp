@@ -35,6 +35,9 @@ struct supervisor_options {
   store::store_actor store;
   duration scan_interval = std::chrono::milliseconds{10};
   std::shared_ptr<workflow_probe> probe;
+  /// Where committed job events are published (a client, see client_actor's
+  /// subscriptions); none if null.
+  caf::actor events;
 };
 
 /// Spawns a supervisor. It acts only after a leadership_event says its

@@ -1,17 +1,25 @@
 // Workflow benchmark: prints figures, asserts nothing.
 //
-//   workflow_bench [--quick] [--jobs N] [--pending N] [--reps R]
+//   workflow_bench [--quick] [--jobs N] [--pending N] [--reps R] [--rounds K]
 //
 // 1. Throughput: N jobs of 1 and of 5 steps with a no-op service (two agents,
 //    two schedulers), submitted at once; steps completed per second and step
 //    transitions per second (2 per step: claim, completion), with the store
 //    in memory (store_host + memory_log_device) and durable (store_actor over
 //    state_manager: strong mode, group commit, in a temporary directory).
-//    p50/p99 job latency = completion time - submission time of each job.
+//    p50/p99 job latency = completion time - submission time of each job;
+//    CPU = the process's user+system time (getrusage) per step transition,
+//    which other load on the machine disturbs less than wall-clock rates.
+//    Each configuration runs K rounds, "serial" (one store request per round
+//    trip, claims in index order: the costs before pipelining) and
+//    "pipelined" (the default) alternating; the medians are printed.
 // 2. Re-dispatch after a known agent death: a step hangs at its agent, the
 //    agent is killed, time until the step is dispatched again (supervisor's
 //    monitor path), median over R kills.
-// 3. Memory: resident-set growth per pending 1-step job (no scheduler).
+// 3. Memory per pending 1-step job (no scheduler, so every job stays pending):
+//    the growth of the allocator's bytes in use (glibc mallinfo2) and of the
+//    resident set, divided by the number of jobs; with the memory host (which
+//    also keeps its log in memory) and with the durable store (log on disk).
 #include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_actor.hpp"
 #include "actors/store/store_host.hpp"
@@ -19,13 +27,16 @@
 #include "actors/workflow/client.hpp"
 #include "actors/workflow/scheduler.hpp"
 #include "actors/workflow/supervisor.hpp"
-#include "actors/workflow/test_service.hpp"
 #include "tests/bench/support/stats.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <malloc.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cstdio>
@@ -131,7 +142,25 @@ void submit_all(caf::actor_system& sys, const wf::client_actor& client,
     std::this_thread::sleep_for(100us);
 }
 
-void throughput(bool durable, int steps, int jobs) {
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+struct rate {
+  double steps_per_s = 0;
+  double transitions_per_s = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double cpu_us_per_transition = 0;
+  bool complete = true;
+};
+
+rate throughput(bool durable, int steps, int jobs, bool pipelined) {
   caf::actor_system_config cfg;
   caf::actor_system sys{config(cfg)};
   store_under_test store{sys, durable};
@@ -153,16 +182,19 @@ void throughput(bool durable, int steps, int jobs) {
     o.agents = agents;
     o.probe = probe;
     o.poll_interval = 1ms;
+    o.pipelined = pipelined;
     all.push_back(caf::actor_cast<caf::actor>(wf::spawn_scheduler(sys, o)));
   }
   wf::client_options co;
   co.store = store.handle;
   co.known_kinds = {"noop"};
+  co.pipelined = pipelined;
   auto client = wf::spawn_client(sys, co);
   all.push_back(caf::actor_cast<caf::actor>(client));
   std::vector<wf::job_spec> specs;
   for (int i = 0; i < jobs; ++i)
     specs.push_back(job("j" + std::to_string(i), steps));
+  auto cpu_start = cpu_seconds();
   auto start = steady::now();
   submit_all(sys, client, specs);
   auto total = static_cast<uint64_t>(jobs) * static_cast<uint64_t>(steps);
@@ -170,6 +202,7 @@ void throughput(bool durable, int steps, int jobs) {
   while (probe->finished < total && steady::now() < limit)
     std::this_thread::sleep_for(200us);
   auto secs = std::chrono::duration<double>(steady::now() - start).count();
+  auto cpu = cpu_seconds() - cpu_start;
   // Latency of each job from its own records (created/updated: actor clock).
   std::vector<double> lat;
   auto left = std::make_shared<std::atomic<int>>(jobs);
@@ -194,16 +227,46 @@ void throughput(bool durable, int steps, int jobs) {
   while (*left > 0)
     std::this_thread::sleep_for(100us);
   lat = *out;
-  std::printf("%-8s %d-step jobs: %6d jobs in %6.2f s: %8.0f steps/s, %8.0f step "
-              "transitions/s, job latency p50 %.1f ms p99 %.1f ms%s\n",
-              durable ? "durable" : "memory", steps, jobs, secs,
-              static_cast<double>(probe->finished) / secs,
-              2.0 * static_cast<double>(probe->finished) / secs,
-              conclave::bench::percentile(lat, 0.5),
-              conclave::bench::percentile(lat, 0.99),
-              probe->finished < total ? " (INCOMPLETE)" : "");
+  rate r;
+  auto finished = static_cast<double>(probe->finished);
+  r.steps_per_s = finished / secs;
+  r.transitions_per_s = 2.0 * finished / secs;
+  r.p50_ms = conclave::bench::percentile(lat, 0.5);
+  r.p99_ms = conclave::bench::percentile(lat, 0.99);
+  r.cpu_us_per_transition = finished > 0 ? cpu * 1e6 / (2.0 * finished) : 0;
+  r.complete = probe->finished >= total;
   for (auto& a : all)
     caf::anon_send_exit(a, caf::exit_reason::kill);
+  return r;
+}
+
+/// K rounds of serial and pipelined, alternating; prints the medians.
+void compare(bool durable, int steps, int jobs, int rounds) {
+  std::vector<rate> runs[2];
+  for (int k = 0; k < rounds; ++k)
+    for (bool pipelined : {false, true})
+      runs[pipelined].push_back(throughput(durable, steps, jobs, pipelined));
+  auto med = [](const std::vector<rate>& v, double rate::*field) {
+    std::vector<double> xs;
+    for (auto& r : v)
+      xs.push_back(r.*field);
+    return conclave::bench::median(xs);
+  };
+  double tps[2];
+  for (bool pipelined : {false, true}) {
+    auto& v = runs[pipelined];
+    bool complete = std::all_of(v.begin(), v.end(), [](auto& r) { return r.complete; });
+    tps[pipelined] = med(v, &rate::transitions_per_s);
+    std::printf("%-8s %d-step jobs %-9s: %6d jobs x %d: %8.0f steps/s, %8.0f step "
+                "transitions/s, %5.1f us CPU/transition, job latency p50 %.1f ms "
+                "p99 %.1f ms%s\n",
+                durable ? "durable" : "memory", steps, pipelined ? "pipelined" : "serial",
+                jobs, rounds, med(v, &rate::steps_per_s), tps[pipelined],
+                med(v, &rate::cpu_us_per_transition), med(v, &rate::p50_ms),
+                med(v, &rate::p99_ms), complete ? "" : " (INCOMPLETE)");
+  }
+  std::printf("%-8s %d-step jobs: pipelined/serial transitions/s = %.2f\n",
+              durable ? "durable" : "memory", steps, tps[0] > 0 ? tps[1] / tps[0] : 0);
 }
 
 void redispatch(int reps) {
@@ -211,8 +274,22 @@ void redispatch(int reps) {
   caf::actor_system sys{config(cfg)};
   store_under_test store{sys, false};
   auto probe = std::make_shared<bench_probe>();
-  auto service = std::make_shared<wf::test_service_state>();
-  auto svc = wf::spawn_test_service(sys, service);
+  // Hangs the first attempt of every step, answers the others at once. (The
+  // bench used to set test_service_state::script from this thread before each
+  // job: the previous job's re-dispatch could consume that "hang" first, so
+  // the next job completed at once and its agent's death re-dispatched
+  // nothing — the "1 kill in 20 never seen". A rule by attempt has no race.)
+  auto svc = sys.spawn([](wf::service_actor::pointer self)
+                           -> wf::service_actor::behavior_type {
+    auto held =
+        std::make_shared<std::vector<caf::typed_response_promise<wf::step_outcome>>>();
+    return {[self, held](wf::service_call& c) -> caf::result<wf::step_outcome> {
+      if (c.attempt.value > 1)
+        return wf::step_outcome{};
+      held->push_back(self->template make_response_promise<wf::step_outcome>());
+      return held->back();
+    }};
+  });
   std::vector<wf::agent_entry> agents;
   for (uint64_t i = 1; i <= static_cast<uint64_t>(reps) + 1; ++i) {
     wf::agent_options o;
@@ -245,8 +322,8 @@ void redispatch(int reps) {
   // Every dispatch hangs except the last of each job.
   std::vector<double> gaps;
   std::set<uint64_t> killed;
+  int missed = 0;
   for (int r = 0; r < reps; ++r) {
-    service->script = {wf::test_behavior::hang};
     auto before = probe->dispatches.load();
     submit_all(sys, client, {job("r" + std::to_string(r), 1, "svc")});
     while (probe->dispatches == before)
@@ -271,19 +348,23 @@ void redispatch(int reps) {
     auto limit = kill_at + 5s;
     while (probe->dispatches == after && steady::now() < limit)
       std::this_thread::sleep_for(20us);
-    if (probe->dispatches == after)
+    if (probe->dispatches == after) {
+      ++missed;
       continue;
+    }
     gaps.push_back(
         std::chrono::duration<double, std::milli>(
             steady::time_point{steady::duration{probe->last_dispatch_ns.load()}}
             - kill_at)
             .count());
   }
-  std::printf("re-dispatch after agent death: median %.2f ms, max %.2f ms over %zu kills "
-              "(deadline 30 s, supervisor scan every 1 s)\n",
-              conclave::bench::median(gaps),
-              gaps.empty() ? 0.0 : *std::max_element(gaps.begin(), gaps.end()),
-              gaps.size());
+  std::printf(
+      "re-dispatch after agent death: median %.2f ms, max %.2f ms over %zu kills, "
+      "%d not re-dispatched within 5 s (deadline 30 s, supervisor scan every "
+      "1 s)\n",
+      conclave::bench::median(gaps),
+      gaps.empty() ? 0.0 : *std::max_element(gaps.begin(), gaps.end()), gaps.size(),
+      missed);
   for (auto& a : agents)
     caf::anon_send_exit(a.handle, caf::exit_reason::kill);
   caf::anon_send_exit(sched, caf::exit_reason::kill);
@@ -292,33 +373,75 @@ void redispatch(int reps) {
   caf::anon_send_exit(svc, caf::exit_reason::kill);
 }
 
-void memory(int pending) {
+/// Bytes the allocator has handed out and not taken back (glibc).
+double heap_bytes() {
+  auto m = mallinfo2();
+  return static_cast<double>(m.uordblks) + static_cast<double>(m.hblkhd);
+}
+
+/// Submits `pending` 1-step jobs (made one by one inside the submitting actor,
+/// so no spec list is alive while measuring) and reports what they cost: the
+/// allocator's bytes in use and the resident set, before and after, with
+/// nothing else running (no scheduler: every job stays pending).
+void memory(int pending, bool durable) {
   caf::actor_system_config cfg;
   caf::actor_system sys{config(cfg)};
-  store_under_test store{sys, false};
+  store_under_test store{sys, durable};
   wf::client_options co;
   co.store = store.handle;
   co.known_kinds = {"noop"};
   auto client = wf::spawn_client(sys, co);
   submit_all(sys, client, {job("warmup", 1)});
-  auto before = rss_mb();
-  std::vector<wf::job_spec> specs;
-  for (int i = 0; i < pending; ++i)
-    specs.push_back(job("p" + std::to_string(i), 1));
-  auto base = rss_mb();
-  submit_all(sys, client, std::move(specs));
-  auto after = rss_mb();
-  std::printf("memory: %d pending 1-step jobs: %.0f bytes per job (RSS %.1f -> %.1f MB, "
-              "specs %.1f MB excluded)\n",
-              pending, (after - base) * 1024 * 1024 / pending, before, after,
-              base - before);
+  std::this_thread::sleep_for(50ms);
+  auto rss0 = rss_mb();
+  auto heap0 = heap_bytes();
+  // At most 256 submissions in flight.
+  auto left = std::make_shared<std::atomic<int>>(pending);
+  sys.spawn([client, pending, left](caf::event_based_actor* self) {
+    auto next = std::make_shared<int>(0);
+    auto launch = std::make_shared<std::function<void()>>();
+    *launch = [self, client, pending, left, next, launch] {
+      if (*next >= pending) {
+        if (*left == 0)
+          *launch = nullptr; // break the cycle
+        return;
+      }
+      auto i = (*next)++;
+      self->request(client, caf::infinite, atoms::submit_atom_v,
+                    job("p" + std::to_string(i), 1))
+          .then(
+              [left, launch](wf::job_id&) {
+                --*left;
+                (*launch)();
+              },
+              [left, launch](caf::error& e) {
+                std::fprintf(stderr, "submit: %s\n", caf::to_string(e).c_str());
+                --*left;
+                (*launch)();
+              });
+    };
+    for (int k = 0; k < 256; ++k)
+      (*launch)();
+  });
+  while (*left > 0)
+    std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(50ms); // let the submitting actor finish
+  auto heap1 = heap_bytes();
+  auto rss1 = rss_mb();
+  std::printf("memory %-7s: %d pending 1-step jobs: %.0f bytes per job in use (heap "
+              "%.1f -> %.1f MB), %.0f bytes per job resident (RSS %.1f -> %.1f MB)%s\n",
+              durable ? "durable" : "memory", pending, (heap1 - heap0) / pending,
+              heap0 / 1048576.0, heap1 / 1048576.0, (rss1 - rss0) * 1048576.0 / pending,
+              rss0, rss1,
+              durable ? " (store state only: the log is on disk)"
+                      : " (store state plus the in-memory log of every commit)");
   caf::anon_send_exit(client, caf::exit_reason::kill);
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-  int jobs = 5000, pending = 100000, reps = 20;
+  int jobs = 5000, pending = 100000, reps = 20, rounds = 3;
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
     auto arg = [&](const char* name) {
@@ -332,6 +455,8 @@ int main(int argc, char** argv) {
       pending = std::atoi(argv[++i]);
     else if (arg("--reps"))
       reps = std::atoi(argv[++i]);
+    else if (arg("--rounds"))
+      rounds = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "workflow_bench: unknown flag %s (see the header comment)\n",
                    argv[i]);
@@ -343,11 +468,18 @@ int main(int argc, char** argv) {
     jobs = 200;
     pending = 2000;
     reps = 3;
+    rounds = 1;
+  }
+  if (jobs < 5 || pending < 1 || reps < 1 || rounds < 1) {
+    std::fprintf(stderr,
+                 "workflow_bench: --jobs >= 5, --pending, --reps, --rounds >= 1\n");
+    return 2;
   }
   for (bool durable : {false, true})
     for (int steps : {1, 5})
-      throughput(durable, steps, steps == 1 ? jobs : jobs / 5);
+      compare(durable, steps, steps == 1 ? jobs : jobs / 5, rounds);
   redispatch(reps);
-  memory(pending);
+  memory(pending, false);
+  memory(pending, true);
   return 0;
 }
