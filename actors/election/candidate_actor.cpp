@@ -211,6 +211,11 @@ candidate_actor::behavior_type candidate_impl(self_pointer self, candidate_optio
         self->state.core->request_election(now);
         flush(self, now);
       },
+      [self](election_atoms::observe_atom, uint64_t epoch) {
+        auto now = now_of(self);
+        self->state.core->observe_external_epoch(epoch, now);
+        flush(self, now);
+      },
       [self](election_atoms::resign_atom) {
         auto now = now_of(self);
         bool ok = self->state.core->resign(now);

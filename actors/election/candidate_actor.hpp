@@ -7,6 +7,9 @@
 //   owner → candidate   (start_atom)                    join the group
 //                       (peer_down_atom | peer_up_atom, id)  transport news
 //                       (elect_atom)                    start an election now
+//                       (observe_atom, epoch)           a leader already held
+//                                                       `epoch` (learned outside the
+//                                                       election): lead above it
 //                       (resign_atom) -> bool           hand over leadership
 //                       (get_atom, leader_atom) -> leader_info
 //                       (get_atom, members_atom) -> vector<participant>
@@ -38,6 +41,7 @@ using candidate_actor = caf::typed_actor<
     caf::reacts_to<election_atoms::peer_down_atom, node_id>,
     caf::reacts_to<election_atoms::peer_up_atom, node_id>,
     caf::reacts_to<election_atoms::elect_atom>,
+    caf::reacts_to<election_atoms::observe_atom, uint64_t>,
     caf::replies_to<election_atoms::resign_atom>::with<bool>,
     caf::replies_to<caf::get_atom, election_atoms::leader_atom>::with<leader_info>,
     caf::replies_to<caf::get_atom,

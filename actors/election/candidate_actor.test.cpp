@@ -211,6 +211,35 @@ TEST_F(candidate_actor_test, subscribers_hear_about_leadership_changes) {
   EXPECT_TRUE(has(k::acting_stopped));
 }
 
+TEST_F(candidate_actor_test, leader_told_of_a_recorded_epoch_announces_a_term_above_it) {
+  spawn_group(3);
+  auto seen = std::make_shared<std::vector<el::leadership_event>>();
+  auto sub = track(sys().spawn([seen](caf::event_based_actor*) -> caf::behavior {
+    return {[seen](const el::leadership_event& e) { seen->push_back(e); }};
+  }));
+  caf::anon_send(handles[el::node_id{3}], caf::subscribe_atom::value, sub);
+  ASSERT_TRUE(advance_until([&] { return agreed_on(3); }, 2s));
+  auto old = rec->views[el::node_id{3}].t;
+  auto recorded = old.epoch + 5;
+  // A follower told of it only remembers it.
+  caf::anon_send(handles[el::node_id{1}], atoms::observe_atom::value, recorded);
+  run();
+  EXPECT_EQ(rec->views[el::node_id{1}].t, old);
+  EXPECT_FALSE(rec->views[el::node_id{1}].is_leader);
+  caf::anon_send(handles[el::node_id{3}], atoms::observe_atom::value, recorded);
+  auto all_above = [&] {
+    for (auto& [id, v] : rec->views)
+      if (v.t.epoch <= recorded || v.t != rec->views[el::node_id{3}].t)
+        return false;
+    return agreed_on(3);
+  };
+  ASSERT_TRUE(advance_until(all_above, 500ms));
+  auto fresh = rec->views[el::node_id{3}].t;
+  EXPECT_TRUE(std::any_of(seen->begin(), seen->end(), [&](auto& e) {
+    return e.what == el::leadership_event::kind::became_leader && e.t == fresh;
+  }));
+}
+
 TEST_F(candidate_actor_test, leader_task_starts_on_election_and_stops_on_resign) {
   auto log = std::make_shared<task_log>();
   spawn_group(3, {}, counting_task(log));

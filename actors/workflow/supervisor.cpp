@@ -35,6 +35,24 @@ timestamp now_of(supervisor_impl self) {
   return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
 }
 
+/// After a stale_term refusal: reads the recorded term and tells the candidate
+/// that a leader already held its epoch (see supervisor.hpp).
+void report_recorded_term(supervisor_impl self) {
+  auto& st = self->state;
+  if (!st.opts.candidate)
+    return;
+  std::string key = layout::term_key;
+  st.store->scan(layout::meta, key, key + '\0', [self](caf::error e, kv_items items) {
+    if (e || items.size() != 1)
+      return;
+    auto recorded = decode_term(items.front().second);
+    if (!recorded)
+      return;
+    self->send(self->state.opts.candidate, election_atoms::observe_atom_v,
+               recorded.value().epoch);
+  });
+}
+
 /// A step to recover, as the scan saw it.
 struct target {
   job_id job;
@@ -48,16 +66,22 @@ void recover_all(supervisor_impl self, std::shared_ptr<std::vector<target>> ts, 
   if (i == ts->size() || !st.leading)
     return done();
   auto t = (*ts)[i];
+  auto fence = st.leader_term;
   st.store->update(
-      t.job, st.leader_term,
+      t.job, fence,
       [self, t, cause](job_view& v) {
         return recover(v, t.step, t.attempt, cause, now_of(self));
       },
-      [self, ts, i, cause, done](caf::error e, job_change c) {
+      [self, ts, i, cause, done, fence](caf::error e, job_change c) {
         auto& st = self->state;
         if (e && to_errc(e) == errc::stale_term) {
           st.probe->fenced_off();
-          st.leading = false; // somebody with a higher term acts now
+          // A refusal of a term this supervisor already left behind (a newer
+          // became_leader arrived meanwhile) says nothing about the current one.
+          if (st.leading && st.leader_term == fence) {
+            st.leading = false; // a higher term is recorded: stop acting under this one
+            report_recorded_term(self);
+          }
         } else if (!e && !c.eff.stale) {
           st.probe->recovered(cause);
         }

@@ -19,8 +19,15 @@
 //   recorded term first and aborts with stale_term if it is higher: a deposed
 //   supervisor cannot recover a step, and one attempt is recovered once (a
 //   second recovery of the same attempt is stale).
+// - A leader refused with stale_term stops acting, reads the recorded term and
+//   tells its candidate (observe_atom) that a leader already held that epoch.
+//   A candidate restarted without memory may have been elected below a term
+//   recorded by an earlier leader; it then takes a term above the recorded
+//   one, and the became_leader event that follows lets this supervisor act
+//   again. A supervisor whose candidate no longer leads stays idle.
 #pragma once
 
+#include "actors/election/candidate_actor.hpp"
 #include "actors/store/store_interface.hpp"
 #include "actors/workflow/interfaces.hpp"
 #include "actors/workflow/workflow_probe.hpp"
@@ -38,6 +45,10 @@ struct supervisor_options {
   /// Where committed job events are published (a client, see client_actor's
   /// subscriptions); none if null.
   caf::actor events;
+  /// The candidate whose leadership events this supervisor follows: told the
+  /// recorded epoch when a write is refused as stale. Without it, a supervisor
+  /// fenced off waits for a leadership event from elsewhere.
+  election::candidate_actor candidate;
 };
 
 /// Spawns a supervisor. It acts only after a leadership_event says its

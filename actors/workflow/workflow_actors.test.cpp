@@ -424,6 +424,47 @@ TEST_F(workflow_test, a_deposed_supervisors_write_is_rejected_by_term) {
   EXPECT_EQ(old_probe->recoveries, 0);
 }
 
+TEST_F(workflow_test, a_supervisor_elected_below_the_recorded_term_gets_above_it) {
+  add_agent(1);
+  add_scheduler(1);
+  // An earlier leader stamped term 7 while recovering a hang, then died.
+  auto earlier = add_supervisor();
+  caf::anon_send(earlier, leader_event(7, 2));
+  run();
+  service->script = {test_behavior::hang};
+  auto first = submit(spec("a", 1));
+  ASSERT_TRUE(reaches(first, job_state::processed));
+  caf::anon_send_exit(earlier, caf::exit_reason::kill);
+  // A group restarted without memory: its candidate leads with epoch 1.
+  auto group = el::spawn_local_group(sys(), 1, el::candidate_options{});
+  for (auto& [id, c] : group.members)
+    track(c);
+  auto p = std::make_shared<counting_probe>();
+  supervisor_options o;
+  o.store = store;
+  o.probe = p;
+  o.candidate = group.members[el::node_id{1}];
+  auto sup = track(spawn_supervisor(sys(), o));
+  caf::anon_send(sup, atoms::watch_atom_v, uint64_t{1},
+                 caf::actor_cast<caf::actor>(agents[0].handle), false);
+  caf::anon_send(o.candidate, caf::subscribe_atom::value,
+                 caf::actor_cast<caf::actor>(sup));
+  group.start_all();
+  run();
+  service->script = {test_behavior::hang};
+  auto second = submit(spec("b", 1));
+  ASSERT_TRUE(reaches(second, job_state::processed, 3s));
+  EXPECT_GE(p->fenced, 1);     // first refused under epoch 1 ...
+  EXPECT_EQ(p->recoveries, 1); // ... then recovered once under a term above 7
+  auto info = conclave::testing::ask<el::leader_info>(
+      sys(), o.candidate, caf::get_atom::value,
+      conclave::election_atoms::leader_atom::value);
+  run();
+  ASSERT_TRUE(info->value);
+  EXPECT_GT(info->value->t.epoch, 7u);
+  group.stop_all(caf::exit_reason::kill);
+}
+
 TEST_F(workflow_test, a_late_reply_of_a_stale_attempt_is_discarded) {
   // An agent that holds every dispatch until the test releases it.
   auto held = std::make_shared<

@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
     wf::supervisor_options o;
     o.store = store;
     o.scan_interval = 20ms;
+    o.candidate = group.members[el::node_id{i}];
     auto s = wf::spawn_supervisor(sys, o);
     for (auto& a : agents)
       caf::anon_send(s, atoms::watch_atom_v, a.id, caf::actor_cast<caf::actor>(a.handle),

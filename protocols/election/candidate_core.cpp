@@ -266,6 +266,14 @@ void candidate_core::request_election(timestamp now) {
   start_election(election_reason::requested, now);
 }
 
+void candidate_core::observe_external_epoch(uint64_t e, timestamp now) {
+  if (stopped_)
+    return;
+  observe_epoch(e);
+  if (role_ == role::leader && term_.epoch <= e)
+    take_leadership(now);
+}
+
 void candidate_core::stop(timestamp now) {
   if (stopped_)
     return;

@@ -155,6 +155,14 @@ public:
   /// Starts an election now, whatever the state.
   void request_election(timestamp now);
 
+  /// The host learned, outside the election, that a leader already held epoch
+  /// `e` (a store fencing writes by term refused this leader's write). Raises
+  /// the highest epoch seen; a leader whose epoch is not above `e` takes a new
+  /// term above it at once (became_leader again; followers adopt it from its
+  /// heartbeats). Needed after restarts without memory, when the group elected
+  /// a term lower than one recorded outside it.
+  void observe_external_epoch(uint64_t e, timestamp now);
+
   /// Leaves the group: resigns if leader, then ignores every input.
   void stop(timestamp now);
 

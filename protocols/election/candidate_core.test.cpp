@@ -168,6 +168,48 @@ TEST_P(both_algorithms, stop_resigns_a_leader_and_ignores_later_input) {
   ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(2); }, 100ms));
 }
 
+TEST_P(both_algorithms, a_leader_told_of_a_recorded_epoch_leads_above_it) {
+  // A store fencing writes by term recorded epoch E + 5 for an earlier leader
+  // (this group restarted without memory): the leader takes a higher term, its
+  // followers adopt it, and it acts again.
+  election_network net(3, guarded(GetParam()));
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  auto before = net.node(3).current_term();
+  auto recorded = before.epoch + 5;
+  net.node(3).observe_external_epoch(recorded, net.now());
+  EXPECT_TRUE(net.node(3).is_leader());
+  auto after = net.node(3).current_term();
+  EXPECT_GT(after.epoch, recorded);
+  EXPECT_EQ(after.leader, id(3));
+  ASSERT_TRUE(net.run_until(
+      [&] {
+        return net.agreed_leader() == id(3) && net.node(1).current_term() == after
+               && net.node(2).current_term() == after;
+      },
+      1s));
+  bool announced = false;
+  for (auto& e : net.events(id(3)))
+    announced |= e.kind == el::event_kind::became_leader && e.t == after;
+  EXPECT_TRUE(announced);
+}
+
+TEST_P(both_algorithms, a_follower_told_of_a_recorded_epoch_elects_above_it_later) {
+  el::election_config cfg;
+  cfg.algo = GetParam();
+  election_network net(3, cfg);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 3s));
+  auto leader_term = net.node(3).current_term();
+  auto recorded = leader_term.epoch + 40;
+  net.node(2).observe_external_epoch(recorded, net.now());
+  EXPECT_FALSE(net.node(2).is_leader()); // a follower only remembers it
+  EXPECT_EQ(net.node(2).current_term(), leader_term);
+  net.crash(id(3));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(2); }, 3s));
+  EXPECT_GT(net.node(2).current_term().epoch, recorded);
+}
+
 INSTANTIATE_TEST_SUITE_P(election, both_algorithms,
                          ::testing::Values(el::algorithm::bully, el::algorithm::ring),
                          [](const auto& info) {
@@ -500,4 +542,24 @@ TEST(pre_vote, a_pre_voting_candidate_follows_a_leader_it_hears_again) {
   EXPECT_FALSE(c->pre_voting());
   EXPECT_EQ(c->leader(), id(3));
   EXPECT_EQ(c->current_term().epoch, 4u);
+
+TEST(candidate_core, an_epoch_below_the_leaders_changes_nothing_one_at_or_above_it_does) {
+  // Plain calls on one core (a group of one leads itself at once).
+  auto core = el::make_core(id(1), {}, el::election_config{});
+  core->start(el::timestamp{1ms}, 1);
+  ASSERT_TRUE(core->is_leader());
+  auto first = core->current_term();
+  core->events().clear();
+  core->observe_external_epoch(first.epoch - 1, el::timestamp{2ms});
+  EXPECT_EQ(core->current_term(), first);
+  EXPECT_TRUE(core->events().empty());
+  core->observe_external_epoch(first.epoch, el::timestamp{3ms}); // same epoch, not above
+  EXPECT_TRUE(core->is_leader());
+  EXPECT_EQ(core->current_term().epoch, first.epoch + 1);
+  core->observe_external_epoch(first.epoch + 10, el::timestamp{4ms});
+  EXPECT_EQ(core->current_term().epoch, first.epoch + 11);
+  size_t became = 0;
+  for (auto& e : core->events())
+    became += e.kind == el::event_kind::became_leader;
+  EXPECT_EQ(became, 2u);
 }

@@ -34,6 +34,7 @@ CAF_ADD_TYPE_ID(conclave_election, (std::vector<conclave::election::participant>
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, elect_atom, "el_elect")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, leader_atom, "el_leader")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, members_atom, "el_members")
+CAF_ADD_ATOM(conclave_election, conclave::election_atoms, observe_atom, "el_observe")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, peer_down_atom, "el_down")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, peer_up_atom, "el_up")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, resign_atom, "el_resign")

@@ -310,9 +310,6 @@ void add_random_faults(jobs_fault_plan& plan, const jobs_shape& shape,
   };
   auto horizon_ms =
       std::max<int64_t>(40, std::chrono::duration_cast<ms>(plan.horizon).count());
-  constexpr auto leader_settle = std::chrono::milliseconds{500};
-  // When supervisor leaders are down (crash-leader to restart-leader).
-  std::vector<std::pair<timestamp, timestamp>> leader_down;
   for (unsigned i = 0; i < plan.random_faults; ++i) {
     auto start = timestamp{ms{uniform(0, horizon_ms * 3 / 4)}};
     auto end = std::min(timestamp{ms{horizon_ms}},
@@ -338,20 +335,7 @@ void add_random_faults(jobs_fault_plan& plan, const jobs_shape& shape,
       w.probability = static_cast<double>(uniform(min_pct, max_pct)) / 100.0;
       plan.faults.push_back(w);
     };
-    auto choice = uniform(0, 8);
-    // Leader crashes keep `leader_settle` apart (else an agent crashes): a
-    // candidate restarted without memory that is elected before it heard the
-    // last leader's term carries a term the store has seen exceeded, and the
-    // supervisor is then fenced out for good (a known defect,
-    // jobs_simulation.test.cpp, jobs_known_defects).
-    if (choice == 2) {
-      for (auto& [from, to] : leader_down)
-        if (start < to + leader_settle && from < end + leader_settle)
-          choice = 0;
-      if (choice == 2)
-        leader_down.emplace_back(start, end);
-    }
-    switch (choice) {
+    switch (uniform(0, 8)) {
     case 0:
       crash_restart(role::agent, shape.agents);
       break;

@@ -104,9 +104,7 @@ outcome::result<void, std::string> validate(const jobs_fault_plan& plan,
 /// Adds plan.random_faults faults drawn from `rng`: crash and restart of an
 /// agent, a scheduler, the supervisor leader or the service; a window of
 /// failing, rejecting, hanging or slow service calls; a cancel. Every one ends
-/// before the horizon. Two leader crashes are 500 ms apart at least (from a
-/// restart-leader to the next crash-leader); a draw that would break this
-/// crashes an agent instead.
+/// before the horizon.
 void add_random_faults(jobs_fault_plan& plan, const jobs_shape& shape,
                        std::mt19937_64& rng);
 

@@ -280,6 +280,7 @@ private:
     so.store = store_;
     so.scan_interval = scan_interval;
     so.probe = probe_;
+    so.candidate = s.candidate;
     s.handle = driver_.track(wf::spawn_supervisor(driver_.sys(), so));
     s.alive = true;
     caf::anon_send(s.candidate, caf::subscribe_atom::value,

@@ -177,19 +177,14 @@ TEST(jobs_simulation, without_a_live_scheduler_liveness_is_not_judged) {
   EXPECT_EQ(r.end, r.heal + r.bound); // it waited the whole bound
 }
 
-// A defect the jobs workload found, outside this area (election candidates and
-// the supervisor's term fencing): a candidate restarted without memory can be
-// elected with a term lower than one an earlier leader's supervisor already
-// stamped in the store — when every candidate restarted at once, or when the
-// leader died before the restarted one heard its term. Its supervisor's first
-// recovery is refused with stale_term, the supervisor stops acting until its
-// candidate reports a new leadership, which never comes, and overdue steps
-// stay stuck (final_within_bound fails). Random faults keep leader crashes
-// 500 ms apart so that CI's schedules do not hit it. Run with
-//   conclave_sim_jobs_test --gtest_also_run_disabled_tests
-//     --gtest_filter='jobs_known_defects.*'
-// or replay: `conclave sim --workload jobs --faults '<spec below>' --seed 1`.
-TEST(jobs_known_defects, DISABLED_supervisors_are_not_fenced_out_after_restarts) {
+// A candidate restarted without memory can be elected with a term lower than
+// one an earlier leader's supervisor already stamped in the store: when every
+// candidate restarted at once, or when the leader died before the restarted
+// one heard its term. Its supervisor's first recovery is refused with
+// stale_term; it tells its candidate the recorded epoch, the candidate takes a
+// term above it, and the supervisor acts again. Before that fix, overdue steps
+// stayed stuck (final_within_bound failed in both scenarios).
+TEST(jobs_simulation, supervisors_are_not_fenced_out_after_restarts) {
   for (auto spec : {// The whole group restarts; (1, 1) after (1, 2) was stamped.
                     "hang@0ms-2s:0.5,crash@250ms:supervisor1,crash@250ms:supervisor2,"
                     "restart@260ms:supervisor1",
@@ -197,10 +192,14 @@ TEST(jobs_known_defects, DISABLED_supervisors_are_not_fenced_out_after_restarts)
                     "hang@0ms-2s:0.5,crash-leader@167ms,restart-leader@184ms,"
                     "crash-leader@203ms,restart-leader@283ms"}) {
     auto s = settings(spec);
+    uint64_t fenced = 0;
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       s.seed = seed;
       auto r = sim::run_jobs_simulation(s);
+      EXPECT_TRUE(r.liveness_judged) << spec << " seed " << seed;
       EXPECT_TRUE(r.violations.empty()) << spec << " seed " << seed << complaints(r);
+      fenced += r.fenced_writes;
     }
+    EXPECT_GT(fenced, 0u) << spec << ": the refusal this test is about never happened";
   }
 }
