@@ -93,6 +93,26 @@ protected:
     backups = image_of(dir / "backups");
   }
 
+  /// Where the valid records at the start of a segment's bytes end.
+  static size_t records_end(std::string_view bytes) {
+    size_t pos = 0;
+    for (;;) {
+      auto d = decode_record(bytes.substr(pos));
+      if (d.status != decode_status::ok)
+        return pos;
+      pos += d.size;
+    }
+  }
+
+  /// The segment before `next` in the base image.
+  std::string segment_before(const std::string& next) const {
+    std::string prev;
+    for (auto& [file, bytes] : base)
+      if (file.rfind("log/seg-", 0) == 0 && file < next)
+        prev = file;
+    return prev;
+  }
+
   /// The keys a store holds, checked to be k0..k<n-1> with their values.
   static int intact_prefix(state_manager& s) {
     auto d = s.dictionary<std::string, int32_t>("d").value();
@@ -262,14 +282,16 @@ TEST_F(attack_test, repair_on_a_clean_store_changes_nothing) {
 // a second cut. One repair must cut all of it: a second one is a no-op.
 TEST_F(attack_test, one_repair_is_final_when_it_leaves_a_covered_segment_last) {
   build_base();
-  auto covered = "log/" + files::lsn_name("seg-", lsn{446}, ".wal");
+  // The segment the checkpoint at lsn 451 starts, and the one before it.
   auto next = "log/" + files::lsn_name("seg-", lsn{452}, ".wal");
+  auto covered = segment_before(next);
   ASSERT_TRUE(base.count(covered) && base.count(next));
   auto damaged = base;
-  ASSERT_GT(damaged[covered].size(), 934u);
-  auto records_end = damaged[covered].find_last_not_of('\0') + 1;
-  ASSERT_LT(records_end, 934u) << "byte 934 must be in the zero tail";
-  damaged[covered][934] = static_cast<char>(damaged[covered][934] ^ 4);
+  auto records_end = attack_test::records_end(damaged[covered]);
+  const auto at = records_end + 40; // in the zero tail
+  ASSERT_GT(damaged[covered].size(), at);
+  ASSERT_TRUE(all_zero(std::string_view{damaged[covered]}.substr(records_end)));
+  damaged[covered][at] = static_cast<char>(damaged[covered][at] ^ 4);
   damaged[next][30] = static_cast<char>(damaged[next][30] ^ 4);
   auto data = dir / "data";
   write_image(data, damaged);
@@ -299,7 +321,7 @@ TEST_F(attack_test, one_repair_is_final_when_it_leaves_a_covered_segment_last) {
     if (file.rfind("log/lost+found/" + covered.substr(4), 0) == 0)
       copy = bytes;
   ASSERT_FALSE(copy.empty()) << log;
-  EXPECT_EQ(copy, damaged[covered].substr(records_end, 934 + 1 - records_end));
+  EXPECT_EQ(copy, damaged[covered].substr(records_end, at + 1 - records_end));
   auto checked = check_data_dir(data);
   ASSERT_TRUE(checked);
   EXPECT_TRUE(checked.value().clean()) << log;
@@ -321,16 +343,17 @@ TEST_F(attack_test, one_repair_is_final_when_it_leaves_a_covered_segment_last) {
 // damaged tail is cut by that same open, not by the next one.
 TEST_F(attack_test, an_open_that_leaves_a_covered_segment_last_cuts_its_tail_once) {
   build_base();
-  auto covered = "log/" + files::lsn_name("seg-", lsn{446}, ".wal");
   auto next = "log/" + files::lsn_name("seg-", lsn{452}, ".wal");
+  auto covered = segment_before(next);
   auto damaged = base;
   ASSERT_TRUE(damaged.count(covered) && damaged.count(next));
   for (auto i = damaged.find(next); i != damaged.end();)
     i = i->first.rfind("log/seg-", 0) == 0 ? damaged.erase(i) : std::next(i);
   damaged[next] = "";
-  auto records_end = damaged[covered].find_last_not_of('\0') + 1;
-  ASSERT_LT(records_end, 934u);
-  damaged[covered][934] = static_cast<char>(damaged[covered][934] ^ 4);
+  auto records_end = attack_test::records_end(damaged[covered]);
+  const auto at = records_end + 40; // in the zero tail
+  ASSERT_GT(damaged[covered].size(), at);
+  damaged[covered][at] = static_cast<char>(damaged[covered][at] ^ 4);
   auto data = dir / "data";
   write_image(data, damaged);
   {

@@ -103,12 +103,16 @@ void put_u32(std::string& s, size_t at, uint32_t v) {
 void fix_frame_crc(std::string& f) {
   if (f.size() < record_header_size)
     return;
-  uint32_t body = 0;
+  uint32_t raw = 0;
   for (int i = 0; i < 4; ++i)
-    body |= uint32_t{static_cast<unsigned char>(f[i])} << (8 * i);
+    raw |= uint32_t{static_cast<unsigned char>(f[i])} << (8 * i);
+  auto body = raw & ~batch_flag;
   if (body > f.size() - record_header_size)
     return;
-  put_u32(f, 4, crc32c(0, f.data() + 8, record_header_size - 8 + body));
+  auto crc = crc32c(0, f.data() + 8, record_header_size - 8 + body);
+  if (raw & batch_flag) // a stamped frame's CRC also covers its size field
+    crc = crc32c(crc, f.data(), 4);
+  put_u32(f, 4, crc);
 }
 
 std::vector<std::string> sample_frames() {
@@ -129,6 +133,14 @@ std::vector<std::string> sample_frames() {
   log_record empty;
   empty.lsn = lsn{2};
   out.push_back(encode_record(empty));
+  // Frames as the log writes them: stamped with their write's first lsn.
+  for (size_t i = 0, n = out.size(); i < n; ++i) {
+    auto stamped = out[i];
+    stamp_batch(stamped, lsn{1});
+    out.push_back(std::move(stamped));
+  }
+  c.batch_first = lsn{5};
+  out.push_back(encode_record(c));
   return out;
 }
 
@@ -150,6 +162,7 @@ void write_file(const fs::path& p, const std::string& bytes) {
 TEST(decoder_fuzz, log_records_decode_or_fail_and_valid_ones_round_trip) {
   mutator m{1};
   auto frames = sample_frames();
+  int stamped = 0; // decoded frames with batch_first
   for (int i = 0; i < 200000; ++i) {
     auto f = m.mutate(frames[m.below(frames.size())]);
     if (m.below(2) == 0)
@@ -160,7 +173,18 @@ TEST(decoder_fuzz, log_records_decode_or_fail_and_valid_ones_round_trip) {
     ASSERT_LE(d.size, f.size()) << "iteration " << i;
     // A frame that decodes is exactly what encoding its record gives.
     ASSERT_EQ(encode_record(d.record), f.substr(0, d.size)) << "iteration " << i;
+    if (d.record.batch_first.value != 0) {
+      ++stamped;
+      ASSERT_LE(d.record.batch_first, d.record.lsn) << "iteration " << i;
+    }
+    // Stamping a decoded frame (again) gives what encoding gives.
+    auto restamped = f.substr(0, d.size);
+    auto r = d.record;
+    r.batch_first = lsn{1};
+    stamp_batch(restamped, r.batch_first);
+    ASSERT_EQ(restamped, encode_record(r)) << "iteration " << i;
   }
+  EXPECT_GT(stamped, 1000); // the mutations reached stamped frames' parser
 }
 
 TEST(decoder_fuzz, checkpoint_images_load_or_fail) {

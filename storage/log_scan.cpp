@@ -23,7 +23,7 @@ uint64_t le(std::string_view bytes, size_t at, size_t n) {
 /// name and name + size / 25 (a frame is at least 25 bytes).
 size_t resync(std::string_view bytes, size_t from, uint64_t after, uint64_t upper) {
   for (size_t q = from; q + record_header_size <= bytes.size(); ++q) {
-    auto body = le(bytes, q, 4);
+    auto body = le(bytes, q, 4) & ~uint64_t{batch_flag};
     if (body == 0 || body > bytes.size() - q - record_header_size)
       continue;
     auto l = le(bytes, q + 8, 8);
@@ -57,6 +57,11 @@ result<void> scan_segments(log_scan& out, const log_scan_options& opts,
   uint64_t prev = 0;
   std::vector<size_t> open; // damage not followed by a valid record (yet)
   log_position last_good;   // just after the last valid record before `fatal`
+  // Valid records after open damage that belong to the write holding the
+  // next needed record (a torn last write): cut with the damage, unless a
+  // record of a later write turns up (then they are dropped by a repair).
+  uint64_t torn_records = 0, torn_bytes = 0;
+  lsn torn_first, torn_last;
 
   auto refuse = [&](const std::string& why) {
     out.fatal = true;
@@ -96,6 +101,28 @@ result<void> scan_segments(log_scan& out, const log_scan_options& opts,
         problem = "first record " + to_string(d.record.lsn) + " does not match the name";
       if (problem.empty()) {
         auto l = d.record.lsn.value;
+        auto bf = d.record.batch_first.value;
+        if (!open.empty() && !out.fatal && l > base + 1 && bf != 0 && bf <= expected) {
+          // Damage, then a record written by the same write() as the next
+          // needed record: that write was never synced (the log writes the
+          // next one only after this one's sync), so nothing in it was
+          // acknowledged: a torn last write, cut with the damage if nothing
+          // of a later write follows.
+          if (torn_records++ == 0)
+            torn_first = d.record.lsn;
+          torn_last = d.record.lsn;
+          torn_bytes += d.size;
+          if (seg.records++ == 0)
+            seg.first = d.record.lsn;
+          seg.last = d.record.lsn;
+          if (out.records++ == 0)
+            out.first = d.record.lsn;
+          out.last = d.record.lsn;
+          prev = l;
+          have_prev = true;
+          pos += d.size;
+          continue;
+        }
         // Damage before this record: harmless if it can only have held
         // covered records.
         for (auto k : open) {
@@ -106,10 +133,19 @@ result<void> scan_segments(log_scan& out, const log_scan_options& opts,
             dmg.what = log_damage::kind::middle;
             if (!out.fatal)
               refuse(dmg.reason + ", followed by valid records (lsn " + std::to_string(l)
-                     + " in " + where(seg, pos) + ")");
+                     + " in " + where(seg, pos)
+                     + (bf != 0 ? ", written after the damaged write was synced)" : ")"));
           }
         }
         open.clear();
+        if (torn_records > 0) {
+          // A later write follows the torn one: its records are dropped too.
+          if (out.drop_records == 0)
+            out.drop_first = torn_first;
+          out.drop_records += torn_records;
+          out.drop_last = torn_last;
+          torn_records = torn_bytes = 0;
+        }
         if (l <= base) {
           if (have_prev && l != prev + 1)
             out.covered_gaps.push_back("lsn " + std::to_string(prev + 1) + ".."
@@ -178,6 +214,13 @@ result<void> scan_segments(log_scan& out, const log_scan_options& opts,
       out.reason = dmg.reason;
     }
     out.bytes_after_end += dmg.bytes;
+  }
+  if (torn_records > 0) {
+    out.torn_write_records = torn_records;
+    out.bytes_after_end += torn_bytes;
+    out.reason += ", then " + std::to_string(torn_records)
+                  + " record(s) of the same unsynced write (lsn " + to_string(torn_first)
+                  + ".." + to_string(torn_last) + ")";
   }
   return outcome::success();
 }

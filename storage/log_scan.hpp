@@ -18,7 +18,14 @@
 //   end of that segment.
 // - Damage with no valid record after it, in its segment or any later one, is
 //   a torn tail: recovery cuts it (and moves the bytes aside).
-// - Damage followed by a valid needed record, or a needed record missing
+// - A torn last write: damage where the next needed lsn is E, followed only
+//   by valid records whose batch_first (log_record.hpp: the first lsn of the
+//   write() that wrote them) is <= E, i.e. records of the same write as E.
+//   The log writes nothing after a write until that write's sync succeeded,
+//   and acknowledges nothing of it before, so none of these records was
+//   acknowledged: this is a torn tail too, cut with those records.
+// - Damage followed by a valid needed record of a later write (or of unknown
+//   write: a frame without batch_first), or a needed record missing
 //   while a later one is present, is corruption in the middle: recovery
 //   refuses to open (`fatal`). `repair` (an operator's explicit decision)
 //   keeps the log up to `keep_end` and moves the rest aside.
@@ -101,6 +108,11 @@ struct log_scan {
   uint64_t bad_offset = 0;
   std::string reason;
   uint64_t bytes_after_end = 0;
+  /// Valid records inside the torn tail: after its first damage, written by
+  /// the same write() as the next needed record (same batch_first), never
+  /// synced, so never acknowledged. Cut with the tail (counted in
+  /// bytes_after_end).
+  uint64_t torn_write_records = 0;
 
   /// Corruption in the middle: recovery refuses. `problem` names the file and
   /// byte offset of the first one.

@@ -430,6 +430,7 @@ result<void> wal::write_batch(std::vector<entry>& batch) {
   std::string buf;
   bool dirty = false;
   uint64_t at = segment_size_; // file offset of buf's first byte
+  lsn batch_first;             // the lsn of buf's first record
   auto flush = [&]() -> result<void> {
     if (buf.empty())
       return outcome::success();
@@ -470,6 +471,12 @@ result<void> wal::write_batch(std::vector<entry>& batch) {
         return o.error();
       at = 0;
     }
+    // A batch is what one write() puts into one segment: its records carry
+    // the lsn of its first one, so that recovery can tell this write, torn
+    // by a crash before its sync, from damage in an earlier, synced one.
+    if (buf.empty())
+      batch_first = e.l;
+    stamp_batch(e.frame, batch_first);
     buf += e.frame;
     segment_size_ += e.frame.size();
   }

@@ -184,7 +184,7 @@ TEST_F(wal_test, the_last_record_cut_at_every_byte_offset_recovers_the_previous_
   write(1, 5, o);
   auto seg = segments().back();
   auto full = fs::file_size(seg);
-  auto last = frame(5).size();
+  auto last = frame(5).size() + batch_trailer_size; // as the log stamps it
   std::string original;
   {
     std::ifstream in{seg, std::ios::binary};
@@ -212,7 +212,7 @@ TEST_F(wal_test, every_bit_flip_in_the_last_record_recovers_the_previous_ones) {
     std::ifstream in{seg, std::ios::binary};
     original.assign(std::istreambuf_iterator<char>{in}, {});
   }
-  auto start = original.size() - frame(5).size();
+  auto start = original.size() - frame(5).size() - batch_trailer_size;
   for (size_t bit = start * 8; bit < original.size() * 8; ++bit) {
     auto bad = original;
     bad[bit / 8] = static_cast<char>(bad[bit / 8] ^ (1 << (bit % 8)));
@@ -283,6 +283,175 @@ TEST_F(wal_test, corruption_before_valid_records_refuses_the_open_until_repaired
   repaired.value().reset();
   wal_recovery again;
   EXPECT_EQ(replay(again), range(1, seen.back() + 1));
+}
+
+namespace {
+
+/// Writes `batches` into a new log, each with one write() and one sync (all
+/// its records queued before the one wait_durable that leads the write).
+void write_batches(const wal_options& o,
+                   const std::vector<std::pair<uint64_t, uint64_t>>& batches) {
+  wal_recovery rep;
+  auto w = wal::open(
+               o, lsn{},
+               [](const log_record&) { return result<void>{outcome::success()}; }, rep)
+               .value();
+  for (auto [from, to] : batches) {
+    for (uint64_t l = from; l <= to; ++l)
+      ASSERT_TRUE(w->append(lsn{l}, frame(l), true));
+    ASSERT_TRUE(w->wait_durable(lsn{to}));
+  }
+  ASSERT_EQ(w->get_stats().syncs, batches.size());
+}
+
+/// Offset and decoded record of each frame of a segment's bytes.
+std::vector<std::pair<size_t, log_record>> frames_of(std::string_view bytes) {
+  std::vector<std::pair<size_t, log_record>> out;
+  size_t pos = 0;
+  for (;;) {
+    auto d = decode_record(bytes.substr(pos));
+    if (d.status != decode_status::ok)
+      return out;
+    out.emplace_back(pos, d.record);
+    pos += d.size;
+  }
+}
+
+} // namespace
+
+// A crash in the middle of a multi-record write: its pages reach the disk in
+// any order, so an early record of the write can be damaged while a later one
+// survives. None of them was acknowledged (the write's sync never finished):
+// a torn tail, cut and kept in lost+found; nothing of an earlier write is lost.
+TEST_F(wal_test, damage_followed_only_by_records_of_the_same_write_is_a_torn_tail) {
+  for (uint64_t prealloc : {uint64_t{0}, uint64_t{4096}}) {
+    for (size_t victim : {0, 2}) { // the write's first record, a middle one
+      SCOPED_TRACE("preallocate " + std::to_string(prealloc) + ", victim "
+                   + std::to_string(victim));
+      fs::remove_all(dir / "log");
+      auto o = options();
+      o.preallocate_bytes = prealloc;
+      // Five writes of one record (synced, acknowledged), then one of five.
+      write_batches(o, {{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}, {6, 10}});
+      auto seg = segments().back();
+      auto original = files::read_file(seg).value();
+      auto frames = frames_of(original);
+      ASSERT_EQ(frames.size(), 10u);
+      for (auto& [at, r] : frames) // the log stamps every frame with its write
+        EXPECT_EQ(r.batch_first.value, r.lsn.value <= 5 ? r.lsn.value : 6u)
+            << r.lsn.value;
+      // The cut starts at the damaged record; records of the write before it
+      // are valid and kept (a torn write's prefix, as for any torn tail).
+      auto start = frames[5 + victim].first;
+      auto bad = original;
+      bad[frames[5 + victim].first + record_header_size + 3] ^= 0x10; // in the body
+      {
+        std::ofstream out{seg, std::ios::binary | std::ios::trunc};
+        out.write(bad.data(), static_cast<std::streamsize>(bad.size()));
+      }
+      // lsn 10, the write's last record, is intact.
+      ASSERT_EQ(decode_record(std::string_view{bad}.substr(frames[9].first)).status,
+                decode_status::ok);
+      auto checked = scan_log(dir.path(), {}, [](const log_record&, std::string_view) {
+                       return result<void>{outcome::success()};
+                     }).value();
+      EXPECT_FALSE(checked.fatal) << checked.problem;
+      EXPECT_TRUE(checked.ends_early);
+      EXPECT_EQ(checked.torn_write_records, 4u - victim);
+      wal_recovery rep;
+      EXPECT_EQ(replay(rep), range(1, 5 + victim)); // every acknowledged record
+      EXPECT_TRUE(rep.tail_cut);
+      EXPECT_TRUE(rep.problem.empty()) << rep.problem;
+      ASSERT_EQ(rep.moved_to.size(), 1u);
+      // The records end here (zeros after them in a preallocated segment).
+      auto used = frames[9].first + encode_record(frames[9].second).size();
+      EXPECT_EQ(files::read_file(rep.moved_to[0]).value(),
+                bad.substr(start, used - start));
+      EXPECT_EQ(rep.cut_bytes, used - start);
+      EXPECT_EQ(fs::file_size(seg), start);
+      // Reopening finds nothing more to cut.
+      wal_recovery again;
+      EXPECT_EQ(replay(again), range(1, 5 + victim));
+      EXPECT_FALSE(again.tail_cut);
+    }
+  }
+}
+
+// The counterpart: a record of a later write after the damage proves the
+// damaged write was synced (the log starts a write only after the previous
+// one's sync): corruption of acknowledged data, refused, nothing changed.
+TEST_F(wal_test, damage_followed_by_a_record_of_a_later_write_refuses_the_open) {
+  for (uint64_t prealloc : {uint64_t{0}, uint64_t{4096}}) {
+    SCOPED_TRACE("preallocate " + std::to_string(prealloc));
+    fs::remove_all(dir / "log");
+    auto o = options();
+    o.preallocate_bytes = prealloc;
+    write_batches(o, {{1, 5}, {6, 10}, {11, 11}});
+    auto seg = segments().back();
+    auto original = files::read_file(seg).value();
+    auto frames = frames_of(original);
+    ASSERT_EQ(frames.size(), 11u);
+    auto bad = original;
+    bad[frames[5].first + record_header_size + 3] ^= 0x10; // lsn 6, first of its write
+    {
+      std::ofstream out{seg, std::ios::binary | std::ios::trunc};
+      out.write(bad.data(), static_cast<std::streamsize>(bad.size()));
+    }
+    auto before = contents();
+    wal_recovery rep;
+    auto w = wal::open(
+        options(), lsn{},
+        [](const log_record&) { return result<void>{outcome::success()}; }, rep);
+    ASSERT_FALSE(w);
+    EXPECT_EQ(code(w.error()), errc::corrupt_data);
+    EXPECT_NE(rep.problem.find(seg.filename().string() + " at byte "
+                               + std::to_string(frames[5].first)),
+              std::string::npos)
+        << rep.problem;
+    EXPECT_NE(rep.problem.find("lsn 11"), std::string::npos) << rep.problem;
+    EXPECT_EQ(contents(), before);
+    // A repair drops the rest of the damaged write and the later one.
+    auto r = options();
+    r.repair = true;
+    wal_recovery fixed;
+    std::vector<uint64_t> seen;
+    ASSERT_TRUE(wal::open(
+        r, lsn{},
+        [&](const log_record& rec) -> result<void> {
+          seen.push_back(rec.lsn.value);
+          return outcome::success();
+        },
+        fixed));
+    EXPECT_EQ(seen, range(1, 5));
+    EXPECT_EQ(fixed.dropped_records, 5u); // 7..10 and 11
+    EXPECT_EQ(fixed.dropped_first, lsn{7});
+    EXPECT_EQ(fixed.dropped_last, lsn{11});
+  }
+}
+
+// Frames without batch_first (a log written before the log stamped them):
+// read as before, and damage followed by any valid record is refused.
+TEST_F(wal_test, unstamped_frames_are_read_and_damage_before_them_refuses) {
+  fs::create_directories(dir / "log");
+  std::string bytes;
+  std::vector<size_t> at;
+  for (uint64_t l = 1; l <= 5; ++l) {
+    at.push_back(bytes.size());
+    bytes += frame(l);
+  }
+  auto seg = dir / "log" / files::lsn_name("seg-", lsn{1}, ".wal");
+  ASSERT_TRUE(files::write_file_synced(seg, bytes, files::default_sync()));
+  wal_recovery rep;
+  EXPECT_EQ(replay(rep), range(1, 5));
+  EXPECT_FALSE(rep.tail_cut);
+  bytes[at[1] + record_header_size + 3] ^= 0x10;
+  ASSERT_TRUE(files::write_file_synced(seg, bytes, files::default_sync()));
+  wal_recovery refused;
+  auto w = wal::open(
+      options(), lsn{},
+      [](const log_record&) { return result<void>{outcome::success()}; }, refused);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(code(w.error()), errc::corrupt_data);
 }
 
 TEST_F(wal_test, a_preallocated_segment_ends_cleanly_at_its_zeros) {

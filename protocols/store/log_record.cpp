@@ -5,15 +5,46 @@
 
 namespace conclave::store {
 
+namespace {
+
+uint32_t get_u32(std::string_view in, size_t at) {
+  uint32_t x = 0;
+  for (size_t i = 0; i < 4; ++i)
+    x |= uint32_t{static_cast<unsigned char>(in[at + i])} << (8 * i);
+  return x;
+}
+
+void put_u32(std::string& out, size_t at, uint32_t x) {
+  for (size_t i = 0; i < 4; ++i)
+    out[at + i] = static_cast<char>((x >> (8 * i)) & 0xFF);
+}
+
+/// Appends the batch trailer to a frame without one: sets the flag and the
+/// new size, continues the CRC over the trailer and the size field.
+void add_trailer(std::string& frame, lsn first) {
+  auto crc = get_u32(frame, 4);
+  auto body = get_u32(frame, 0);
+  std::string trailer;
+  byte_writer{trailer}.u64(first.value);
+  frame += trailer;
+  put_u32(frame, 0, static_cast<uint32_t>(body + batch_trailer_size) | batch_flag);
+  crc = crc32c(crc, trailer.data(), trailer.size());
+  crc = crc32c(crc, frame.data(), 4);
+  put_u32(frame, 4, crc);
+}
+
+} // namespace
+
 uint64_t encoded_body_size(const log_record& r) {
+  uint64_t trailer = r.batch_first.value != 0 ? batch_trailer_size : 0;
   if (r.type == record_type::commit) {
     uint64_t ops = 0;
     for (auto& op : r.ops)
       ops += op_size(op.key.size(), op.value.size());
-    return commit_body_size(ops);
+    return commit_body_size(ops) + trailer;
   }
   return 1 + 4 + 4 + r.created.name.size() + 1 + 4 + r.created.key_type.size() + 4
-         + r.created.value_type.size();
+         + r.created.value_type.size() + trailer;
 }
 
 std::string encode_record(const log_record& r) {
@@ -45,9 +76,25 @@ std::string encode_record(const log_record& r) {
   f.u64(r.term.value);
   frame += body;
   auto crc = crc32c(0, frame.data() + 8, frame.size() - 8);
-  for (int i = 0; i < 4; ++i)
-    frame[4 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  put_u32(frame, 4, crc);
+  if (r.batch_first.value != 0)
+    add_trailer(frame, r.batch_first);
   return frame;
+}
+
+void stamp_batch(std::string& frame, lsn first) {
+  if (frame.size() < record_header_size)
+    return; // not a frame
+  auto raw = get_u32(frame, 0);
+  if (raw & batch_flag) {
+    // Already stamped (say a frame read back from a log): drop the trailer
+    // and recompute the CRC of the plain frame.
+    auto body = (raw & ~batch_flag) - static_cast<uint32_t>(batch_trailer_size);
+    frame.resize(record_header_size + body);
+    put_u32(frame, 0, body);
+    put_u32(frame, 4, crc32c(0, frame.data() + 8, frame.size() - 8));
+  }
+  add_trailer(frame, first);
 }
 
 decoded_record decode_record(std::string_view in) {
@@ -57,13 +104,16 @@ decoded_record decode_record(std::string_view in) {
     return out;
   }
   byte_reader h{in.substr(0, record_header_size)};
-  auto body_size = h.u32();
+  auto raw_size = h.u32();
   auto crc = h.u32();
   out.record.lsn = lsn{h.u64()};
   out.record.term = term{h.u64()};
+  const bool stamped = (raw_size & batch_flag) != 0;
+  const uint32_t body_size = raw_size & ~batch_flag;
+  const uint32_t trailer = stamped ? static_cast<uint32_t>(batch_trailer_size) : 0;
   // An empty body is never valid (it holds at least the type byte): refusing
   // it here keeps zero-filled space cheap to recognise.
-  if (body_size == 0 || body_size > max_record_body) {
+  if (body_size <= trailer || body_size - trailer > max_record_body) {
     out.status = decode_status::corrupt;
     return out;
   }
@@ -71,11 +121,23 @@ decoded_record decode_record(std::string_view in) {
     out.status = decode_status::incomplete;
     return out;
   }
-  if (crc32c(0, in.data() + 8, record_header_size - 8 + body_size) != crc) {
+  auto computed = crc32c(0, in.data() + 8, record_header_size - 8 + body_size);
+  if (stamped)
+    computed = crc32c(computed, in.data(), 4);
+  if (computed != crc) {
     out.status = decode_status::corrupt;
     return out;
   }
-  byte_reader b{in.substr(record_header_size, body_size)};
+  if (stamped) {
+    byte_reader t{in.substr(record_header_size + body_size - trailer, trailer)};
+    out.record.batch_first = lsn{t.u64()};
+    if (out.record.batch_first.value == 0
+        || out.record.batch_first.value > out.record.lsn.value) {
+      out.status = decode_status::corrupt;
+      return out;
+    }
+  }
+  byte_reader b{in.substr(record_header_size, body_size - trailer)};
   auto& r = out.record;
   r.type = static_cast<record_type>(b.u8());
   if (r.type == record_type::commit) {

@@ -82,3 +82,45 @@ TEST(log_record, every_bit_flip_is_detected) {
     EXPECT_NE(d.status, decode_status::ok) << "bit " << bit;
   }
 }
+
+TEST(log_record, a_stamped_frame_carries_its_batch_and_is_what_encoding_gives) {
+  auto plain = encode_record(sample());
+  EXPECT_EQ(decode_record(plain).record.batch_first, lsn{}); // unknown
+  auto stamped = plain;
+  stamp_batch(stamped, lsn{40});
+  EXPECT_EQ(stamped.size(), plain.size() + batch_trailer_size);
+  auto d = decode_record(stamped);
+  ASSERT_EQ(d.status, decode_status::ok);
+  EXPECT_EQ(d.size, stamped.size());
+  EXPECT_EQ(d.record.batch_first, lsn{40});
+  EXPECT_EQ(d.record.ops.size(), 3u);
+  auto r = sample();
+  r.batch_first = lsn{40};
+  EXPECT_EQ(encode_record(r), stamped);
+  EXPECT_EQ(encoded_body_size(r), stamped.size() - record_header_size);
+  // Stamping again replaces the trailer.
+  stamp_batch(stamped, lsn{42});
+  r.batch_first = lsn{42};
+  EXPECT_EQ(stamped, encode_record(r));
+  // A batch that starts after the record, or at 0, is not a valid frame.
+  for (uint64_t bad : {uint64_t{43}, uint64_t{0}}) {
+    auto f = plain;
+    stamp_batch(f, lsn{bad});
+    EXPECT_EQ(decode_record(f).status, decode_status::corrupt) << bad;
+  }
+}
+
+TEST(log_record, every_bit_flip_of_a_stamped_frame_is_detected) {
+  auto frame = encode_record(sample());
+  stamp_batch(frame, lsn{41});
+  for (size_t bit = 0; bit < frame.size() * 8; ++bit) {
+    auto bad = frame;
+    bad[bit / 8] = static_cast<char>(bad[bit / 8] ^ (1 << (bit % 8)));
+    // The flag bit included: the CRC of a stamped frame covers the size field.
+    EXPECT_NE(decode_record(bad).status, decode_status::ok) << "bit " << bit;
+  }
+  for (size_t n = 0; n < frame.size(); ++n)
+    EXPECT_NE(decode_record(std::string_view{frame}.substr(0, n)).status,
+              decode_status::ok)
+        << "cut at " << n;
+}
