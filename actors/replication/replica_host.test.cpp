@@ -204,6 +204,37 @@ TEST_F(replica_host_test, crashed_secondary_loses_its_unsynced_tail_and_catches_
   EXPECT_EQ(rs[0].device->durable_lsn(), status(2).last);
 }
 
+TEST_F(replica_host_test, deposed_primary_drops_its_uncommitted_suffix_from_its_device) {
+  make_primary(2, 1);
+  auto a = put(2, "a", "1");
+  ASSERT_TRUE(advance_until([&] { return a->done; }, 200ms));
+  // Replica 2 is cut off: its next transaction is durable only on itself.
+  set_links(2, false);
+  auto lost = put(2, "lost", "x");
+  advance(50ms);
+  ASSERT_FALSE(lost->done);
+  EXPECT_GT(status(2).durable, a->value->at);
+  make_primary(0, 2);
+  auto b = put(0, "b", "2");
+  ASSERT_TRUE(advance_until([&] { return b->done; }, 200ms));
+  // Healed: the higher term deposes replica 2, whose log is cut back to the
+  // new primary's.
+  set_links(2, true);
+  ASSERT_TRUE(advance_until([&] { return status(2).applied >= b->value->at; }, 500ms));
+  ASSERT_TRUE(lost->done && lost->value);
+  EXPECT_EQ(lost->value->code, errc::primary_changed);
+  EXPECT_EQ(status(2).replica_role, role::secondary);
+  EXPECT_FALSE(read(2, "lost").found);
+  // Its device agrees: a restart recovers the new primary's log, not the suffix.
+  crash(2);
+  spawn(2);
+  auto s = status(2);
+  EXPECT_FALSE(s.failed);
+  EXPECT_EQ(s.promised, (term{2, rs[0].id, 0}));
+  ASSERT_TRUE(advance_until([&] { return read(2, "b").found; }, 500ms));
+  EXPECT_FALSE(read(2, "lost").found);
+}
+
 TEST_F(replica_host_test, transaction_sent_to_a_secondary_is_answered_with_the_primary) {
   make_primary(2, 1);
   auto r = put(0, "a", "1");
