@@ -60,6 +60,7 @@ protected:
     o.device = rs[i].device;
     o.terms = rs[i].terms;
     o.transport = rs[i].transport;
+    o.config = config;
     rs[i].host = track(spawn_replica_host(sys(), o));
     for (auto& r : rs)
       r.transport->set_peer(rs[i].id, rs[i].host);
@@ -115,6 +116,7 @@ protected:
   }
 
   std::vector<replica> rs;
+  replica_config config;
 };
 
 TEST_F(replica_host_test, commit_is_acknowledged_once_a_majority_has_it_durable) {
@@ -233,6 +235,33 @@ TEST_F(replica_host_test, deposed_primary_drops_its_uncommitted_suffix_from_its_
   EXPECT_EQ(s.promised, (term{2, rs[0].id, 0}));
   ASSERT_TRUE(advance_until([&] { return read(2, "b").found; }, 500ms));
   EXPECT_FALSE(read(2, "lost").found);
+}
+
+TEST_F(replica_host_test, a_lagging_secondary_reads_say_how_far_behind_they_are) {
+  // A small window: a secondary whose acknowledgements are lost gets a few
+  // records, and heartbeats announcing the commit lsn of the other majority.
+  config.max_inflight_bytes = 200;
+  config.max_batch_records = 2;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    caf::anon_send_exit(rs[i].host, caf::exit_reason::kill);
+    run();
+    spawn(i);
+  }
+  make_primary(2, 1);
+  rs[0].transport->set_link(rs[2].id, false); // replica 0 -> primary lost
+  std::vector<std::shared_ptr<conclave::testing::reply<txn_result>>> acks;
+  for (int i = 0; i < 10; ++i)
+    acks.push_back(put(2, "k" + std::to_string(i), std::string(40, 'v')));
+  ASSERT_TRUE(advance_until([&] { return acks.back()->done; }, 500ms));
+  advance(100ms); // heartbeats carry the commit lsn
+  auto lagging = read(0, "k9");
+  EXPECT_FALSE(lagging.found);
+  EXPECT_GT(lagging.behind, 0u);
+  EXPECT_EQ(lagging.applied.value + lagging.behind, status(2).commit.value);
+  EXPECT_EQ(read(1, "k9").value, std::string(40, 'v'));
+  rs[0].transport->set_link(rs[2].id, true);
+  ASSERT_TRUE(advance_until([&] { return read(0, "k9").found; }, 500ms));
+  EXPECT_EQ(read(0, "k9").behind, 0u);
 }
 
 TEST_F(replica_host_test, transaction_sent_to_a_secondary_is_answered_with_the_primary) {
