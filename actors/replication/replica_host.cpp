@@ -44,6 +44,7 @@ struct host_state {
   std::map<uint64_t, caf::typed_response_promise<txn_result>> waiting;
   uint64_t timer_generation = 0;
   std::optional<timestamp> timer_at;
+  uint32_t applied_since_gc = 0;
   uint64_t unknown_messages = 0;
   uint64_t bad_payloads = 0;
   uint64_t snapshots_unsupported = 0;
@@ -114,6 +115,11 @@ void apply_entry(host_state& st, const entry& e) {
   }
   if (!st.store->commit(txn))
     ++st.bad_payloads;
+  // Nothing but the host's own reads holds a snapshot: old versions can go.
+  if (++st.applied_since_gc >= 1024) {
+    st.applied_since_gc = 0;
+    st.store->collect_garbage();
+  }
 }
 
 void arm_timer(host_impl self) {
@@ -231,15 +237,11 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
   st.appended = lsn{rec.entries.size()};
   st.core = std::make_unique<replica_core>(st.opts.self, st.opts.members, st.opts.config,
                                            std::move(rec));
-  // What was recovered is durable.
-  st.core->log_durable(st.appended, now_of(self));
-  st.core->effects().clear();
-  st.core->outbox().clear();
-  self->set_default_handler(
-      [self](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> {
-        ++self->state.unknown_messages;
-        return caf::message{};
-      });
+  self->set_default_handler([self](caf::scheduled_actor* ptr,
+                                   caf::message_view& x) -> caf::result<caf::message> {
+    ++self->state.unknown_messages;
+    return caf::drop(ptr, x); // a request gets unexpected_message
+  });
   self->set_down_handler([](const caf::down_msg&) {});
   return {
       peer_handler<sync_request>(self),

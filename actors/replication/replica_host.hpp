@@ -84,7 +84,8 @@ public:
 
 /// Sends to peer actors in the same actor system (or remote handles). Links
 /// can be cut (a partition in tests): what is sent over a cut link is lost
-/// and counted.
+/// and counted. Not thread-safe: change peers and links before the hosts run
+/// or, under CAF's test coordinator, between scheduler steps.
 class actor_transport final : public replica_transport {
 public:
   void set_peer(node_id id, caf::actor handle) { peers_[id] = std::move(handle); }
