@@ -9,9 +9,10 @@
 
 namespace conclave::type_id_offset {
 
-constexpr caf::type_id_t election = caf::first_custom_type_id;       // 200
-constexpr caf::type_id_t store = caf::first_custom_type_id + 100;    // 300
-constexpr caf::type_id_t node = caf::first_custom_type_id + 200;     // 400
-constexpr caf::type_id_t workflow = caf::first_custom_type_id + 300; // 500
+constexpr caf::type_id_t election = caf::first_custom_type_id;          // 200
+constexpr caf::type_id_t store = caf::first_custom_type_id + 100;       // 300
+constexpr caf::type_id_t node = caf::first_custom_type_id + 200;        // 400
+constexpr caf::type_id_t workflow = caf::first_custom_type_id + 300;    // 500
+constexpr caf::type_id_t replication = caf::first_custom_type_id + 400; // 600
 
 } // namespace conclave::type_id_offset

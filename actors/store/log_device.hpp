@@ -35,6 +35,15 @@ public:
   /// Makes everything appended so far durable; `done` gets the durable lsn.
   virtual void sync(sync_callback done) = 0;
 
+  /// Removes every record after `at` (not below the checkpoint's lsn), durably
+  /// once it returns; a sync still in flight then reports at most `at`.
+  /// Replication needs it: a secondary drops a suffix that was never
+  /// committed. Devices that cannot do it answer bad_argument.
+  virtual result<void> truncate_after(lsn at) {
+    (void)at;
+    return errc::bad_argument;
+  }
+
   /// Stores a checkpoint image covering every record up to `at` (durable
   /// ones only); records up to `at` may then be dropped.
   virtual result<void> checkpoint(std::string image, lsn at) = 0;

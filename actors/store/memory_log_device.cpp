@@ -38,6 +38,24 @@ void memory_log_device::crash() {
   appended_ = durable_;
 }
 
+result<void> memory_log_device::truncate_after(lsn at) {
+  if (failing_)
+    return errc::io_failure;
+  if (at < checkpoint_lsn_)
+    return errc::bad_argument;
+  while (!frames_.empty() && frames_.back().first > at)
+    frames_.pop_back();
+  if (appended_ > at)
+    appended_ = at;
+  if (durable_ > at)
+    durable_ = at;
+  // A held sync must not report the records that later replace these.
+  for (auto& h : held_)
+    if (h.first > at)
+      h.first = at;
+  return outcome::success();
+}
+
 result<void> memory_log_device::checkpoint(std::string image, lsn at) {
   if (failing_)
     return errc::io_failure;

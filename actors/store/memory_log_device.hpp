@@ -22,6 +22,7 @@ public:
 
   result<void> append(const log_record& r) override;
   void sync(sync_callback done) override;
+  result<void> truncate_after(lsn at) override;
   result<void> checkpoint(std::string image, lsn at) override;
   result<recovered> recover() override;
 

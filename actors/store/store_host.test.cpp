@@ -243,3 +243,34 @@ TEST_F(store_host_test, bad_requests_get_typed_errors) {
   EXPECT_TRUE(c->error);
   EXPECT_EQ(to_errc(o->error), errc::wrong_type);
 }
+
+// truncate_after (used by the replica host): drops the records after the
+// point, lowers the durable lsn, and a sync held across it reports no more
+// than the point, so re-appended records are not taken for durable.
+TEST(memory_log_device, truncate_after_drops_the_suffix_and_clamps_held_syncs) {
+  memory_log_device d;
+  auto rec = [](uint64_t l) {
+    log_record r;
+    r.lsn = lsn{l};
+    r.txn = txn_id{l};
+    return r;
+  };
+  for (uint64_t l = 1; l <= 3; ++l)
+    ASSERT_TRUE(d.append(rec(l)));
+  d.sync([](result<lsn>) {});
+  ASSERT_EQ(d.durable_lsn(), lsn{3});
+  d.set_auto_sync(false);
+  ASSERT_TRUE(d.append(rec(4)));
+  lsn reported;
+  d.sync([&](result<lsn> r) { reported = r.value(); });
+  ASSERT_TRUE(d.truncate_after(lsn{2}));
+  EXPECT_EQ(d.durable_lsn(), lsn{2});
+  EXPECT_EQ(d.record_count(), 2u);
+  ASSERT_TRUE(d.append(rec(3)));
+  d.release_syncs();
+  EXPECT_EQ(reported, lsn{2});
+  d.crash();
+  auto r = d.recover();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.value().records.size(), 2u);
+}

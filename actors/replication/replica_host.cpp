@@ -1,0 +1,370 @@
+#include "actors/replication/replica_host.hpp"
+
+#include "actors/replication/record_codec.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <limits>
+
+namespace conclave::replication {
+
+store::result<void> memory_term_file::save(const term& t) {
+  t_ = t;
+  ++saves_;
+  return store::outcome::success();
+}
+
+void actor_transport::deliver(node_id to, const message& m) {
+  auto p = peers_.find(to);
+  auto d = down_.find(to);
+  if (p == peers_.end() || !p->second || (d != down_.end() && d->second)) {
+    ++lost_;
+    return;
+  }
+  std::visit([&](const auto& x) { caf::anon_send(p->second, x); }, m);
+}
+
+namespace {
+
+struct host_state {
+  replica_host_options opts;
+  std::unique_ptr<replica_core> core;
+  std::unique_ptr<store::store_core> store;
+  /// Replication lsn applied to `store`.
+  lsn applied;
+  /// Last lsn appended to the device (lowered by truncations).
+  lsn appended;
+  bool sync_in_flight = false;
+  bool flush_pending = false;
+  uint64_t next_txn = 1;
+  std::map<uint64_t, caf::typed_response_promise<txn_result>> waiting;
+  uint64_t timer_generation = 0;
+  std::optional<timestamp> timer_at;
+  uint32_t applied_since_gc = 0;
+  uint64_t unknown_messages = 0;
+  uint64_t bad_payloads = 0;
+  uint64_t snapshots_unsupported = 0;
+  bool failed = false;
+  static inline const char* name = "conclave.replica_host";
+};
+
+using host_impl = caf::stateful_actor<host_state>*;
+
+timestamp now_of(host_impl self) {
+  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
+}
+
+/// The device or term file failed: answer every waiting client and accept
+/// nothing more (a replica that cannot keep its promises must not answer).
+void fail(host_impl self) {
+  auto& st = self->state;
+  if (st.failed)
+    return;
+  st.failed = true;
+  for (auto& [id, rp] : st.waiting)
+    rp.deliver(txn_result{errc::primary_changed, lsn{}, no_node});
+  st.waiting.clear();
+}
+
+void request_sync(host_impl self) {
+  auto& st = self->state;
+  if (st.sync_in_flight || st.failed || st.appended <= st.core->durable_lsn())
+    return;
+  st.sync_in_flight = true;
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.opts.device->sync([me](store::result<lsn> r) {
+    if (r)
+      caf::anon_send(me, replication_atoms::synced_atom_v, true, r.value().value);
+    else
+      caf::anon_send(me, replication_atoms::synced_atom_v, false, uint64_t{0});
+  });
+}
+
+/// Applies one committed transaction record to the store core. Every replica
+/// applies the same records in the same order, so an op the store refuses
+/// (a name or value over its limits) is refused everywhere; it is counted.
+void apply_entry(host_state& st, const entry& e) {
+  if (e.kind != entry_kind::transaction)
+    return;
+  auto ops = decode_payload(e.payload);
+  if (!ops) {
+    ++st.bad_payloads;
+    return;
+  }
+  auto txn = st.store->begin();
+  for (auto& op : *ops) {
+    auto c = st.store->ensure_collection(
+        op.collection, store::collection_kind::dictionary, "bytes", "bytes");
+    if (!c) {
+      ++st.bad_payloads;
+      continue;
+    }
+    store::op_request req;
+    req.txn = txn;
+    req.op = op.remove ? store::operation::try_remove : store::operation::add_or_update;
+    req.collection = op.collection;
+    req.key = op.key;
+    req.value = op.value;
+    auto r = st.store->execute(req, timestamp::max());
+    if (!r || r.value().waiting)
+      ++st.bad_payloads;
+  }
+  if (!st.store->commit(txn))
+    ++st.bad_payloads;
+  // Nothing but the host's own reads holds a snapshot: old versions can go.
+  if (++st.applied_since_gc >= 1024) {
+    st.applied_since_gc = 0;
+    st.store->collect_garbage();
+  }
+}
+
+void arm_timer(host_impl self) {
+  auto& st = self->state;
+  auto next = st.core->next_deadline();
+  if (!next || (st.timer_at && *st.timer_at <= *next))
+    return;
+  st.timer_at = next;
+  auto gen = ++st.timer_generation;
+  auto delay = *next - now_of(self);
+  if (delay < timestamp::zero())
+    delay = timestamp::zero();
+  self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(delay),
+                     replication_atoms::timer_atom_v, gen);
+}
+
+/// Executes the core's effects in order, then sends its outbox, then arms the
+/// timer (the host contract).
+void process(host_impl self) {
+  auto& st = self->state;
+  auto effects = std::move(st.core->effects());
+  st.core->effects().clear();
+  for (auto& eff : effects) {
+    if (st.failed)
+      break;
+    std::visit(
+        [&](auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, persist_term>) {
+            if (!st.opts.terms->save(x.t))
+              fail(self);
+          } else if constexpr (std::is_same_v<T, append_records>) {
+            for (auto& e : x.entries) {
+              if (!st.opts.device->append(to_log_record(e))) {
+                fail(self);
+                return;
+              }
+              st.appended = e.at;
+            }
+          } else if constexpr (std::is_same_v<T, truncate_after>) {
+            if (!st.opts.device->truncate_after(x.after)) {
+              fail(self);
+              return;
+            }
+            if (st.appended > x.after)
+              st.appended = x.after;
+          } else if constexpr (std::is_same_v<T, apply_through>) {
+            auto& log = st.core->log();
+            while (st.applied < x.through) {
+              lsn next{st.applied.value + 1};
+              if (next > log.base())
+                apply_entry(st, log.at(next));
+              st.applied = next;
+            }
+          } else if constexpr (std::is_same_v<T, commit_acked>) {
+            if (auto w = st.waiting.find(x.txn.value); w != st.waiting.end()) {
+              w->second.deliver(txn_result{errc::ok, x.at, self->state.opts.self});
+              st.waiting.erase(w);
+            }
+          } else if constexpr (std::is_same_v<T, txn_failed>) {
+            if (auto w = st.waiting.find(x.txn.value); w != st.waiting.end()) {
+              w->second.deliver(txn_result{x.reason, lsn{}, x.primary_hint});
+              st.waiting.erase(w);
+            }
+          } else if constexpr (std::is_same_v<T, send_snapshot>) {
+            ++st.snapshots_unsupported;
+          } else {
+            static_assert(std::is_same_v<T, sync_finished>);
+          }
+        },
+        eff);
+  }
+  if (st.failed) {
+    st.core->outbox().clear();
+    return;
+  }
+  auto out = std::move(st.core->outbox());
+  st.core->outbox().clear();
+  for (auto& o : out)
+    st.opts.transport->deliver(o.to, o.msg);
+  request_sync(self);
+  arm_timer(self);
+}
+
+template <class Msg>
+auto peer_handler(host_impl self) {
+  return [self](Msg& m) {
+    if (self->state.failed)
+      return;
+    self->state.core->handle(message{std::move(m)}, now_of(self));
+    process(self);
+  };
+}
+
+caf::behavior make_host(host_impl self, replica_host_options opts) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.store = std::make_unique<store::store_core>(st.opts.limits);
+  recovered_state rec;
+  rec.promised = st.opts.terms->load();
+  auto dev = st.opts.device->recover();
+  if (!dev || !dev.value().checkpoint.empty()) {
+    st.failed = true;
+  } else {
+    for (auto& r : dev.value().records) {
+      auto e = from_log_record(r);
+      if (!e || e->at.value != rec.entries.size() + 1) {
+        st.failed = true;
+        rec.entries.clear();
+        break;
+      }
+      rec.entries.push_back(std::move(*e));
+    }
+  }
+  st.appended = lsn{rec.entries.size()};
+  st.core = std::make_unique<replica_core>(st.opts.self, st.opts.members, st.opts.config,
+                                           std::move(rec));
+  self->set_default_handler([self](caf::scheduled_actor* ptr,
+                                   caf::message_view& x) -> caf::result<caf::message> {
+    ++self->state.unknown_messages;
+    return caf::drop(ptr, x); // a request gets unexpected_message
+  });
+  self->set_down_handler([](const caf::down_msg&) {});
+  return {
+      peer_handler<sync_request>(self),
+      peer_handler<sync_reply>(self),
+      peer_handler<fetch_request>(self),
+      peer_handler<fetch_reply>(self),
+      peer_handler<append>(self),
+      peer_handler<append_reply>(self),
+      peer_handler<stale_term>(self),
+      [self](const become_primary_msg& m) {
+        if (self->state.failed)
+          return false;
+        auto ok = self->state.core->become_primary(m.t, now_of(self));
+        process(self);
+        return ok;
+      },
+      [self](const leader_is_msg& m) {
+        auto& st = self->state;
+        if (st.failed || st.core->current_role() == role::secondary
+            || m.t.leader == st.opts.self)
+          return false;
+        st.core->step_down(now_of(self));
+        process(self);
+        return true;
+      },
+      [self](txn_request& req) -> caf::result<txn_result> {
+        auto& st = self->state;
+        if (st.failed)
+          return txn_result{errc::not_primary, lsn{}, no_node};
+        auto ref = txn_ref{st.next_txn++};
+        auto r = st.core->propose(ref, encode_payload(req.ops), req.mode, now_of(self));
+        if (auto e = std::get_if<errc>(&r))
+          return txn_result{*e, lsn{}, st.core->primary_hint()};
+        auto rp = self->make_response_promise<txn_result>();
+        st.waiting.emplace(ref.value, rp);
+        process(self); // a weak commit may be acknowledged already
+        if (!st.flush_pending) {
+          st.flush_pending = true;
+          self->send(self, replication_atoms::flush_atom_v);
+        }
+        return rp;
+      },
+      [self](replication_atoms::flush_atom) {
+        auto& st = self->state;
+        st.flush_pending = false;
+        if (st.failed)
+          return;
+        st.core->flush(now_of(self));
+        process(self);
+      },
+      [self](replication_atoms::synced_atom, bool ok, uint64_t through) {
+        auto& st = self->state;
+        st.sync_in_flight = false;
+        if (st.failed)
+          return;
+        if (!ok) {
+          fail(self);
+          return;
+        }
+        lsn l{std::min(through, st.appended.value)};
+        st.core->log_durable(l, now_of(self));
+        process(self);
+      },
+      [self](replication_atoms::timer_atom, uint64_t gen) {
+        auto& st = self->state;
+        if (gen != st.timer_generation || st.failed)
+          return;
+        st.timer_at.reset();
+        st.core->tick(now_of(self));
+        process(self);
+      },
+      [self](const read_request& req) {
+        auto& st = self->state;
+        read_result out;
+        out.applied = st.applied;
+        out.replica_role = st.core->current_role();
+        out.primary = st.core->primary_hint();
+        if (out.replica_role == role::secondary) {
+          auto known = st.core->known_primary_commit();
+          out.behind = known > st.core->commit_lsn()
+                           ? known.value - st.core->commit_lsn().value
+                           : 0;
+        }
+        auto txn = st.store->begin();
+        store::op_request op;
+        op.txn = txn;
+        op.op = store::operation::try_get;
+        op.collection = req.collection;
+        op.key = req.key;
+        op.mode = store::read_mode::snapshot;
+        if (auto r = st.store->execute(op, timestamp::max()); r) {
+          out.found = r.value().found;
+          out.value = std::move(r.value().value);
+        }
+        (void)st.store->abort(txn);
+        return out;
+      },
+      [self](replication_atoms::status_atom) {
+        auto& st = self->state;
+        replica_status s;
+        s.self = st.opts.self;
+        s.replica_role = st.core->current_role();
+        s.promised = st.core->promised();
+        s.serving = st.core->serving();
+        s.commit = st.core->commit_lsn();
+        s.durable = st.core->durable_lsn();
+        s.last = st.core->log().last();
+        s.applied = st.applied;
+        auto& d = st.core->stats().dropped;
+        s.dropped.assign(d.begin(), d.end());
+        s.unknown_messages = st.unknown_messages;
+        s.bad_payloads = st.bad_payloads;
+        s.snapshots_unsupported = st.snapshots_unsupported;
+        s.failed = st.failed;
+        return s;
+      },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_replica_host(caf::actor_system& sys, replica_host_options opts) {
+  return sys.spawn(make_host, std::move(opts));
+}
+
+} // namespace conclave::replication

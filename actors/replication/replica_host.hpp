@@ -1,0 +1,117 @@
+// replica_host: one member of a replica set as a thread-free actor. It owns a
+// replica_core (protocols/replication), writes the replicated log to a store
+// log_device, keeps its promised term in a term_file, sends the core's
+// messages through a replica_transport, and applies committed records to a
+// store_core (protocols/store) that clients read.
+//
+// Why a store_core and not a store_host: store_host is itself an actor with its
+// own log device that logs and replays every commit. Under replication the log
+// is the replicated one, and a record may be applied only once the core says it
+// is committed; putting a store_host behind the replica host would make two
+// hosts, two logs and two recoveries of one store. The replica host is the
+// store's one host for a replicated store.
+//
+// Host contract (docs/replication.md): after every input it executes the
+// core's effects in order (persist_term in the term file before anything is
+// sent, append_records and truncate_after on the device, apply_through on the
+// store core, commit_acked / txn_failed answer the client), then sends the
+// outbox, then arms one timer (delayed_send, tagged with a generation) for
+// the core's next deadline on the actor clock, virtual under CAF's test
+// coordinator. Appended records are synced with one sync in flight at a
+// time (group commit); the completion arrives as a message and becomes
+// log_durable. Proposals are flushed by a message the host sends itself, so
+// proposals already in the mailbox share one append.
+//
+// Messages (untyped actor; types in type_ids.hpp):
+//   sync_request ... stale_term        from peers, fed to the core
+//   become_primary_msg{t}   -> bool    start the sync phase as leader of t
+//   leader_is_msg{t}        -> bool    step down if leading and t.leader is
+//                                      another node (true if it stepped down)
+//   txn_request             -> txn_result (strong: after majority durable;
+//                                      weak: after durable here; a secondary
+//                                      answers not_primary with the primary)
+//   read_request            -> read_result (snapshot read of applied state)
+//   status_atom             -> replica_status
+// Messages of any other type are dropped and counted (unknown_messages).
+//
+// Not carried out: send_snapshot (checkpoint streaming) is counted in
+// replica_status::snapshots_unsupported; a device holding a checkpoint is
+// refused at start (failed).
+#pragma once
+
+#include "actors/replication/type_ids.hpp"
+#include "actors/store/log_device.hpp"
+#include "protocols/replication/replica_core.hpp"
+#include "protocols/store/store_core.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace conclave::replication {
+
+/// Where a replica keeps its promised term durably.
+class term_file {
+public:
+  virtual ~term_file() = default;
+  /// Durable when it returns successfully.
+  virtual store::result<void> save(const term& t) = 0;
+  virtual term load() const = 0;
+};
+
+/// A term file in memory (tests): every save is durable at once and survives
+/// a host's restart as long as the object lives.
+class memory_term_file final : public term_file {
+public:
+  store::result<void> save(const term& t) override;
+  term load() const override { return t_; }
+  uint64_t saves() const { return saves_; }
+
+private:
+  term t_;
+  uint64_t saves_ = 0;
+};
+
+/// How a host reaches its peers. The node will plug its peer links in here.
+class replica_transport {
+public:
+  virtual ~replica_transport() = default;
+  virtual void deliver(node_id to, const message& m) = 0;
+};
+
+/// Sends to peer actors in the same actor system (or remote handles). Links
+/// can be cut (a partition in tests): what is sent over a cut link is lost
+/// and counted. Not thread-safe: change peers and links before the hosts run
+/// or, under CAF's test coordinator, between scheduler steps.
+class actor_transport final : public replica_transport {
+public:
+  void set_peer(node_id id, caf::actor handle) { peers_[id] = std::move(handle); }
+  void set_link(node_id id, bool up) { down_[id] = !up; }
+  void deliver(node_id to, const message& m) override;
+  /// Messages lost: no handle for the peer, or its link cut.
+  uint64_t lost() const { return lost_; }
+
+private:
+  std::map<node_id, caf::actor> peers_;
+  std::map<node_id, bool> down_;
+  uint64_t lost_ = 0;
+};
+
+struct replica_host_options {
+  node_id self;
+  /// Every member, self included.
+  std::vector<node_id> members;
+  replica_config config;
+  std::shared_ptr<store::log_device> device;
+  std::shared_ptr<term_file> terms;
+  std::shared_ptr<replica_transport> transport;
+  store::core_limits limits;
+};
+
+/// Spawns a host after recovering its term file and device.
+caf::actor spawn_replica_host(caf::actor_system& sys, replica_host_options opts);
+
+} // namespace conclave::replication
