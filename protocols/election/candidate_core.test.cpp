@@ -542,6 +542,7 @@ TEST(pre_vote, a_pre_voting_candidate_follows_a_leader_it_hears_again) {
   EXPECT_FALSE(c->pre_voting());
   EXPECT_EQ(c->leader(), id(3));
   EXPECT_EQ(c->current_term().epoch, 4u);
+}
 
 TEST(candidate_core, an_epoch_below_the_leaders_changes_nothing_one_at_or_above_it_does) {
   // Plain calls on one core (a group of one leads itself at once).
