@@ -102,12 +102,16 @@ result<void> scan_segments(log_scan& out, const log_scan_options& opts,
       if (problem.empty()) {
         auto l = d.record.lsn.value;
         auto bf = d.record.batch_first.value;
-        if (!open.empty() && !out.fatal && l > base + 1 && bf != 0 && bf <= expected) {
-          // Damage, then a record written by the same write() as the next
-          // needed record: that write was never synced (the log writes the
-          // next one only after this one's sync), so nothing in it was
-          // acknowledged: a torn last write, cut with the damage if nothing
-          // of a later write follows.
+        if (!open.empty() && !out.fatal && l > base + 1 && l > expected && bf != 0
+            && bf <= expected) {
+          // Damage where the next needed record should be, then a record
+          // written by the same write() as that missing record (its write
+          // starts at or before it, and the record comes after it): if no
+          // record of a later write follows, that write is the last one, torn
+          // by a crash before its sync, and nothing in it was acknowledged
+          // (the log writes nothing after a write until its sync succeeded).
+          // Cut with the damage. (The needed record itself after damage,
+          // l == expected, proves the damage lies in an earlier write.)
           if (torn_records++ == 0)
             torn_first = d.record.lsn;
           torn_last = d.record.lsn;

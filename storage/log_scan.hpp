@@ -18,9 +18,10 @@
 //   end of that segment.
 // - Damage with no valid record after it, in its segment or any later one, is
 //   a torn tail: recovery cuts it (and moves the bytes aside).
-// - A torn last write: damage where the next needed lsn is E, followed only
-//   by valid records whose batch_first (log_record.hpp: the first lsn of the
-//   write() that wrote them) is <= E, i.e. records of the same write as E.
+// - A torn last write: damage where the next needed lsn is E (E itself not
+//   found), followed only by valid records with lsn > E whose batch_first
+//   (log_record.hpp: the first lsn of the write() that wrote them) is <= E,
+//   i.e. records of the same write as E.
 //   The log writes nothing after a write until that write's sync succeeded,
 //   and acknowledges nothing of it before, so none of these records was
 //   acknowledged: this is a torn tail too, cut with those records.

@@ -472,11 +472,13 @@ TEST_F(wal_test, zeros_inside_the_last_record_are_a_torn_tail) {
   o.preallocate_bytes = 4096;
   write(1, 5, o);
   auto seg = segments().back();
-  auto start = 5 * frame(1).size() - frame(5).size(); // frames are equal in size
+  auto original = files::read_file(seg).value();
+  auto stored = frame(5).size() + batch_trailer_size; // as the log stamps it
+  auto start = 5 * stored - stored;                   // frames are equal in size
   {
     std::fstream f{seg, std::ios::in | std::ios::out | std::ios::binary};
     f.seekp(static_cast<std::streamoff>(start + 30));
-    std::string zeros(frame(5).size() - 30, '\0');
+    std::string zeros(stored - 30, '\0');
     f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
   }
   wal_recovery rep;
@@ -485,7 +487,7 @@ TEST_F(wal_test, zeros_inside_the_last_record_are_a_torn_tail) {
   ASSERT_EQ(rep.moved_to.size(), 1u);
   auto copy = files::read_file(rep.moved_to[0]).value();
   EXPECT_FALSE(copy.empty());
-  EXPECT_EQ(copy, frame(5).substr(0, copy.size()));
+  EXPECT_EQ(copy, original.substr(start, copy.size()));
   EXPECT_EQ(fs::file_size(seg), start);
 }
 
@@ -494,8 +496,8 @@ TEST_F(wal_test, a_partial_record_before_the_zeros_is_a_torn_tail) {
   o.preallocate_bytes = 4096;
   write(1, 5, o);
   auto seg = segments().back();
-  auto end = 5 * frame(1).size();
-  auto half = frame(6).substr(0, frame(6).size() / 2); // a crash mid-write
+  auto end = 5 * (frame(1).size() + batch_trailer_size); // as the log stamps them
+  auto half = frame(6).substr(0, frame(6).size() / 2);   // a crash mid-write
   {
     std::fstream f{seg, std::ios::in | std::ios::out | std::ios::binary};
     f.seekp(static_cast<std::streamoff>(end));
