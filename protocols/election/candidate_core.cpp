@@ -209,11 +209,13 @@ void candidate_core::tick(timestamp now) {
     return;
   if (pre_vote_.active && now >= pre_vote_.deadline) {
     // No majority would take part within election_wait: no election, no new
-    // epoch. Ask again (a round per election_wait), unless a leader's heartbeat
-    // arrives meanwhile. The wait is long enough for round trips the detector
-    // tolerates; replies to an earlier round do not count.
+    // epoch. Ask again, unless a leader's heartbeat arrives meanwhile; each
+    // failed round doubles the next one's window (election_wait, 2x, 4x ...
+    // 64x), so round trips longer than election_wait still complete a round.
+    // Replies to an earlier round do not count.
     pre_vote_.active = false;
     ++stats_.pre_votes_failed;
+    ++pre_vote_failures_;
     if (role_ != role::leader && leader_ == no_node && !in_election())
       leaderless_deadline_ = now;
   }
@@ -386,7 +388,8 @@ void candidate_core::begin_pre_vote(election_reason reason, timestamp now) {
   if (pre_vote_.active)
     return; // one is under way: its replies or its deadline decide
   ++stats_.pre_votes;
-  pre_vote_ = {true, ++pre_vote_round_, 1, now + cfg_.election_wait, reason};
+  auto window = cfg_.election_wait * (int64_t{1} << std::min(pre_vote_failures_, 6u));
+  pre_vote_ = {true, ++pre_vote_round_, 1, now + window, reason};
   auto epoch = std::max(max_epoch_, highest_.epoch);
   for (auto p : peers_)
     if (!is_down(p))
@@ -422,6 +425,7 @@ void candidate_core::on_pre_vote_reply(const pre_vote_reply_msg& m, timestamp no
 
 void candidate_core::open_election(election_reason reason, timestamp now) {
   pre_vote_.active = false;
+  pre_vote_failures_ = 0;
   abstain_until_ = timestamp{0};
   ++stats_.elections_started;
   leaderless_deadline_.reset();

@@ -321,6 +321,10 @@ private:
   timestamp abstain_until_{0};
   pre_vote_state pre_vote_;
   uint64_t pre_vote_round_ = 0;
+  /// Pre-vote rounds that ended without a majority since the last election:
+  /// each doubles the next round's window (up to 64 x election_wait), so
+  /// replies slower than election_wait (long round trips) still make one.
+  unsigned pre_vote_failures_ = 0;
 
   // leader state
   timestamp heartbeat_due_{0};
