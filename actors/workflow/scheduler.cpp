@@ -89,10 +89,9 @@ void send(scheduler_impl self, const dispatch& d, const agent_entry& a) {
   auto wait = d.deadline - now_of(self) + st.opts.reply_slack;
   if (wait <= duration::zero())
     wait = st.opts.reply_slack;
-  auto addr = a.handle.address();
   self->request(a.handle, std::chrono::duration_cast<caf::timespan>(wait), d)
       .then([self, d](step_outcome& o) { record(self, d, std::move(o)); },
-            [self, d, addr](caf::error& e) {
+            [self, d](caf::error& e) {
               if (e != caf::sec::request_receiver_down)
                 return; // no reply by the deadline (the agent gave up, or the
                         // message was lost): the supervisor recovers the step
@@ -100,8 +99,9 @@ void send(scheduler_impl self, const dispatch& d, const agent_entry& a) {
               // the claim picked it, possibly before the supervisor's scan of
               // its running steps could see the claim. This attempt is lost:
               // record it as a transient failure now (fenced by the attempt,
-              // so a supervisor that did recover it makes this stale).
-              self->state.dead.insert(addr);
+              // so a supervisor that did recover it makes this stale). The
+              // handle is not marked dead here: it may be a relay whose agent
+              // comes back behind it (the down handler marks real deaths).
               step_outcome o;
               o.ok = false;
               o.kind = failure_kind::transient;
