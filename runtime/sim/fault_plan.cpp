@@ -262,24 +262,34 @@ outcome::result<duration, std::string> parse_duration(std::string_view text) {
   return duration{static_cast<int64_t>(v * scale)};
 }
 
-outcome::result<fault_plan, std::string> parse_fault_spec(std::string_view spec) {
-  fault_plan plan;
+outcome::result<void, std::string> for_each_spec_item(
+    std::string_view spec,
+    const std::function<outcome::result<void, std::string>(std::string_view)>& item) {
   size_t start = 0;
   while (start < spec.size()) {
     auto comma = spec.find(',', start);
-    auto item = spec.substr(start, comma == spec.npos ? spec.npos : comma - start);
-    while (!item.empty() && item.front() == ' ')
-      item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ')
-      item.remove_suffix(1);
-    if (item.empty())
+    auto part = spec.substr(start, comma == spec.npos ? spec.npos : comma - start);
+    while (!part.empty() && part.front() == ' ')
+      part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ')
+      part.remove_suffix(1);
+    if (part.empty())
       return std::string{"empty item in the fault spec (two commas?)"};
-    if (auto r = parse_item(item, plan); !r)
+    if (auto r = item(part); !r)
       return r.error();
     if (comma == spec.npos)
       break;
     start = comma + 1;
   }
+  return outcome::success();
+}
+
+outcome::result<fault_plan, std::string> parse_fault_spec(std::string_view spec) {
+  fault_plan plan;
+  if (auto r = for_each_spec_item(
+          spec, [&](std::string_view item) { return parse_item(item, plan); });
+      !r)
+    return r.error();
   std::stable_sort(plan.faults.begin(), plan.faults.end(),
                    [](const fault& a, const fault& b) { return a.at < b.at; });
   return plan;

@@ -26,6 +26,7 @@
 
 #include <boost/outcome.hpp>
 
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -99,5 +100,10 @@ parse_window(std::string_view text);
 /// "1ms" or "1ms..5ms" → (min, max) message delay, positive.
 outcome::result<std::pair<duration, duration>, std::string>
 parse_delay(std::string_view text);
+/// Splits a spec at commas, trims spaces, refuses empty items and calls
+/// `item` on each in order; the first error ends it.
+outcome::result<void, std::string> for_each_spec_item(
+    std::string_view spec,
+    const std::function<outcome::result<void, std::string>(std::string_view)>& item);
 
 } // namespace conclave::sim

@@ -179,22 +179,10 @@ void sort_by_time(jobs_fault_plan& plan) {
 outcome::result<jobs_fault_plan, std::string>
 parse_jobs_fault_spec(std::string_view spec) {
   jobs_fault_plan plan;
-  size_t start = 0;
-  while (start < spec.size()) {
-    auto comma = spec.find(',', start);
-    auto item = spec.substr(start, comma == spec.npos ? spec.npos : comma - start);
-    while (!item.empty() && item.front() == ' ')
-      item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ')
-      item.remove_suffix(1);
-    if (item.empty())
-      return std::string{"empty item in the fault spec (two commas?)"};
-    if (auto r = parse_item(item, plan); !r)
-      return r.error();
-    if (comma == spec.npos)
-      break;
-    start = comma + 1;
-  }
+  if (auto r = for_each_spec_item(
+          spec, [&](std::string_view item) { return parse_item(item, plan); });
+      !r)
+    return r.error();
   sort_by_time(plan);
   return plan;
 }
