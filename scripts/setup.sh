@@ -16,6 +16,7 @@ packages=(
   gnuplot-nox           # plots of simulation runs
   prometheus            # server for the metrics integration test (tests/process)
   openssl               # `cluster up` makes a throwaway CA and node certificates
+  libssl-dev            # identity proofs between nodes (X509/EVP), TLS handshake counters
 )
 
 missing=()

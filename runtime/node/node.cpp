@@ -9,6 +9,7 @@
 #include "runtime/node/peer_links.hpp"
 #include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
+#include "runtime/node/tls_metrics.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -102,6 +103,7 @@ serve_metrics(const node_config& c, const std::shared_ptr<node_probe>& probe,
     auto exposer = std::make_unique<prometheus::Exposer>(c.metrics->to_string(), 1);
     exposer->RegisterCollectable(probe->registry());
     exposer->RegisterCollectable(live_metrics(probe));
+    exposer->RegisterCollectable(tls_handshake_metrics());
     return exposer;
   } catch (const std::exception& e) {
     std::cerr << "conclave: error: --metrics: cannot listen on " << c.metrics->to_string()

@@ -1,11 +1,24 @@
 #include "runtime/node/tls_error_queue.hpp"
 
+#include <openssl/ssl.h>
+
+#include <atomic>
 #include <dlfcn.h>
 
-// OpenSSL's types stay opaque here: only pointers pass through.
-struct ssl_st;
-
 namespace {
+
+std::atomic<uint64_t> refused_accepting{0};
+std::atomic<uint64_t> refused_dialing{0};
+
+/// Counts a handshake step that failed for good (not one that waits for bytes).
+void count_failure(ssl_st* s, int ret, std::atomic<uint64_t>& counter) {
+  if (ret == 1)
+    return;
+  // SSL_get_error only peeks at the error queue: CAF's own call still sees it.
+  auto e = SSL_get_error(s, ret);
+  if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+    counter.fetch_add(1, std::memory_order_relaxed);
+}
 
 using io_fn = int (*)(ssl_st*, void*, int);
 using wr_fn = int (*)(ssl_st*, const void*, int);
@@ -43,18 +56,27 @@ int SSL_write(ssl_st* s, const void* buf, int num) {
 int SSL_connect(ssl_st* s) {
   static auto real = next<hs_fn>("SSL_connect");
   clear_queue();
-  return real(s);
+  auto ret = real(s);
+  count_failure(s, ret, refused_dialing);
+  return ret;
 }
 
 int SSL_accept(ssl_st* s) {
   static auto real = next<hs_fn>("SSL_accept");
   clear_queue();
-  return real(s);
+  auto ret = real(s);
+  count_failure(s, ret, refused_accepting);
+  return ret;
 }
 
 } // extern "C"
 
 namespace conclave::node {
+
+uint64_t tls_handshakes_refused(tls_side side) {
+  return (side == tls_side::accepting ? refused_accepting : refused_dialing)
+      .load(std::memory_order_relaxed);
+}
 
 bool tls_error_queue_fix_active() {
   return next<io_fn>("SSL_read") != nullptr

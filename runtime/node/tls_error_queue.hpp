@@ -8,9 +8,22 @@
 // so this executable interposes SSL_read, SSL_write, SSL_connect and SSL_accept
 // (defined here, found by the dynamic linker before libssl's) with wrappers
 // that clear the queue and call libssl's own. See docs/node.md.
+//
+// The same wrappers count TLS handshakes that fail (SSL_connect or SSL_accept
+// ending in anything but success or "want read/write"): a peer without a
+// certificate of the CA, another CA's, plaintext or random bytes, a peer that
+// closes mid-handshake. CAF reports none of these to the application.
 #pragma once
 
+#include <cstdint>
+
 namespace conclave::node {
+
+/// Which side of a TLS handshake this process was.
+enum class tls_side { accepting, dialing };
+
+/// Handshakes that failed on `side` since the process started.
+uint64_t tls_handshakes_refused(tls_side side);
 
 /// True if the wrappers are in place (libssl's functions were found); calling
 /// it also keeps the wrappers' object file in the link.

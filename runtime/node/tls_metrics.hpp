@@ -1,0 +1,15 @@
+// conclave_tls_handshakes_refused_total{side}: the TLS handshakes that failed
+// in this process (tls_error_queue.hpp counts them inside CAF's OpenSSL
+// transport), read at scrape time. Names: docs/metrics.md.
+#pragma once
+
+#include <prometheus/collectable.h>
+
+#include <memory>
+
+namespace conclave::node {
+
+/// Register beside the node probe's registry on the /metrics exposer.
+std::shared_ptr<prometheus::Collectable> tls_handshake_metrics();
+
+} // namespace conclave::node
