@@ -12,10 +12,35 @@ namespace {
 struct gate_state {
   static inline const char* name = "conclave.gate";
   std::shared_ptr<peer_links> links;
+  challenge_book challenges; ///< nonces handed out by challenge, redeemed by hello
 };
 
-gate_actor::behavior_type gate_impl(gate_actor::stateful_pointer<gate_state> self,
-                                    std::shared_ptr<peer_links> links) {
+using gate_self = gate_actor::stateful_pointer<gate_state>;
+
+/// Logs and counts a refused handshake; returns the reason for the answer.
+std::string refuse(peer_links& links, std::string_view reason, const std::string& cluster,
+                   uint64_t id) {
+  auto r = std::string{reason};
+  links.probe().message_rejected(r);
+  links.log("refused a handshake from node " + std::to_string(id) + " of cluster '"
+            + cluster + "': " + r);
+  return r;
+}
+
+/// With TLS: the dialer's proof that it is member `id` (peer_identity.hpp).
+identity_refusal check_dialer(gate_self self, uint64_t id, const caf::actor& remote,
+                              const std::string& gate_nonce, identity_proof proof) {
+  auto& links = *self->state.links;
+  auto its_nonce = self->state.challenges.redeem(id, gate_nonce);
+  if (!its_nonce)
+    return identity_refusal::stale_nonce;
+  proof_statement s{
+      proof_role::dialing, links.members().cluster, id, links.members().self, gate_nonce,
+      *its_nonce,          handle_identity(remote)};
+  return links.authenticator()->verifier.verify(proof, s);
+}
+
+gate_actor::behavior_type gate_impl(gate_self self, std::shared_ptr<peer_links> links) {
   self->state.links = std::move(links);
   self->set_down_handler(
       [self](caf::down_msg& dm) { self->state.links->down(dm.source); });
@@ -24,20 +49,42 @@ gate_actor::behavior_type gate_impl(gate_actor::stateful_pointer<gate_state> sel
     return caf::result<caf::message>{caf::sec::unexpected_message};
   });
   return {
+      [self](challenge_atom, const std::string& cluster, uint64_t id,
+             const std::string& its_nonce)
+          -> caf::result<std::string, std::string, std::string, std::string,
+                         std::string> {
+        auto& links = *self->state.links;
+        auto& m = links.members();
+        auto* auth = links.authenticator();
+        auto r = m.admit(cluster, id);
+        if (r != rejection::none)
+          return {refuse(links, to_string(r), cluster, id), "", "", "", ""};
+        if (auth == nullptr || its_nonce.size() != nonce_size)
+          return {refuse(links, to_string(identity_refusal::missing_proof), cluster, id),
+                  "", "", "", ""};
+        auto nonce = self->state.challenges.issue(id, its_nonce);
+        auto candidate = handle_identity(caf::actor_cast<caf::actor>(links.candidate()));
+        auto proof = auth->self.prove(
+            {proof_role::accepting, m.cluster, m.self, id, its_nonce, nonce, candidate});
+        return {std::string{}, nonce, proof.certificate_pem, proof.signature, candidate};
+      },
       [self](hello_atom, const std::string& cluster, uint64_t id,
-             const caf::actor& remote)
+             const caf::actor& remote, const std::string& gate_nonce,
+             const std::string& cert, const std::string& signature)
           -> caf::result<std::string, uint64_t, caf::actor, std::string> {
         auto& links = *self->state.links;
         auto& m = links.members();
         auto r = m.admit(cluster, id);
         if (r == rejection::none && !remote)
           r = rejection::unknown_node;
-        if (r != rejection::none) {
-          auto reason = std::string{to_string(r)};
-          links.probe().message_rejected(reason);
-          links.log("refused a handshake from node " + std::to_string(id)
-                    + " of cluster '" + cluster + "': " + reason);
-          return {m.cluster, m.self, caf::actor{}, reason};
+        if (r != rejection::none)
+          return {m.cluster, m.self, caf::actor{},
+                  refuse(links, to_string(r), cluster, id)};
+        if (links.authenticator() != nullptr) {
+          auto why = check_dialer(self, id, remote, gate_nonce, {cert, signature});
+          if (why != identity_refusal::none)
+            return {m.cluster, m.self, caf::actor{},
+                    refuse(links, to_string(why), cluster, id)};
         }
         self->monitor(remote);
         links.up(id, remote);

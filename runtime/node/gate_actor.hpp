@@ -1,8 +1,13 @@
 // The gate: the one actor a node publishes on its listen port. A dialing member
-// asks it (hello_atom, cluster, id, its candidate) and gets back (cluster, id,
-// candidate of this node, rejection); rejection is empty when admitted. The gate
-// admits only members of the same cluster (membership.hpp), monitors the remote
-// candidate and unlinks it when its connection drops.
+// asks it (hello_atom, cluster, id, its candidate, proof) and gets back
+// (cluster, id, candidate of this node, rejection); rejection is empty when
+// admitted. With TLS the dialer first asks (challenge_atom, cluster, id, its
+// nonce) and gets (rejection, the gate's nonce, the gate's certificate and
+// signature, the identity of the gate's candidate): each side proves which
+// member it is (peer_identity.hpp); the hello then carries the dialer's proof
+// (gate nonce, certificate, signature; all empty in plaintext). The gate admits
+// only members of the same cluster (membership.hpp) that proved their id (with
+// TLS), monitors the remote candidate and unlinks it when its connection drops.
 #pragma once
 
 #include "runtime/node/peer_links.hpp"
@@ -16,9 +21,12 @@
 
 namespace conclave::node {
 
-using gate_actor =
-    caf::typed_actor<caf::replies_to<hello_atom, std::string, uint64_t, caf::actor>::with<
-        std::string, uint64_t, caf::actor, std::string>>;
+using gate_actor = caf::typed_actor<
+    caf::replies_to<challenge_atom, std::string, uint64_t, std::string>::with<
+        std::string, std::string, std::string, std::string, std::string>,
+    caf::replies_to<hello_atom, std::string, uint64_t, caf::actor, std::string,
+                    std::string,
+                    std::string>::with<std::string, uint64_t, caf::actor, std::string>>;
 
 gate_actor spawn_gate(caf::actor_system& sys, std::shared_ptr<peer_links> links);
 

@@ -5,9 +5,10 @@
 // node I meant to reach?". Rejections are dropped and counted
 // (conclave_rejected_messages_total{reason}), never fatal.
 //
-// This is a membership check among honest processes (a misconfigured node, a
-// node of another cluster on a reused port), not authentication: CAF 0.17's wire
-// protocol trusts its peer before this handshake runs (docs/node.md).
+// By itself this is a membership check among honest processes (a misconfigured
+// node, a node of another cluster on a reused port), not authentication: CAF
+// 0.17's wire protocol trusts its peer before this handshake runs. With TLS,
+// each side also proves the id it claims (peer_identity.hpp; docs/node.md).
 #pragma once
 
 #include <cstdint>

@@ -154,6 +154,11 @@ void log_start(const node_config& c, const peer_links& links) {
                          : std::string{}));
   if (c.tls)
     links.log("links use TLS; peers must present a certificate signed by " + c.tls->ca);
+  if (auto* auth = links.authenticator();
+      auth && auth->self.named_member() != c.id.value)
+    links.warn("--tls-cert " + c.tls->cert + " does not name this node (subject CN "
+               "node-" + std::to_string(c.id.value) + "): every peer will refuse "
+               "its identity proof");
   if (c.tls && !tls_error_queue_fix_active())
     links.warn("OpenSSL error-queue fix not active: a failed TLS handshake may drop "
                "healthy links (docs/node.md)");
@@ -236,6 +241,15 @@ int run_node(const node_config& c) {
   auto path = prepare_status_path(c);
   if (!path)
     return 2;
+  std::shared_ptr<const peer_authenticator> auth;
+  if (c.tls) { // before CAF's OpenSSL module reads the files (it aborts on a bad one)
+    auto loaded = peer_authenticator::load(c.tls->ca, c.tls->cert, c.tls->key);
+    if (!loaded) {
+      std::cerr << "conclave: error: " << loaded.error() << '\n';
+      return 2;
+    }
+    auth = std::move(loaded.value());
+  }
   auto status = std::make_shared<status_writer>(*path, initial_status(c));
   auto probe = std::make_shared<node_probe>(c, status);
   probe->set_log(log);
@@ -253,6 +267,7 @@ int run_node(const node_config& c) {
     return 1;
   }
   auto links = make_links(c, probe, log);
+  links->set_authenticator(auth);
   auto candidate = start_candidate_actor(sys, c, links, probe);
   auto gate = spawn_gate(sys, links);
   auto published =

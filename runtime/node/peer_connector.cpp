@@ -48,14 +48,20 @@ void retry(self_ptr self, const std::string& why) {
   self->delayed_send(self, *delay, dial_atom::value, ++st.generation);
 }
 
-void handshake(self_ptr self, const gate_actor& gate) {
+/// The hello: our id and candidate (and, with TLS, our proof for the gate's
+/// nonce); the answer names the gate's member and candidate. With TLS,
+/// `expected_candidate` is the candidate identity the gate's proof signed.
+void hello(self_ptr self, const gate_actor& gate, const std::string& gate_nonce,
+           const identity_proof& proof, const std::string& expected_candidate) {
   auto& st = self->state;
   auto& m = st.links->members();
   self->request(gate, st.opts.step_timeout, hello_atom::value, m.cluster, m.self,
-                caf::actor_cast<caf::actor>(st.links->candidate()))
+                caf::actor_cast<caf::actor>(st.links->candidate()), gate_nonce,
+                proof.certificate_pem, proof.signature)
       .then(
-          [self](const std::string& cluster, uint64_t id, const caf::actor& remote,
-                 const std::string& refused) {
+          [self, expected_candidate](const std::string& cluster, uint64_t id,
+                                     const caf::actor& remote,
+                                     const std::string& refused) {
             auto& st = self->state;
             auto& links = *st.links;
             if (!refused.empty()) {
@@ -71,6 +77,15 @@ void handshake(self_ptr self, const gate_actor& gate) {
                               + cluster + "': " + std::string{to_string(r)});
               return;
             }
+            if (links.authenticator() != nullptr
+                && handle_identity(remote) != expected_candidate) {
+              // Not the candidate the gate's proof signed: a relay swapped it.
+              auto why = to_string(identity_refusal::bad_signature);
+              links.probe().message_rejected(why);
+              retry(self, "answered with a candidate its proof does not cover: "
+                              + std::string{why});
+              return;
+            }
             st.dialing = false;
             st.last_failure.clear();
             st.schedule->reset();
@@ -81,6 +96,52 @@ void handshake(self_ptr self, const gate_actor& gate) {
           [self](caf::error& err) {
             retry(self, "handshake: " + self->system().render(err));
           });
+}
+
+/// With TLS, before the hello: the gate proves it is the member we dialed, for
+/// our fresh nonce, and hands out its own nonce for our proof.
+void challenge(self_ptr self, const gate_actor& gate) {
+  auto& st = self->state;
+  auto& m = st.links->members();
+  auto nonce = make_nonce();
+  self->request(gate, st.opts.step_timeout, challenge_atom::value, m.cluster, m.self,
+                nonce)
+      .then(
+          [self, gate, nonce](const std::string& refused, const std::string& gate_nonce,
+                              const std::string& cert, const std::string& signature,
+                              const std::string& candidate) {
+            auto& st = self->state;
+            auto& links = *st.links;
+            auto& m = links.members();
+            auto& auth = *links.authenticator();
+            if (!refused.empty()) {
+              retry(self, "refused our handshake: " + refused);
+              return;
+            }
+            auto why = auth.verifier.verify(
+                {cert, signature}, {proof_role::accepting, m.cluster, st.opts.peer,
+                                    m.self, nonce, gate_nonce, candidate});
+            if (why != identity_refusal::none) {
+              auto reason = std::string{to_string(why)};
+              links.probe().message_rejected(reason);
+              retry(self, "its identity proof: " + reason);
+              return;
+            }
+            auto mine = handle_identity(caf::actor_cast<caf::actor>(links.candidate()));
+            auto proof = auth.self.prove({proof_role::dialing, m.cluster, m.self,
+                                          st.opts.peer, gate_nonce, nonce, mine});
+            hello(self, gate, gate_nonce, proof, candidate);
+          },
+          [self](caf::error& err) {
+            retry(self, "challenge: " + self->system().render(err));
+          });
+}
+
+void handshake(self_ptr self, const gate_actor& gate) {
+  if (self->state.links->authenticator() == nullptr)
+    hello(self, gate, std::string{}, identity_proof{}, std::string{});
+  else
+    challenge(self, gate);
 }
 
 void dial(self_ptr self) {

@@ -1,8 +1,9 @@
 // A connector dials one member (the lower id of every pair dials, so each pair
 // shares one connection): asynchronous connect through the middleman actor
 // (remote_actor() would block, forever on a frozen peer), a check that the
-// published interface is a conclave gate, the membership handshake, then a
-// monitor on the peer's candidate. Any failure, and any later drop of the
+// published interface is a conclave gate, the membership handshake (with TLS:
+// an identity proof each way first, peer_identity.hpp), then a monitor on the
+// peer's candidate. Any failure, and any later drop of the
 // connection, schedules a new attempt with exponential backoff
 // (initial_backoff .. max_backoff), so a restarted peer is found again.
 #pragma once

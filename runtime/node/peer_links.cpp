@@ -3,6 +3,7 @@
 #include "protocols/election/type_ids.hpp"
 
 #include <caf/actor_cast.hpp>
+#include <caf/node_id.hpp>
 #include <caf/send.hpp>
 
 #include <chrono>
@@ -10,6 +11,12 @@
 namespace conclave::node {
 
 namespace el = conclave::election;
+
+std::string handle_identity(const caf::actor& a) {
+  if (!a)
+    return {};
+  return to_string(a.node()) + "/" + std::to_string(a.id());
+}
 
 peer_links::peer_links(membership m, std::shared_ptr<node_probe> probe,
                        std::shared_ptr<el::directory_transport> directory,

@@ -9,6 +9,7 @@
 #include "actors/election/directory_transport.hpp"
 #include "runtime/node/membership.hpp"
 #include "runtime/node/node_probe.hpp"
+#include "runtime/node/peer_identity.hpp"
 
 #include <caf/actor.hpp>
 
@@ -25,6 +26,12 @@ namespace conclave::node {
 /// Handshake atoms (plain atom constants: built-in types only on this link).
 using hello_atom = caf::atom_constant<caf::atom("cn_hello")>;
 using dial_atom = caf::atom_constant<caf::atom("cn_dial")>;
+/// Identity challenge before the hello, with TLS only (peer_identity.hpp).
+using challenge_atom = caf::atom_constant<caf::atom("cn_chall")>;
+
+/// What an identity proof says about a candidate handle: its CAF node id and
+/// actor id ("" for none). The same on both ends of a connection.
+std::string handle_identity(const caf::actor& a);
 
 /// The candidate's transport in a node: sends through the directory, but leaves
 /// watching to the links (gate and connectors monitor the remote candidates and
@@ -61,6 +68,13 @@ public:
 
   void set_candidate(election::candidate_actor c) { candidate_ = std::move(c); }
   const election::candidate_actor& candidate() const { return candidate_; }
+
+  /// With TLS: this node's certificate and key and the CA, for the identity
+  /// proofs of the handshake (set once, before start). None: plaintext, no proofs.
+  void set_authenticator(std::shared_ptr<const peer_authenticator> a) {
+    auth_ = std::move(a);
+  }
+  const peer_authenticator* authenticator() const { return auth_.get(); }
 
   /// The handshake with `peer` succeeded; `remote` is its candidate.
   void up(uint64_t peer, const caf::actor& remote);
@@ -104,6 +118,7 @@ private:
   std::shared_ptr<const node_log> log_;
   steady_now_fn now_;
   election::candidate_actor candidate_;
+  std::shared_ptr<const peer_authenticator> auth_;
   std::atomic<size_t> linked_{0};
   std::function<caf::actor(uint64_t)> repair_; ///< set once, before start
   std::mutex repair_mtx_;

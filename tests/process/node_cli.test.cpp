@@ -63,6 +63,13 @@ TEST(node_cli, bad_flags_are_exit_2_with_the_right_line) {
                    "--listen: 0.0.0.0:7001 is beyond loopback");
   expect_bad_input("node --id 1 --listen :7001 --peers 1@:7001 --tls-ca /etc/hostname",
                    "give all three or none");
+  // Readable TLS files that hold no certificate or key (checked before CAF's
+  // OpenSSL module would abort on them).
+  auto port = std::to_string(free_port());
+  expect_bad_input("node --id 1 --listen :" + port + " --peers 1@:" + port
+                       + " --tls-ca /etc/hostname --tls-cert /etc/hostname "
+                         "--tls-key /etc/hostname",
+                   "--tls-ca: /etc/hostname holds no PEM CA certificate");
   expect_bad_input("node --id 1 --listen :7001 --peers 1@:7001 --lease-ms 500",
                    "--lease-ms");
   expect_bad_input("cluster kill --dir /nonexistent --node 1",

@@ -3,7 +3,9 @@
 // a node whose certificate another CA signed, or that speaks plaintext, never
 // links; garbage at a node's port (random bytes, a BASP header announcing a
 // 4 GiB body, half-open and partial connections) disturbs nothing. Loopback
-// only, bounded (every intruder runs under `timeout`).
+// only, bounded (every intruder runs under `timeout`). A process holding a
+// valid certificate of the CA that names another member is refused at the
+// membership handshake, as dialer and as the dialed node (identity proofs).
 #include "tests/process/process_support.hpp"
 
 #include <fcntl.h>
@@ -169,4 +171,77 @@ TEST_F(cluster_test, garbage_at_the_leader_and_a_follower_disturbs_nothing_under
     auto log = read_file(dir / ("node-" + std::to_string(id)) / "node.log");
     EXPECT_EQ(log.find(" down"), std::string::npos) << "node " << id << ": " << log;
   }
+}
+
+namespace {
+
+/// `conclave_rejected_messages_total{reason="REASON"}` of a node, by its
+/// metrics URL (as `cluster up --json` gives it); -1 if unreadable.
+double rejected(const nlohmann::json& node, const std::string& reason) {
+  auto url = node["metrics_url"].get<std::string>();
+  auto body = http_get(url.substr(7, url.find("/metrics") - 7), "/metrics");
+  auto v = sample(body, "conclave_rejected_messages_total{reason=\"" + reason + "\"}");
+  return v ? *v : -1;
+}
+
+/// A `conclave node` with another member's certificate, for `seconds`; its output.
+std::string impostor(uint64_t id, const std::string& listen, const std::string& peers,
+                     const std::filesystem::path& tls, uint64_t cert_of, int seconds) {
+  auto c = "node-" + std::to_string(cert_of);
+  auto r = conclave::testing::run_command(
+      "timeout " + std::to_string(seconds) + " " + std::string{CONCLAVE_BIN}
+      + " node --id " + std::to_string(id) + " --listen " + listen + " --peers " + peers
+      + " --tls-ca " + (tls / "ca.pem").string() + " --tls-cert "
+      + (tls / (c + ".pem")).string() + " --tls-key " + (tls / (c + ".key")).string()
+      + " 2>&1");
+  return r.out;
+}
+
+} // namespace
+
+TEST_F(cluster_test, a_certificate_that_names_another_member_is_refused_both_ways) {
+  auto j = up(3);
+  auto term = j["term"];
+  auto tls = dir / "tls";
+  auto addr = [&](int i) { return j["nodes"][i]["address"].get<std::string>(); };
+  auto log_of = [&](int id) {
+    return read_file(dir / ("node-" + std::to_string(id)) / "node.log");
+  };
+
+  // 1. At a gate: a process holding node 2's certificate claims id 1 and dials
+  //    node 3 (a member, the CA's certificate, a valid TLS handshake).
+  auto port = std::to_string(free_port());
+  auto out = impostor(1, "127.0.0.1:" + port, "1@127.0.0.1:" + port + ",3@" + addr(2),
+                      tls, 2, 2);
+  EXPECT_NE(out.find("does not name this node"), std::string::npos) << out;
+  EXPECT_NE(out.find("refused our handshake: wrong_member_id"), std::string::npos) << out;
+  EXPECT_EQ(out.find("link to node 3 up"), std::string::npos) << out;
+  EXPECT_NE(log_of(3).find("refused a handshake from node 1 of cluster 'conclave': "
+                           "wrong_member_id"),
+            std::string::npos)
+      << log_of(3);
+  EXPECT_GE(rejected(j["nodes"][2], "wrong_member_id"), 1.0);
+  auto st = status();
+  EXPECT_EQ(st["term"], term) << st.dump(2); // the cluster never noticed
+  EXPECT_EQ(leaders(st), 1);
+  for (int id = 1; id <= 3; ++id)
+    EXPECT_EQ(log_of(id).find(" down"), std::string::npos) << "node " << id;
+
+  // 2. Dialed: node 3 is gone and a process with node 2's certificate answers
+  //    at its address as node 3; nodes 1 and 2 refuse its proof.
+  kill(3, "KILL");
+  auto before1 = log_of(1).size();
+  auto before2 = log_of(2).size();
+  auto rejected_before = rejected(j["nodes"][0], "wrong_member_id");
+  out =
+      impostor(3, addr(2), "1@" + addr(0) + ",2@" + addr(1) + ",3@" + addr(2), tls, 2, 3);
+  EXPECT_NE(out.find("listening on"), std::string::npos) << out;
+  EXPECT_EQ(out.find("link to node"), std::string::npos) << out;
+  for (int id : {1, 2}) {
+    auto since = log_of(id).substr(id == 1 ? before1 : before2);
+    EXPECT_NE(since.find("its identity proof: wrong_member_id"), std::string::npos)
+        << "node " << id << ": " << since;
+    EXPECT_EQ(since.find("link to node 3 up"), std::string::npos) << since;
+  }
+  EXPECT_GT(rejected(j["nodes"][0], "wrong_member_id"), rejected_before);
 }
