@@ -31,6 +31,8 @@ std::string refuse(peer_links& links, std::string_view reason, const std::string
 identity_refusal check_dialer(gate_self self, uint64_t id, const caf::actor& remote,
                               const std::string& gate_nonce, identity_proof proof) {
   auto& links = *self->state.links;
+  if (proof.certificate_pem.empty() || proof.signature.empty())
+    return identity_refusal::missing_proof; // e.g. a plaintext-style hello
   auto its_nonce = self->state.challenges.redeem(id, gate_nonce);
   if (!its_nonce)
     return identity_refusal::stale_nonce;

@@ -350,7 +350,8 @@ TEST_F(gate_fixture, a_replayed_hello_finds_its_nonce_used) {
 TEST_F(gate_fixture, with_tls_a_hello_without_proof_is_refused) {
   start_gate(true);
   auto r = dial({2, nullptr});
-  EXPECT_EQ(r.hello_refused, "stale_nonce"); // no challenge was opened for it
+  EXPECT_EQ(r.hello_refused, "missing_proof");
+  EXPECT_EQ(rejected("missing_proof"), 1.0);
   EXPECT_EQ(links->linked(), 0u);
 }
 
