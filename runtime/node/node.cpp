@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace conclave::node {
 
@@ -93,17 +94,20 @@ node_status initial_status(const node_config& c) {
 }
 
 /// The /metrics endpoint, if --metrics is set. Sets `failed` if it cannot listen.
+/// The exposer holds collectables by weak_ptr only: `keep` must outlive it
+/// (a temporary one is never scraped).
 std::unique_ptr<prometheus::Exposer>
 serve_metrics(const node_config& c, const std::shared_ptr<node_probe>& probe,
-              bool& failed) {
+              bool& failed, std::vector<std::shared_ptr<prometheus::Collectable>>& keep) {
   failed = false;
   if (!c.metrics)
     return nullptr;
   try {
     auto exposer = std::make_unique<prometheus::Exposer>(c.metrics->to_string(), 1);
     exposer->RegisterCollectable(probe->registry());
-    exposer->RegisterCollectable(live_metrics(probe));
-    exposer->RegisterCollectable(tls_handshake_metrics());
+    keep = {live_metrics(probe), tls_handshake_metrics()};
+    for (auto& k : keep)
+      exposer->RegisterCollectable(k);
     return exposer;
   } catch (const std::exception& e) {
     std::cerr << "conclave: error: --metrics: cannot listen on " << c.metrics->to_string()
@@ -154,11 +158,13 @@ void log_start(const node_config& c, const peer_links& links) {
                          : std::string{}));
   if (c.tls)
     links.log("links use TLS; peers must present a certificate signed by " + c.tls->ca);
-  if (auto* auth = links.authenticator();
-      auth && auth->self.named_member() != c.id.value)
-    links.warn("--tls-cert " + c.tls->cert + " does not name this node (subject CN "
-               "node-" + std::to_string(c.id.value) + "): every peer will refuse "
-               "its identity proof");
+  if (auto* auth = links.authenticator(); auth && auth->self.named_member() != c.id.value)
+    links.warn("--tls-cert " + c.tls->cert
+               + " does not name this node (subject CN "
+                 "node-"
+               + std::to_string(c.id.value)
+               + "): every peer will refuse "
+                 "its identity proof");
   if (c.tls && !tls_error_queue_fix_active())
     links.warn("OpenSSL error-queue fix not active: a failed TLS handshake may drop "
                "healthy links (docs/node.md)");
@@ -254,7 +260,8 @@ int run_node(const node_config& c) {
   auto probe = std::make_shared<node_probe>(c, status);
   probe->set_log(log);
   bool metrics_failed = false;
-  auto exposer = serve_metrics(c, probe, metrics_failed);
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables;
+  auto exposer = serve_metrics(c, probe, metrics_failed, collectables);
   if (metrics_failed)
     return exit_address_in_use;
 

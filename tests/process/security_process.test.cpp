@@ -126,6 +126,16 @@ TEST_F(cluster_test, cluster_up_uses_tls_and_refuses_foreign_and_plaintext_peers
   auto plain = intruder("");
   EXPECT_NE(plain.find("cannot reach node 9"), std::string::npos) << plain;
   EXPECT_EQ(plain.find("answered as node"), std::string::npos) << plain;
+  // Node 1 counted the refused TLS handshakes (both intruders redial for 3 s).
+  auto url = j["nodes"][0]["metrics_url"].get<std::string>();
+  auto body = http_get(url.substr(7, url.find("/metrics") - 7), "/metrics");
+  auto refused =
+      sample(body, "conclave_tls_handshakes_refused_total{side=\"accepting\"}");
+  ASSERT_TRUE(refused) << body;
+  EXPECT_GE(*refused, 2.0) << body;
+  // Computed at scrape time like the counts above (the exposer keeps such
+  // collectables only by weak_ptr: both were missing from /metrics before).
+  EXPECT_TRUE(sample(body, "conclave_leader_silence_seconds")) << body;
   // The cluster never noticed.
   auto st = status();
   EXPECT_EQ(st["term"], term);
