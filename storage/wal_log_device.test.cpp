@@ -335,6 +335,52 @@ TEST_F(wal_log_device_test, truncate_across_segments_moves_later_segments_newest
   EXPECT_EQ(recovered_digests(), expected(1, 3));
 }
 
+// A crash at any step of a truncation (simulated: the k-th fdatasync from the
+// truncation's start fails, which stops the device there) leaves a log that
+// opens and holds a prefix: the records up to the cut, or more of them, never
+// a hole and never damage.
+TEST_F(wal_log_device_test, a_truncation_stopped_at_any_sync_leaves_a_prefix) {
+  segment_bytes = 600; // five records per segment
+  for (int k = 0;; ++k) {
+    SCOPED_TRACE("failing sync " + std::to_string(k));
+    fs::remove_all(options().dir);
+    std::atomic<int> countdown{-1}; // < 0: never fail
+    auto o = options();
+    o.sync = [&](int fd) {
+      if (countdown.load() == 0) {
+        errno = EIO;
+        return -1;
+      }
+      if (countdown.load() > 0)
+        --countdown;
+      return ::fdatasync(fd);
+    };
+    bool done = false;
+    {
+      wal_recovery rep;
+      auto d = wal_log_device::open(o, rep).value();
+      for (uint64_t l = 1; l <= 30; ++l)
+        ASSERT_TRUE(d->append(record(l)));
+      ASSERT_TRUE(sync_and_wait(*d));
+      countdown = k;
+      done = static_cast<bool>(d->truncate_after(lsn{9}));
+    }
+    auto now = on_disk(options().dir);
+    ASSERT_TRUE(now);
+    auto got = digests(now.value());
+    ASSERT_GE(got.size(), 9u);
+    ASSERT_EQ(got, expected(1, got.size()));
+    if (done) {
+      EXPECT_EQ(got.size(), 9u);
+      EXPECT_GT(k, 5); // each of the moves, the cut and the reopen was stopped once
+      break;
+    }
+    auto reopened = recovered_digests();
+    ASSERT_EQ(reopened, got);
+    ASSERT_LT(k, 100);
+  }
+}
+
 TEST_F(wal_log_device_test,
        a_flipped_byte_before_valid_records_refuses_to_open_and_changes_nothing) {
   segment_bytes = 300;
