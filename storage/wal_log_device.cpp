@@ -105,23 +105,31 @@ result<void> wal_log_device::open_wal(lsn after, store::wal_recovery& report,
 }
 
 void wal_log_device::durable(lsn upto, std::error_code err) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (err) {
-    if (!failure_)
-      failure_ = err;
-    for (auto& p : pending_)
-      p.done(errc::io_failure);
-    pending_.clear();
-    return;
+  std::vector<pending_sync> ready;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (err) {
+      if (!failure_)
+        failure_ = err;
+      ready.swap(pending_);
+    } else {
+      if (durable_ < upto)
+        durable_ = upto;
+      auto split =
+          std::stable_partition(pending_.begin(), pending_.end(),
+                                [&](const pending_sync& p) { return p.upto > durable_; });
+      ready.assign(std::make_move_iterator(split),
+                   std::make_move_iterator(pending_.end()));
+      pending_.erase(split, pending_.end());
+    }
   }
-  if (durable_ < upto)
-    durable_ = upto;
-  auto ready =
-      std::stable_partition(pending_.begin(), pending_.end(),
-                            [&](const pending_sync& p) { return p.upto > durable_; });
-  for (auto i = ready; i != pending_.end(); ++i)
-    i->done(i->upto);
-  pending_.erase(ready, pending_.end());
+  // Outside the lock: appends and syncs of other threads go on meanwhile.
+  for (auto& p : ready) {
+    if (err)
+      p.done(errc::io_failure);
+    else
+      p.done(p.upto);
+  }
 }
 
 void wal_log_device::fail(std::error_code err) {
@@ -148,16 +156,18 @@ result<void> wal_log_device::append(const store::log_record& r) {
 }
 
 void wal_log_device::sync(sync_callback done) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (failure_) {
-    done(errc::io_failure);
-    return;
+  result<lsn> now = errc::io_failure;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!failure_) {
+      if (durable_ < appended_) {
+        pending_.push_back({appended_, std::move(done)});
+        return;
+      }
+      now = appended_;
+    }
   }
-  if (durable_ >= appended_) {
-    done(appended_);
-    return;
-  }
-  pending_.push_back({appended_, std::move(done)});
+  done(now);
 }
 
 result<void> wal_log_device::truncate_after(lsn at) {
@@ -195,16 +205,18 @@ result<void> wal_log_device::truncate_after(lsn at) {
     fail(o.error());
     return o.error();
   }
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::unique_lock<std::mutex> guard{mtx_};
   appended_ = at;
   if (durable_ > at)
     durable_ = at;
   ++truncations_;
   opened_records_valid_ = false;
   opened_records_.clear();
-  for (auto& p : pending_)
+  std::vector<pending_sync> ready;
+  ready.swap(pending_);
+  guard.unlock();
+  for (auto& p : ready)
     p.done(p.upto);
-  pending_.clear();
   return outcome::success();
 }
 

@@ -11,16 +11,20 @@
 // - sync(done) reports, once everything appended before the call is durable,
 //   the lsn of the last such record (capped by a later truncate_after). It
 //   completes on the thread that led the WAL's sync (the writer thread), or
-//   inside sync() when nothing it covers is still unsynced. `done` runs under
-//   the device's lock: it must only hand the result on (post a message), never
-//   call the device.
+//   inside sync() when nothing it covers is still unsynced, without the
+//   device's lock held; it should only hand the result on (post a message).
+//   A completion decided just before a truncate_after may still run while
+//   that truncation does (the host caps it: replica_host.cpp, sync_cap).
 // - truncate_after(at) is durable when it returns: it waits for the records in
 //   flight, stops the WAL, moves every segment named after `at` and the bytes
 //   after record `at` in the segment that holds it to DIR/log/truncated/
 //   (newest first, each move synced, so that a crash leaves a prefix of the
 //   log), cuts that segment after record `at`, syncs it and reopens the WAL.
 //   Records at or below `at` are neither moved nor rewritten. The next append
-//   is at + 1 (in a new segment).
+//   is at + 1 (in a new segment). Syncs not completed when it starts report
+//   at most `at`.
+// - Methods are called by one thread at a time (the host); completions come
+//   from the writer thread.
 // - recover() returns the records on disk in lsn order, all durable (it
 //   waits for those in flight first).
 // - A failed write or sync is final, as in the WAL: every waiting and later
