@@ -21,6 +21,9 @@
 //                 under one lock a writer takes the next lsn and appends its
 //                 record, then asks for a sync and waits for its completion
 //                 (which comes from the log's writer thread)
+//   dev-host      the same device behind one host thread, as a replica host
+//                 drives it: writers hand records in, the host appends them,
+//                 keeps one sync in flight and answers the writers it covers
 //   etcd          one member (Debian's etcd-server, default settings) on the
 //                 same disk, W keep-alive HTTP clients doing /v3/kv/put
 // Each row also shows the fdatasync calls of the system's log per second and
@@ -50,6 +53,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -363,6 +367,98 @@ sample bench_device(const fs::path& parent, int writers, double seconds) {
   return s;
 }
 
+/// The same records through the device as a replica host drives it: writers
+/// hand their records to one host thread, which appends everything handed in,
+/// keeps one sync in flight, and answers each writer once a completion covers
+/// its record. The log's writer thread then wakes one thread per sync (the
+/// host), not every waiting writer.
+sample bench_device_host(const fs::path& parent, int writers, double seconds) {
+  using namespace conclave::store;
+  auto dir = fresh_dir(parent, "device-host");
+  sample s;
+  {
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<std::pair<log_record, std::promise<bool>*>> handed_in;
+    bool synced = false, sync_ok = true, stop = false;
+    uint64_t reported = 0;
+    conclave::storage::replica_log_options o;
+    o.dir = dir;
+    wal_recovery rep;
+    auto opened = conclave::storage::wal_log_device::open(o, rep);
+    if (!opened) {
+      std::cerr << "store_bench: device open failed: " << opened.error().message()
+                << '\n';
+      std::exit(1);
+    }
+    auto dev = opened.value(); // destroyed before m and cv
+    auto syncs0 = dev->syncs();
+    std::thread host{[&] {
+      std::deque<std::pair<uint64_t, std::promise<bool>*>> waiting;
+      uint64_t next = 0, durable = 0;
+      bool in_flight = false, ok = true;
+      std::unique_lock<std::mutex> lk{m};
+      while (!stop) {
+        cv.wait(lk, [&] { return stop || synced || !handed_in.empty(); });
+        auto batch = std::move(handed_in);
+        handed_in.clear();
+        if (synced) {
+          synced = false;
+          in_flight = false;
+          ok = ok && sync_ok;
+          durable = std::max(durable, reported);
+        }
+        lk.unlock();
+        for (auto& [r, p] : batch) {
+          r.lsn = lsn{++next};
+          ok = ok && static_cast<bool>(dev->append(r));
+          waiting.emplace_back(next, p);
+        }
+        while (!waiting.empty() && (!ok || waiting.front().first <= durable)) {
+          waiting.front().second->set_value(ok);
+          waiting.pop_front();
+        }
+        if (ok && !in_flight && next > durable) {
+          in_flight = true;
+          dev->sync([&](result<lsn> r) {
+            std::lock_guard<std::mutex> g{m};
+            synced = true;
+            sync_ok = static_cast<bool>(r);
+            if (r)
+              reported = r.value().value;
+            cv.notify_one();
+          });
+        }
+        lk.lock();
+      }
+    }};
+    s = run_writers(writers, seconds, [&](int w, uint64_t i) {
+      log_record r;
+      r.txn = txn_id{i};
+      r.ops.push_back({op_kind::put, 0, "w" + std::to_string(w) + "-" + std::to_string(i),
+                       value_for(w, i)});
+      std::promise<bool> done;
+      {
+        std::lock_guard<std::mutex> g{m};
+        handed_in.emplace_back(std::move(r), &done);
+      }
+      cv.notify_one();
+      return done.get_future().get();
+    });
+    {
+      std::lock_guard<std::mutex> g{m};
+      stop = true;
+    }
+    cv.notify_one();
+    host.join();
+    set_syncs(s, static_cast<double>(dev->syncs() - syncs0));
+    dev.reset(); // its last completion lands while m and cv live
+  }
+  fs::remove_all(dir);
+  check(s, "device-host");
+  return s;
+}
+
 struct dequeue_sample {
   double dequeue_ms = 0; // the loop of try_dequeue calls
   double commit_ms = 0;  // commit of the transaction (durable)
@@ -574,6 +670,10 @@ int main(int argc, char** argv) {
                      {}});
     cases.push_back(
         {"device", w, [&o, w] { return bench_device(o.parent, w, o.seconds); }, {}});
+    cases.push_back({"dev-host",
+                     w,
+                     [&o, w] { return bench_device_host(o.parent, w, o.seconds); },
+                     {}});
     if (!o.skip_etcd)
       cases.push_back({"etcd", w, [&o, w] { return bench_etcd(o, w, o.seconds); }, {}});
   }
