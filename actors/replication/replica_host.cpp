@@ -8,6 +8,7 @@
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include <algorithm>
 #include <limits>
 
 namespace conclave::replication {
@@ -39,6 +40,11 @@ struct host_state {
   /// Last lsn appended to the device (lowered by truncations).
   lsn appended;
   bool sync_in_flight = false;
+  /// The most the sync in flight may report: lowered by each truncation while
+  /// it is in flight. Its completion may already be queued behind the
+  /// truncating message, and must not count the records that replaced the
+  /// ones it synced.
+  lsn sync_cap;
   bool flush_pending = false;
   uint64_t next_txn = 1;
   std::map<uint64_t, caf::typed_response_promise<txn_result>> waiting;
@@ -75,6 +81,7 @@ void request_sync(host_impl self) {
   if (st.sync_in_flight || st.failed || st.appended <= st.core->durable_lsn())
     return;
   st.sync_in_flight = true;
+  st.sync_cap = lsn{std::numeric_limits<uint64_t>::max()};
   auto me = caf::actor_cast<caf::actor>(self);
   st.opts.device->sync([me](store::result<lsn> r) {
     if (r)
@@ -166,6 +173,8 @@ void process(host_impl self) {
             }
             if (st.appended > x.after)
               st.appended = x.after;
+            if (st.sync_in_flight && st.sync_cap > x.after)
+              st.sync_cap = x.after;
           } else if constexpr (std::is_same_v<T, apply_through>) {
             auto& log = st.core->log();
             while (st.applied < x.through) {
@@ -301,7 +310,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
           fail(self);
           return;
         }
-        lsn l{std::min(through, st.appended.value)};
+        lsn l{std::min({through, st.appended.value, st.sync_cap.value})};
         st.core->log_durable(l, now_of(self));
         process(self);
       },

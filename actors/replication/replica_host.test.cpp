@@ -322,4 +322,31 @@ TEST_F(replica_host_test, bad_peer_messages_are_dropped_and_counted) {
   EXPECT_FALSE(read(2, "evil").found);
 }
 
+// A sync completion already on its way when a truncation replaces the records
+// it covered must not make the replacements durable: the secondary's device
+// syncs at once (the completion is queued behind an append that truncates),
+// and the host may report durable only what the device has.
+TEST_F(replica_host_test,
+       a_sync_completed_before_a_truncation_does_not_cover_the_new_records) {
+  term t1{1, rs[2].id, 0};
+  term t2{2, rs[1].id, 0};
+  auto payload = encode_payload({write_op{"d", "k", "v", false}});
+  append first{rs[2].id, t1, lsn{0}, term{}, {}, lsn{0}};
+  for (uint64_t l = 1; l <= 3; ++l)
+    first.entries.push_back(entry{lsn{l}, t1, entry_kind::transaction, payload});
+  // A later primary keeps lsn 1 and replaces 2 and 3.
+  append second{rs[1].id, t2, lsn{1}, t1, {}, lsn{0}};
+  for (uint64_t l = 2; l <= 3; ++l)
+    second.entries.push_back(entry{lsn{l}, t2, entry_kind::transaction, payload});
+  // Both queued before replica 0 runs: its sync of 1..3 completes while it
+  // handles the first, and that completion is handled after the second.
+  caf::anon_send(rs[0].host, first);
+  caf::anon_send(rs[0].host, second);
+  run();
+  auto s = status(0);
+  EXPECT_EQ(s.last, lsn{3});
+  EXPECT_LE(s.durable, rs[0].device->durable_lsn());
+  EXPECT_EQ(s.durable, lsn{3}); // a new sync made the replacements durable
+}
+
 } // namespace
