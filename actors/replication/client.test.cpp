@@ -386,6 +386,15 @@ TEST(kv_client, blocking_calls_run_against_three_hosts_on_a_real_scheduler) {
   std::vector<node_id> ids{node_id{1}, node_id{2}, node_id{3}};
   std::vector<std::shared_ptr<actor_transport>> transports;
   std::vector<caf::actor> hosts;
+  // Stops the hosts however the test ends (a primary's heartbeat timer would
+  // keep ~actor_system waiting).
+  struct stopper {
+    std::vector<caf::actor>& hosts;
+    ~stopper() {
+      for (auto& h : hosts)
+        caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    }
+  } stop_hosts{hosts};
   for (auto id : ids) {
     replica_host_options o;
     o.self = id;
@@ -436,8 +445,6 @@ TEST(kv_client, blocking_calls_run_against_three_hosts_on_a_real_scheduler) {
               errc::ok);
     EXPECT_FALSE(kv.get("d", "lock").found);
   }
-  for (auto& h : hosts)
-    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
 }
 
 } // namespace
