@@ -138,10 +138,13 @@ store::result<store::log_device::recovered> sim_disk::recover() {
   return inner_.recover();
 }
 
-void sim_disk::crash() {
+uint64_t sim_disk::crash() {
+  auto durable = inner_.durable_lsn();
+  auto dropped = appended_ > durable ? appended_.value - durable.value : 0;
   inner_.crash();
   appended_ = inner_.durable_lsn();
   ++generation_;
+  return dropped;
 }
 
 void sim_disk::release(uint64_t gen) {

@@ -118,9 +118,9 @@ public:
   store::result<void> checkpoint(std::string image, store::lsn at) override;
   store::result<recovered> recover() override;
 
-  /// A crash: records appended but not synced are lost; pending syncs never
-  /// complete.
-  void crash();
+  /// A crash: records appended but not synced are lost (returns how many);
+  /// pending syncs never complete.
+  uint64_t crash();
   /// The releaser's message arrived: complete the syncs of generation `gen`.
   void release(uint64_t gen);
 

@@ -40,6 +40,7 @@ void repl_summary::add(const repl_run_report& r) {
   messages_ += r.messages;
   messages_lost_ += r.messages_lost;
   duplicated_ += r.duplicated;
+  unsynced_lost_ += r.unsynced_lost;
   sync_durations_.insert(sync_durations_.end(), r.sync_durations.begin(),
                          r.sync_durations.end());
   if (r.recovery) {
@@ -94,7 +95,8 @@ void repl_summary::print(std::ostream& out) const {
       << " ms); first strong commit after heal: at most " << ms(recovery_max_) << " ms ("
       << recovered_runs_ << " of " << plural(runs_, "run") << ")\n";
   out << "runs: " << plural(faults_, "fault") << ", messages " << messages_ << " (lost "
-      << messages_lost_ << ", duplicated " << duplicated_ << "), replica samples "
+      << messages_lost_ << ", duplicated " << duplicated_
+      << "), unsynced records lost in crashes " << unsynced_lost_ << ", replica samples "
       << samples_ << " (" << discarded_ << " discarded: status changed while read)\n";
   if (unjudged_ > 0)
     out << "liveness not judged in " << plural(unjudged_, "run")
@@ -143,6 +145,7 @@ std::string repl_summary::to_json(uint64_t seed, const std::string& faults) cons
   doc["first_commit_after_heal_max_ms"] = ms(recovery_max_);
   doc["messages"] = {
       {"total", messages_}, {"lost", messages_lost_}, {"duplicated", duplicated_}};
+  doc["unsynced_records_lost_in_crashes"] = unsynced_lost_;
   doc["samples"] = {{"taken", samples_}, {"discarded", discarded_}};
   auto& list = doc["failures"] = nlohmann::json::array();
   for (auto& f : failures_)

@@ -28,6 +28,7 @@ constexpr auto client_timeout = 200ms;
 constexpr auto retry_pause = 5ms;
 constexpr auto quiet_period = 500ms;
 constexpr auto sync_poll = 1ms;
+constexpr auto acting_poll = 10ms;
 constexpr const char* collection = "kv";
 
 using poll_atom = caf::atom_constant<caf::atom("rs_poll")>;
@@ -88,37 +89,79 @@ struct bridge_state {
   caf::actor host;
   el::candidate_actor candidate;
   std::shared_ptr<sync_log> log;
+  /// The term in which the candidate acts, while it does.
+  std::optional<el::term> acting;
   /// The sync phase being timed (its term), and when it started.
   std::optional<el::term> timing;
   time_point started;
+  bool poll_armed = false;
   static inline const char* name = "conclave.sim.repl_bridge";
 };
 
 using bridge_ptr = caf::stateful_actor<bridge_state>*;
 
-/// Polls the host until it serves in the timed term (or gave it up).
-void poll_sync(bridge_ptr self) {
-  if (!self->state.timing)
+void on_acting(bridge_ptr self, const el::term& t);
+
+/// A leader that takes a new term while its lease still holds reports
+/// became_leader but no new acting_started: ask whether it acts.
+void check_acting(bridge_ptr self) {
+  self->request(self->state.candidate, caf::infinite, caf::get_atom::value,
+                election_atoms::leader_atom::value)
+      .then(
+          [self](const el::leader_info& i) {
+            if (i.is_leader && i.acting)
+              on_acting(self, i.t);
+          },
+          [](caf::error&) {});
+}
+
+/// The replica promised `promised`, above the candidate's term (a candidate
+/// restarted without memory lags behind the replicas): the candidate leads
+/// above that epoch and acts again in the new term.
+void lead_above(bridge_ptr self, const el::term& promised) {
+  caf::anon_send(self->state.candidate, election_atoms::observe_atom::value,
+                 promised.epoch);
+  check_acting(self);
+}
+
+void arm_poll(bridge_ptr self);
+
+/// While the candidate acts, the bridge watches its host: it times the sync
+/// phase (1 ms steps), and notices a host fenced by a higher term than the
+/// candidate's (10 ms steps).
+void poll(bridge_ptr self) {
+  self->state.poll_armed = false;
+  if (!self->state.acting)
     return;
   self->request(self->state.host, caf::infinite, replication_atoms::status_atom_v)
       .then(
           [self](const rp::replica_status& s) {
             auto& st = self->state;
-            if (!st.timing)
-              return;
-            if (s.promised != *st.timing || s.replica_role == rp::role::secondary) {
-              st.timing.reset();
-            } else if (s.serving) {
-              st.log->durations.push_back(self->clock().now() - st.started);
-              st.timing.reset();
-            } else {
-              self->delayed_send(self, sync_poll, poll_atom::value);
+            if (st.timing) {
+              if (s.promised != *st.timing || s.replica_role == rp::role::secondary) {
+                st.timing.reset();
+              } else if (s.serving) {
+                st.log->durations.push_back(self->clock().now() - st.started);
+                st.timing.reset();
+              }
             }
+            if (st.acting && !s.failed && *st.acting < s.promised)
+              lead_above(self, s.promised);
+            arm_poll(self);
           },
-          [self](caf::error&) { self->state.timing.reset(); });
+          [](caf::error&) {});
+}
+
+void arm_poll(bridge_ptr self) {
+  auto& st = self->state;
+  if (st.poll_armed || !st.acting)
+    return;
+  st.poll_armed = true;
+  self->delayed_send(self, st.timing ? sync_poll : acting_poll, poll_atom::value);
 }
 
 void on_acting(bridge_ptr self, const el::term& t) {
+  self->state.acting = t;
   self->request(self->state.host, caf::infinite, rp::become_primary_msg{t})
       .then(
           [self, t](bool ok) {
@@ -126,21 +169,8 @@ void on_acting(bridge_ptr self, const el::term& t) {
             if (ok) {
               st.timing = t;
               st.started = self->clock().now();
-              poll_sync(self);
-              return;
             }
-            // Refused: the replica promised a higher term than the candidate's
-            // (a candidate restarted without memory). The candidate leads
-            // above that epoch, and acts again in the new term.
-            self->request(st.host, caf::infinite, replication_atoms::status_atom_v)
-                .then(
-                    [self, t](const rp::replica_status& s) {
-                      if (!s.failed && t < s.promised)
-                        caf::anon_send(self->state.candidate,
-                                       election_atoms::observe_atom::value,
-                                       s.promised.epoch);
-                    },
-                    [](caf::error&) {});
+            arm_poll(self); // a refusal for a higher promise is seen there
           },
           [](caf::error&) {});
 }
@@ -160,15 +190,20 @@ caf::behavior make_bridge(bridge_ptr self, el::node_id id, caf::actor host,
         using k = el::leadership_event::kind;
         if (ev.what == k::acting_started && ev.leader == st.self) {
           on_acting(self, ev.t);
+        } else if (ev.what == k::became_leader && ev.leader == st.self) {
+          check_acting(self);
+        } else if (ev.what == k::acting_stopped) {
+          st.acting.reset();
         } else if ((ev.what == k::lost_leadership || ev.what == k::leader_changed)
                    && ev.leader != st.self
                    && !(ev.what == k::leader_changed && ev.leader == el::no_node)) {
+          st.acting.reset();
           auto t = ev.t;
           t.leader = ev.leader;
           caf::anon_send(st.host, rp::leader_is_msg{t});
         }
       },
-      [self](poll_atom) { poll_sync(self); },
+      [self](poll_atom) { poll(self); },
   };
 }
 
@@ -232,6 +267,8 @@ public:
   coordinator_driver& driver() { return driver_; }
   const repl_net& net() const { return *net_; }
   const sync_log& syncs() const { return *log_; }
+  /// Records appended but not yet durable that crashes dropped.
+  uint64_t unsynced_lost() const { return unsynced_lost_; }
   size_t alive() const {
     return static_cast<size_t>(
         std::count_if(nodes_.begin(), nodes_.end(), [](auto& n) { return n.alive; }));
@@ -481,7 +518,7 @@ private:
     driver_.run(); // peers' monitors fire while the handles still map to ids
     net_->hosts[i] = caf::actor{};
     net_->candidates[i] = caf::actor{};
-    n.disk->crash();
+    unsynced_lost_ += n.disk->crash();
     n.alive = false;
   }
 
@@ -505,6 +542,7 @@ private:
   std::vector<node_slot> nodes_;
   std::optional<size_t> last_leader_;
   std::optional<size_t> paused_leader_;
+  uint64_t unsynced_lost_ = 0;
 };
 
 struct client {
@@ -717,6 +755,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.messages = w.net().messages;
   rep.messages_lost = w.net().lost;
   rep.duplicated = w.net().duplicated;
+  rep.unsynced_lost = w.unsynced_lost();
   return rep;
 }
 

@@ -7,16 +7,19 @@
 // (repl_checkers.hpp) read what the run recorded.
 //
 // A node is a candidate, a replica host, and a bridge that forwards the
-// candidate's leadership events to the host: acting_started becomes
-// become_primary_msg (refused because the replica promised a higher term,
-// which a candidate restarted without memory can lag behind: the bridge
-// tells the candidate that epoch with observe_atom, and it leads above it);
+// candidate's leadership events to the host: acting_started (and a
+// became_leader while the lease still holds) becomes become_primary_msg;
 // lost_leadership and a leader_changed naming another node become
-// leader_is_msg (the host steps down). Candidates run with the quorum guard,
-// so "acting" is a lease held from a majority. Crashing a node kills all
-// three actors and crashes its disk (unsynced records lost); its term file
-// survives; a restart spawns them again on the same disk and term file, with
-// a higher candidate incarnation.
+// leader_is_msg (the host steps down). While its candidate acts, the bridge
+// polls the host's status (every 1 ms during the sync phase, to time it;
+// every 10 ms after): a replica that promised a higher term than the
+// candidate's (a candidate restarted without memory lags behind the
+// replicas' term files) is fenced out, so the bridge tells the candidate that
+// epoch with observe_atom and it leads, and acts, above it. Candidates run
+// Bully with the quorum guard, so "acting" is a lease held from a majority.
+// Crashing a node kills all three actors and crashes its disk (unsynced
+// records lost); its term file survives; a restart spawns them again on the
+// same disk and term file, with a higher candidate incarnation.
 //
 // Faults: crash@T:N, restart@T:N, crash-leader@T, restart-leader@T (the node
 // whose candidate acts), pause@T1-T2:N (the node is cut off both ways; its
@@ -89,6 +92,8 @@ struct repl_run_report {
   uint64_t messages = 0;
   uint64_t messages_lost = 0;
   uint64_t duplicated = 0;
+  /// Records appended but not yet durable that crashes dropped.
+  uint64_t unsynced_lost = 0;
   /// From heal to the first strong acknowledgement after it (if any).
   std::optional<duration> recovery;
   timestamp heal{0};
