@@ -44,8 +44,8 @@ std::string describe(const repl_sample& s) {
 std::string describe(const repl_write& w) {
   return "write " + std::to_string(w.seq) + " of " + key_name(w.key) + " acked at "
          + ms(*w.acked) + " by replica " + election::to_string(w.acked_by) + " (term "
-         + election::to_string(w.acked_term) + ", lsn " + std::to_string(w.at.value)
-         + ")";
+         + (w.acked_term ? election::to_string(*w.acked_term) : std::string{"unknown"})
+         + ", lsn " + std::to_string(w.at.value) + ")";
 }
 
 /// Sweeps samples in time order against the strong acknowledgements before
@@ -72,9 +72,9 @@ public:
     sweep(
         obs,
         [&](const repl_write& w) {
-          if (w.key >= known.size())
+          if (w.key >= known.size() || !w.acked_term)
             return;
-          auto& slot = known[w.key][w.acked_term];
+          auto& slot = known[w.key][*w.acked_term];
           if (!slot || slot->seq < w.seq)
             slot = &w;
         },

@@ -54,8 +54,9 @@ struct repl_write {
   std::optional<repl::timestamp> acked;
   repl::node_id acked_by;
   /// The acknowledging replica's promised term, read right after the
-  /// acknowledgement (never lower than the term the write committed in).
-  repl::term acked_term;
+  /// acknowledgement (never lower than the term the write committed in);
+  /// unknown if the replica was down by then.
+  std::optional<repl::term> acked_term;
   repl::lsn at;
 };
 

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <limits>
 #include <set>
 
 namespace conclave::sim {
@@ -372,14 +371,13 @@ public:
     return out;
   }
 
-  /// The promised term of node i's host now (max term if it is down).
-  el::term promised_of(size_t i) {
+  /// The promised term of node i's host now (none if it is down).
+  std::optional<el::term> promised_of(size_t i) {
     if (i < nodes_.size() && nodes_[i].alive)
       if (auto s = driver_.ask_now<rp::replica_status>(nodes_[i].host,
                                                        replication_atoms::status_atom_v))
         return s->promised;
-    auto max = std::numeric_limits<uint64_t>::max();
-    return el::term{max, el::node_id{max}, max};
+    return std::nullopt;
   }
 
   /// Samples every live replica at this instant; `discarded` counts samples
