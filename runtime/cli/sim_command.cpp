@@ -1,5 +1,6 @@
-// conclave sim: deterministic simulation runs of the election algorithms, or
-// of workflow jobs with --workload jobs (sim_jobs.cpp). See docs/simulation.md.
+// conclave sim: deterministic simulation runs of the election algorithms, of
+// workflow jobs with --workload jobs (sim_jobs.cpp), or of replica hosts with
+// --workload replication (sim_repl.cpp). See docs/simulation.md.
 #include "runtime/cli/commands.hpp"
 #include "runtime/cli/sim_jobs.hpp"
 #include "runtime/cli/sim_repl.hpp"
@@ -222,8 +223,8 @@ void add_sim_command(command_registry& reg) {
   auto o = std::make_shared<sim_options>();
   auto app = std::make_shared<CLI::App*>(nullptr);
   auto* sub = reg.add("sim",
-                      "Run deterministic simulations of the election algorithms or "
-                      "of workflow jobs",
+                      "Run deterministic simulations of the election algorithms, "
+                      "of workflow jobs or of the replicated store",
                       [o, app] { return run_sim(*o, *app); });
   *app = sub;
   option(sub, "--workload", o->workload,

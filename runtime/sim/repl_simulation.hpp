@@ -110,8 +110,8 @@ struct repl_run_report {
 /// guarded election, the sync phase) + 20 x the longest message delay.
 duration repl_bound(const fault_plan& plan);
 
-/// Checks node numbers of the plan against `replicas` and refuses what the
-/// workload cannot do.
+/// Checks the plan's node numbers against `replicas` (every fault of the
+/// election's spec applies to this workload).
 outcome::result<void, std::string> validate_repl(const fault_plan& plan, size_t replicas);
 
 repl_run_report run_repl_simulation(const repl_settings& settings);
