@@ -37,6 +37,7 @@ void repl_summary::add(const repl_run_report& r) {
   failovers_ += r.failovers();
   samples_ += r.samples;
   discarded_ += r.samples_discarded;
+  acting_reads_ += r.acting_reads;
   messages_ += r.messages;
   messages_lost_ += r.messages_lost;
   duplicated_ += r.duplicated;
@@ -97,7 +98,8 @@ void repl_summary::print(std::ostream& out) const {
   out << "runs: " << plural(faults_, "fault") << ", messages " << messages_ << " (lost "
       << messages_lost_ << ", duplicated " << duplicated_
       << "), unsynced records lost in crashes " << unsynced_lost_ << ", replica samples "
-      << samples_ << " (" << discarded_ << " discarded: status changed while read)\n";
+      << samples_ << " (" << acting_reads_ << " on the acting primary, " << discarded_
+      << " discarded: status changed while read)\n";
   if (unjudged_ > 0)
     out << "liveness not judged in " << plural(unjudged_, "run")
         << " (no majority up at the end)\n";
@@ -146,7 +148,9 @@ std::string repl_summary::to_json(uint64_t seed, const std::string& faults) cons
   doc["messages"] = {
       {"total", messages_}, {"lost", messages_lost_}, {"duplicated", duplicated_}};
   doc["unsynced_records_lost_in_crashes"] = unsynced_lost_;
-  doc["samples"] = {{"taken", samples_}, {"discarded", discarded_}};
+  doc["samples"] = {{"taken", samples_},
+                    {"on_acting_primary", acting_reads_},
+                    {"discarded", discarded_}};
   auto& list = doc["failures"] = nlohmann::json::array();
   for (auto& f : failures_)
     list.push_back({{"seed", f.seed},

@@ -47,6 +47,7 @@ private:
   std::string prefix_;
   size_t runs_ = 0;
   uint64_t safety_ = 0, liveness_ = 0, unjudged_ = 0;
+  uint64_t acting_reads_ = 0;
   uint64_t faults_ = 0, writes_ = 0, strong_ = 0, weak_ = 0, lost_ = 0, syncs_ = 0,
            failovers_ = 0, samples_ = 0, discarded_ = 0, messages_ = 0,
            messages_lost_ = 0, duplicated_ = 0, unsynced_lost_ = 0;

@@ -735,6 +735,9 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   for (auto& s : obs.final_states)
     obs.samples.push_back(s);
   rep.samples_discarded = discarded;
+  rep.acting_reads = static_cast<uint64_t>(
+      std::count_if(obs.samples.begin(), obs.samples.end(),
+                    [](const repl_sample& s) { return s.acting && s.serving; }));
   rep.end = d.elapsed();
   obs.judge_liveness = w.alive() >= settings.replicas / 2 + 1;
   rep.liveness_judged = obs.judge_liveness;

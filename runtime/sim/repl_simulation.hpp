@@ -89,6 +89,9 @@ struct repl_run_report {
   std::vector<duration> sync_durations;
   uint64_t samples = 0;
   uint64_t samples_discarded = 0;
+  /// Samples taken on the acting, serving primary (the reads
+  /// acting_primary_reads judges).
+  uint64_t acting_reads = 0;
   uint64_t messages = 0;
   uint64_t messages_lost = 0;
   uint64_t duplicated = 0;

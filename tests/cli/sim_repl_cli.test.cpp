@@ -69,6 +69,7 @@ TEST(sim_repl_cli, json_is_one_document_with_the_documented_fields) {
   EXPECT_GT(doc["commits_acked"]["strong"].get<int>(), 0);
   EXPECT_GE(doc["sync_phases"]["count"].get<int>(), 5);
   EXPECT_TRUE(doc["messages"].contains("duplicated"));
+  EXPECT_GT(doc["samples"]["on_acting_primary"].get<int>(), 0);
   EXPECT_TRUE(doc["failures"].empty());
 }
 
