@@ -1,7 +1,9 @@
-// conclave sim: deterministic simulation runs of the election algorithms, or
-// of workflow jobs with --workload jobs (sim_jobs.cpp). See docs/simulation.md.
+// conclave sim: deterministic simulation runs of the election algorithms, of
+// workflow jobs with --workload jobs (sim_jobs.cpp), or of replica hosts with
+// --workload replication (sim_repl.cpp). See docs/simulation.md.
 #include "runtime/cli/commands.hpp"
 #include "runtime/cli/sim_jobs.hpp"
+#include "runtime/cli/sim_repl.hpp"
 
 #include "runtime/sim/report.hpp"
 #include "runtime/sim/simulation.hpp"
@@ -20,6 +22,7 @@ namespace el = conclave::election;
 struct sim_options {
   std::string workload = "election";
   sim_jobs_options jobs;
+  sim_repl_options repl;
   std::string algorithm = "all";
   std::string nodes = "5";
   size_t runs = 1;
@@ -89,6 +92,19 @@ constexpr const char* election_flags[] = {"--algorithm", "--nodes", "--out",
                                           "--detector",  "--guard", "--preempt"};
 
 int run_sim(const sim_options& o, const CLI::App* sub) {
+  if (o.workload == "replication") {
+    for (auto f : election_flags)
+      if (f != std::string_view{"--algorithm"} && sub->count(f) > 0)
+        return bad_input(std::string{f}
+                         + ": belongs to --workload election, not replication");
+    if (sub->count("--algorithm") > 0 || sim_jobs_flags_given(sub))
+      return bad_input("--workload replication runs Bully with the quorum guard; "
+                       "--algorithm and the jobs flags do not apply");
+    return run_sim_repl(o.repl, o.runs, o.seed, o.faults, o.json);
+  }
+  if (sim_repl_flags_given(sub))
+    return bad_input("--replicas, --clients, --weak-share, --fsync-us and --unsafe "
+                     "belong to --workload replication");
   if (o.workload == "jobs") {
     for (auto f : election_flags)
       if (sub->count(f) > 0)
@@ -96,7 +112,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     return run_sim_jobs(o.jobs, o.runs, o.seed, o.faults, o.json);
   }
   if (o.workload != "election")
-    return bad_input("--workload: expected election or jobs, got '" + o.workload + "'");
+    return bad_input("--workload: expected election, jobs or replication, got '"
+                     + o.workload + "'");
   if (sim_jobs_flags_given(sub))
     return bad_input("--jobs, --steps, --schedulers, --agents, --supervisors and "
                      "--service belong to --workload jobs");
@@ -206,14 +223,16 @@ void add_sim_command(command_registry& reg) {
   auto o = std::make_shared<sim_options>();
   auto app = std::make_shared<CLI::App*>(nullptr);
   auto* sub = reg.add("sim",
-                      "Run deterministic simulations of the election algorithms or "
-                      "of workflow jobs",
+                      "Run deterministic simulations of the election algorithms, "
+                      "of workflow jobs or of the replicated store",
                       [o, app] { return run_sim(*o, *app); });
   *app = sub;
   option(sub, "--workload", o->workload,
-         "election (candidates) or jobs (schedulers, agents, supervisors)")
+         "election (candidates), jobs (schedulers, agents, supervisors) or "
+         "replication (replica hosts)")
       ->capture_default_str();
   add_sim_jobs_flags(sub, o->jobs);
+  add_sim_repl_flags(sub, o->repl);
   option(sub, "--algorithm", o->algorithm, "bully, ring or all")->capture_default_str();
   option(sub, "--nodes", o->nodes, "candidates per run, or a list like 4,8,16")
       ->capture_default_str();

@@ -1,0 +1,103 @@
+#include "runtime/cli/sim_repl.hpp"
+
+#include "runtime/cli/command.hpp"
+#include "runtime/sim/repl_report.hpp"
+
+#include <iostream>
+#include <sstream>
+
+namespace conclave::cli {
+
+namespace {
+
+constexpr const char* repl_flags[] = {"--replicas", "--clients", "--weak-share",
+                                      "--fsync-us", "--unsafe"};
+
+} // namespace
+
+void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
+  option(sub, "--replicas", o.replicas, "replication workload: replicas (nodes)")
+      ->capture_default_str();
+  option(sub, "--clients", o.clients,
+         "replication workload: clients, each writing its own key")
+      ->capture_default_str();
+  option(sub, "--weak-share", o.weak_share,
+         "replication workload: share of writes sent weak (0..1)")
+      ->capture_default_str();
+  option(sub, "--fsync-us", o.fsync_us,
+         "replication workload: virtual time a disk sync takes, in microseconds")
+      ->capture_default_str();
+  option(sub, "--unsafe", o.unsafe,
+         "replication workload: none, or a broken fixture the checkers must catch: "
+         "skip-sync or lying-disk")
+      ->capture_default_str();
+}
+
+bool sim_repl_flags_given(const CLI::App* sub) {
+  for (auto f : repl_flags)
+    if (sub->count(f) > 0)
+      return true;
+  return false;
+}
+
+int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
+                 const std::string& faults, bool json) {
+  if (o.replicas < 1 || o.replicas > 9)
+    return bad_input("--replicas: expected 1 to 9, got " + std::to_string(o.replicas));
+  if (o.clients < 1 || o.clients > 64)
+    return bad_input("--clients: expected 1 to 64, got " + std::to_string(o.clients));
+  if (!(o.weak_share >= 0 && o.weak_share <= 1))
+    return bad_input("--weak-share: expected 0 to 1");
+  if (o.fsync_us < 1 || o.fsync_us > 1000000)
+    return bad_input("--fsync-us: expected 1 to 1000000, got "
+                     + std::to_string(o.fsync_us));
+  if (o.unsafe != "none" && o.unsafe != "skip-sync" && o.unsafe != "lying-disk")
+    return bad_input("--unsafe: expected none, skip-sync or lying-disk, got '" + o.unsafe
+                     + "'");
+  if (runs < 1)
+    return bad_input("--runs: must be at least 1");
+  auto plan = sim::parse_fault_spec(faults);
+  if (!plan)
+    return bad_input("--faults: " + plan.error());
+  if (auto v = sim::validate_repl(plan.value(), o.replicas); !v)
+    return bad_input("--faults: " + v.error());
+  sim::repl_settings s;
+  s.replicas = o.replicas;
+  s.clients = o.clients;
+  s.plan = std::move(plan.value());
+  s.weak_share = o.weak_share;
+  s.fsync = std::chrono::microseconds{o.fsync_us};
+  s.skip_sync = o.unsafe == "skip-sync";
+  s.lying_disk = o.unsafe == "lying-disk";
+  std::ostringstream weak;
+  weak << o.weak_share;
+  auto prefix = "conclave sim --workload replication --replicas "
+                + std::to_string(o.replicas) + " --clients " + std::to_string(o.clients)
+                + " --weak-share " + weak.str() + " --fsync-us "
+                + std::to_string(o.fsync_us);
+  if (o.unsafe != "none")
+    prefix += " --unsafe " + o.unsafe;
+  if (!faults.empty())
+    prefix += " --faults " + shell_quote(faults);
+  sim::repl_summary summary{prefix};
+  for (size_t k = 0; k < runs; ++k) {
+    s.seed = seed + k;
+    summary.add(sim::run_repl_simulation(s));
+  }
+  if (json) {
+    std::cout << summary.to_json(seed, faults) << '\n';
+  } else {
+    std::cout << "conclave sim --workload replication: " << runs << " run(s), seeds "
+              << seed << ".." << seed + runs - 1 << ", faults '" << faults << "', "
+              << o.replicas << " replicas, " << o.clients << " clients"
+              << (o.unsafe == "none" ? "" : ", UNSAFE " + o.unsafe) << "\n";
+    summary.print(std::cout);
+  }
+  if (summary.safety_violated())
+    return exit_safety_violation;
+  if (summary.liveness_failed())
+    return exit_failure;
+  return exit_ok;
+}
+
+} // namespace conclave::cli

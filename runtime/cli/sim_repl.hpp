@@ -1,0 +1,36 @@
+// `conclave sim --workload replication`: the flags of the replication workload
+// and its run (runtime/sim/repl_simulation.hpp; docs/simulation.md,
+// "Replication workload"). sim_command.cpp owns the command and the flags all
+// workloads share.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace conclave::cli {
+
+struct sim_repl_options {
+  size_t replicas = 3;
+  size_t clients = 4;
+  double weak_share = 0.25;
+  unsigned fsync_us = 2000;
+  /// "none", or a broken fixture the checkers must catch: "skip-sync" (new
+  /// primaries serve without a sync phase) or "lying-disk" (syncs reported
+  /// durable before they are).
+  std::string unsafe = "none";
+};
+
+/// Adds --replicas, --clients, --weak-share, --fsync-us and --unsafe to `sub`.
+void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o);
+
+/// True if any of those flags was given (they belong to the replication
+/// workload).
+bool sim_repl_flags_given(const CLI::App* sub);
+
+/// Runs `runs` runs from `seed` and prints the summary; the exit status.
+int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
+                 const std::string& faults, bool json);
+
+} // namespace conclave::cli

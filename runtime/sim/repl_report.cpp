@@ -1,0 +1,163 @@
+#include "runtime/sim/repl_report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+namespace conclave::sim {
+
+namespace {
+
+constexpr size_t max_failures = 20;
+constexpr size_t max_complaints = 5;
+
+double ms(duration d) {
+  return static_cast<double>(d.count()) / 1e6;
+}
+
+std::string plural(uint64_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+} // namespace
+
+repl_summary::repl_summary(std::string replay_prefix)
+    : prefix_(std::move(replay_prefix)) {}
+
+void repl_summary::add(const repl_run_report& r) {
+  ++runs_;
+  faults_ += r.faults;
+  writes_ += r.writes;
+  strong_ += r.strong_acked;
+  weak_ += r.weak_acked;
+  lost_ += r.lost;
+  syncs_ += r.syncs;
+  failovers_ += r.failovers();
+  samples_ += r.samples;
+  discarded_ += r.samples_discarded;
+  acting_reads_ += r.acting_reads;
+  messages_ += r.messages;
+  messages_lost_ += r.messages_lost;
+  duplicated_ += r.duplicated;
+  unsynced_lost_ += r.unsynced_lost;
+  sync_durations_.insert(sync_durations_.end(), r.sync_durations.begin(),
+                         r.sync_durations.end());
+  if (r.recovery) {
+    ++recovered_runs_;
+    recovery_max_ = std::max(recovery_max_, *r.recovery);
+  }
+  if (!r.liveness_judged)
+    ++unjudged_;
+  for (auto& v : r.violations)
+    if (v.safety)
+      ++safety_;
+  if (r.liveness_failed())
+    ++liveness_;
+  if (r.violations.empty())
+    return;
+  if (failures_.size() == max_failures) {
+    ++failures_left_out_;
+    return;
+  }
+  failure f;
+  f.seed = r.seed;
+  f.faults = r.fault_list;
+  for (auto& v : r.violations) {
+    if (f.what.size() == max_complaints) {
+      ++f.more;
+      continue;
+    }
+    f.what.push_back(v.checker + ": " + v.what);
+  }
+  failures_.push_back(std::move(f));
+}
+
+std::string repl_summary::replay(uint64_t seed) const {
+  return prefix_ + " --runs 1 --seed " + std::to_string(seed);
+}
+
+double repl_summary::sync_ms(double p) const {
+  if (sync_durations_.empty())
+    return 0;
+  auto v = sync_durations_;
+  auto i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return ms(v[i]);
+}
+
+void repl_summary::print(std::ostream& out) const {
+  out << std::fixed << std::setprecision(1);
+  out << "writes: " << writes_ << " issued, commits acked " << strong_ << " strong + "
+      << weak_ << " weak, lost " << lost_ << " (must be 0)\n";
+  out << "failovers: " << failovers_ << " (sync phases " << syncs_ << ": median "
+      << sync_ms(50) << " ms, p99 " << sync_ms(99) << " ms, max " << sync_ms(100)
+      << " ms); first strong commit after heal: at most " << ms(recovery_max_) << " ms ("
+      << recovered_runs_ << " of " << plural(runs_, "run") << ")\n";
+  out << "runs: " << plural(faults_, "fault") << ", messages " << messages_ << " (lost "
+      << messages_lost_ << ", duplicated " << duplicated_
+      << "), unsynced records lost in crashes " << unsynced_lost_ << ", replica samples "
+      << samples_ << " (" << acting_reads_ << " on the acting primary, " << discarded_
+      << " discarded: status changed while read)\n";
+  if (unjudged_ > 0)
+    out << "liveness not judged in " << plural(unjudged_, "run")
+        << " (no majority up at the end)\n";
+  for (auto& f : failures_) {
+    out << "FAILED seed " << f.seed << " (faults "
+        << (f.faults.empty() ? "none" : f.faults) << "):\n";
+    for (auto& w : f.what)
+      out << "  " << w << '\n';
+    if (f.more > 0)
+      out << "  (" << f.more << " more)\n";
+    out << "  replay: " << replay(f.seed) << '\n';
+  }
+  if (failures_left_out_ > 0)
+    out << "(" << plural(failures_left_out_, "more failing run") << " not listed)\n";
+  out << verdict() << '\n';
+}
+
+std::string repl_summary::verdict() const {
+  std::ostringstream o;
+  o << (safety_ + liveness_ == 0 ? "OK: " : "FAILED: ")
+    << plural(safety_, "safety violation") << ", "
+    << plural(liveness_, "liveness failure") << " in " << plural(runs_, "run");
+  return o.str();
+}
+
+std::string repl_summary::to_json(uint64_t seed, const std::string& faults) const {
+  nlohmann::json doc;
+  doc["workload"] = "replication";
+  doc["seed"] = seed;
+  doc["runs"] = runs_;
+  doc["faults"] = faults;
+  doc["verdict"] = verdict();
+  doc["safety_violations"] = safety_;
+  doc["liveness_failures"] = liveness_;
+  doc["liveness_not_judged"] = unjudged_;
+  doc["faults_applied"] = faults_;
+  doc["writes"] = writes_;
+  doc["commits_acked"] = {{"strong", strong_}, {"weak", weak_}};
+  doc["commits_lost"] = lost_;
+  doc["failovers"] = failovers_;
+  doc["sync_phases"] = {{"count", syncs_},
+                        {"median_ms", sync_ms(50)},
+                        {"p99_ms", sync_ms(99)},
+                        {"max_ms", sync_ms(100)}};
+  doc["first_commit_after_heal_max_ms"] = ms(recovery_max_);
+  doc["messages"] = {
+      {"total", messages_}, {"lost", messages_lost_}, {"duplicated", duplicated_}};
+  doc["unsynced_records_lost_in_crashes"] = unsynced_lost_;
+  doc["samples"] = {{"taken", samples_},
+                    {"on_acting_primary", acting_reads_},
+                    {"discarded", discarded_}};
+  auto& list = doc["failures"] = nlohmann::json::array();
+  for (auto& f : failures_)
+    list.push_back({{"seed", f.seed},
+                    {"faults", f.faults},
+                    {"what", f.what},
+                    {"replay", replay(f.seed)}});
+  return doc.dump();
+}
+
+} // namespace conclave::sim

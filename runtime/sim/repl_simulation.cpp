@@ -1,0 +1,763 @@
+#include "runtime/sim/repl_simulation.hpp"
+
+#include "actors/election/candidate_actor.hpp"
+#include "actors/replication/replica_host.hpp"
+#include "protocols/election/status.hpp"
+#include "runtime/sim/coordinator_driver.hpp"
+#include "runtime/sim/repl_net.hpp"
+
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+namespace conclave::sim {
+
+namespace {
+
+namespace el = conclave::election;
+namespace rp = conclave::replication;
+using namespace std::chrono_literals;
+using time_point = caf::actor_clock::time_point;
+
+constexpr auto sample_interval = 10ms;
+constexpr auto client_timeout = 200ms;
+constexpr auto retry_pause = 5ms;
+constexpr auto quiet_period = 500ms;
+constexpr auto sync_poll = 1ms;
+constexpr auto acting_poll = 10ms;
+constexpr const char* collection = "kv";
+
+using poll_atom = caf::atom_constant<caf::atom("rs_poll")>;
+
+std::string key_name(size_t k) {
+  return "k" + std::to_string(k + 1);
+}
+
+/// One fault in the spec's own syntax (for the replay line).
+std::string spec_of(const fault& f) {
+  auto time = [](timestamp t) {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(t).count();
+    return us % 1000 == 0 ? std::to_string(us / 1000) + "ms" : std::to_string(us) + "us";
+  };
+  auto group = [](const std::vector<node_id>& g) {
+    std::string s;
+    for (auto& n : g)
+      s += (s.empty() ? "" : "+") + el::to_string(n);
+    return s;
+  };
+  auto window = time(f.at) + "-" + time(f.until);
+  using k = fault::kind;
+  switch (f.what) {
+  case k::crash:
+    return "crash@" + time(f.at) + ":" + el::to_string(f.node);
+  case k::restart:
+    return "restart@" + time(f.at) + ":" + el::to_string(f.node);
+  case k::pause:
+    return "pause@" + window + ":" + el::to_string(f.node);
+  case k::crash_leader:
+    return "crash-leader@" + time(f.at);
+  case k::restart_leader:
+    return "restart-leader@" + time(f.at);
+  case k::pause_leader:
+    return "pause-leader@" + window;
+  case k::partition: {
+    std::string s = "partition@" + window + ":";
+    for (size_t i = 0; i < f.groups.size(); ++i)
+      s += (i ? "|" : "") + group(f.groups[i]);
+    return s;
+  }
+  case k::cut:
+    return "cut@" + window + ":" + group(f.groups.at(0)) + ">" + group(f.groups.at(1));
+  case k::elect:
+    return "elect@" + time(f.at) + ":" + el::to_string(f.node);
+  }
+  return "?";
+}
+
+// -- the bridge: leadership events of a candidate -> its replica host ----------
+
+struct sync_log {
+  std::vector<duration> durations;
+};
+
+struct bridge_state {
+  el::node_id self;
+  caf::actor host;
+  el::candidate_actor candidate;
+  std::shared_ptr<sync_log> log;
+  /// The term in which the candidate acts, while it does.
+  std::optional<el::term> acting;
+  /// The sync phase being timed (its term), and when it started.
+  std::optional<el::term> timing;
+  time_point started;
+  bool poll_armed = false;
+  static inline const char* name = "conclave.sim.repl_bridge";
+};
+
+using bridge_ptr = caf::stateful_actor<bridge_state>*;
+
+void on_acting(bridge_ptr self, const el::term& t);
+
+/// A leader that takes a new term while its lease still holds reports
+/// became_leader but no new acting_started: ask whether it acts.
+void check_acting(bridge_ptr self) {
+  self->request(self->state.candidate, caf::infinite, caf::get_atom::value,
+                election_atoms::leader_atom::value)
+      .then(
+          [self](const el::leader_info& i) {
+            if (i.is_leader && i.acting)
+              on_acting(self, i.t);
+          },
+          [](caf::error&) {});
+}
+
+/// The replica promised `promised`, above the candidate's term (a candidate
+/// restarted without memory lags behind the replicas): the candidate leads
+/// above that epoch and acts again in the new term.
+void lead_above(bridge_ptr self, const el::term& promised) {
+  caf::anon_send(self->state.candidate, election_atoms::observe_atom::value,
+                 promised.epoch);
+  check_acting(self);
+}
+
+void arm_poll(bridge_ptr self);
+
+/// While the candidate acts, the bridge watches its host: it times the sync
+/// phase (1 ms steps), and notices a host fenced by a higher term than the
+/// candidate's (10 ms steps).
+void poll(bridge_ptr self) {
+  self->state.poll_armed = false;
+  if (!self->state.acting)
+    return;
+  self->request(self->state.host, caf::infinite, replication_atoms::status_atom_v)
+      .then(
+          [self](const rp::replica_status& s) {
+            auto& st = self->state;
+            if (st.timing) {
+              if (s.promised != *st.timing || s.replica_role == rp::role::secondary) {
+                st.timing.reset();
+              } else if (s.serving) {
+                st.log->durations.push_back(self->clock().now() - st.started);
+                st.timing.reset();
+              }
+            }
+            if (st.acting && !s.failed && *st.acting < s.promised)
+              lead_above(self, s.promised);
+            arm_poll(self);
+          },
+          [](caf::error&) {});
+}
+
+void arm_poll(bridge_ptr self) {
+  auto& st = self->state;
+  if (st.poll_armed || !st.acting)
+    return;
+  st.poll_armed = true;
+  self->delayed_send(self, st.timing ? sync_poll : acting_poll, poll_atom::value);
+}
+
+void on_acting(bridge_ptr self, const el::term& t) {
+  self->state.acting = t;
+  self->request(self->state.host, caf::infinite, rp::become_primary_msg{t})
+      .then(
+          [self, t](bool ok) {
+            auto& st = self->state;
+            if (ok) {
+              st.timing = t;
+              st.started = self->clock().now();
+            }
+            arm_poll(self); // a refusal for a higher promise is seen there
+          },
+          [](caf::error&) {});
+}
+
+caf::behavior make_bridge(bridge_ptr self, el::node_id id, caf::actor host,
+                          el::candidate_actor candidate, std::shared_ptr<sync_log> log) {
+  auto& st = self->state;
+  st.self = id;
+  st.host = std::move(host);
+  st.candidate = std::move(candidate);
+  st.log = std::move(log);
+  self->set_default_handler(caf::drop);
+  self->set_down_handler([](const caf::down_msg&) {});
+  return {
+      [self](const el::leadership_event& ev) {
+        auto& st = self->state;
+        using k = el::leadership_event::kind;
+        if (ev.what == k::acting_started && ev.leader == st.self) {
+          on_acting(self, ev.t);
+        } else if (ev.what == k::became_leader && ev.leader == st.self) {
+          check_acting(self);
+        } else if (ev.what == k::acting_stopped) {
+          st.acting.reset();
+        } else if ((ev.what == k::lost_leadership || ev.what == k::leader_changed)
+                   && ev.leader != st.self
+                   && !(ev.what == k::leader_changed && ev.leader == el::no_node)) {
+          st.acting.reset();
+          auto t = ev.t;
+          t.leader = ev.leader;
+          caf::anon_send(st.host, rp::leader_is_msg{t});
+        }
+      },
+      [self](poll_atom) { poll(self); },
+  };
+}
+
+// -- requests that remember when they were answered ---------------------------
+
+template <class T>
+struct timed_reply {
+  bool done = false;
+  std::optional<T> value;
+  /// Run time of the answer.
+  duration at{0};
+};
+
+/// What one sampling instant asks one replica.
+struct sample_slot {
+  size_t node = 0;
+  timed_reply<rp::replica_status> before, after;
+  timed_reply<el::leader_info> info;
+  std::vector<timed_reply<rp::read_result>> reads;
+};
+
+// -- the world ------------------------------------------------------------------
+
+class repl_world {
+public:
+  repl_world(const repl_settings& s, const fault_plan& plan, uint64_t net_seed)
+      : settings_(s), driver_([](caf::actor_system_config& cfg) {
+          cfg.add_message_types<caf::id_block::conclave_replication>();
+          cfg.add_message_types<caf::id_block::conclave_election>();
+        }) {
+    auto& sys = driver_.sys();
+    origin_ = sys.clock().now();
+    net_ = std::make_shared<repl_net>(sys.clock());
+    net_->rng.seed(net_seed);
+    net_->loss = plan.loss;
+    net_->dup = plan.dup;
+    net_->delay_min = plan.delay_min;
+    net_->delay_max = plan.delay_max;
+    net_->heal_at = origin_ + plan.heal_time();
+    net_->hosts.resize(s.replicas);
+    net_->candidates.resize(s.replicas);
+    log_ = std::make_shared<sync_log>();
+    econfig_.guard.enabled = true;
+    rconfig_.unsafe_skip_sync = s.skip_sync;
+    for (uint64_t k = 1; k <= s.replicas; ++k)
+      members_.push_back(el::node_id{k});
+    nodes_.resize(s.replicas);
+    for (size_t i = 0; i < s.replicas; ++i) {
+      auto& n = nodes_[i];
+      n.id = members_[i];
+      n.disk = std::make_shared<sim_disk>(s.fsync, s.lying_disk);
+      n.disk->set_releaser(driver_.track(spawn_disk_releaser(sys, n.disk)));
+      n.terms = std::make_shared<rp::memory_term_file>();
+      start_node(i, false);
+    }
+    for (auto& n : nodes_)
+      caf::anon_send(n.candidate, election_atoms::start_atom::value);
+    driver_.run();
+  }
+
+  coordinator_driver& driver() { return driver_; }
+  const repl_net& net() const { return *net_; }
+  const sync_log& syncs() const { return *log_; }
+  /// Records appended but not yet durable that crashes dropped.
+  uint64_t unsynced_lost() const { return unsynced_lost_; }
+  size_t alive() const {
+    return static_cast<size_t>(
+        std::count_if(nodes_.begin(), nodes_.end(), [](auto& n) { return n.alive; }));
+  }
+
+  void apply(const fault& f, bool end) {
+    using k = fault::kind;
+    switch (f.what) {
+    case k::crash:
+      crash(f.node.value - 1);
+      break;
+    case k::restart:
+      crash(f.node.value - 1);
+      start_node(f.node.value - 1, true);
+      break;
+    case k::crash_leader:
+      if (auto l = acting_leader()) {
+        last_leader_ = *l;
+        crash(*l);
+      }
+      break;
+    case k::restart_leader:
+      if (last_leader_) {
+        crash(*last_leader_);
+        start_node(*last_leader_, true);
+      }
+      break;
+    case k::pause:
+      isolate(f.node.value - 1, end);
+      break;
+    case k::pause_leader:
+      if (!end)
+        paused_leader_ = acting_leader();
+      if (paused_leader_)
+        isolate(*paused_leader_, end);
+      break;
+    case k::partition:
+      for (size_t a = 0; a < f.groups.size(); ++a)
+        for (size_t b = 0; b < f.groups.size(); ++b)
+          if (a != b)
+            for (auto x : f.groups[a])
+              for (auto y : f.groups[b])
+                net_->set_link(x, y, end);
+      break;
+    case k::cut:
+      for (auto x : f.groups.at(0))
+        for (auto y : f.groups.at(1))
+          net_->set_link(x, y, end);
+      break;
+    case k::elect:
+      if (nodes_[f.node.value - 1].alive)
+        caf::anon_send(nodes_[f.node.value - 1].candidate,
+                       election_atoms::elect_atom::value);
+      break;
+    }
+    driver_.run();
+  }
+
+  /// The live node whose candidate acts as leader with the highest term.
+  std::optional<size_t> acting_leader() {
+    std::optional<size_t> best;
+    el::term best_term;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i].alive)
+        continue;
+      auto info = driver_.ask_now<el::leader_info>(
+          nodes_[i].candidate, caf::get_atom::value, election_atoms::leader_atom::value);
+      if (info && info->is_leader && info->acting && (!best || best_term < info->t)) {
+        best = i;
+        best_term = info->t;
+      }
+    }
+    return best;
+  }
+
+  bool node_alive(size_t i) const { return nodes_[i].alive; }
+
+  /// Sends a write to node i's host; the answer lands in the slot.
+  std::shared_ptr<timed_reply<rp::txn_result>>
+  send_write(size_t i, size_t key, uint64_t seq, rp::commit_mode mode) {
+    auto out = std::make_shared<timed_reply<rp::txn_result>>();
+    rp::txn_request req;
+    req.ops.push_back(
+        rp::txn_op{collection, key_name(key), std::to_string(seq), rp::op_kind::put});
+    req.mode = mode;
+    auto to = nodes_[i].host;
+    auto origin = origin_;
+    driver_.sys().spawn([=](caf::event_based_actor* self) {
+      self->request(to, caf::infinite, req)
+          .then(
+              [=](rp::txn_result& r) {
+                out->value = std::move(r);
+                out->done = true;
+                out->at = self->clock().now() - origin;
+              },
+              [=](caf::error&) {
+                out->done = true;
+                out->at = self->clock().now() - origin;
+              });
+    });
+    return out;
+  }
+
+  /// The promised term of node i's host now (none if it is down).
+  std::optional<el::term> promised_of(size_t i) {
+    if (i < nodes_.size() && nodes_[i].alive)
+      if (auto s = driver_.ask_now<rp::replica_status>(nodes_[i].host,
+                                                       replication_atoms::status_atom_v))
+        return s->promised;
+    return std::nullopt;
+  }
+
+  /// Samples every live replica at this instant; `discarded` counts samples
+  /// whose status changed while they were taken.
+  std::vector<repl_sample> sample(size_t& discarded) {
+    std::vector<std::shared_ptr<sample_slot>> slots;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i].alive)
+        continue;
+      auto slot = std::make_shared<sample_slot>();
+      slot->node = i;
+      slot->reads.resize(settings_.clients);
+      slots.push_back(slot);
+    }
+    auto origin = origin_;
+    std::vector<std::pair<caf::actor, caf::actor>> targets;
+    for (auto& sl : slots)
+      targets.emplace_back(nodes_[sl->node].host,
+                           caf::actor_cast<caf::actor>(nodes_[sl->node].candidate));
+    auto clients = settings_.clients;
+    driver_.sys().spawn([=](caf::event_based_actor* self) {
+      auto fill = [self, origin](auto& r) {
+        return [self, origin, &r](auto& x) {
+          r.value = std::move(x);
+          r.done = true;
+          r.at = self->clock().now() - origin;
+        };
+      };
+      auto ignore = [](caf::error&) {};
+      for (size_t j = 0; j < slots.size(); ++j) {
+        auto& sl = slots[j];
+        auto [host, cand] = targets[j];
+        self->request(host, caf::infinite, replication_atoms::status_atom_v)
+            .then([sl, f = fill(sl->before)](rp::replica_status& x) mutable { f(x); },
+                  ignore);
+        self->request(cand, caf::infinite, caf::get_atom::value,
+                      election_atoms::leader_atom::value)
+            .then([sl, f = fill(sl->info)](el::leader_info& x) mutable { f(x); }, ignore);
+        for (size_t k = 0; k < clients; ++k)
+          self->request(host, caf::infinite, rp::read_request{collection, key_name(k)})
+              .then([sl, f = fill(sl->reads[k])](rp::read_result& x) mutable { f(x); },
+                    ignore);
+        self->request(host, caf::infinite, replication_atoms::status_atom_v)
+            .then([sl, f = fill(sl->after)](rp::replica_status& x) mutable { f(x); },
+                  ignore);
+      }
+    });
+    driver_.run();
+    std::vector<repl_sample> out;
+    auto now = driver_.elapsed();
+    for (auto& sl : slots) {
+      auto ok = sl->before.value && sl->after.value && sl->info.value;
+      for (auto& r : sl->reads)
+        ok = ok && r.value;
+      if (!ok)
+        continue; // the node died while sampled
+      auto& a = *sl->before.value;
+      auto& b = *sl->after.value;
+      if (a.replica_role != b.replica_role || a.serving != b.serving
+          || a.promised != b.promised || a.applied != b.applied) {
+        ++discarded;
+        continue;
+      }
+      repl_sample s;
+      s.at = now;
+      s.node = members_[sl->node];
+      s.replica_role = a.replica_role;
+      s.serving = a.serving;
+      s.acting = sl->info.value->is_leader && sl->info.value->acting;
+      s.promised = a.promised;
+      s.applied = a.applied;
+      for (auto& r : sl->reads) {
+        uint64_t v = 0;
+        if (r.value->found) {
+          auto& text = r.value->value;
+          std::from_chars(text.data(), text.data() + text.size(), v);
+        }
+        s.values.push_back(v);
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+private:
+  struct node_slot {
+    el::node_id id;
+    std::shared_ptr<sim_disk> disk;
+    std::shared_ptr<rp::memory_term_file> terms;
+    caf::actor host;
+    caf::actor bridge;
+    el::candidate_actor candidate;
+    bool alive = false;
+    uint64_t incarnation = 0;
+  };
+
+  void start_node(size_t i, bool announce) {
+    auto& sys = driver_.sys();
+    auto& n = nodes_[i];
+    rp::replica_host_options o;
+    o.self = n.id;
+    o.members = members_;
+    o.config = rconfig_;
+    o.device = n.disk;
+    o.terms = n.terms;
+    o.transport = std::make_shared<repl_link>(n.id, net_);
+    n.host = driver_.track(rp::spawn_replica_host(sys, o));
+    el::candidate_options co;
+    co.id = n.id;
+    co.peers = members_;
+    co.config = econfig_;
+    co.net = std::make_shared<election_link>(n.id, net_);
+    co.incarnation = ++n.incarnation;
+    n.candidate = driver_.track(el::spawn_candidate(sys, co));
+    n.bridge = driver_.track(sys.spawn(make_bridge, n.id, n.host, n.candidate, log_));
+    caf::anon_send(n.candidate, caf::subscribe_atom::value, n.bridge);
+    net_->hosts[i] = n.host;
+    net_->candidates[i] = caf::actor_cast<caf::actor>(n.candidate);
+    n.alive = true;
+    if (!announce)
+      return;
+    caf::anon_send(n.candidate, election_atoms::start_atom::value);
+    for (auto& p : nodes_)
+      if (p.alive && p.id != n.id)
+        caf::anon_send(p.candidate, election_atoms::peer_up_atom::value, n.id);
+  }
+
+  /// Kills the node's actors (no goodbye) and crashes its disk.
+  void crash(size_t i) {
+    auto& n = nodes_[i];
+    if (!n.alive)
+      return;
+    caf::anon_send_exit(n.candidate, caf::exit_reason::kill);
+    caf::anon_send_exit(n.host, caf::exit_reason::kill);
+    caf::anon_send_exit(n.bridge, caf::exit_reason::kill);
+    driver_.run(); // peers' monitors fire while the handles still map to ids
+    net_->hosts[i] = caf::actor{};
+    net_->candidates[i] = caf::actor{};
+    unsynced_lost_ += n.disk->crash();
+    n.alive = false;
+  }
+
+  /// Cuts (or restores) every link to and from node i.
+  void isolate(size_t i, bool restore) {
+    for (auto& p : members_)
+      if (p != members_[i]) {
+        net_->set_link(members_[i], p, restore);
+        net_->set_link(p, members_[i], restore);
+      }
+  }
+
+  repl_settings settings_;
+  coordinator_driver driver_;
+  time_point origin_;
+  std::shared_ptr<repl_net> net_;
+  std::shared_ptr<sync_log> log_;
+  el::election_config econfig_;
+  rp::replica_config rconfig_;
+  std::vector<el::node_id> members_;
+  std::vector<node_slot> nodes_;
+  std::optional<size_t> last_leader_;
+  std::optional<size_t> paused_leader_;
+  uint64_t unsynced_lost_ = 0;
+};
+
+struct client {
+  size_t key = 0;
+  /// Index of the write in flight or being retried.
+  std::optional<size_t> write;
+  size_t target = 0;
+  std::shared_ptr<timed_reply<rp::txn_result>> pending;
+  duration deadline{0};
+  duration next_at{0};
+};
+
+struct action {
+  duration at{0};
+  fault f;
+  bool end = false;
+};
+
+} // namespace
+
+bool repl_run_report::safety_violated() const {
+  return std::any_of(violations.begin(), violations.end(),
+                     [](const repl_violation& v) { return v.safety; });
+}
+
+bool repl_run_report::liveness_failed() const {
+  return std::any_of(violations.begin(), violations.end(),
+                     [](const repl_violation& v) { return !v.safety; });
+}
+
+duration repl_bound(const fault_plan& plan) {
+  return 3s + 20 * plan.delay_max;
+}
+
+outcome::result<void, std::string> validate_repl(const fault_plan& plan,
+                                                 size_t replicas) {
+  if (auto v = validate(plan, replicas); !v)
+    return v.error();
+  return outcome::success();
+}
+
+repl_run_report run_repl_simulation(const repl_settings& settings) {
+  repl_run_report rep;
+  rep.seed = settings.seed;
+  std::mt19937_64 rng{settings.seed};
+  auto plan = settings.plan;
+  add_random_faults(plan, settings.replicas, rng);
+  auto net_seed = rng();
+  std::mt19937_64 crng{rng()};
+  std::vector<action> actions;
+  for (auto& f : plan.faults) {
+    ++rep.faults;
+    rep.fault_list += (rep.fault_list.empty() ? "" : ",") + spec_of(f);
+    actions.push_back({f.at, f, false});
+    using k = fault::kind;
+    if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
+        || f.what == k::cut)
+      actions.push_back({f.until, f, true});
+  }
+  std::stable_sort(actions.begin(), actions.end(),
+                   [](const action& a, const action& b) { return a.at < b.at; });
+  rep.heal = plan.heal_time();
+  rep.bound = repl_bound(plan);
+  auto stop_at = std::max(rep.heal + rep.bound, settings.min_run);
+
+  repl_world w{settings, plan, net_seed};
+  auto& d = w.driver();
+  repl_observation obs;
+  obs.keys = settings.clients;
+  obs.heal = rep.heal;
+  obs.bound = rep.bound;
+  std::vector<client> clients(settings.clients);
+  for (size_t k = 0; k < clients.size(); ++k) {
+    clients[k].key = k;
+    clients[k].target = k % settings.replicas;
+  }
+  uint64_t seq = 0;
+  std::optional<size_t> acting;
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>{lo, hi}(crng);
+  };
+  auto retarget = [&](client& c, rp::node_id hint) {
+    if (hint != rp::no_node && hint.value <= settings.replicas)
+      c.target = hint.value - 1;
+    else if (acting)
+      c.target = *acting;
+    else
+      c.target = (c.target + 1) % settings.replicas;
+  };
+  size_t next = 0;
+  duration next_sample{0};
+  bool stopped = false;
+  size_t discarded = 0;
+  while (!stopped) {
+    auto t = std::min(next_sample, stop_at);
+    if (next < actions.size())
+      t = std::min(t, actions[next].at);
+    for (auto& c : clients)
+      t = std::min(t, c.pending ? c.deadline : c.next_at);
+    d.advance_to(t);
+    auto now = d.elapsed();
+    for (; next < actions.size() && actions[next].at <= now; ++next)
+      w.apply(actions[next].f, actions[next].end);
+    for (auto& c : clients) {
+      if (c.pending && c.pending->done) {
+        auto p = std::move(c.pending);
+        c.pending.reset();
+        auto& wr = obs.writes[*c.write];
+        if (p->value && p->value->code == rp::errc::ok) {
+          wr.acked = p->at;
+          wr.acked_by = p->value->primary;
+          wr.at = p->value->at;
+          wr.acked_term = w.promised_of(wr.acked_by.value - 1);
+          if (wr.mode == rp::commit_mode::strong && *wr.acked >= rep.heal) {
+            if (!rep.recovery)
+              rep.recovery = *wr.acked - rep.heal;
+            stopped = stopped || *wr.acked >= settings.min_run;
+          }
+          c.write.reset();
+          c.next_at = now + std::chrono::milliseconds{pick(1, 10)};
+        } else {
+          retarget(c, p->value ? p->value->primary : rp::no_node);
+          c.next_at = now + retry_pause;
+        }
+      } else if (c.pending && now >= c.deadline) {
+        c.pending.reset(); // outcome unknown: retried with the same value
+        retarget(c, rp::no_node);
+        c.next_at = now;
+      }
+    }
+    if (now >= next_sample) {
+      auto got = w.sample(discarded);
+      acting.reset();
+      for (auto& s : got)
+        if (s.acting && s.serving)
+          acting = s.node.value - 1;
+      rep.samples += got.size();
+      for (auto& s : got)
+        obs.samples.push_back(std::move(s));
+      next_sample += sample_interval;
+    }
+    if (now >= stop_at)
+      stopped = true;
+    if (stopped)
+      break;
+    for (auto& c : clients) {
+      if (c.pending || now < c.next_at)
+        continue;
+      if (!c.write) {
+        repl_write wr;
+        wr.seq = ++seq;
+        wr.key = c.key;
+        wr.mode = pick(0, 999) < static_cast<int64_t>(settings.weak_share * 1000)
+                      ? rp::commit_mode::weak
+                      : rp::commit_mode::strong;
+        wr.issued = now;
+        obs.writes.push_back(wr);
+        c.write = obs.writes.size() - 1;
+      }
+      if (!w.node_alive(c.target))
+        retarget(c, rp::no_node);
+      if (!w.node_alive(c.target)) {
+        c.next_at = now + retry_pause;
+        continue;
+      }
+      auto& wr = obs.writes[*c.write];
+      c.pending = w.send_write(c.target, c.key, wr.seq, wr.mode);
+      c.deadline = now + client_timeout;
+    }
+    d.run();
+  }
+  // Quiet period: no new writes; what is in flight settles.
+  d.advance_to(d.elapsed() + quiet_period);
+  for (auto& c : clients)
+    if (c.pending && c.pending->done && c.pending->value
+        && c.pending->value->code == rp::errc::ok) {
+      auto& wr = obs.writes[*c.write];
+      wr.acked = c.pending->at;
+      wr.acked_by = c.pending->value->primary;
+      wr.at = c.pending->value->at;
+      wr.acked_term = w.promised_of(wr.acked_by.value - 1);
+    }
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    size_t changed = 0;
+    obs.final_states = w.sample(changed);
+    if (changed == 0)
+      break;
+    d.advance_to(d.elapsed() + sample_interval);
+  }
+  rep.samples += obs.final_states.size();
+  // The final states are samples too (acknowledgements of the quiet period).
+  for (auto& s : obs.final_states)
+    obs.samples.push_back(s);
+  rep.samples_discarded = discarded;
+  rep.acting_reads = static_cast<uint64_t>(
+      std::count_if(obs.samples.begin(), obs.samples.end(),
+                    [](const repl_sample& s) { return s.acting && s.serving; }));
+  rep.end = d.elapsed();
+  obs.judge_liveness = w.alive() >= settings.replicas / 2 + 1;
+  rep.liveness_judged = obs.judge_liveness;
+  rep.violations = run_repl_checkers(standard_repl_checkers(), obs);
+  std::set<uint64_t> lost;
+  for (auto& v : rep.violations)
+    if (v.lost_seq != 0)
+      lost.insert(v.lost_seq);
+  rep.lost = lost.size();
+  rep.writes = obs.writes.size();
+  for (auto& wr : obs.writes)
+    if (wr.acked)
+      ++(wr.mode == rp::commit_mode::strong ? rep.strong_acked : rep.weak_acked);
+  rep.sync_durations = w.syncs().durations;
+  rep.syncs = rep.sync_durations.size();
+  rep.messages = w.net().messages;
+  rep.messages_lost = w.net().lost;
+  rep.duplicated = w.net().duplicated;
+  rep.unsynced_lost = w.unsynced_lost();
+  return rep;
+}
+
+} // namespace conclave::sim

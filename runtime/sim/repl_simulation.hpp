@@ -1,0 +1,122 @@
+// One run of the replication workload (`conclave sim --workload
+// replication`): `replicas` real replica hosts (actors/replication) on
+// simulated disks, each beside a real election candidate whose acting leader
+// is the primary, and `clients` clients writing through the primary, all on
+// CAF's test coordinator in virtual time (coordinator_driver.hpp), under the
+// election's fault language (fault_plan.hpp); then the checkers
+// (repl_checkers.hpp) read what the run recorded.
+//
+// A node is a candidate, a replica host, and a bridge that forwards the
+// candidate's leadership events to the host: acting_started (and a
+// became_leader while the lease still holds) becomes become_primary_msg;
+// lost_leadership and a leader_changed naming another node become
+// leader_is_msg (the host steps down). While its candidate acts, the bridge
+// polls the host's status (every 1 ms during the sync phase, to time it;
+// every 10 ms after): a replica that promised a higher term than the
+// candidate's (a candidate restarted without memory lags behind the
+// replicas' term files) is fenced out, so the bridge tells the candidate that
+// epoch with observe_atom and it leads, and acts, above it. Candidates run
+// Bully with the quorum guard, so "acting" is a lease held from a majority.
+// Crashing a node kills all three actors and crashes its disk (unsynced
+// records lost); its term file survives; a restart spawns them again on the
+// same disk and term file, with a higher candidate incarnation.
+//
+// Faults: crash@T:N, restart@T:N, crash-leader@T, restart-leader@T (the node
+// whose candidate acts), pause@T1-T2:N (the node is cut off both ways; its
+// timers keep running), partition, cut, elect, loss, dup, delay, random,
+// horizon and heal, as for the election workload.
+//
+// Clients: client k writes key k of a dictionary, one write at a time; write
+// values are sequence numbers, increasing per key. A client sends its write
+// to the acting primary (or the node a refusal names), retries after a
+// refusal or after 200 ms without an answer, and thinks 1..10 ms between
+// writes; a quarter of the writes (by default) are weak. Client requests go
+// straight to the host (no network faults). Every 10 ms the run samples
+// every live replica: status, whether its candidate acts, and a snapshot read
+// of every key, all at one instant (a sample whose status changed between
+// its first and last read is discarded). Clients stop at the first strong
+// acknowledgement after faults heal and after `min_run` (or at heal + bound);
+// after a quiet period of 500 ms every live replica is sampled once more.
+//
+// Determinism: one std::mt19937_64 seeded with the run's seed draws the
+// random faults and the seeds of the network's and the clients' generators;
+// everything runs on one test coordinator. Same settings, same report.
+#pragma once
+
+#include "runtime/sim/fault_plan.hpp"
+#include "runtime/sim/repl_checkers.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace conclave::sim {
+
+struct repl_settings {
+  size_t replicas = 3;
+  size_t clients = 4;
+  /// The parsed spec; a run adds its own random faults to a copy.
+  fault_plan plan;
+  uint64_t seed = 1;
+  /// Share of writes sent weak (acknowledged once durable on the primary).
+  double weak_share = 0.25;
+  /// Clients write at least this long, even without faults.
+  duration min_run = std::chrono::milliseconds(500);
+  /// Virtual time a disk sync takes.
+  duration fsync = std::chrono::milliseconds(2);
+  // -- broken fixtures of the checkers' meta-tests --
+  /// New primaries serve without a sync phase (replica_config::unsafe_skip_sync).
+  bool skip_sync = false;
+  /// Disks report syncs durable before they are (ack before durable).
+  bool lying_disk = false;
+};
+
+/// What one run did and what the checkers found.
+struct repl_run_report {
+  uint64_t seed = 0;
+  std::vector<repl_violation> violations;
+  bool liveness_judged = true;
+  uint64_t faults = 0;
+  /// The run's faults, random ones drawn, in the spec's syntax.
+  std::string fault_list;
+  uint64_t writes = 0;       ///< writes issued
+  uint64_t strong_acked = 0; ///< strong writes acknowledged
+  uint64_t weak_acked = 0;
+  /// Strong acknowledged writes some checker found missing (must be 0).
+  uint64_t lost = 0;
+  /// Sync phases finished (a primary started serving), and their durations.
+  uint64_t syncs = 0;
+  std::vector<duration> sync_durations;
+  uint64_t samples = 0;
+  uint64_t samples_discarded = 0;
+  /// Samples taken on the acting, serving primary (the reads
+  /// acting_primary_reads judges).
+  uint64_t acting_reads = 0;
+  uint64_t messages = 0;
+  uint64_t messages_lost = 0;
+  uint64_t duplicated = 0;
+  /// Records appended but not yet durable that crashes dropped.
+  uint64_t unsynced_lost = 0;
+  /// From heal to the first strong acknowledgement after it (if any).
+  std::optional<duration> recovery;
+  timestamp heal{0};
+  duration bound{0};
+  timestamp end{0};
+
+  /// Failovers: sync phases after the first.
+  uint64_t failovers() const { return syncs > 0 ? syncs - 1 : 0; }
+  bool safety_violated() const;
+  bool liveness_failed() const;
+};
+
+/// How long a strong commit may take once faults heal: 3 s (detection, a
+/// guarded election, the sync phase) + 20 x the longest message delay.
+duration repl_bound(const fault_plan& plan);
+
+/// Checks the plan's node numbers against `replicas` (every fault of the
+/// election's spec applies to this workload).
+outcome::result<void, std::string> validate_repl(const fault_plan& plan, size_t replicas);
+
+repl_run_report run_repl_simulation(const repl_settings& settings);
+
+} // namespace conclave::sim
