@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace conclave::sim {
 
@@ -30,6 +31,16 @@ public:
 private:
   caf::scheduler::test_coordinator& sched_;
 };
+
+/// The data of `m` with its reference, for an event.
+caf::detail::message_data* owned(caf::message m) {
+  return m.vals().release();
+}
+
+/// The message of an event, taking over its reference.
+caf::message adopt(caf::detail::message_data* data) {
+  return caf::message{caf::message::data_ptr{data, false}};
+}
 
 } // namespace
 
@@ -59,6 +70,9 @@ world::world(size_t nodes, uint64_t seed, network_model net, clock_model clocks,
 }
 
 world::~world() {
+  for (auto& b : buckets_)
+    for (size_t i = b.next; i < b.events.size(); ++i)
+      adopt(b.events[i].msg); // released
   for (auto& n : nodes_)
     if (n.alive && n.body.actor)
       caf::anon_send_exit(n.body.actor, caf::exit_reason::kill);
@@ -133,8 +147,8 @@ void world::notify_all(uint32_t about, bool up) {
     return;
   for (uint32_t p = 0; p < nodes_.size(); ++p)
     if (p != about && nodes_[p].alive)
-      push(now_ + notice_delay_,
-           {kind::notice, p, about, nodes_[p].incarnation, notice_(ids_[about], up)});
+      push(now_ + notice_delay_, {kind::notice, p, about, nodes_[p].incarnation,
+                                  owned(notice_(ids_[about], up))});
 }
 
 // -- network ----------------------------------------------------------------------
@@ -157,10 +171,10 @@ void world::send(node_id from, node_id to, caf::message m) {
   auto source = static_cast<uint32_t>(from.value - 1);
   auto first = now_ + delay();
   if (faulty && net_.dup > 0 && unit(rng_) < net_.dup) {
-    push(first, {kind::deliver, target, source, 0, m});
-    push(now_ + delay(), {kind::deliver, target, source, 0, std::move(m)});
+    push(first, {kind::deliver, target, source, 0, owned(m)});
+    push(now_ + delay(), {kind::deliver, target, source, 0, owned(std::move(m))});
   } else {
-    push(first, {kind::deliver, target, source, 0, std::move(m)});
+    push(first, {kind::deliver, target, source, 0, owned(std::move(m))});
   }
 }
 
@@ -217,7 +231,7 @@ void world::schedule(node_id id, duration local_after, caf::message m) {
       due += duration{1};
   }
   push(due, {kind::timer, static_cast<uint32_t>(id.value - 1), 0, n.incarnation,
-             std::move(m)});
+             owned(std::move(m))});
 }
 
 void world::inject(node_id id, const caf::message& m) {
@@ -228,12 +242,13 @@ void world::inject(node_id id, const caf::message& m) {
 
 void world::at(timestamp t, std::function<void()> f) {
   calls_.push_back(std::move(f));
-  push(t, {kind::call, 0, static_cast<uint32_t>(calls_.size() - 1), 0, {}});
+  push(t, {kind::call, 0, static_cast<uint32_t>(calls_.size() - 1), 0, nullptr});
 }
 
 // -- the queue ------------------------------------------------------------------------
 
 void world::push(timestamp at, event e) {
+  static_assert(std::is_trivially_copyable_v<event>);
   uint32_t b;
   if (at == last_push_at_) {
     b = last_push_bucket_;
@@ -262,7 +277,7 @@ bool world::step(timestamp end) {
   auto [at, b] = instants_.front();
   if (buckets_[b].next == 0 && buckets_[b].events.size() > 1)
     group_by_node(buckets_[b].events);
-  event e = std::move(buckets_[b].events[buckets_[b].next++]);
+  event e = buckets_[b].events[buckets_[b].next++];
   if (buckets_[b].next == buckets_[b].events.size()) {
     buckets_[b].events.clear();
     buckets_[b].next = 0;
@@ -320,6 +335,8 @@ void world::dispatch(event& e) {
     calls_[e.from]();
     return;
   }
+  auto msg = adopt(e.msg); // released on every return, unless queued again
+  e.msg = nullptr;
   auto& n = nodes_[e.to];
   if (!n.alive)
     return;
@@ -334,12 +351,13 @@ void world::dispatch(event& e) {
     auto at = n.paused_until;
     if (e.what != kind::timer)
       at += std::chrono::microseconds(100);
-    push(at, std::move(e));
+    e.msg = owned(std::move(msg));
+    push(at, e);
     return;
   }
   if (e.what == kind::deliver)
     ++delivered_;
-  deliver(n, e.msg);
+  deliver(n, msg);
 }
 
 void world::deliver(node_state& n, const caf::message& m) {

@@ -187,12 +187,15 @@ public:
 private:
   enum class kind : uint8_t { deliver, timer, notice, call };
 
+  /// Trivially copyable, so that the queue moves events as plain bytes (a
+  /// million of them in a large run): the message is held as the raw pointer
+  /// of a caf::message's data, owning one reference (owned()/adopt()).
   struct event {
     kind what;
     uint32_t to;          ///< node index
     uint32_t from;        ///< deliver: sender index; call: index into calls_
     uint32_t incarnation; ///< timer: of the node that armed it
-    caf::message msg;
+    caf::detail::message_data* msg;
   };
 
   struct node_state {
