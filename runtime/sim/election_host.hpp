@@ -41,6 +41,11 @@ public:
   virtual void view_changed(node_id, timestamp) {}
   virtual void task_started(node_id, timestamp) {}
   virtual void task_stopped(node_id, timestamp) {}
+  /// false: after_event gives the same result when called again at the same
+  /// instant with nothing changed since its last call (no view, election,
+  /// task, crash, restart or pause in between; messages sent do not count),
+  /// so the host may skip such calls. Read once, when the observer is added.
+  virtual bool needs_every_after_event() const { return true; }
 };
 
 struct election_host_options {
@@ -56,7 +61,8 @@ public:
   election_host(world& w, election_host_options opts);
   ~election_host() override;
 
-  /// Registers with the world too. Observers are told in the order added.
+  /// Observers are told in the order added, after the host itself. The host
+  /// passes the world's hooks on to them (it is the world's observer).
   void add_observer(election_observer* o);
 
   /// Spawns every candidate and starts it.
@@ -77,6 +83,8 @@ public:
   node_id current_leader() const;
 
   // -- world_observer ---------------------------------------------------------
+  void before_event(timestamp now) override;
+  void after_event(timestamp now) override;
   void crashed(node_id, timestamp) override;
   void restarted(node_id, timestamp) override;
   void paused(node_id, timestamp, timestamp) override;
@@ -97,6 +105,12 @@ private:
   election_host_options opts_;
   std::vector<candidate_view> views_;
   std::vector<election_observer*> observers_;
+  /// Those of observers_ whose after_event runs after every event.
+  std::vector<election_observer*> every_event_;
+  /// Something observers see changed since the last after_event, or time
+  /// moved: every observer's after_event runs (else only every_event_).
+  bool news_ = true;
+  timestamp last_after_{-1};
   std::shared_ptr<task_sink> sink_;
   size_t live_ = 0;
 

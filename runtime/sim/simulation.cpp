@@ -107,6 +107,7 @@ public:
     if (!r_.elections.empty())
       w_.stop();
   }
+  bool needs_every_after_event() const override { return false; }
 
 private:
   world& w_;
