@@ -88,12 +88,17 @@ election_host::~election_host() {
 
 void election_host::add_observer(election_observer* o) {
   observers_.push_back(o);
-  if (o->needs_every_after_event())
+  auto hooks = o->frequent_hooks();
+  if (hooks & election_observer::every_after_event)
     every_event_.push_back(o);
+  if (hooks & election_observer::before_event_hook)
+    before_event_.push_back(o);
+  if (hooks & election_observer::message_sent_hook)
+    message_sent_.push_back(o);
 }
 
 void election_host::before_event(timestamp now) {
-  for (auto* o : observers_)
+  for (auto* o : before_event_)
     o->before_event(now);
 }
 
@@ -187,7 +192,7 @@ void election_host::changed(node_id) {
 
 void election_host::on_send(node_id from, node_id to, const el::message& m) {
   auto type = m.index();
-  for (auto* o : observers_)
+  for (auto* o : message_sent_)
     o->message_sent(from, to, type);
   w_.send(from, to, to_caf(m));
 }

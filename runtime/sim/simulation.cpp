@@ -107,7 +107,7 @@ public:
     if (!r_.elections.empty())
       w_.stop();
   }
-  bool needs_every_after_event() const override { return false; }
+  unsigned frequent_hooks() const override { return 0; }
 
 private:
   world& w_;

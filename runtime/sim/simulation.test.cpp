@@ -298,7 +298,9 @@ struct counting_observer final : sim::election_observer {
     instants += now != last;
     last = now;
   }
-  bool needs_every_after_event() const override { return every; }
+  unsigned frequent_hooks() const override {
+    return every ? unsigned{every_after_event} : 0u;
+  }
   bool every;
   uint64_t calls = 0;
   uint64_t instants = 0;
