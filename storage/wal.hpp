@@ -135,6 +135,9 @@ public:
 
   struct stats {
     uint64_t bytes = 0, records = 0, syncs = 0;
+    /// Times the writer thread woke up (useful or not): a thread that leads
+    /// its own sync should not wake it at all.
+    uint64_t writer_wakeups = 0;
   };
   stats get_stats() const;
 
@@ -162,6 +165,9 @@ private:
   /// file when offset is 0) and cuts the segment there.
   result<void> move_aside(const segment_scan& seg, uint64_t offset, wal_recovery& report);
   void run();
+  /// The writer thread's wait is over (called with mtx_ held): it must lead
+  /// for records nobody waits for, drain on close, or stop.
+  bool writer_has_work() const;
   /// Takes the queue (all of it with group commit), writes and syncs it with
   /// mtx_ released, then reports. Called with `lk` held, no leader and a
   /// nonempty queue; returns with `lk` held. false: the log failed.

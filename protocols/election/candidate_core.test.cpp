@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <random>
 
 using namespace std::chrono_literals;
@@ -244,6 +246,40 @@ TEST(candidate_core, peer_down_marks_a_participant_down) {
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(parts[0].id, id(1));
   EXPECT_EQ(parts[0].state, el::peer_state::down);
+}
+
+// A peer's status is found by index when ids are dense (1..n) and by search
+// otherwise: either way it must be that peer's, wherever the own id lies.
+TEST(candidate_core, peer_status_is_found_by_id_in_dense_and_sparse_groups) {
+  struct group {
+    uint64_t self;
+    std::vector<uint64_t> peers;
+  };
+  for (auto& g : std::vector<group>{{7, {2, 5, 9, 12}},
+                                    {1, {2, 3, 4}},
+                                    {4, {1, 2, 3}},
+                                    {2, {1, 3, 4}},
+                                    {3, {4, 5, 6}},
+                                    {5, {1, 2, 3, 9, 10}},
+                                    {6, {1, 2, 3, 4, 5, 7, 8}}}) {
+    std::vector<el::node_id> peers;
+    for (auto p : g.peers)
+      peers.push_back(id(p));
+    auto c = el::make_core(id(g.self), peers, el::election_config{});
+    c->start(el::timestamp{0}, 1);
+    for (size_t k = 0; k < g.peers.size(); ++k) {
+      c->peer_down(id(g.peers[k]), el::timestamp{0});
+      for (auto& p : c->participants(el::timestamp{0})) {
+        if (p.id == id(g.self))
+          continue;
+        auto pos =
+            std::find(g.peers.begin(), g.peers.end(), p.id.value) - g.peers.begin();
+        EXPECT_EQ(p.state == el::peer_state::down, static_cast<size_t>(pos) <= k)
+            << "self " << g.self << ", peer " << p.id.value << " after " << k + 1
+            << " down";
+      }
+    }
+  }
 }
 
 TEST(candidate_core, validate_rejects_a_lease_as_long_as_the_detector_timeout) {

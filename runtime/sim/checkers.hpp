@@ -39,12 +39,15 @@ namespace conclave::sim {
 /// Records a readable violation (the first few) and counts it.
 void report_violation(run_report& r, timestamp now, const std::string& what);
 
+/// Sees every event (every_after_event): under the guard it counts one
+/// violation per event after which two candidates act.
 class safety_checker final : public election_observer {
 public:
   safety_checker(election_host& h, run_report& r) : h_(h), r_(r) {}
   void election_event(node_id, const election::election_event&, timestamp) override;
   void crashed(node_id, timestamp) override;
   void after_event(timestamp now) override;
+  unsigned frequent_hooks() const override { return every_after_event; }
 
 private:
   election_host& h_;
@@ -62,6 +65,7 @@ public:
   void crashed(node_id, timestamp) override { dirty_ = true; }
   void paused(node_id, timestamp, timestamp until) override;
   void after_event(timestamp now) override;
+  unsigned frequent_hooks() const override { return 0; }
   void finish(timestamp end);
 
 private:
@@ -85,6 +89,7 @@ public:
   void task_started(node_id, timestamp) override;
   void task_stopped(node_id, timestamp) override;
   void after_event(timestamp now) override;
+  unsigned frequent_hooks() const override { return 0; }
 
 private:
   struct running {
@@ -102,6 +107,7 @@ class needless_change_checker final : public election_observer {
 public:
   needless_change_checker(election_host& h, run_report& r) : h_(h), r_(r) {}
   void election_event(node_id, const election::election_event&, timestamp) override;
+  unsigned frequent_hooks() const override { return 0; }
 
 private:
   /// `id` can exchange messages with a majority of live, unfrozen members.
@@ -116,6 +122,7 @@ public:
                    duration bound);
   void election_event(node_id, const election::election_event&, timestamp) override;
   void after_event(timestamp now) override;
+  unsigned frequent_hooks() const override { return 0; }
   void finish(timestamp end);
 
 private:
@@ -142,6 +149,11 @@ public:
   void message_sent(node_id, node_id, size_t type) override { ++sent_[type]; }
   void before_event(timestamp) override { step_base_ = sent_; }
   void after_event(timestamp now) override;
+  /// after_event not after every event: messages sent since do not matter,
+  /// an election open and agreed on at the last call was closed there.
+  unsigned frequent_hooks() const override {
+    return before_event_hook | message_sent_hook;
+  }
   void finish();
 
 private:
@@ -166,6 +178,7 @@ private:
 class timeline_recorder final : public election_observer {
 public:
   explicit timeline_recorder(run_report& r) : r_(r) {}
+  unsigned frequent_hooks() const override { return 0; }
   void election_event(node_id, const election::election_event&, timestamp) override;
   void crashed(node_id id, timestamp now) override { note(id, now, "crashed"); }
   void restarted(node_id id, timestamp now) override { note(id, now, "restarted"); }

@@ -107,6 +107,7 @@ public:
     if (!r_.elections.empty())
       w_.stop();
   }
+  unsigned frequent_hooks() const override { return 0; }
 
 private:
   world& w_;

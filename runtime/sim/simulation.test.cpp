@@ -1,5 +1,11 @@
 #include "runtime/sim/simulation.hpp"
 
+#include "protocols/election/type_ids.hpp"
+#include "runtime/sim/election_host.hpp"
+#include "runtime/sim/world.hpp"
+
+#include <caf/actor_system_config.hpp>
+
 #include <gtest/gtest.h>
 
 using namespace std::chrono_literals;
@@ -282,3 +288,46 @@ TEST_P(textbook, ring_round_is_n_election_hops_and_n_coordinator_hops_plus_acks)
 }
 
 INSTANTIATE_TEST_SUITE_P(n, textbook, ::testing::Values(2, 3, 5, 8, 16));
+
+namespace {
+
+struct counting_observer final : sim::election_observer {
+  explicit counting_observer(bool every) : every(every) {}
+  void after_event(sim::timestamp now) override {
+    ++calls;
+    instants += now != last;
+    last = now;
+  }
+  unsigned frequent_hooks() const override {
+    return every ? unsigned{every_after_event} : 0u;
+  }
+  bool every;
+  uint64_t calls = 0;
+  uint64_t instants = 0;
+  sim::timestamp last{-1};
+};
+
+} // namespace
+
+// The host passes after_event on after every event to observers that need
+// it, and to the others only when time moved or something they look at
+// changed (a message storm at one instant changes little: the checkers'
+// verdicts after such events are those after the previous one).
+TEST(election_host, quiet_events_at_one_instant_skip_only_observers_that_allow_it) {
+  sim::world w{9, 1, {}, {}, [](caf::actor_system_config& cfg) {
+                 cfg.add_message_types<caf::id_block::conclave_election>();
+               }};
+  sim::election_host_options ho;
+  ho.config.algo = el::algorithm::bully;
+  sim::election_host host{w, ho};
+  counting_observer every{true}, quiet{false};
+  host.add_observer(&every);
+  host.add_observer(&quiet);
+  host.start_all();
+  w.run_until(sim::timestamp{2s});
+  EXPECT_EQ(every.calls, w.events());
+  EXPECT_LT(quiet.calls, w.events());
+  // Never skipped when time moved.
+  EXPECT_EQ(quiet.instants, every.instants);
+  EXPECT_GT(quiet.calls, quiet.instants); // and not when something changed
+}

@@ -45,9 +45,13 @@
 #include <unordered_map>
 #include <vector>
 
-namespace caf::scheduler {
+namespace caf {
+class execution_unit;
+class scheduled_actor;
+namespace scheduler {
 class test_coordinator;
 }
+} // namespace caf
 
 namespace conclave::sim {
 
@@ -183,17 +187,23 @@ public:
 private:
   enum class kind : uint8_t { deliver, timer, notice, call };
 
+  /// Trivially copyable, so that the queue moves events as plain bytes (a
+  /// million of them in a large run): the message is held as the raw pointer
+  /// of a caf::message's data, owning one reference (owned()/adopt()).
   struct event {
     kind what;
     uint32_t to;          ///< node index
     uint32_t from;        ///< deliver: sender index; call: index into calls_
     uint32_t incarnation; ///< timer: of the node that armed it
-    caf::message msg;
+    caf::detail::message_data* msg;
   };
 
   struct node_state {
     node_spawner make;
     node_body body;
+    /// body.actor as the scheduled actor it is (deliveries activate it
+    /// directly), or nullptr.
+    caf::scheduled_actor* target = nullptr;
     bool alive = false;
     uint32_t incarnation = 0;
     timestamp paused_until{0};
@@ -221,10 +231,15 @@ private:
   void dispatch(event& e);
   void group_by_node(std::vector<event>& events);
   void deliver(node_state& n, const caf::message& m);
+  /// Sets the body of a node's new life.
+  void set_body(node_state& n, node_body body);
   void notify_all(uint32_t about, bool up);
 
   network_model net_;
   std::mt19937_64 rng_;
+  /// The execution unit deliveries run on (as the coordinator's own);
+  /// declared first so that it outlives the actors that point to it.
+  std::unique_ptr<caf::execution_unit> unit_;
   std::unique_ptr<caf::actor_system_config> cfg_;
   std::unique_ptr<caf::actor_system> sys_;
   caf::scheduler::test_coordinator* sched_ = nullptr;

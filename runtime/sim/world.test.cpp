@@ -1,6 +1,11 @@
 #include "runtime/sim/world.hpp"
 
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/make_message.hpp>
+
+#include <memory>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -161,4 +166,36 @@ TEST(world, loss_and_duplication_stop_when_the_faults_heal) {
     w.send(node_id{1}, node_id{2}, caf::make_message(i));
   w.run_until(sim::timestamp{3s});
   EXPECT_EQ(r.log.size(), 1000u);
+}
+
+// Deliveries to an idle actor skip its mailbox (world::deliver); what the
+// actor does meanwhile must run as if it had been resumed through the
+// mailbox: a message to itself is handled before the jobs it scheduled (an
+// actor it spawned, a message to another actor), all before the next event.
+TEST(world, an_actor_body_handles_its_own_messages_first_and_before_the_next_event) {
+  sim::world w{1, 1, {}, {}, nullptr};
+  auto log = std::make_shared<std::vector<std::string>>();
+  w.spawn(node_id{1}, [log](sim::world& wd, node_id, uint32_t) {
+    sim::node_body b;
+    b.actor = wd.system().spawn([log](caf::event_based_actor* self) -> caf::behavior {
+      return {
+          [=](int x) {
+            log->push_back("got " + std::to_string(x));
+            auto helper = self->spawn([log](caf::event_based_actor*) -> caf::behavior {
+              return {[log](int y) { log->push_back("helper " + std::to_string(y)); }};
+            });
+            self->send(helper, x * 10);
+            self->send(self, "self " + std::to_string(x));
+          },
+          [=](const std::string& s) { log->push_back(s); },
+      };
+    });
+    return b;
+  });
+  w.send(node_id{1}, node_id{1}, caf::make_message(1));
+  w.send(node_id{1}, node_id{1}, caf::make_message(2));
+  w.run_until(sim::timestamp{5ms});
+  EXPECT_EQ(*log, (std::vector<std::string>{"got 1", "self 1", "helper 10", "got 2",
+                                            "self 2", "helper 20"}));
+  EXPECT_EQ(w.messages_delivered(), 2u);
 }

@@ -39,8 +39,15 @@
 // and the commit, medians over --reps. Each dequeue should cost O(1): the
 // time per item should stay flat as N grows (issue 10: it was cubic).
 //
-//   store_bench [--seconds S] [--reps N] [--writers 1,8,32] [--dir PARENT]
-//               [--etcd PATH | --skip-etcd] [--dequeue 1000,4000,...]
+// For syscall counts (load-independent, unlike rates on a shared machine),
+// --commits N runs exactly N commits per writer instead of --seconds, and
+// --cases picks the rows, e.g.
+//   strace -f -c store_bench --skip-etcd --writers 1 --cases conclave
+//     --commits 2000 --reps 1 --dequeue none
+//
+//   store_bench [--seconds S | --commits N] [--reps N] [--writers 1,8,32]
+//               [--cases fdatasync,appending,...] [--dir PARENT]
+//               [--etcd PATH | --skip-etcd] [--dequeue 1000,4000,...|none]
 //               [--json FILE] [--quick] [--help]
 #include "storage/collections.hpp"
 #include "storage/wal_log_device.hpp"
@@ -76,8 +83,12 @@ namespace {
 
 constexpr size_t value_bytes = 256;
 
+/// --commits: each writer commits exactly this many times (0: for --seconds).
+uint64_t fixed_commits = 0;
+
 struct options {
   double seconds = 3;
+  std::vector<std::string> cases; // empty: every case
   int reps = 3;
   std::vector<int> writers{1, 8, 32};
   std::vector<int> dequeue{1000, 4000, 16000, 100000};
@@ -150,7 +161,7 @@ sample run_writers(int writers, double seconds, Commit commit) {
     threads.emplace_back([&, w] {
       auto& lat = latencies[static_cast<size_t>(w)];
       lat.reserve(100000);
-      for (uint64_t i = 0; !stop; ++i) {
+      for (uint64_t i = 0; fixed_commits > 0 ? i < fixed_commits : !stop; ++i) {
         auto t0 = clock_type::now();
         if (!commit(w, i)) {
           failed = true;
@@ -160,7 +171,8 @@ sample run_writers(int writers, double seconds, Commit commit) {
             std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
       }
     });
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  if (fixed_commits == 0)
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& t : threads)
     t.join();
@@ -519,9 +531,9 @@ bool on_tmpfs(const fs::path& p) {
 }
 
 const char* const usage_line =
-    "store_bench [--seconds S] [--reps N] [--writers 1,8,32] [--dir PARENT] "
-    "[--etcd PATH | --skip-etcd] [--dequeue 1000,4000,16000,100000] [--json FILE] "
-    "[--quick] [--help]";
+    "store_bench [--seconds S | --commits N] [--reps N] [--writers 1,8,32] "
+    "[--cases LIST] [--dir PARENT] [--etcd PATH | --skip-etcd] "
+    "[--dequeue 1000,4000,16000,100000|none] [--json FILE] [--quick] [--help]";
 
 int usage(const std::string& what) {
   std::cerr << "store_bench: " << what << " (usage: " << usage_line << ")\n";
@@ -534,6 +546,10 @@ int help() {
                "strong mode,\n256-byte values) against etcd and the raw fdatasync "
                "rate, then the time to\ndequeue N items in one transaction.\n\n"
             << "  --seconds S      run time of each case (default 3)\n"
+            << "  --commits N      exactly N commits per writer instead of --seconds "
+               "(for strace -c)\n"
+            << "  --cases LIST     only these rows: fdatasync, appending, handoff, "
+               "conclave,\n                   serial, etcd (default: all)\n"
             << "  --reps N         repetitions, interleaved; medians are printed "
                "(default 3)\n"
             << "  --writers LIST   writer thread counts (default 1,8,32)\n"
@@ -542,7 +558,7 @@ int help() {
             << "  --etcd PATH      etcd binary to compare against\n"
             << "  --skip-etcd      no etcd rows\n"
             << "  --dequeue LIST   items dequeued in one transaction (default "
-               "1000,4000,16000,100000)\n"
+               "1000,4000,16000,100000;\n                   none: no dequeue table)\n"
             << "  --json FILE      also write the figures as JSON\n"
             << "  --quick          smoke run: 0.3 s, 1 rep, no etcd, dequeue 1000,4000\n"
             << "  --help           this text\n";
@@ -571,9 +587,23 @@ int main(int argc, char** argv) {
         o.reps = std::stoi(next());
       else if (a == "--writers")
         o.writers = int_list(next());
-      else if (a == "--dequeue")
-        o.dequeue = int_list(next());
-      else if (a == "--help" || a == "-h")
+      else if (a == "--dequeue") {
+        auto v = next();
+        o.dequeue = v == "none" ? std::vector<int>{} : int_list(v);
+      } else if (a == "--commits") {
+        auto v = std::stoll(next());
+        if (v < 1)
+          return usage("--commits must be positive");
+        fixed_commits = static_cast<uint64_t>(v);
+      } else if (a == "--cases") {
+        std::stringstream in{next()};
+        for (std::string x; std::getline(in, x, ',');) {
+          if (x != "fdatasync" && x != "appending" && x != "handoff" && x != "conclave"
+              && x != "serial" && x != "etcd")
+            return usage("--cases: unknown case '" + x + "'");
+          o.cases.push_back(x);
+        }
+      } else if (a == "--help" || a == "-h")
         return help();
       else if (a == "--dir")
         o.parent = next();
@@ -632,7 +662,12 @@ int main(int argc, char** argv) {
       std::cout << std::setw(14) << "-";
     std::cout << '\n' << std::flush;
   };
-  std::cout << "store_bench: " << o.seconds << " s per case, median of " << o.reps
+  std::ostringstream length;
+  if (fixed_commits > 0)
+    length << fixed_commits << " commits per writer";
+  else
+    length << o.seconds << " s";
+  std::cout << "store_bench: " << length.str() << " per case, median of " << o.reps
             << " reps (interleaved), 256-byte values, strong mode, data under "
             << o.parent << "\n"
             << std::flush;
@@ -677,6 +712,14 @@ int main(int argc, char** argv) {
     if (!o.skip_etcd)
       cases.push_back({"etcd", w, [&o, w] { return bench_etcd(o, w, o.seconds); }, {}});
   }
+  if (!o.cases.empty())
+    cases.erase(std::remove_if(cases.begin(), cases.end(),
+                               [&o](const bench_case& c) {
+                                 return std::find(o.cases.begin(), o.cases.end(),
+                                                  c.system)
+                                        == o.cases.end();
+                               }),
+                cases.end());
   for (int r = 0; r < o.reps; ++r) {
     if (o.reps > 1)
       std::cerr << "store_bench: round " << r + 1 << "/" << o.reps << '\n';
