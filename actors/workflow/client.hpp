@@ -30,6 +30,8 @@ struct client_options {
   std::string id_prefix = "job";
   /// false: one store request per round trip (see scheduler_options).
   bool pipelined = true;
+  /// true: every store round trip is one op_batch (see scheduler_options).
+  bool batched = true;
   /// Reports submissions, cancels and resubmits (job and step states).
   std::shared_ptr<workflow_probe> probe;
 };

@@ -52,6 +52,11 @@ using supervisor_actor = caf::typed_actor<
 ///                                              to `subscriber` as
 ///                                              (events_atom, job_event), in
 ///                                              sequence order, once each
+///   (unsubscribe_atom, job_id, subscriber) -> bool  ends those pushes (every
+///                                              subscription of `subscriber` to
+///                                              the job); false if it had none.
+///                                              A subscriber that terminates is
+///                                              unsubscribed from every job.
 ///   (events_atom, vector<job_event>)           published by the job stores of
 ///                                              schedulers, supervisors and the
 ///                                              client after each commit
@@ -66,6 +71,7 @@ using client_actor = caf::typed_actor<
     caf::replies_to<workflow_atoms::events_atom, job_id,
                     uint64_t>::with<std::vector<job_event>>,
     caf::replies_to<workflow_atoms::events_atom, job_id, caf::actor>::with<bool>,
+    caf::replies_to<workflow_atoms::unsubscribe_atom, job_id, caf::actor>::with<bool>,
     caf::reacts_to<workflow_atoms::events_atom, std::vector<job_event>>,
     caf::replies_to<workflow_atoms::cancel_atom, job_id>::with<step_state>,
     caf::replies_to<workflow_atoms::resubmit_atom, job_id>::with<step_state>,

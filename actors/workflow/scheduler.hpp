@@ -59,6 +59,10 @@ struct scheduler_options {
   /// false: one store request per round trip and claims in index order (the
   /// costs before pipelining; workflow_bench compares both in one run).
   bool pipelined = true;
+  /// true: every store round trip is one op_batch message (a job change is
+  /// two: reads, then writes + commit; an outcome whose job is unchanged since
+  /// the claim is one); false: one message per store operation.
+  bool batched = true;
 };
 
 scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opts);
