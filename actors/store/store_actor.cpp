@@ -6,7 +6,9 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,7 +21,8 @@ namespace {
 /// other; one that waits for a lock continues when its completion arrives.
 struct batch_job {
   batch_run run;
-  std::chrono::milliseconds timeout;
+  /// Lock waits of the whole batch end here (timeout_ms from its arrival).
+  std::chrono::steady_clock::time_point deadline;
   caf::typed_response_promise<batch_result> rp;
 };
 
@@ -63,18 +66,21 @@ void run_batch(store_impl self, std::shared_ptr<batch_job> b) {
     auto id = st.next_request++;
     auto sl = std::make_shared<slot>();
     auto me = caf::actor_cast<caf::actor>(self);
-    st.store->execute_async(b->run.next(), b->timeout, [sl, me, id](result<op_result> r) {
-      sl->r = std::move(r);
-      if (sl->phase.exchange(2) != 1)
-        return; // the caller takes it inline
-      auto& x = *sl->r;
-      if (x)
-        caf::anon_send(me, store_atoms::done_atom_v, id, caf::error{},
-                       std::move(x.value()));
-      else
-        caf::anon_send(me, store_atoms::done_atom_v, id, to_caf_error(x.error()),
-                       op_result{});
-    });
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        b->deadline - std::chrono::steady_clock::now());
+    st.store->execute_async(b->run.next(), std::max(left, std::chrono::milliseconds{0}),
+                            [sl, me, id](result<op_result> r) {
+                              sl->r = std::move(r);
+                              if (sl->phase.exchange(2) != 1)
+                                return; // the caller takes it inline
+                              auto& x = *sl->r;
+                              if (x)
+                                caf::anon_send(me, store_atoms::done_atom_v, id,
+                                               caf::error{}, std::move(x.value()));
+                              else
+                                caf::anon_send(me, store_atoms::done_atom_v, id,
+                                               to_caf_error(x.error()), op_result{});
+                            });
     if (sl->phase.exchange(1) != 2) {
       st.batches.emplace(id, std::move(b)); // continues in continue_batch
       return;
@@ -218,9 +224,9 @@ store_actor::behavior_type make_store(store_impl self,
         }
         auto timeout = timeout_ms == 0 ? st.store->default_timeout()
                                        : std::chrono::milliseconds{timeout_ms};
-        auto job = std::make_shared<batch_job>(
-            batch_job{batch_run{std::move(b), t}, timeout,
-                      self->make_response_promise<batch_result>()});
+        auto job = std::make_shared<batch_job>(batch_job{
+            batch_run{std::move(b), t}, std::chrono::steady_clock::now() + timeout,
+            self->make_response_promise<batch_result>()});
         auto rp = job->rp;
         run_batch(self, std::move(job));
         return rp;

@@ -42,8 +42,10 @@ using supervisor_actor = caf::typed_actor<
     caf::reacts_to<workflow_atoms::watch_atom, uint64_t, caf::actor, bool>>;
 
 /// The application's side:
-///   (submit_atom, job_spec) -> job_id          job + steps + "received" in one
-///                                              transaction; typed errors for bad input
+///   (submit_atom, job_spec) -> job_id          job + steps + indexes in one
+///                                              transaction ("received" is derived
+///                                              from the job record); typed errors
+///                                              for bad input
 ///   (get_atom, job_id) -> job_view
 ///   (list_atom, step_state) -> vector<job_id>  jobs in that state
 ///   (events_atom, job_id, from_seq) -> vector<job_event>

@@ -12,7 +12,15 @@
 // Any failure aborts the transaction and reports a caf::error (workflow or
 // store errors); nothing is written then.
 //
-// Round trips: requests that do not depend on each other's answers are sent
+// Round trips (batched, the default): each round trip is one op_batch message
+// (protocols/store/batch.hpp). A change is two: begin + [term row] + job row +
+// the hinted step rows, then every write + commit. A submission is one (an
+// "absent" check on the job row, writes, commit); update_known() is one (checks
+// that the job and step rows are still the bytes the caller knows, writes,
+// commit) and falls back to update() when they are not; reads and scans are
+// one.
+//
+// Not batched: requests that do not depend on each other's answers are sent
 // together (pipelined): the term row and the job row, then every step row,
 // then every write; the commit follows once every write was answered. A store
 // runs one actor's requests in the order sent, and every key a job change
@@ -32,6 +40,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -152,6 +161,149 @@ public:
         return update(id, std::nullopt, std::move(mutate), std::move(done), hint);
       committed(*before, *change);
       done(caf::error{}, std::move(*change));
+    });
+  }
+
+  /// One job of update_many(): its id and how many step rows to read.
+  struct many_item {
+    job_id id;
+    uint32_t step_hint = 0;
+  };
+  using many_fn = std::function<void(std::vector<std::pair<caf::error, job_change>>)>;
+
+  /// Changes several jobs in ONE transaction and two messages (batched only;
+  /// otherwise one update() per job): every job row with an Update lock, in
+  /// id order (so that two such transactions cannot deadlock), with its hinted
+  /// step rows; `mutate` on each view; every write and the commit. A job whose
+  /// `mutate` fails, or that is gone, changes nothing and gets its error; a
+  /// job with more steps than hinted is changed by its own update() after the
+  /// others. `done` gets one result per item, in the items' order.
+  void update_many(std::vector<many_item> items, mutate_fn mutate, many_fn done) {
+    auto n = items.size();
+    using results = std::vector<std::pair<caf::error, job_change>>;
+    auto out = std::make_shared<results>(n);
+    if (!batched_ || n <= 1) {
+      if (n == 0)
+        return done({});
+      auto left = std::make_shared<size_t>(n);
+      for (size_t i = 0; i < n; ++i)
+        update(
+            items[i].id, std::nullopt, mutate,
+            [out, left, i, done](caf::error e, job_change c) {
+              (*out)[i] = {std::move(e), std::move(c)};
+              if (--*left == 0)
+                done(std::move(*out));
+            },
+            items[i].step_hint);
+      return;
+    }
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i)
+      order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return items[a].id.value < items[b].id.value; });
+    store::op_batch b;
+    std::vector<size_t> first_op(n);
+    for (auto i : order) {
+      auto r = request({}, store::operation::try_get, layout::jobs, items[i].id.value);
+      r.mode = store::read_mode::update;
+      first_op[i] = b.ops.size();
+      b.ops.push_back(std::move(r));
+      for (uint32_t k = 0; k < items[i].step_hint; ++k) {
+        auto sr = request({}, store::operation::try_get, layout::steps,
+                          step_key(items[i].id, step_index{k}));
+        sr.mode = store::read_mode::repeatable;
+        b.ops.push_back(std::move(sr));
+      }
+    }
+    run_batch(std::move(b), [this, items, first_op, out, mutate,
+                             done](caf::error e, store::batch_result r) {
+      auto n = items.size();
+      if (e) {
+        for (auto& x : *out)
+          x.first = e;
+        return done(std::move(*out));
+      }
+      std::vector<layout::write> ws;
+      auto befores = std::make_shared<std::vector<std::optional<job_view>>>(n);
+      std::vector<size_t> later; // more steps than hinted
+      for (size_t i = 0; i < n; ++i) {
+        auto& jr = r.results[first_op[i]];
+        if (!jr.found) {
+          (*out)[i].first = make_error(errc::unknown_job);
+          continue;
+        }
+        auto j = decode_job(jr.value);
+        if (!j) {
+          (*out)[i].first = make_error(errc::corrupt_record);
+          continue;
+        }
+        job_view v;
+        v.job = std::move(j.value());
+        if (v.job.step_count > items[i].step_hint) {
+          later.push_back(i);
+          continue;
+        }
+        bool ok = true;
+        for (uint32_t k = 0; k < v.job.step_count && ok; ++k) {
+          auto& sr = r.results[first_op[i] + 1 + k];
+          auto st = sr.found ? decode_step(sr.value)
+                             : result<step_record>{errc::corrupt_record};
+          if (!st)
+            ok = false;
+          else
+            v.steps.push_back(std::move(st.value()));
+        }
+        if (!ok) {
+          (*out)[i].first = make_error(errc::corrupt_record);
+          continue;
+        }
+        auto before = v;
+        auto eff = mutate(v);
+        if (!eff) {
+          (*out)[i].first = to_caf_error(eff.error());
+          continue;
+        }
+        auto more = layout::job_writes(before, v, eff.value());
+        ws.insert(ws.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
+        (*befores)[i] = std::move(before);
+        (*out)[i].second = job_change{std::move(eff.value()), std::move(v)};
+      }
+      auto finish = [this, items, out, mutate, done, later](caf::error) {
+        if (later.empty())
+          return done(std::move(*out));
+        auto left = std::make_shared<size_t>(later.size());
+        for (auto i : later)
+          update(
+              items[i].id, std::nullopt, mutate,
+              [out, left, i, done](caf::error e, job_change c) {
+                (*out)[i] = {std::move(e), std::move(c)};
+                if (--*left == 0)
+                  done(std::move(*out));
+              },
+              0);
+      };
+      if (ws.empty()) {
+        abort(r.txn);
+        return finish(caf::error{});
+      }
+      store::op_batch w;
+      w.txn = r.txn;
+      w.ops = write_requests(std::move(ws));
+      w.commit = true;
+      run_batch(std::move(w),
+                [this, out, befores, finish](caf::error e, store::batch_result) {
+                  for (size_t i = 0; i < out->size(); ++i) {
+                    if (!(*befores)[i])
+                      continue;
+                    if (e)
+                      (*out)[i].first = e;
+                    else
+                      committed(*(*befores)[i], (*out)[i].second);
+                  }
+                  finish(e);
+                });
     });
   }
 

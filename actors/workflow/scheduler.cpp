@@ -187,36 +187,93 @@ void claim_job(scheduler_impl self, const job_id& job, bool resuming,
       step_hint);
 }
 
-/// Claims the jobs with up to `claims_in_flight` transactions at a time
-/// (different jobs never conflict: each transaction locks its own job row);
-/// `done` runs when all are answered.
+/// The agent of `kind` with `id`, if the scheduler knows it.
+std::optional<agent_entry> agent_by_id(scheduler_impl self, const std::string& kind,
+                                       uint64_t id) {
+  auto i = self->state.agents.find(kind);
+  if (i == self->state.agents.end())
+    return std::nullopt;
+  for (auto& a : i->second)
+    if (a.id == id)
+      return a;
+  return std::nullopt;
+}
+
+/// Claims a step of each job of `group` in ONE transaction (job_store::
+/// update_many) and dispatches them; jobs with nothing claimable are skipped.
+void claim_group(scheduler_impl self, std::vector<std::pair<job_id, uint32_t>> group,
+                 std::function<void()> next) {
+  auto mutate = [self](job_view& v) -> result<effects> {
+    auto now = now_of(self);
+    auto target = claimable_step(v, now);
+    if (!target)
+      return errc::not_claimable;
+    auto agent = pick_agent(self, kind_of(v.steps[target->value]));
+    if (!agent)
+      return errc::unknown_agent_kind;
+    auto e = claim(v, self->state.opts.self, now);
+    if (e)
+      v.steps[target->value].agent = agent->id;
+    return e;
+  };
+  std::vector<job_store<scheduler_actor::base>::many_item> items;
+  items.reserve(group.size());
+  for (auto& [id, hint] : group)
+    items.push_back({id, hint});
+  self->state.store->update_many(
+      std::move(items), mutate,
+      [self, next](std::vector<std::pair<caf::error, job_change>> results) {
+        for (auto& [e, c] : results) {
+          if (e || !c.eff.dispatched)
+            continue;
+          auto d = *c.eff.dispatched;
+          auto& step = c.view.steps[d.step.value];
+          if (auto a = agent_by_id(self, kind_of(step), step.agent))
+            send(self, d, *a, std::make_shared<const job_view>(std::move(c.view)));
+        }
+        next();
+      });
+}
+
+/// Claims the jobs with up to `claims_in_flight` jobs in flight, in groups
+/// of `claim_group` jobs per transaction (resumes: one per transaction);
+/// `done` runs when all are answered. Transactions of different groups lock
+/// job rows in id order, so they can wait for each other but not deadlock.
 void claim_all(scheduler_impl self,
                std::shared_ptr<std::vector<std::pair<job_id, uint32_t>>> jobs,
                bool resuming, std::function<void()> done) {
   if (jobs->empty())
     return done();
+  auto& opts = self->state.opts;
+  size_t group = resuming || !opts.batched ? 1 : std::max<size_t>(1, opts.claim_group);
   struct progress {
     size_t next = 0;
     size_t left = 0;
   };
   auto p = std::make_shared<progress>();
-  p->left = jobs->size();
+  p->left = (jobs->size() + group - 1) / group;
   auto launch = std::make_shared<std::function<void()>>();
-  *launch = [self, jobs, resuming, done, p, launch] {
-    auto i = p->next++;
-    claim_job(
-        self, (*jobs)[i].first, resuming,
-        [jobs, done, p, launch] {
-          if (p->next < jobs->size())
-            (*launch)();
-          if (--p->left == 0) {
-            done();
-            *launch = nullptr; // break the cycle
-          }
-        },
-        (*jobs)[i].second);
+  *launch = [self, jobs, resuming, done, p, launch, group] {
+    auto from = p->next;
+    auto to = std::min(jobs->size(), from + group);
+    p->next = to;
+    auto after = [jobs, done, p, launch] {
+      if (p->next < jobs->size())
+        (*launch)();
+      if (--p->left == 0) {
+        done();
+        *launch = nullptr; // break the cycle
+      }
+    };
+    if (to - from == 1)
+      return claim_job(self, (*jobs)[from].first, resuming, after, (*jobs)[from].second);
+    claim_group(self,
+                {jobs->begin() + static_cast<std::ptrdiff_t>(from),
+                 jobs->begin() + static_cast<std::ptrdiff_t>(to)},
+                after);
   };
-  auto width = std::min<size_t>(jobs->size(), self->state.opts.claims_in_flight);
+  auto width = std::max<size_t>(1, opts.claims_in_flight / group);
+  width = std::min(width, static_cast<size_t>(p->left));
   for (size_t k = 0; k < width; ++k)
     (*launch)();
 }

@@ -729,7 +729,7 @@ counting_store(conclave::store::store_actor::pointer self,
       [=](st::op_batch& b, uint32_t t) {
         bool change = !b.checks.empty();
         for (auto& op : b.ops)
-          change |= op.op != st::operation::try_get && op.op != st::operation::enumerate
+          change |= (op.op != st::operation::try_get && op.op != st::operation::enumerate)
                     || op.mode == st::read_mode::update;
         n->changes += change;
         return relay<st::batch_result>(self, to, std::move(b), t);
@@ -768,4 +768,37 @@ TEST_F(workflow_test, a_two_step_job_costs_five_batched_store_messages) {
   EXPECT_EQ(traffic->changes - opened, 5);
   EXPECT_EQ(traffic->single_ops, 0);
   EXPECT_EQ(service->effect_order, (std::vector<std::string>{"j/0", "j/1"}));
+}
+
+// Ready jobs are claimed several per transaction: four pending one-step jobs
+// cost 4 submissions + 2 (one claim transaction for all four) + 4 outcomes.
+TEST_F(workflow_test, ready_jobs_are_claimed_in_one_transaction) {
+  add_agent(1);
+  add_agent(2);
+  auto traffic = std::make_shared<store_traffic>();
+  auto proxy = track(sys().spawn(counting_store, store, traffic));
+  client_options co;
+  co.store = proxy;
+  co.known_kinds = {"svc"};
+  auto counted = track(spawn_client(sys(), co));
+  run();
+  auto opened = traffic->changes;
+  std::vector<job_id> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto r = ask<job_id>(sys(), counted, atoms::submit_atom_v,
+                         spec("j" + std::to_string(i), 1));
+    run();
+    ASSERT_TRUE(r->value) << caf::to_string(r->error);
+    ids.push_back(*r->value);
+  }
+  scheduler_options o;
+  o.self = scheduler_ref{1, 1};
+  o.store = proxy;
+  o.agents = agents;
+  track(spawn_scheduler(sys(), o));
+  run();
+  for (auto& id : ids)
+    ASSERT_TRUE(reaches(id, job_state::processed));
+  EXPECT_EQ(traffic->changes - opened, 4 + 2 + 4);
+  EXPECT_EQ(service->effects.size(), 4u);
 }
