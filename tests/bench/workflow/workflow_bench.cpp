@@ -1,7 +1,7 @@
 // Workflow benchmark: prints figures, asserts nothing.
 //
 //   workflow_bench [--quick] [--jobs N] [--pending N] [--reps R] [--rounds K]
-//                  [--only throughput|redispatch|memory]
+//                  [--only throughput|redispatch|memory] [--claim-group G]
 //
 // 1. Throughput: N jobs of 1 and of 5 steps with a no-op service (two agents,
 //    two schedulers), submitted at once; steps completed per second and step
@@ -164,6 +164,9 @@ struct rate {
   bool complete = true;
 };
 
+/// Ready jobs claimed per transaction by the batched schedulers (--claim-group).
+size_t claim_group = wf::scheduler_options{}.claim_group;
+
 rate throughput(bool durable, int steps, int jobs, bool batched) {
   caf::actor_system_config cfg;
   caf::actor_system sys{config(cfg)};
@@ -187,6 +190,7 @@ rate throughput(bool durable, int steps, int jobs, bool batched) {
     o.probe = probe;
     o.poll_interval = 1ms;
     o.batched = batched;
+    o.claim_group = claim_group;
     all.push_back(caf::actor_cast<caf::actor>(wf::spawn_scheduler(sys, o)));
   }
   wf::client_options co;
@@ -464,6 +468,8 @@ int main(int argc, char** argv) {
       rounds = std::atoi(argv[++i]);
     else if (arg("--only"))
       only = argv[++i];
+    else if (arg("--claim-group"))
+      claim_group = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
     else {
       std::fprintf(stderr, "workflow_bench: unknown flag %s (see the header comment)\n",
                    argv[i]);
