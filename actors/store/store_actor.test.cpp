@@ -168,6 +168,81 @@ TEST_F(store_actor_test, timeouts_and_bad_requests_are_typed_errors) {
   EXPECT_EQ(to_errc(ask<op_result>(big, uint32_t{0}).second), errc::too_large);
 }
 
+TEST_F(store_actor_test, a_batch_runs_checks_writes_and_commit_in_one_request) {
+  auto d = store->dictionary<std::string, std::string>("d").value();
+  op_batch b;
+  b.ops.push_back(req({}, operation::add, "a", "1"));
+  b.ops.push_back(req({}, operation::add, "b", "2"));
+  b.commit = true;
+  auto r = ask<batch_result>(b, uint32_t{0});
+  ASSERT_FALSE(r.second) << caf::to_string(r.second);
+  EXPECT_EQ(r.first.results.size(), 2u);
+  EXPECT_GT(r.first.lsn, 0u);
+  EXPECT_LE(r.first.lsn, store->durable_lsn().value); // strong: durable on reply
+  // A check that does not hold: nothing runs, nothing is written.
+  op_batch late;
+  late.checks.push_back(batch_check{"d", "a", check_kind::equals, "0"});
+  late.ops.push_back(req({}, operation::add_or_update, "c", "late"));
+  late.commit = true;
+  auto f = ask<batch_result>(late, uint32_t{0});
+  ASSERT_FALSE(f.second);
+  EXPECT_EQ(f.first.failed_check, 1u);
+  // A failing operation aborts the whole batch.
+  op_batch dup;
+  dup.ops.push_back(req({}, operation::add_or_update, "c", "x"));
+  dup.ops.push_back(req({}, operation::add, "a", "again"));
+  dup.commit = true;
+  EXPECT_EQ(to_errc(ask<batch_result>(dup, uint32_t{0}).second), errc::key_exists);
+  auto check = store->begin();
+  EXPECT_EQ(d.try_get(check, "a").value().value, "1");
+  EXPECT_FALSE(d.try_get(check, "c").value().has_value);
+}
+
+TEST_F(store_actor_test, a_batch_waiting_for_a_lock_continues_when_it_is_freed) {
+  auto d = store->dictionary<std::string, std::string>("d").value();
+  auto holder = store->begin();
+  ASSERT_TRUE(d.add_or_update(holder, "k", "held"));
+  op_batch b;
+  b.ops.push_back(req({}, operation::add_or_update, "free", "1"));
+  b.ops.push_back(req({}, operation::try_get, "k"));
+  b.ops.push_back(req({}, operation::add_or_update, "k", "mine"));
+  b.commit = true;
+  caf::scoped_actor self{sys};
+  self->send(actor, b, uint32_t{20000});
+  // The actor serves others meanwhile.
+  EXPECT_FALSE(ask<txn_id>(atoms::begin_atom_v).second);
+  ASSERT_TRUE(holder.commit());
+  bool answered = false;
+  self->receive(
+      [&](batch_result& r) {
+        ASSERT_EQ(r.results.size(), 3u);
+        EXPECT_EQ(r.results[1].value, "held");
+        answered = true;
+      },
+      caf::after(30s) >> [] { FAIL() << "no answer after the lock was freed"; });
+  EXPECT_TRUE(answered);
+  {
+    auto check = store->begin();
+    EXPECT_EQ(d.try_get(check, "k").value().value, "mine");
+    ASSERT_TRUE(check.commit());
+  }
+  // A batch whose lock wait times out writes nothing and frees its locks.
+  auto holder2 = store->begin();
+  ASSERT_TRUE(d.add_or_update(holder2, "k", "held2"));
+  op_batch t;
+  t.ops.push_back(req({}, operation::add_or_update, "free", "2"));
+  t.ops.push_back(req({}, operation::try_get, "k"));
+  t.commit = true;
+  EXPECT_EQ(to_errc(ask<batch_result>(t, uint32_t{30}).second), errc::lock_timeout);
+  ASSERT_TRUE(holder2.commit());
+  auto after = store->begin();
+  EXPECT_EQ(d.try_get(after, "free").value().value, "1");
+  ASSERT_TRUE(after.commit());
+  auto w = store->begin();
+  EXPECT_TRUE(d.add_or_update(w, "free", "3")); // no lock left behind
+  EXPECT_TRUE(w.commit());
+}
+
 TEST(store_messages, requests_and_results_serialize) {
   op_request r;
   r.txn = txn_id{9};

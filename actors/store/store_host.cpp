@@ -23,11 +23,20 @@ struct parked_op {
   caf::typed_response_promise<op_result> rp;
 };
 
+/// A batch that is running or parked on a lock (see batch.hpp).
+struct batch_job {
+  batch_run run;
+  timestamp deadline;
+  caf::typed_response_promise<batch_result> rp;
+};
+
 /// A reply that waits for an lsn to be durable.
 struct durable_wait {
   caf::typed_response_promise<uint64_t> commit;
   caf::typed_response_promise<bool> open;
   bool is_open = false;
+  /// A committing batch: its answer.
+  std::shared_ptr<batch_job> batch;
 };
 
 struct host_state {
@@ -36,6 +45,8 @@ struct host_state {
   /// Non-ok: the host stopped (failure or corrupt device).
   errc stopped = errc::ok;
   std::unordered_map<uint64_t, parked_op> parked;
+  /// Batches waiting for a lock, by transaction.
+  std::unordered_map<uint64_t, std::shared_ptr<batch_job>> parked_batches;
   std::unordered_set<uint64_t> transactions;
   std::multimap<uint64_t, durable_wait> waiting;
   lsn durable;
@@ -67,7 +78,9 @@ void stop(host_impl self, errc why) {
     return;
   st.stopped = why;
   for (auto& [l, w] : st.waiting) {
-    if (w.is_open)
+    if (w.batch)
+      w.batch->rp.deliver(make_error(errc::io_failure));
+    else if (w.is_open)
       w.open.deliver(make_error(errc::io_failure));
     else
       w.commit.deliver(make_error(errc::io_failure));
@@ -76,6 +89,9 @@ void stop(host_impl self, errc why) {
   for (auto& [t, p] : st.parked)
     p.rp.deliver(make_error(errc::store_failed));
   st.parked.clear();
+  for (auto& [t, b] : st.parked_batches)
+    b->rp.deliver(make_error(errc::store_failed));
+  st.parked_batches.clear();
 }
 
 /// Asks the device for a sync unless one is in flight (then the next one
@@ -123,10 +139,29 @@ void arm_timer(host_impl self) {
                      lock_timer_atom::value, gen);
 }
 
+void run_batch(host_impl self, std::shared_ptr<batch_job> b,
+               std::optional<op_result> granted);
+
 /// Runs again the parked operations whose lock was granted.
 void wake(host_impl self) {
   auto& st = self->state;
   for (auto t : st.core->take_woken()) {
+    if (auto b = st.parked_batches.find(t.value); b != st.parked_batches.end()) {
+      auto job = b->second;
+      auto res = st.core->execute(job->run.next(), job->deadline);
+      if (res && res.value().waiting)
+        continue;
+      st.parked_batches.erase(b);
+      if (!res) {
+        st.transactions.erase(t.value);
+        (void)st.core->abort(t);
+        job->rp.deliver(to_caf_error(res.error()));
+        wake(self);
+        continue;
+      }
+      run_batch(self, std::move(job), std::move(res.value()));
+      continue;
+    }
     auto p = st.parked.find(t.value);
     if (p == st.parked.end())
       continue;
@@ -144,12 +179,96 @@ void wake(host_impl self) {
 
 void fail_parked(host_impl self, txn_id t, errc why) {
   auto& st = self->state;
+  if (auto b = st.parked_batches.find(t.value); b != st.parked_batches.end()) {
+    // A failed batch aborts its transaction (nothing of it is written).
+    auto job = std::move(b->second);
+    st.parked_batches.erase(b);
+    st.transactions.erase(t.value);
+    (void)st.core->abort(t);
+    job->rp.deliver(make_error(why));
+    wake(self);
+    return;
+  }
   auto p = st.parked.find(t.value);
   if (p == st.parked.end())
     return;
   auto rp = std::move(p->second.rp);
   st.parked.erase(p);
   rp.deliver(make_error(why));
+}
+
+/// Commits `t` (logs its record, collects garbage now and then). Returns the
+/// lsn (0: nothing changed) or the error.
+result<uint64_t> commit_txn(host_impl self, txn_id t) {
+  auto& st = self->state;
+  st.transactions.erase(t.value);
+  auto r = st.core->commit(t);
+  wake(self);
+  if (!r)
+    return r.error();
+  auto& rec = r.value();
+  if (rec.lsn.value == 0)
+    return uint64_t{0};
+  if (!log(self, rec))
+    return make_error_code(errc::io_failure);
+  if (++st.commits_since_gc >= st.opts.gc_every_commits) {
+    st.commits_since_gc = 0;
+    st.core->collect_garbage();
+  }
+  return rec.lsn.value;
+}
+
+/// Runs a batch from its next request on; `granted`: the result of the
+/// request that waited for its lock. Parks it again on the next wait; ends
+/// it with the answer (after the commit's sync in strong mode) or an error
+/// (its transaction aborted).
+void run_batch(host_impl self, std::shared_ptr<batch_job> b,
+               std::optional<op_result> granted) {
+  auto& st = self->state;
+  auto t = b->run.txn();
+  auto fail = [&](caf::error e) {
+    st.transactions.erase(t.value);
+    (void)st.core->abort(t);
+    b->rp.deliver(std::move(e));
+    wake(self);
+  };
+  if (granted)
+    b->run.accept(std::move(*granted));
+  while (!b->run.finished()) {
+    auto res = st.core->execute(b->run.next(), b->deadline);
+    if (!res)
+      return fail(to_caf_error(res.error()));
+    if (res.value().waiting) {
+      st.parked_batches[t.value] = std::move(b);
+      arm_timer(self);
+      return;
+    }
+    b->run.accept(std::move(res.value()));
+  }
+  if (b->run.check_failed()) {
+    st.transactions.erase(t.value);
+    (void)st.core->abort(t);
+    b->rp.deliver(b->run.take());
+    wake(self);
+    return;
+  }
+  if (!b->run.commit_requested()) {
+    b->rp.deliver(b->run.take());
+    return;
+  }
+  auto l = commit_txn(self, t);
+  if (!l) {
+    b->rp.deliver(to_caf_error(l.error()));
+    return;
+  }
+  b->run.set_lsn(l.value());
+  if (!st.opts.strong || l.value() == 0) {
+    b->rp.deliver(b->run.take());
+    return;
+  }
+  durable_wait w;
+  w.batch = std::move(b);
+  st.waiting.emplace(l.value(), std::move(w));
 }
 
 host_actor::behavior_type make_host(host_impl self, store_host_options opts) {
@@ -230,26 +349,33 @@ host_actor::behavior_type make_host(host_impl self, store_host_options opts) {
         if (auto e = check())
           return *e;
         auto& st = self->state;
-        st.transactions.erase(t.value);
-        auto r = st.core->commit(t);
-        wake(self);
-        if (!r)
-          return to_caf_error(r.error());
-        auto& rec = r.value();
-        if (rec.lsn.value == 0)
-          return uint64_t{0};
-        if (!log(self, rec))
-          return make_error(errc::io_failure);
-        if (++st.commits_since_gc >= st.opts.gc_every_commits) {
-          st.commits_since_gc = 0;
-          st.core->collect_garbage();
-        }
-        if (!st.opts.strong)
-          return rec.lsn.value;
+        auto l = commit_txn(self, t);
+        if (!l)
+          return to_caf_error(l.error());
+        if (l.value() == 0 || !st.opts.strong)
+          return l.value();
         durable_wait w;
         w.commit = self->make_response_promise<uint64_t>();
         auto rp = w.commit;
-        st.waiting.emplace(rec.lsn.value, std::move(w));
+        st.waiting.emplace(l.value(), std::move(w));
+        return rp;
+      },
+      [self, check](op_batch& b, uint32_t timeout_ms) -> caf::result<batch_result> {
+        if (auto e = check())
+          return *e;
+        auto& st = self->state;
+        txn_id t = b.txn;
+        if (t.value == 0) {
+          t = st.core->begin();
+          st.transactions.insert(t.value);
+        }
+        auto timeout = timeout_ms == 0 ? st.opts.default_timeout
+                                       : std::chrono::milliseconds{timeout_ms};
+        auto job = std::make_shared<batch_job>(
+            batch_job{batch_run{std::move(b), t}, now_of(self) + timeout,
+                      self->make_response_promise<batch_result>()});
+        auto rp = job->rp;
+        run_batch(self, std::move(job), std::nullopt);
         return rp;
       },
       [self, check](store_atoms::abort_atom, txn_id t) -> caf::result<bool> {
@@ -257,6 +383,10 @@ host_actor::behavior_type make_host(host_impl self, store_host_options opts) {
           return *e;
         auto& st = self->state;
         st.transactions.erase(t.value);
+        if (st.parked_batches.count(t.value)) {
+          fail_parked(self, t, errc::transaction_finished); // aborts it
+          return true;
+        }
         fail_parked(self, t, errc::transaction_finished);
         auto r = st.core->abort(t);
         wake(self);
@@ -291,7 +421,9 @@ host_actor::behavior_type make_host(host_impl self, store_host_options opts) {
           st.durable = lsn{durable};
         auto end = st.waiting.upper_bound(st.durable.value);
         for (auto i = st.waiting.begin(); i != end; ++i) {
-          if (i->second.is_open)
+          if (i->second.batch)
+            i->second.batch->rp.deliver(i->second.batch->run.take());
+          else if (i->second.is_open)
             i->second.open.deliver(true);
           else
             i->second.commit.deliver(i->first);

@@ -244,6 +244,135 @@ TEST_F(store_host_test, bad_requests_get_typed_errors) {
   EXPECT_EQ(to_errc(o->error), errc::wrong_type);
 }
 
+// -- batches: a whole transaction in one message --
+
+namespace {
+
+op_batch batch_of(std::vector<op_request> ops, bool commit) {
+  op_batch b;
+  b.ops = std::move(ops);
+  b.commit = commit;
+  return b;
+}
+
+} // namespace
+
+TEST_F(store_host_test, a_batch_commits_its_writes_and_answers_once_durable) {
+  device->set_auto_sync(false);
+  auto b = batch_of(
+      {req({}, operation::add, "a", "1"), req({}, operation::add, "b", "2")}, true);
+  auto r = ask<batch_result>(sys(), host, b, uint32_t{0});
+  run();
+  EXPECT_FALSE(r->done); // strong mode: waits for the sync
+  device->release_syncs();
+  run();
+  ASSERT_TRUE(r->done && r->value) << caf::to_string(r->error);
+  EXPECT_EQ(r->value->results.size(), 2u);
+  EXPECT_EQ(r->value->lsn, device->durable_lsn().value);
+  device->set_auto_sync(true);
+  EXPECT_EQ(get("a"), "1");
+  EXPECT_EQ(get("b"), "2");
+}
+
+TEST_F(store_host_test, a_batch_with_a_failing_operation_writes_nothing) {
+  put("b", "old");
+  auto b = batch_of({req({}, operation::add_or_update, "a", "1"),
+                     req({}, operation::add, "b", "2")}, // key_exists
+                    true);
+  auto r = ask<batch_result>(sys(), host, b, uint32_t{0});
+  run();
+  ASSERT_TRUE(r->done);
+  EXPECT_EQ(to_errc(r->error), errc::key_exists);
+  EXPECT_EQ(get("a"), std::nullopt);
+  EXPECT_EQ(get("b"), "old");
+  // Its transaction was aborted: its locks are free for the next writer.
+  put("a", "3");
+  EXPECT_EQ(get("a"), "3");
+}
+
+TEST_F(store_host_test, a_batch_whose_check_fails_runs_no_operation) {
+  put("attempt", "2");
+  auto b = batch_of({req({}, operation::add_or_update, "out", "late")}, true);
+  b.checks.push_back(batch_check{"d", "attempt", check_kind::equals, "1"});
+  auto r = ask<batch_result>(sys(), host, b, uint32_t{0});
+  run();
+  ASSERT_TRUE(r->done && r->value) << caf::to_string(r->error);
+  EXPECT_EQ(r->value->failed_check, 1u);
+  EXPECT_EQ(r->value->lsn, 0u);
+  EXPECT_EQ(get("out"), std::nullopt);
+  b.checks[0].value = "2";
+  auto ok = ask<batch_result>(sys(), host, b, uint32_t{0});
+  run();
+  ASSERT_TRUE(ok->done && ok->value);
+  EXPECT_EQ(ok->value->failed_check, 0u);
+  EXPECT_EQ(get("out"), "late");
+}
+
+TEST_F(store_host_test, an_at_most_check_rejects_a_lower_fencing_token) {
+  put("term", std::string{"\x00\x05", 2});
+  auto b = batch_of({req({}, operation::add_or_update, "x", "deposed")}, true);
+  b.checks.push_back(
+      batch_check{"d", "term", check_kind::at_most, std::string{"\x00\x04", 2}});
+  auto r = ask<batch_result>(sys(), host, b, uint32_t{0});
+  run();
+  ASSERT_TRUE(r->done && r->value);
+  EXPECT_EQ(r->value->failed_check, 1u);
+  EXPECT_EQ(get("x"), std::nullopt);
+}
+
+TEST_F(store_host_test, a_batch_waits_for_a_lock_and_continues_when_it_is_granted) {
+  auto t1 = begin();
+  ask<op_result>(sys(), host, req(t1, operation::add_or_update, "x", "1"), uint32_t{0});
+  run();
+  auto b = batch_of({req({}, operation::try_get, "y"),
+                     req({}, operation::add_or_update, "x", "2"),
+                     req({}, operation::add_or_update, "z", "3")},
+                    true);
+  auto r = ask<batch_result>(sys(), host, b, uint32_t{0});
+  run();
+  EXPECT_FALSE(r->done);
+  ask<uint64_t>(sys(), host, atoms::commit_atom_v, t1);
+  run();
+  ASSERT_TRUE(r->done && r->value) << caf::to_string(r->error);
+  EXPECT_TRUE(r->value->results[1].found); // x existed (t1's write)
+  EXPECT_EQ(get("x"), "2");
+  EXPECT_EQ(get("z"), "3");
+}
+
+TEST_F(store_host_test, a_batch_lock_wait_times_out_and_aborts_its_transaction) {
+  auto t1 = begin();
+  ask<op_result>(sys(), host, req(t1, operation::add_or_update, "x", "1"), uint32_t{0});
+  run();
+  auto b = batch_of(
+      {req({}, operation::add_or_update, "w", "1"), req({}, operation::try_get, "x")},
+      true);
+  auto r = ask<batch_result>(sys(), host, b, uint32_t{100});
+  advance(101ms);
+  ASSERT_TRUE(r->done);
+  EXPECT_EQ(to_errc(r->error), errc::lock_timeout);
+  ask<uint64_t>(sys(), host, atoms::commit_atom_v, t1);
+  run();
+  EXPECT_EQ(get("w"), std::nullopt); // the batch's first write is gone too
+  put("w", "free");                  // and its lock was released
+  EXPECT_EQ(get("w"), "free");
+}
+
+TEST_F(store_host_test, batches_continue_one_transaction_until_one_commits) {
+  auto first = ask<batch_result>(
+      sys(), host, batch_of({req({}, operation::add, "a", "1")}, false), uint32_t{0});
+  run();
+  ASSERT_TRUE(first->value);
+  auto t = first->value->txn;
+  EXPECT_EQ(get("a"), std::nullopt); // not committed yet
+  auto second = batch_of({req({}, operation::try_get, "a")}, true);
+  second.txn = t;
+  auto r = ask<batch_result>(sys(), host, second, uint32_t{0});
+  run();
+  ASSERT_TRUE(r->done && r->value) << caf::to_string(r->error);
+  EXPECT_EQ(r->value->results[0].value, "1"); // its own write
+  EXPECT_EQ(get("a"), "1");
+}
+
 // truncate_after (used by the replica host): drops the records after the
 // point, lowers the durable lsn, and a sync held across it reports no more
 // than the point, so re-appended records are not taken for durable.

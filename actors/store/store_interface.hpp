@@ -13,6 +13,10 @@
 //   (commit_atom, txn_id)                        -> lsn as uint64 (once durable in
 //                                                   strong mode; 0: nothing changed)
 //   (abort_atom, txn_id)                         -> bool
+//   (op_batch, timeout_ms)                       -> batch_result  (a whole
+//                                                   transaction in one message:
+//                                                   checks, operations, commit;
+//                                                   protocols/store/batch.hpp)
 //   (checkpoint_atom)                            -> lsn as uint64
 // The two `done_atom` messages are internal: completions that the host's log
 // (threads, or a device's sync events) sends back to the actor.
@@ -35,6 +39,7 @@ using store_actor = caf::typed_actor<
     caf::replies_to<op_request, uint32_t>::with<op_result>,
     caf::replies_to<store_atoms::commit_atom, txn_id>::with<uint64_t>,
     caf::replies_to<store_atoms::abort_atom, txn_id>::with<bool>,
+    caf::replies_to<op_batch, uint32_t>::with<batch_result>,
     caf::replies_to<store_atoms::checkpoint_atom>::with<uint64_t>,
     caf::reacts_to<store_atoms::done_atom, uint64_t, caf::error, op_result>,
     caf::reacts_to<store_atoms::done_atom, uint64_t, caf::error, uint64_t>>;

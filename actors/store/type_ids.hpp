@@ -3,6 +3,7 @@
 // talks to a store actor: cfg.add_message_types<caf::id_block::conclave_store>().
 #pragma once
 
+#include "protocols/store/batch.hpp"
 #include "protocols/store/errc.hpp"
 #include "protocols/store/operation.hpp"
 #include "protocols/store/types.hpp"
@@ -22,6 +23,8 @@ CAF_ADD_TYPE_ID(conclave_store, (conclave::store::collection_kind))
 CAF_ADD_TYPE_ID(conclave_store, (conclave::store::op_request))
 CAF_ADD_TYPE_ID(conclave_store, (conclave::store::op_result))
 CAF_ADD_TYPE_ID(conclave_store, (conclave::store::txn_id))
+CAF_ADD_TYPE_ID(conclave_store, (conclave::store::op_batch))
+CAF_ADD_TYPE_ID(conclave_store, (conclave::store::batch_result))
 
 CAF_ADD_ATOM(conclave_store, conclave::store_atoms, begin_atom, "st_begin")
 CAF_ADD_ATOM(conclave_store, conclave::store_atoms, commit_atom, "st_commit")

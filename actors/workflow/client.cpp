@@ -5,6 +5,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
 #include <map>
 
 namespace conclave::workflow {
@@ -15,6 +16,7 @@ namespace {
 /// each; those that arrive early (live ones before the stored backlog was
 /// read) wait in `held`.
 struct subscription {
+  uint64_t id = 0;
   caf::actor who;
   uint64_t next = 1;
   bool backfilled = false;
@@ -30,10 +32,42 @@ struct client_state {
   uint64_t next_id = 1;
   /// Subscriptions per job id.
   std::map<std::string, std::vector<subscription>> subscriptions;
+  uint64_t next_subscription = 1;
   static inline const char* name = "conclave.workflow_client";
 };
 
 using client_impl = client_actor::stateful_pointer<client_state>;
+
+/// Removes the subscriptions of `who` to job `job` (every job if null);
+/// returns how many.
+size_t unsubscribe(client_impl self, const caf::actor_addr& who, const std::string* job) {
+  auto& all = self->state.subscriptions;
+  size_t removed = 0;
+  for (auto i = job ? all.find(*job) : all.begin(); i != all.end();) {
+    auto& subs = i->second;
+    auto before = subs.size();
+    subs.erase(
+        std::remove_if(subs.begin(), subs.end(),
+                       [&](const subscription& s) { return s.who.address() == who; }),
+        subs.end());
+    removed += before - subs.size();
+    i = subs.empty() ? all.erase(i) : std::next(i);
+    if (job)
+      break;
+  }
+  return removed;
+}
+
+/// The subscription `id` of `job`, if it still exists.
+subscription* find_subscription(client_impl self, const std::string& job, uint64_t id) {
+  auto i = self->state.subscriptions.find(job);
+  if (i == self->state.subscriptions.end())
+    return nullptr;
+  for (auto& s : i->second)
+    if (s.id == id)
+      return &s;
+  return nullptr;
+}
 
 void offer(client_impl self, subscription& sub, const job_event& ev) {
   if (ev.seq >= sub.next)
@@ -82,8 +116,10 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
   st.opts = std::move(opts);
   // Unexpected messages are dropped, not printed (stdout may carry --json).
   self->set_default_handler(caf::drop);
-  st.store = std::make_unique<job_store<client_actor::base>>(self, st.opts.store,
-                                                             st.opts.pipelined);
+  self->set_down_handler(
+      [self](caf::down_msg& m) { unsubscribe(self, m.source, nullptr); });
+  st.store = std::make_unique<job_store<client_actor::base>>(
+      self, st.opts.store, st.opts.pipelined, 1000, st.opts.batched);
   if (st.opts.probe)
     st.store->set_probe(st.opts.probe.get());
   st.store->set_events(caf::actor_cast<caf::actor>(self));
@@ -156,68 +192,61 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
              uint64_t from) -> caf::result<std::vector<job_event>> {
         auto rp = self->make_response_promise<std::vector<job_event>>();
         when_ready(self, [self, id, from, rp]() mutable {
-          auto range = job_key_range(id);
-          self->state.store->scan(layout::events, event_key(id, from), range.second,
-                                  [rp](caf::error e, kv_items items) mutable {
-                                    if (e) {
-                                      rp.deliver(std::move(e));
-                                      return;
-                                    }
-                                    std::vector<job_event> out;
-                                    for (auto& [k, v] : items) {
-                                      auto ev = decode_event(v);
-                                      if (!ev) {
-                                        rp.deliver(make_error(errc::corrupt_record));
-                                        return;
-                                      }
-                                      out.push_back(std::move(ev.value()));
-                                    }
-                                    rp.deliver(std::move(out));
-                                  });
+          self->state.store->events(
+              id, from, [rp](caf::error e, std::vector<job_event> evs) mutable {
+                if (e)
+                  rp.deliver(std::move(e));
+                else
+                  rp.deliver(std::move(evs));
+              });
         });
         return rp;
       },
       [self](workflow_atoms::events_atom, const job_id& id,
              caf::actor& who) -> caf::result<bool> {
-        auto& subs = self->state.subscriptions[id.value];
-        subs.push_back(subscription{who, 1, false, {}});
-        auto index = subs.size() - 1;
+        auto sid = self->state.next_subscription++;
+        self->state.subscriptions[id.value].push_back(
+            subscription{sid, who, 1, false, {}});
+        self->monitor(who); // a dead subscriber is unsubscribed
         auto rp = self->make_response_promise<bool>();
         // Live events are held from now on; the backlog read next covers
         // everything committed before, duplicates are dropped by sequence.
-        when_ready(self, [self, id, index, rp]() mutable {
-          auto range = job_key_range(id);
-          self->state.store->scan(
-              layout::events, range.first, range.second,
-              [self, id, index, rp](caf::error e, kv_items items) mutable {
-                auto& subs = self->state.subscriptions[id.value];
-                if (index >= subs.size()) {
+        when_ready(self, [self, id, sid, rp]() mutable {
+          self->state.store->events(
+              id, 1,
+              [self, id, sid, rp](caf::error e, std::vector<job_event> backlog) mutable {
+                auto* sub = find_subscription(self, id.value, sid);
+                if (!sub) { // unsubscribed meanwhile
                   rp.deliver(false);
                   return;
                 }
-                auto& sub = subs[index];
                 if (e) {
-                  subs.erase(subs.begin() + static_cast<std::ptrdiff_t>(index));
+                  auto& subs = self->state.subscriptions[id.value];
+                  subs.erase(std::remove_if(
+                                 subs.begin(), subs.end(),
+                                 [sid](const subscription& s) { return s.id == sid; }),
+                             subs.end());
+                  if (subs.empty())
+                    self->state.subscriptions.erase(id.value);
                   rp.deliver(std::move(e));
                   return;
                 }
-                std::vector<job_event> backlog;
-                for (auto& [k, v] : items)
-                  if (auto ev = decode_event(v))
-                    backlog.push_back(std::move(ev.value()));
-                sub.backfilled = true;
+                sub->backfilled = true;
                 for (auto& ev : backlog)
-                  offer(self, sub, ev);
+                  offer(self, *sub, ev);
                 if (backlog.empty()) {
-                  auto held = sub.held;
-                  sub.held.clear();
+                  auto held = sub->held;
+                  sub->held.clear();
                   for (auto& [seq, ev] : held)
-                    offer(self, sub, ev);
+                    offer(self, *sub, ev);
                 }
                 rp.deliver(true);
               });
         });
         return rp;
+      },
+      [self](workflow_atoms::unsubscribe_atom, const job_id& id, caf::actor& who) {
+        return unsubscribe(self, who.address(), &id.value) > 0;
       },
       [self](workflow_atoms::events_atom, std::vector<job_event>& evs) {
         auto& st = self->state;

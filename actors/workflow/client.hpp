@@ -4,8 +4,9 @@
 // - submit validates the job (empty job, unknown agent kind, zero timeout,
 //   oversized payload or id, bad retry policy → typed errors, nothing written),
 //   gives it an id if it has none ("<prefix>-<n>"), and writes the job record,
-//   its step records, the "received" event and its index entries in ONE store
-//   transaction; job_exists if the id is taken.
+//   its step records and its index entries in ONE store transaction (the
+//   "received" event is derived from the job record, not stored); job_exists
+//   if the id is taken.
 // - cancel and resubmit are job transactions like the scheduler's.
 // - get, list, events and explain read committed state (snapshots).
 #pragma once
@@ -30,6 +31,8 @@ struct client_options {
   std::string id_prefix = "job";
   /// false: one store request per round trip (see scheduler_options).
   bool pipelined = true;
+  /// true: every store round trip is one op_batch (see scheduler_options).
+  bool batched = true;
   /// Reports submissions, cancels and resubmits (job and step states).
   std::shared_ptr<workflow_probe> probe;
 };

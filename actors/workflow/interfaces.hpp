@@ -42,8 +42,10 @@ using supervisor_actor = caf::typed_actor<
     caf::reacts_to<workflow_atoms::watch_atom, uint64_t, caf::actor, bool>>;
 
 /// The application's side:
-///   (submit_atom, job_spec) -> job_id          job + steps + "received" in one
-///                                              transaction; typed errors for bad input
+///   (submit_atom, job_spec) -> job_id          job + steps + indexes in one
+///                                              transaction ("received" is derived
+///                                              from the job record); typed errors
+///                                              for bad input
 ///   (get_atom, job_id) -> job_view
 ///   (list_atom, step_state) -> vector<job_id>  jobs in that state
 ///   (events_atom, job_id, from_seq) -> vector<job_event>
@@ -52,6 +54,11 @@ using supervisor_actor = caf::typed_actor<
 ///                                              to `subscriber` as
 ///                                              (events_atom, job_event), in
 ///                                              sequence order, once each
+///   (unsubscribe_atom, job_id, subscriber) -> bool  ends those pushes (every
+///                                              subscription of `subscriber` to
+///                                              the job); false if it had none.
+///                                              A subscriber that terminates is
+///                                              unsubscribed from every job.
 ///   (events_atom, vector<job_event>)           published by the job stores of
 ///                                              schedulers, supervisors and the
 ///                                              client after each commit
@@ -66,6 +73,7 @@ using client_actor = caf::typed_actor<
     caf::replies_to<workflow_atoms::events_atom, job_id,
                     uint64_t>::with<std::vector<job_event>>,
     caf::replies_to<workflow_atoms::events_atom, job_id, caf::actor>::with<bool>,
+    caf::replies_to<workflow_atoms::unsubscribe_atom, job_id, caf::actor>::with<bool>,
     caf::reacts_to<workflow_atoms::events_atom, std::vector<job_event>>,
     caf::replies_to<workflow_atoms::cancel_atom, job_id>::with<step_state>,
     caf::replies_to<workflow_atoms::resubmit_atom, job_id>::with<step_state>,

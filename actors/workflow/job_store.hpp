@@ -12,7 +12,15 @@
 // Any failure aborts the transaction and reports a caf::error (workflow or
 // store errors); nothing is written then.
 //
-// Round trips: requests that do not depend on each other's answers are sent
+// Round trips (batched, the default): each round trip is one op_batch message
+// (protocols/store/batch.hpp). A change is two: begin + [term row] + job row +
+// the hinted step rows, then every write + commit. A submission is one (an
+// "absent" check on the job row, writes, commit); update_known() is one (checks
+// that the job and step rows are still the bytes the caller knows, writes,
+// commit) and falls back to update() when they are not; reads and scans are
+// one.
+//
+// Not batched: requests that do not depend on each other's answers are sent
 // together (pipelined): the term row and the job row, then every step row,
 // then every write; the commit follows once every write was answered. A store
 // runs one actor's requests in the order sent, and every key a job change
@@ -25,12 +33,14 @@
 #include "actors/store/store_interface.hpp"
 #include "actors/workflow/type_ids.hpp"
 #include "actors/workflow/workflow_probe.hpp"
+#include "protocols/store/batch.hpp"
 #include "protocols/workflow/store_layout.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -53,12 +63,14 @@ public:
   using mutate_fn = std::function<result<effects>(job_view&)>;
   using change_fn = std::function<void(caf::error, job_change)>;
 
-  /// `pipelined` false: one request per round trip (what job changes cost
-  /// before pipelining; the benchmark runs both side by side).
+  /// `batched` (the default): every store round trip is one op_batch
+  /// message. Otherwise one request per operation, sent together when
+  /// `pipelined`, else one per round trip (what job changes cost before;
+  /// the benchmark runs them side by side).
   job_store(Self* self, store::store_actor st, bool pipelined = true,
-            uint32_t lock_timeout_ms = 1000)
+            uint32_t lock_timeout_ms = 1000, bool batched = true)
       : self_(self), store_(std::move(st)), timeout_ms_(lock_timeout_ms),
-        pipelined_(pipelined) {}
+        pipelined_(pipelined), batched_(batched) {}
 
   const store::store_actor& handle() const { return store_; }
 
@@ -93,14 +105,18 @@ public:
   }
 
   /// Changes one job in one transaction (see the header comment). `fence`:
-  /// the supervisor term the write is stamped with.
+  /// the supervisor term the write is stamped with. `step_hint`: how many
+  /// step rows to read together with the job row (batched; a wrong hint only
+  /// costs a round trip or a few reads).
   void update(const job_id& id, std::optional<term> fence, mutate_fn mutate,
-              change_fn done) {
+              change_fn done, uint32_t step_hint = 0) {
     auto c = std::make_shared<update_ctx>();
     c->id = id;
     c->fence = fence;
     c->mutate = std::move(mutate);
     c->done = std::move(done);
+    if (batched_)
+      return read_job_batched(c, step_hint);
     begin([this, c](caf::error e, store::txn_id t) {
       if (e)
         return c->done(std::move(e), {});
@@ -109,10 +125,210 @@ public:
     });
   }
 
+  /// Like update(), for a caller that knows the job as it was committed last
+  /// (`known`, e.g. the view its own claim wrote): ONE message that checks in
+  /// the store that the job row and every step row are still exactly those
+  /// bytes (Update locks), writes and commits. If anything changed since, the
+  /// batch runs no write and the change is made by update() instead, which
+  /// calls `mutate` again on the current view.
+  void update_known(const job_view& known, mutate_fn mutate, change_fn done) {
+    auto id = known.job.id;
+    auto hint = static_cast<uint32_t>(known.steps.size());
+    if (!batched_)
+      return update(id, std::nullopt, std::move(mutate), std::move(done), hint);
+    auto before = std::make_shared<job_view>(known);
+    auto after = known;
+    auto eff = mutate(after);
+    auto ws = eff ? layout::job_writes(*before, after, eff.value())
+                  : std::vector<layout::write>{};
+    if (ws.empty()) // an error or nothing to write: decide on the current view
+      return update(id, std::nullopt, std::move(mutate), std::move(done), hint);
+    store::op_batch b;
+    b.checks.push_back(store::batch_check{layout::jobs, id.value,
+                                          store::check_kind::equals, encode(known.job)});
+    for (auto& st : known.steps)
+      b.checks.push_back(store::batch_check{layout::steps, step_key(id, st.index),
+                                            store::check_kind::equals, encode(st)});
+    b.ops = write_requests(std::move(ws));
+    b.commit = true;
+    auto change = std::make_shared<job_change>(job_change{std::move(eff.value()), after});
+    run_batch(std::move(b), [this, id, hint, before, change, mutate = std::move(mutate),
+                             done = std::move(done)](caf::error e,
+                                                     store::batch_result r) mutable {
+      if (e)
+        return done(std::move(e), {});
+      if (r.failed_check)
+        return update(id, std::nullopt, std::move(mutate), std::move(done), hint);
+      committed(*before, *change);
+      done(caf::error{}, std::move(*change));
+    });
+  }
+
+  /// One job of update_many(): its id and how many step rows to read.
+  struct many_item {
+    job_id id;
+    uint32_t step_hint = 0;
+  };
+  using many_fn = std::function<void(std::vector<std::pair<caf::error, job_change>>)>;
+
+  /// Changes several jobs in ONE transaction and two messages (batched only;
+  /// otherwise one update() per job): every job row with an Update lock, in
+  /// id order (so that two such transactions cannot deadlock), with its hinted
+  /// step rows; `mutate` on each view; every write and the commit. A job whose
+  /// `mutate` fails, or that is gone, changes nothing and gets its error; a
+  /// job with more steps than hinted is changed by its own update() after the
+  /// others. `done` gets one result per item, in the items' order.
+  void update_many(std::vector<many_item> items, mutate_fn mutate, many_fn done) {
+    auto n = items.size();
+    using results = std::vector<std::pair<caf::error, job_change>>;
+    auto out = std::make_shared<results>(n);
+    if (!batched_ || n <= 1) {
+      if (n == 0)
+        return done({});
+      auto left = std::make_shared<size_t>(n);
+      for (size_t i = 0; i < n; ++i)
+        update(
+            items[i].id, std::nullopt, mutate,
+            [out, left, i, done](caf::error e, job_change c) {
+              (*out)[i] = {std::move(e), std::move(c)};
+              if (--*left == 0)
+                done(std::move(*out));
+            },
+            items[i].step_hint);
+      return;
+    }
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i)
+      order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return items[a].id.value < items[b].id.value; });
+    store::op_batch b;
+    std::vector<size_t> first_op(n);
+    for (auto i : order) {
+      auto r = request({}, store::operation::try_get, layout::jobs, items[i].id.value);
+      r.mode = store::read_mode::update;
+      first_op[i] = b.ops.size();
+      b.ops.push_back(std::move(r));
+      for (uint32_t k = 0; k < items[i].step_hint; ++k) {
+        auto sr = request({}, store::operation::try_get, layout::steps,
+                          step_key(items[i].id, step_index{k}));
+        sr.mode = store::read_mode::repeatable;
+        b.ops.push_back(std::move(sr));
+      }
+    }
+    run_batch(std::move(b), [this, items, first_op, out, mutate,
+                             done](caf::error e, store::batch_result r) {
+      auto n = items.size();
+      if (e) {
+        for (auto& x : *out)
+          x.first = e;
+        return done(std::move(*out));
+      }
+      std::vector<layout::write> ws;
+      auto befores = std::make_shared<std::vector<std::optional<job_view>>>(n);
+      std::vector<size_t> later; // more steps than hinted
+      for (size_t i = 0; i < n; ++i) {
+        auto& jr = r.results[first_op[i]];
+        if (!jr.found) {
+          (*out)[i].first = make_error(errc::unknown_job);
+          continue;
+        }
+        auto j = decode_job(jr.value);
+        if (!j) {
+          (*out)[i].first = make_error(errc::corrupt_record);
+          continue;
+        }
+        job_view v;
+        v.job = std::move(j.value());
+        if (v.job.step_count > items[i].step_hint) {
+          later.push_back(i);
+          continue;
+        }
+        bool ok = true;
+        for (uint32_t k = 0; k < v.job.step_count && ok; ++k) {
+          auto& sr = r.results[first_op[i] + 1 + k];
+          auto st = sr.found ? decode_step(sr.value)
+                             : result<step_record>{errc::corrupt_record};
+          if (!st)
+            ok = false;
+          else
+            v.steps.push_back(std::move(st.value()));
+        }
+        if (!ok) {
+          (*out)[i].first = make_error(errc::corrupt_record);
+          continue;
+        }
+        auto before = v;
+        auto eff = mutate(v);
+        if (!eff) {
+          (*out)[i].first = to_caf_error(eff.error());
+          continue;
+        }
+        auto more = layout::job_writes(before, v, eff.value());
+        ws.insert(ws.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
+        (*befores)[i] = std::move(before);
+        (*out)[i].second = job_change{std::move(eff.value()), std::move(v)};
+      }
+      auto finish = [this, items, out, mutate, done, later](caf::error) {
+        if (later.empty())
+          return done(std::move(*out));
+        auto left = std::make_shared<size_t>(later.size());
+        for (auto i : later)
+          update(
+              items[i].id, std::nullopt, mutate,
+              [out, left, i, done](caf::error e, job_change c) {
+                (*out)[i] = {std::move(e), std::move(c)};
+                if (--*left == 0)
+                  done(std::move(*out));
+              },
+              0);
+      };
+      if (ws.empty()) {
+        abort(r.txn);
+        return finish(caf::error{});
+      }
+      store::op_batch w;
+      w.txn = r.txn;
+      w.ops = write_requests(std::move(ws));
+      w.commit = true;
+      run_batch(std::move(w),
+                [this, out, befores, finish](caf::error e, store::batch_result) {
+                  for (size_t i = 0; i < out->size(); ++i) {
+                    if (!(*befores)[i])
+                      continue;
+                    if (e)
+                      (*out)[i].first = e;
+                    else
+                      committed(*(*befores)[i], (*out)[i].second);
+                  }
+                  finish(e);
+                });
+    });
+  }
+
   /// Writes a new job (submission) unless its id exists: one transaction.
   void create(job_view v, effects eff, std::function<void(caf::error)> done) {
     auto view = std::make_shared<job_view>(std::move(v));
     auto ef = std::make_shared<effects>(std::move(eff));
+    if (batched_) {
+      // One message: "the job row is absent", every write, commit.
+      store::op_batch b;
+      b.checks.push_back(store::batch_check{
+          layout::jobs, view->job.id.value, store::check_kind::absent, {}});
+      b.ops = write_requests(layout::job_writes(std::nullopt, *view, *ef));
+      b.commit = true;
+      return run_batch(std::move(b),
+                       [this, view, ef, done](caf::error e, store::batch_result r) {
+                         if (!e && r.failed_check)
+                           e = make_error(errc::job_exists);
+                         if (!e) {
+                           report(nullptr, *view);
+                           publish(ef->events);
+                         }
+                         done(std::move(e));
+                       });
+    }
     begin([=](caf::error e, store::txn_id t) {
       if (e)
         return done(std::move(e));
@@ -142,6 +358,34 @@ public:
 
   /// Reads a job as committed (snapshot, no locks).
   void read(const job_id& id, std::function<void(caf::error, job_view)> done) {
+    if (batched_) {
+      // One message: the job row and its steps, from one snapshot.
+      store::op_batch b;
+      auto jr = request({}, store::operation::try_get, layout::jobs, id.value);
+      jr.mode = store::read_mode::snapshot;
+      b.ops.push_back(std::move(jr));
+      auto [from, to] = job_key_range(id);
+      b.ops.push_back(enumerate_request(layout::steps, from, to));
+      b.commit = true; // read-only: nothing is logged
+      return run_batch(std::move(b), [done](caf::error e, store::batch_result r) {
+        if (e)
+          return done(std::move(e), {});
+        if (!r.results[0].found)
+          return done(make_error(errc::unknown_job), {});
+        job_view v;
+        auto j = decode_job(r.results[0].value);
+        if (!j)
+          return done(make_error(errc::corrupt_record), {});
+        v.job = std::move(j.value());
+        for (auto& [k, val] : r.results[1].items) {
+          auto s = decode_step(val);
+          if (!s)
+            return done(make_error(errc::corrupt_record), {});
+          v.steps.push_back(std::move(s.value()));
+        }
+        done(caf::error{}, std::move(v));
+      });
+    }
     begin([=](caf::error e, store::txn_id t) {
       if (e)
         return done(std::move(e), {});
@@ -179,9 +423,74 @@ public:
     });
   }
 
+  /// A job's events from sequence `from` on, as committed (one snapshot): the
+  /// stored ones, and the "received" event derived from the job record
+  /// (layout::received_event). An unknown job has none.
+  void events(const job_id& id, uint64_t from,
+              std::function<void(caf::error, std::vector<job_event>)> done) {
+    auto range = job_key_range(id);
+    auto finish = [done, from](caf::error e, const store::op_result& job,
+                               const kv_items& items) {
+      if (e)
+        return done(std::move(e), {});
+      std::vector<job_event> out;
+      for (auto& [k, v] : items) {
+        auto ev = decode_event(v);
+        if (!ev)
+          return done(make_error(errc::corrupt_record), {});
+        out.push_back(std::move(ev.value()));
+      }
+      // Stores written before the received event was derived keep it stored.
+      bool stored = !out.empty() && out.front().seq == 1;
+      if (job.found && from <= 1 && !stored) {
+        auto j = decode_job(job.value);
+        if (!j)
+          return done(make_error(errc::corrupt_record), {});
+        out.insert(out.begin(), layout::received_event(j.value()));
+      }
+      done(caf::error{}, std::move(out));
+    };
+    auto jr = request({}, store::operation::try_get, layout::jobs, id.value);
+    jr.mode = store::read_mode::snapshot;
+    auto er = enumerate_request(layout::events, event_key(id, from), range.second);
+    if (batched_) {
+      store::op_batch b;
+      b.ops.push_back(std::move(jr));
+      b.ops.push_back(std::move(er));
+      b.commit = true; // read-only: nothing is logged
+      return run_batch(std::move(b), [finish](caf::error e, store::batch_result r) {
+        if (e)
+          return finish(std::move(e), {}, {});
+        finish(caf::error{}, r.results[0], r.results[1].items);
+      });
+    }
+    begin([=](caf::error e, store::txn_id t) mutable {
+      if (e)
+        return done(std::move(e), {});
+      jr.txn = t;
+      er.txn = t;
+      run_all({jr, er}, [this, t, finish](caf::error e, std::vector<store::op_result> r) {
+        abort(t);
+        if (e)
+          return finish(std::move(e), {}, {});
+        finish(caf::error{}, r[0], r[1].items);
+      });
+    });
+  }
+
   /// Enumerates [from, to) of a collection (snapshot; empty bound = open).
   void scan(const std::string& collection, std::string from, std::string to,
             std::function<void(caf::error, kv_items)> done) {
+    if (batched_) {
+      store::op_batch b;
+      b.ops.push_back(enumerate_request(collection, from, to));
+      b.commit = true; // read-only: nothing is logged
+      return run_batch(std::move(b), [done](caf::error e, store::batch_result r) {
+        if (e)
+          return done(std::move(e), {});
+        done(caf::error{}, std::move(r.results[0].items));
+      });
+    }
     begin([=](caf::error e, store::txn_id t) {
       if (e)
         return done(std::move(e), {});
@@ -235,13 +544,38 @@ private:
     run(std::move(r), std::move(f));
   }
 
-  void enumerate(store::txn_id t, const std::string& collection, std::string from,
-                 std::string to, std::function<void(caf::error, kv_items)> f) {
-    auto r = request(t, store::operation::enumerate, collection);
+  store::op_request enumerate_request(const std::string& collection, std::string from,
+                                      std::string to) {
+    auto r = request({}, store::operation::enumerate, collection);
     r.has_from = !from.empty();
     r.from = std::move(from);
     r.has_to = !to.empty();
     r.to = std::move(to);
+    return r;
+  }
+
+  /// One op_batch round trip. An error means its transaction was aborted.
+  void run_batch(store::op_batch b,
+                 std::function<void(caf::error, store::batch_result)> f) {
+    self_->request(store_, caf::infinite, std::move(b), timeout_ms_)
+        .then([f](store::batch_result& r) { f(caf::error{}, std::move(r)); },
+              [f](caf::error& e) { f(std::move(e), {}); });
+  }
+
+  std::vector<store::op_request> write_requests(std::vector<layout::write> ws) {
+    std::vector<store::op_request> rs;
+    rs.reserve(ws.size());
+    for (auto& w : ws)
+      rs.push_back(request(
+          {}, w.remove ? store::operation::try_remove : store::operation::add_or_update,
+          w.collection, std::move(w.key), std::move(w.value)));
+    return rs;
+  }
+
+  void enumerate(store::txn_id t, const std::string& collection, std::string from,
+                 std::string to, std::function<void(caf::error, kv_items)> f) {
+    auto r = enumerate_request(collection, std::move(from), std::move(to));
+    r.txn = t;
     run(std::move(r),
         [f](caf::error e, store::op_result x) { f(std::move(e), std::move(x.items)); });
   }
@@ -440,10 +774,135 @@ private:
     });
   }
 
+  // -- batched job changes: two messages --
+
+  /// Message 1: begin, [term row], job row (both with an Update lock), and
+  /// the first `hint` step rows; the transaction stays open.
+  void read_job_batched(const ctx_ptr& c, uint32_t hint) {
+    store::op_batch b;
+    if (c->fence) {
+      auto r = request({}, store::operation::try_get, layout::meta, layout::term_key);
+      r.mode = store::read_mode::update;
+      b.ops.push_back(std::move(r));
+    }
+    auto r = request({}, store::operation::try_get, layout::jobs, c->id.value);
+    r.mode = store::read_mode::update;
+    b.ops.push_back(std::move(r));
+    add_step_reads(c, b, 0, hint);
+    auto first_step = b.ops.size() - hint;
+    run_batch(
+        std::move(b), [this, c, hint, first_step](caf::error e, store::batch_result r) {
+          if (e)
+            return c->done(std::move(e), {});
+          c->txn = r.txn;
+          auto& out = r.results;
+          if (c->fence) {
+            auto& tr = out.front();
+            term recorded;
+            if (tr.found) {
+              auto t = decode_term(tr.value);
+              if (!t)
+                return fail_update(c, make_error(errc::corrupt_record));
+              recorded = t.value();
+            }
+            if (*c->fence < recorded)
+              return fail_update(c, make_error(errc::stale_term));
+            if (recorded < *c->fence || !tr.found)
+              c->pre.push_back(layout::write{layout::meta, layout::term_key, false,
+                                             encode_term(*c->fence)});
+          }
+          auto& jr = out[first_step - 1];
+          if (!jr.found)
+            return fail_update(c, make_error(errc::unknown_job));
+          auto j = decode_job(jr.value);
+          if (!j)
+            return fail_update(c, make_error(errc::corrupt_record));
+          c->view.job = std::move(j.value());
+          auto count = c->view.job.step_count;
+          if (!take_steps(c, out, first_step, std::min(count, hint)))
+            return;
+          if (count <= hint)
+            return apply_batched(c);
+          // More steps than hinted: one more round trip for the rest.
+          store::op_batch more;
+          more.txn = c->txn;
+          add_step_reads(c, more, hint, count - hint);
+          run_batch(std::move(more), [this, c](caf::error e, store::batch_result r) {
+            if (e)
+              return c->done(std::move(e), {});
+            if (take_steps(c, r.results, 0, r.results.size()))
+              apply_batched(c);
+          });
+        });
+  }
+
+  void add_step_reads(const ctx_ptr& c, store::op_batch& b, uint32_t from, uint32_t n) {
+    for (uint32_t i = from; i < from + n; ++i) {
+      auto r = request({}, store::operation::try_get, layout::steps,
+                       step_key(c->id, step_index{i}));
+      r.mode = store::read_mode::repeatable;
+      b.ops.push_back(std::move(r));
+    }
+  }
+
+  /// Decodes `n` step rows from out[at]; false (and the change failed) on a
+  /// missing or corrupt row.
+  bool take_steps(const ctx_ptr& c, std::vector<store::op_result>& out, size_t at,
+                  size_t n) {
+    for (size_t i = at; i < at + n; ++i) {
+      auto s = out[i].found ? decode_step(out[i].value)
+                            : result<step_record>{errc::corrupt_record};
+      if (!s) {
+        fail_update(c, make_error(errc::corrupt_record));
+        return false;
+      }
+      c->view.steps.push_back(std::move(s.value()));
+    }
+    return true;
+  }
+
+  /// Message 2: every write and the commit.
+  void apply_batched(const ctx_ptr& c) {
+    auto before = std::make_shared<job_view>(c->view);
+    auto eff = c->mutate(c->view);
+    if (!eff)
+      return fail_update(c, to_caf_error(eff.error()));
+    auto ws = std::move(c->pre);
+    auto more = layout::job_writes(*before, c->view, eff.value());
+    ws.insert(ws.end(), std::make_move_iterator(more.begin()),
+              std::make_move_iterator(more.end()));
+    auto change =
+        std::make_shared<job_change>(job_change{std::move(eff.value()), c->view});
+    if (ws.empty()) { // nothing changed (a stale outcome): nothing to log
+      abort(c->txn);
+      return c->done(caf::error{}, std::move(*change));
+    }
+    store::op_batch b;
+    b.txn = c->txn;
+    b.ops = write_requests(std::move(ws));
+    b.commit = true;
+    run_batch(std::move(b), [this, c, change, before](caf::error e, store::batch_result) {
+      if (e)
+        return c->done(std::move(e), {});
+      committed(*before, *change);
+      c->done(caf::error{}, std::move(*change));
+    });
+  }
+
+  /// What a committed change reports and publishes.
+  void committed(const job_view& before, const job_change& change) {
+    report(&before, change.view);
+    for (auto& ev : change.eff.events)
+      if (ev.kind == event_kind::compensating)
+        probe_->compensation_started();
+    publish(change.eff.events);
+  }
+
   Self* self_;
   store::store_actor store_;
   uint32_t timeout_ms_;
   bool pipelined_;
+  bool batched_;
   workflow_probe* probe_ = &null_workflow_probe();
   caf::actor events_;
 };

@@ -61,37 +61,75 @@ const std::string& kind_of(const step_record& s) {
 
 void poll(scheduler_impl self);
 
-void record(scheduler_impl self, dispatch d, step_outcome o) {
+void send(scheduler_impl self, const dispatch& d, const agent_entry& a,
+          std::shared_ptr<const job_view> known);
+
+/// Records an agent's outcome (fenced by the attempt) and, after a success,
+/// claims the job's next claimable step in the same transaction (one
+/// transaction for two transitions: the job row is locked anyway).
+void record(scheduler_impl self, dispatch d, step_outcome o,
+            std::shared_ptr<const job_view> known) {
   auto started = self->state.opts.probe ? now_of(self) : timestamp{0};
-  self->state.store->update(
-      d.job, std::nullopt,
-      [self, d, o](job_view& v) {
-        return complete(v, d.step, d.attempt, o, now_of(self));
-      },
-      [self, d, o, started](caf::error e, job_change c) {
-        auto& st = self->state;
-        if (e)
-          return; // the job went away or the store failed: nothing to record
-        if (c.eff.stale) {
-          st.probe->stale_reply();
-          return;
-        }
-        st.probe->step_finished(c.view.steps[d.step.value].state, now_of(self) - started);
-        if (!o.ok && o.kind == failure_kind::transient)
-          st.probe->recovered(recovery_cause::failure);
-        poll(self); // the next step may be ready now
-      });
+  auto chosen = std::make_shared<std::optional<agent_entry>>();
+  auto mutate = [self, d, o, chosen](job_view& v) -> result<effects> {
+    auto now = now_of(self);
+    auto eff = complete(v, d.step, d.attempt, o, now);
+    chosen->reset();
+    if (!eff || eff.value().stale || !o.ok)
+      return eff;
+    auto next = claimable_step(v, now);
+    if (!next || *next == d.step)
+      return eff;
+    auto agent = pick_agent(self, kind_of(v.steps[next->value]));
+    if (!agent)
+      return eff;
+    auto claimed = claim(v, self->state.opts.self, now);
+    if (!claimed)
+      return eff;
+    v.steps[next->value].agent = agent->id;
+    *chosen = std::move(agent);
+    auto& out = eff.value();
+    for (auto& ev : claimed.value().events)
+      out.events.push_back(std::move(ev));
+    out.dispatched = std::move(claimed.value().dispatched);
+    return eff;
+  };
+  auto done = [self, d, o, started, chosen](caf::error e, job_change c) {
+    auto& st = self->state;
+    if (e)
+      return; // the job went away or the store failed: nothing to record
+    if (c.eff.stale) {
+      st.probe->stale_reply();
+      return;
+    }
+    st.probe->step_finished(c.view.steps[d.step.value].state, now_of(self) - started);
+    if (!o.ok && o.kind == failure_kind::transient)
+      st.probe->recovered(recovery_cause::failure);
+    if (c.eff.dispatched && *chosen) {
+      auto next = *c.eff.dispatched;
+      auto agent = **chosen;
+      send(self, next, agent, std::make_shared<const job_view>(std::move(c.view)));
+      return;
+    }
+    poll(self); // the next step may be ready now
+  };
+  if (known && self->state.opts.batched)
+    self->state.store->update_known(*known, mutate, done);
+  else
+    self->state.store->update(d.job, std::nullopt, mutate, done,
+                              known ? static_cast<uint32_t>(known->steps.size()) : 0);
 }
 
-void send(scheduler_impl self, const dispatch& d, const agent_entry& a) {
+void send(scheduler_impl self, const dispatch& d, const agent_entry& a,
+          std::shared_ptr<const job_view> known) {
   auto& st = self->state;
   st.probe->dispatched(d.compensation);
   auto wait = d.deadline - now_of(self) + st.opts.reply_slack;
   if (wait <= duration::zero())
     wait = st.opts.reply_slack;
   self->request(a.handle, std::chrono::duration_cast<caf::timespan>(wait), d)
-      .then([self, d](step_outcome& o) { record(self, d, std::move(o)); },
-            [self, d](caf::error& e) {
+      .then([self, d, known](step_outcome& o) { record(self, d, std::move(o), known); },
+            [self, d, known](caf::error& e) {
               if (e != caf::sec::request_receiver_down)
                 return; // no reply by the deadline (the agent gave up, or the
                         // message was lost): the supervisor recovers the step
@@ -107,13 +145,13 @@ void send(scheduler_impl self, const dispatch& d, const agent_entry& a) {
               o.kind = failure_kind::transient;
               o.error_kind = "agent_down";
               o.message = "the agent was gone before the dispatch reached it";
-              record(self, d, std::move(o));
+              record(self, d, std::move(o), known);
             });
 }
 
 /// Claims (or resumes) a step of `job` and dispatches it.
 void claim_job(scheduler_impl self, const job_id& job, bool resuming,
-               std::function<void()> next) {
+               std::function<void()> next, uint32_t step_hint) {
   auto chosen = std::make_shared<std::optional<agent_entry>>();
   auto mutate = [self, chosen, resuming](job_view& v) -> result<effects> {
     auto now = now_of(self);
@@ -137,40 +175,105 @@ void claim_job(scheduler_impl self, const job_id& job, bool resuming,
       v.steps[target->value].agent = (*chosen)->id;
     return e;
   };
-  self->state.store->update(job, std::nullopt, mutate,
-                            [self, chosen, next](caf::error e, job_change c) {
-                              if (!e && c.eff.dispatched && *chosen)
-                                send(self, *c.eff.dispatched, **chosen);
-                              next();
-                            });
+  self->state.store->update(
+      job, std::nullopt, mutate,
+      [self, chosen, next](caf::error e, job_change c) {
+        if (!e && c.eff.dispatched && *chosen) {
+          auto d = *c.eff.dispatched;
+          send(self, d, **chosen, std::make_shared<const job_view>(std::move(c.view)));
+        }
+        next();
+      },
+      step_hint);
 }
 
-/// Claims the jobs with up to `claims_in_flight` transactions at a time
-/// (different jobs never conflict: each transaction locks its own job row);
-/// `done` runs when all are answered.
-void claim_all(scheduler_impl self, std::shared_ptr<std::vector<job_id>> jobs,
+/// The agent of `kind` with `id`, if the scheduler knows it.
+std::optional<agent_entry> agent_by_id(scheduler_impl self, const std::string& kind,
+                                       uint64_t id) {
+  auto i = self->state.agents.find(kind);
+  if (i == self->state.agents.end())
+    return std::nullopt;
+  for (auto& a : i->second)
+    if (a.id == id)
+      return a;
+  return std::nullopt;
+}
+
+/// Claims a step of each job of `group` in ONE transaction (job_store::
+/// update_many) and dispatches them; jobs with nothing claimable are skipped.
+void claim_group(scheduler_impl self, std::vector<std::pair<job_id, uint32_t>> group,
+                 std::function<void()> next) {
+  auto mutate = [self](job_view& v) -> result<effects> {
+    auto now = now_of(self);
+    auto target = claimable_step(v, now);
+    if (!target)
+      return errc::not_claimable;
+    auto agent = pick_agent(self, kind_of(v.steps[target->value]));
+    if (!agent)
+      return errc::unknown_agent_kind;
+    auto e = claim(v, self->state.opts.self, now);
+    if (e)
+      v.steps[target->value].agent = agent->id;
+    return e;
+  };
+  std::vector<job_store<scheduler_actor::base>::many_item> items;
+  items.reserve(group.size());
+  for (auto& [id, hint] : group)
+    items.push_back({id, hint});
+  self->state.store->update_many(
+      std::move(items), mutate,
+      [self, next](std::vector<std::pair<caf::error, job_change>> results) {
+        for (auto& [e, c] : results) {
+          if (e || !c.eff.dispatched)
+            continue;
+          auto d = *c.eff.dispatched;
+          auto& step = c.view.steps[d.step.value];
+          if (auto a = agent_by_id(self, kind_of(step), step.agent))
+            send(self, d, *a, std::make_shared<const job_view>(std::move(c.view)));
+        }
+        next();
+      });
+}
+
+/// Claims the jobs with up to `claims_in_flight` jobs in flight, in groups
+/// of `claim_group` jobs per transaction (resumes: one per transaction);
+/// `done` runs when all are answered. Transactions of different groups lock
+/// job rows in id order, so they can wait for each other but not deadlock.
+void claim_all(scheduler_impl self,
+               std::shared_ptr<std::vector<std::pair<job_id, uint32_t>>> jobs,
                bool resuming, std::function<void()> done) {
   if (jobs->empty())
     return done();
+  auto& opts = self->state.opts;
+  size_t group = resuming || !opts.batched ? 1 : std::max<size_t>(1, opts.claim_group);
   struct progress {
     size_t next = 0;
     size_t left = 0;
   };
   auto p = std::make_shared<progress>();
-  p->left = jobs->size();
+  p->left = (jobs->size() + group - 1) / group;
   auto launch = std::make_shared<std::function<void()>>();
-  *launch = [self, jobs, resuming, done, p, launch] {
-    auto i = p->next++;
-    claim_job(self, (*jobs)[i], resuming, [jobs, done, p, launch] {
+  *launch = [self, jobs, resuming, done, p, launch, group] {
+    auto from = p->next;
+    auto to = std::min(jobs->size(), from + group);
+    p->next = to;
+    auto after = [jobs, done, p, launch] {
       if (p->next < jobs->size())
         (*launch)();
       if (--p->left == 0) {
         done();
         *launch = nullptr; // break the cycle
       }
-    });
+    };
+    if (to - from == 1)
+      return claim_job(self, (*jobs)[from].first, resuming, after, (*jobs)[from].second);
+    claim_group(self,
+                {jobs->begin() + static_cast<std::ptrdiff_t>(from),
+                 jobs->begin() + static_cast<std::ptrdiff_t>(to)},
+                after);
   };
-  auto width = std::min<size_t>(jobs->size(), self->state.opts.claims_in_flight);
+  auto width = std::max<size_t>(1, opts.claims_in_flight / group);
+  width = std::min(width, static_cast<size_t>(p->left));
   for (size_t k = 0; k < width; ++k)
     (*launch)();
 }
@@ -186,11 +289,12 @@ void poll(scheduler_impl self) {
   st.polling = true;
   st.store->scan(layout::ready, std::string{}, layout::ready_bound(now_of(self)),
                  [self](caf::error e, kv_items items) {
-                   auto jobs = std::make_shared<std::vector<job_id>>();
+                   auto jobs =
+                       std::make_shared<std::vector<std::pair<job_id, uint32_t>>>();
                    if (!e)
                      for (auto& [k, v] : items)
                        if (auto j = layout::decode_ready_key(k))
-                         jobs->push_back(j.value());
+                         jobs->emplace_back(j.value(), layout::ready_step_hint(v));
                    if (self->state.opts.pipelined)
                      std::shuffle(jobs->begin(), jobs->end(), self->state.order);
                    claim_all(self, jobs, false, [self] {
@@ -220,21 +324,21 @@ void start(scheduler_impl self) {
     if (e)
       return self->quit(e);
     // Resume what a previous life of this instance had locked.
-    self->state.store->scan(layout::due, std::string{}, std::string{},
-                            [self](caf::error e, kv_items items) {
-                              auto jobs = std::make_shared<std::vector<job_id>>();
-                              std::set<std::string> seen;
-                              if (!e)
-                                for (auto& [k, v] : items)
-                                  if (auto d = decode_due_key(k);
-                                      d && seen.insert(d.value().job.value).second)
-                                    jobs->push_back(d.value().job);
-                              claim_all(self, jobs, true, [self] {
-                                self->state.ready = true;
-                                poll(self);
-                                arm_poll(self);
-                              });
-                            });
+    self->state.store->scan(
+        layout::due, std::string{}, std::string{}, [self](caf::error e, kv_items items) {
+          auto jobs = std::make_shared<std::vector<std::pair<job_id, uint32_t>>>();
+          std::set<std::string> seen;
+          if (!e)
+            for (auto& [k, v] : items)
+              if (auto d = decode_due_key(k);
+                  d && seen.insert(d.value().job.value).second)
+                jobs->emplace_back(d.value().job, 0);
+          claim_all(self, jobs, true, [self] {
+            self->state.ready = true;
+            poll(self);
+            arm_poll(self);
+          });
+        });
   });
 }
 
@@ -247,8 +351,8 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
   self->set_default_handler(caf::drop);
   if (st.opts.probe)
     st.probe = st.opts.probe.get();
-  st.store = std::make_unique<job_store<scheduler_actor::base>>(self, st.opts.store,
-                                                                st.opts.pipelined);
+  st.store = std::make_unique<job_store<scheduler_actor::base>>(
+      self, st.opts.store, st.opts.pipelined, 1000, st.opts.batched);
   st.store->set_probe(st.probe);
   st.store->set_events(st.opts.events);
   for (auto& a : st.opts.agents) {

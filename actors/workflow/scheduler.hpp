@@ -46,8 +46,10 @@ struct scheduler_options {
   store::store_actor store;
   std::vector<agent_entry> agents;
   duration poll_interval = std::chrono::milliseconds{5};
-  /// Claim transactions in flight at once (each locks a different job).
+  /// Jobs being claimed at once.
   size_t claims_in_flight = 16;
+  /// Batched: ready jobs claimed per transaction (1: one job each).
+  size_t claim_group = 8;
   /// How long after a deadline the scheduler stops waiting for a reply.
   duration reply_slack = std::chrono::milliseconds{1};
   std::shared_ptr<workflow_probe> probe;
@@ -59,6 +61,10 @@ struct scheduler_options {
   /// false: one store request per round trip and claims in index order (the
   /// costs before pipelining; workflow_bench compares both in one run).
   bool pipelined = true;
+  /// true: every store round trip is one op_batch message (a job change is
+  /// two: reads, then writes + commit; an outcome whose job is unchanged since
+  /// the claim is one); false: one message per store operation.
+  bool batched = true;
 };
 
 scheduler_actor spawn_scheduler(caf::actor_system& sys, scheduler_options opts);

@@ -62,6 +62,7 @@ CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, retry_atom, "wf_retry"
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, scan_atom, "wf_scan")
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, start_atom, "wf_start")
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, submit_atom, "wf_submit")
+CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, unsubscribe_atom, "wf_unsub")
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, watch_atom, "wf_watch")
 
 CAF_END_TYPE_ID_BLOCK(conclave_workflow)

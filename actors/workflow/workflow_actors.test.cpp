@@ -646,3 +646,159 @@ TEST_F(workflow_test, a_subscriber_is_pushed_every_event_of_its_job_in_order) {
   run();
   EXPECT_EQ(late->size(), seen->size());
 }
+
+TEST_F(workflow_test, an_unsubscribed_or_dead_subscriber_gets_no_more_events) {
+  standard_setup();
+  auto seen = std::make_shared<std::vector<job_event>>();
+  auto subscriber = sys().spawn([seen](caf::event_based_actor*) -> caf::behavior {
+    return {[seen](atoms::events_atom, job_event& ev) { seen->push_back(ev); }};
+  });
+  track(subscriber);
+  service->script = {test_behavior::hang};
+  auto id = submit(spec("j", 1));
+  auto sub = ask<bool>(sys(), client, atoms::events_atom_v, id, subscriber);
+  run();
+  ASSERT_TRUE(sub->value && *sub->value);
+  ASSERT_FALSE(seen->empty()); // the backlog: received, step started
+  auto before = seen->size();
+  auto un = ask<bool>(sys(), client, atoms::unsubscribe_atom_v, id, subscriber);
+  run();
+  ASSERT_TRUE(un->value && *un->value);
+  ASSERT_TRUE(reaches(id, job_state::processed)); // retrying, completed, ...
+  run();
+  EXPECT_EQ(seen->size(), before);
+  auto again = ask<bool>(sys(), client, atoms::unsubscribe_atom_v, id, subscriber);
+  run();
+  ASSERT_TRUE(again->value);
+  EXPECT_FALSE(*again->value); // nothing left to end
+  // A subscriber that terminates is unsubscribed by its down message.
+  auto mortal = sys().spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](atoms::events_atom, job_event&) {}};
+  });
+  ask<bool>(sys(), client, atoms::events_atom_v, id, mortal);
+  run();
+  caf::anon_send_exit(mortal, caf::exit_reason::user_shutdown);
+  run();
+  auto gone = ask<bool>(sys(), client, atoms::unsubscribe_atom_v, id, mortal);
+  run();
+  ASSERT_TRUE(gone->value);
+  EXPECT_FALSE(*gone->value);
+}
+
+namespace {
+
+/// Counts what job stores send to the store: job-change batches (a check, a
+/// write or an Update-lock read in them) and single-operation messages.
+struct store_traffic {
+  int changes = 0;
+  int single_ops = 0;
+};
+
+template <class T, class Self, class... Ts>
+caf::result<T> relay(Self* self, const conclave::store::store_actor& to, Ts&&... xs) {
+  auto rp = self->template make_response_promise<T>();
+  self->request(to, caf::infinite, std::forward<Ts>(xs)...)
+      .then([rp](T& x) mutable { rp.deliver(std::move(x)); },
+            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+  return rp;
+}
+
+conclave::store::store_actor::behavior_type
+counting_store(conclave::store::store_actor::pointer self,
+               conclave::store::store_actor to, std::shared_ptr<store_traffic> n) {
+  namespace st = conclave::store;
+  namespace sa = conclave::store_atoms;
+  return {
+      [=](sa::open_atom a, std::string& name, st::collection_kind k, std::string& kt,
+          std::string& vt) {
+        return relay<bool>(self, to, a, std::move(name), k, std::move(kt), std::move(vt));
+      },
+      [=](sa::begin_atom a) {
+        ++n->single_ops;
+        return relay<st::txn_id>(self, to, a);
+      },
+      [=](st::op_request& r, uint32_t t) {
+        ++n->single_ops;
+        return relay<st::op_result>(self, to, std::move(r), t);
+      },
+      [=](sa::commit_atom a, st::txn_id t) {
+        ++n->single_ops;
+        return relay<uint64_t>(self, to, a, t);
+      },
+      [=](sa::abort_atom a, st::txn_id t) { return relay<bool>(self, to, a, t); },
+      [=](st::op_batch& b, uint32_t t) {
+        bool change = !b.checks.empty();
+        for (auto& op : b.ops)
+          change |= (op.op != st::operation::try_get && op.op != st::operation::enumerate)
+                    || op.mode == st::read_mode::update;
+        n->changes += change;
+        return relay<st::batch_result>(self, to, std::move(b), t);
+      },
+      [=](sa::checkpoint_atom a) { return relay<uint64_t>(self, to, a); },
+      [](sa::done_atom, uint64_t, caf::error&, st::op_result&) {},
+      [](sa::done_atom, uint64_t, caf::error&, uint64_t) {},
+  };
+}
+
+} // namespace
+
+// Batched job changes: submit is one message (absent check, writes, commit),
+// a claim two (reads, then writes + commit), an outcome one (checked against
+// the view the claim wrote), and the outcome of step 0 claims step 1 in the
+// same transaction: 1 + 2 + 1 + 1 for a two-step job, no single operations.
+TEST_F(workflow_test, a_two_step_job_costs_five_batched_store_messages) {
+  add_agent(1);
+  auto traffic = std::make_shared<store_traffic>();
+  auto proxy = track(sys().spawn(counting_store, store, traffic));
+  client_options co;
+  co.store = proxy;
+  co.known_kinds = {"svc"};
+  auto counted = track(spawn_client(sys(), co));
+  scheduler_options o;
+  o.self = scheduler_ref{1, 1};
+  o.store = proxy;
+  o.agents = agents;
+  track(spawn_scheduler(sys(), o));
+  run();
+  auto opened = traffic->changes;
+  auto r = ask<job_id>(sys(), counted, atoms::submit_atom_v, spec("j", 2));
+  run();
+  ASSERT_TRUE(r->value) << caf::to_string(r->error);
+  ASSERT_TRUE(reaches(*r->value, job_state::processed));
+  EXPECT_EQ(traffic->changes - opened, 5);
+  EXPECT_EQ(traffic->single_ops, 0);
+  EXPECT_EQ(service->effect_order, (std::vector<std::string>{"j/0", "j/1"}));
+}
+
+// Ready jobs are claimed several per transaction: four pending one-step jobs
+// cost 4 submissions + 2 (one claim transaction for all four) + 4 outcomes.
+TEST_F(workflow_test, ready_jobs_are_claimed_in_one_transaction) {
+  add_agent(1);
+  add_agent(2);
+  auto traffic = std::make_shared<store_traffic>();
+  auto proxy = track(sys().spawn(counting_store, store, traffic));
+  client_options co;
+  co.store = proxy;
+  co.known_kinds = {"svc"};
+  auto counted = track(spawn_client(sys(), co));
+  run();
+  auto opened = traffic->changes;
+  std::vector<job_id> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto r = ask<job_id>(sys(), counted, atoms::submit_atom_v,
+                         spec("j" + std::to_string(i), 1));
+    run();
+    ASSERT_TRUE(r->value) << caf::to_string(r->error);
+    ids.push_back(*r->value);
+  }
+  scheduler_options o;
+  o.self = scheduler_ref{1, 1};
+  o.store = proxy;
+  o.agents = agents;
+  track(spawn_scheduler(sys(), o));
+  run();
+  for (auto& id : ids)
+    ASSERT_TRUE(reaches(id, job_state::processed));
+  EXPECT_EQ(traffic->changes - opened, 4 + 2 + 4);
+  EXPECT_EQ(service->effects.size(), 4u);
+}

@@ -32,13 +32,14 @@ std::optional<std::string> ready_of(const job_view& v) {
 
 /// Index keys of one kind: removes what went, adds what came.
 void diff_keys(const char* collection, const std::set<std::string>& old_keys,
-               const std::set<std::string>& new_keys, std::vector<write>& out) {
+               const std::set<std::string>& new_keys, std::vector<write>& out,
+               const std::string& value = {}) {
   for (auto& k : old_keys)
     if (!new_keys.count(k))
       out.push_back(write{collection, k, true, {}});
   for (auto& k : new_keys)
     if (!old_keys.count(k))
-      out.push_back(write{collection, k, false, {}});
+      out.push_back(write{collection, k, false, value});
 }
 
 std::set<std::string> as_set(std::optional<std::string> k) {
@@ -69,6 +70,23 @@ result<job_id> decode_ready_key(std::string_view key) {
   return job_id{std::string{key.substr(8)}};
 }
 
+std::string ready_value(const job_view& v) {
+  return std::to_string(v.steps.size());
+}
+
+uint32_t ready_step_hint(std::string_view value) {
+  // At most 3 digits: a hint above the record limits is no hint.
+  if (value.empty() || value.size() > 3)
+    return 0;
+  uint32_t n = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9')
+      return 0;
+    n = n * 10 + static_cast<uint32_t>(c - '0');
+  }
+  return n;
+}
+
 std::string ready_bound(timestamp now) {
   std::string k;
   put_be64(k, order_preserving(now + timestamp{1}));
@@ -91,6 +109,15 @@ result<job_id> decode_state_key(std::string_view key) {
   return job_id{std::string{key.substr(1)}};
 }
 
+job_event received_event(const job_record& j) {
+  job_event e;
+  e.job = j.id;
+  e.seq = 1;
+  e.kind = event_kind::received;
+  e.at = j.created;
+  return e;
+}
+
 std::vector<write> job_writes(const std::optional<job_view>& before,
                               const job_view& after, const effects& e) {
   std::vector<write> out;
@@ -105,11 +132,12 @@ std::vector<write> job_writes(const std::optional<job_view>& before,
                         std::move(bytes)});
   }
   for (auto& ev : e.events)
-    out.push_back(write{events, event_key(ev.job, ev.seq), false, encode(ev)});
+    if (before || ev.kind != event_kind::received)
+      out.push_back(write{events, event_key(ev.job, ev.seq), false, encode(ev)});
   diff_keys(due, before ? due_keys(*before) : std::set<std::string>{}, due_keys(after),
             out);
   diff_keys(ready, as_set(before ? ready_of(*before) : std::nullopt),
-            as_set(ready_of(after)), out);
+            as_set(ready_of(after)), out, ready_value(after));
   diff_keys(state,
             as_set(before ? std::optional<std::string>{state_key(before->job.state,
                                                                  before->job.id)}

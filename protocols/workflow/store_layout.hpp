@@ -6,9 +6,13 @@
 // Collections (dictionaries of bytes):
 //   wf.jobs    job id                      -> job_record
 //   wf.steps   step_key(job, step)         -> step_record
-//   wf.events  event_key(job, seq)         -> job_event
+//   wf.events  event_key(job, seq)         -> job_event (all but "received",
+//                                             which received_event() derives
+//                                             from the job record: one row less
+//                                             per pending job)
 //   wf.due     due_key(CompleteBy, job, step) -> ""   running steps, by deadline
-//   wf.ready   ready_key(claimable at, job)   -> ""   jobs with a claimable step
+//   wf.ready   ready_key(claimable at, job)   -> step count (a read hint)
+//                                                  jobs with a claimable step
 //   wf.state   state_key(state, job)          -> ""   jobs by state (list)
 //   wf.meta    "term"                      -> the highest supervisor term
 // A scheduler finds work by enumerating wf.ready up to now, a supervisor finds
@@ -54,6 +58,10 @@ std::optional<timestamp> ready_at(const job_view& v);
 std::string ready_key(timestamp at, const job_id& j);
 /// The job id in a ready key; corrupt_record for garbage.
 result<job_id> decode_ready_key(std::string_view key);
+/// The value of a ready entry: the job's step count, a hint for how many
+/// step rows to read with the job row ("" or garbage: 0, no hint).
+std::string ready_value(const job_view& v);
+uint32_t ready_step_hint(std::string_view value);
 /// Upper bound of ready keys claimable at `now`.
 std::string ready_bound(timestamp now);
 
@@ -62,7 +70,11 @@ std::string state_key(job_state s, const job_id& j);
 std::pair<std::string, std::string> state_range(job_state s);
 result<job_id> decode_state_key(std::string_view key);
 
-/// The writes from `before` (none: a new job) to `after`, plus the events.
+/// A job's "received" event (always seq 1), derived from its record.
+job_event received_event(const job_record& j);
+
+/// The writes from `before` (none: a new job) to `after`, plus the events
+/// (a new job's "received" event is not stored: see received_event()).
 /// Unchanged records are not rewritten.
 std::vector<write> job_writes(const std::optional<job_view>& before,
                               const job_view& after, const effects& e);

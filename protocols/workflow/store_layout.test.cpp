@@ -43,7 +43,7 @@ size_t count(const fake_store& st, const std::string& collection) {
 
 } // namespace
 
-TEST(store_layout, a_new_job_writes_records_event_ready_and_state) {
+TEST(store_layout, a_new_job_writes_records_ready_and_state_but_not_its_received_event) {
   effects e;
   job_spec s;
   s.id = job_id{"j"};
@@ -55,11 +55,25 @@ TEST(store_layout, a_new_job_writes_records_event_ready_and_state) {
   apply_writes(store, layout::job_writes(std::nullopt, v, e));
   EXPECT_EQ(count(store, layout::jobs), 1u);
   EXPECT_EQ(count(store, layout::steps), 3u);
-  EXPECT_EQ(count(store, layout::events), 1u);
+  EXPECT_EQ(count(store, layout::events), 0u); // derived from the job record
   EXPECT_EQ(count(store, layout::ready), 1u);
   EXPECT_EQ(count(store, layout::due), 0u);
   EXPECT_TRUE(
       store.count({layout::state, layout::state_key(job_state::pending, v.job.id)}));
+  // The ready entry carries the step count (a read hint for claims).
+  auto ready = store.lower_bound({layout::ready, ""});
+  EXPECT_EQ(layout::ready_step_hint(ready->second), 3u);
+  // The event the submission produced is the one derived from the record.
+  ASSERT_EQ(e.events.size(), 1u);
+  auto derived = layout::received_event(v.job);
+  EXPECT_EQ(encode(derived), encode(e.events.front()));
+}
+
+TEST(store_layout, ready_hints_ignore_garbage) {
+  EXPECT_EQ(layout::ready_step_hint(""), 0u);
+  EXPECT_EQ(layout::ready_step_hint("5"), 5u);
+  EXPECT_EQ(layout::ready_step_hint("x1"), 0u);
+  EXPECT_EQ(layout::ready_step_hint("12345"), 0u);
 }
 
 TEST(store_layout, indexes_follow_the_lifecycle) {

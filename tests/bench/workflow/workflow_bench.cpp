@@ -1,6 +1,7 @@
 // Workflow benchmark: prints figures, asserts nothing.
 //
 //   workflow_bench [--quick] [--jobs N] [--pending N] [--reps R] [--rounds K]
+//                  [--only throughput|redispatch|memory] [--claim-group G]
 //
 // 1. Throughput: N jobs of 1 and of 5 steps with a no-op service (two agents,
 //    two schedulers), submitted at once; steps completed per second and step
@@ -10,9 +11,11 @@
 //    p50/p99 job latency = completion time - submission time of each job;
 //    CPU = the process's user+system time (getrusage) per step transition,
 //    which other load on the machine disturbs less than wall-clock rates.
-//    Each configuration runs K rounds, "serial" (one store request per round
-//    trip, claims in index order: the costs before pipelining) and
-//    "pipelined" (the default) alternating; the medians are printed.
+//    Each configuration runs K rounds, "pipelined" (one store message per
+//    operation, independent ones sent together: ~10 requests per job change)
+//    and "batched" (the default: op_batch messages, a job change is 2, an
+//    outcome 1 and it claims the next step in the same transaction)
+//    alternating in the same process; the medians are printed.
 // 2. Re-dispatch after a known agent death: a step hangs at its agent, the
 //    agent is killed, time until the step is dispatched again (supervisor's
 //    monitor path), median over R kills.
@@ -43,6 +46,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 
 namespace wf = conclave::workflow;
@@ -160,7 +164,10 @@ struct rate {
   bool complete = true;
 };
 
-rate throughput(bool durable, int steps, int jobs, bool pipelined) {
+/// Ready jobs claimed per transaction by the batched schedulers (--claim-group).
+size_t claim_group = wf::scheduler_options{}.claim_group;
+
+rate throughput(bool durable, int steps, int jobs, bool batched) {
   caf::actor_system_config cfg;
   caf::actor_system sys{config(cfg)};
   store_under_test store{sys, durable};
@@ -182,13 +189,14 @@ rate throughput(bool durable, int steps, int jobs, bool pipelined) {
     o.agents = agents;
     o.probe = probe;
     o.poll_interval = 1ms;
-    o.pipelined = pipelined;
+    o.batched = batched;
+    o.claim_group = claim_group;
     all.push_back(caf::actor_cast<caf::actor>(wf::spawn_scheduler(sys, o)));
   }
   wf::client_options co;
   co.store = store.handle;
   co.known_kinds = {"noop"};
-  co.pipelined = pipelined;
+  co.batched = batched;
   auto client = wf::spawn_client(sys, co);
   all.push_back(caf::actor_cast<caf::actor>(client));
   std::vector<wf::job_spec> specs;
@@ -240,12 +248,12 @@ rate throughput(bool durable, int steps, int jobs, bool pipelined) {
   return r;
 }
 
-/// K rounds of serial and pipelined, alternating; prints the medians.
+/// K rounds of pipelined and batched, alternating; prints the medians.
 void compare(bool durable, int steps, int jobs, int rounds) {
   std::vector<rate> runs[2];
   for (int k = 0; k < rounds; ++k)
-    for (bool pipelined : {false, true})
-      runs[pipelined].push_back(throughput(durable, steps, jobs, pipelined));
+    for (bool batched : {false, true})
+      runs[batched].push_back(throughput(durable, steps, jobs, batched));
   auto med = [](const std::vector<rate>& v, double rate::*field) {
     std::vector<double> xs;
     for (auto& r : v)
@@ -253,19 +261,19 @@ void compare(bool durable, int steps, int jobs, int rounds) {
     return conclave::bench::median(xs);
   };
   double tps[2];
-  for (bool pipelined : {false, true}) {
-    auto& v = runs[pipelined];
+  for (bool batched : {false, true}) {
+    auto& v = runs[batched];
     bool complete = std::all_of(v.begin(), v.end(), [](auto& r) { return r.complete; });
-    tps[pipelined] = med(v, &rate::transitions_per_s);
+    tps[batched] = med(v, &rate::transitions_per_s);
     std::printf("%-8s %d-step jobs %-9s: %6d jobs x %d: %8.0f steps/s, %8.0f step "
                 "transitions/s, %5.1f us CPU/transition, job latency p50 %.1f ms "
                 "p99 %.1f ms%s\n",
-                durable ? "durable" : "memory", steps, pipelined ? "pipelined" : "serial",
-                jobs, rounds, med(v, &rate::steps_per_s), tps[pipelined],
+                durable ? "durable" : "memory", steps, batched ? "batched" : "pipelined",
+                jobs, rounds, med(v, &rate::steps_per_s), tps[batched],
                 med(v, &rate::cpu_us_per_transition), med(v, &rate::p50_ms),
                 med(v, &rate::p99_ms), complete ? "" : " (INCOMPLETE)");
   }
-  std::printf("%-8s %d-step jobs: pipelined/serial transitions/s = %.2f\n",
+  std::printf("%-8s %d-step jobs: batched/pipelined transitions/s = %.2f\n",
               durable ? "durable" : "memory", steps, tps[0] > 0 ? tps[1] / tps[0] : 0);
 }
 
@@ -443,6 +451,7 @@ void memory(int pending, bool durable) {
 int main(int argc, char** argv) {
   int jobs = 5000, pending = 100000, reps = 20, rounds = 3;
   bool quick = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     auto arg = [&](const char* name) {
       return !std::strcmp(argv[i], name) && i + 1 < argc;
@@ -457,6 +466,10 @@ int main(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     else if (arg("--rounds"))
       rounds = std::atoi(argv[++i]);
+    else if (arg("--only"))
+      only = argv[++i];
+    else if (arg("--claim-group"))
+      claim_group = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
     else {
       std::fprintf(stderr, "workflow_bench: unknown flag %s (see the header comment)\n",
                    argv[i]);
@@ -470,16 +483,23 @@ int main(int argc, char** argv) {
     reps = 3;
     rounds = 1;
   }
-  if (jobs < 5 || pending < 1 || reps < 1 || rounds < 1) {
-    std::fprintf(stderr,
-                 "workflow_bench: --jobs >= 5, --pending, --reps, --rounds >= 1\n");
+  if (jobs < 5 || pending < 1 || reps < 1 || rounds < 1
+      || !(only.empty() || only == "throughput" || only == "redispatch"
+           || only == "memory")) {
+    std::fprintf(stderr, "workflow_bench: --jobs >= 5, --pending, --reps, --rounds >= "
+                         "1, --only throughput|redispatch|memory\n");
     return 2;
   }
-  for (bool durable : {false, true})
-    for (int steps : {1, 5})
-      compare(durable, steps, steps == 1 ? jobs : jobs / 5, rounds);
-  redispatch(reps);
-  memory(pending, false);
-  memory(pending, true);
+  auto part = [&](const char* name) { return only.empty() || only == name; };
+  if (part("throughput"))
+    for (bool durable : {false, true})
+      for (int steps : {1, 5})
+        compare(durable, steps, steps == 1 ? jobs : jobs / 5, rounds);
+  if (part("redispatch"))
+    redispatch(reps);
+  if (part("memory")) {
+    memory(pending, false);
+    memory(pending, true);
+  }
   return 0;
 }

@@ -1,0 +1,120 @@
+// A whole transaction as one message (op_batch → batch_result): hosts run it
+// atomically and answer once, instead of one request per operation.
+//
+// Order of execution inside a host, all in one transaction:
+//   1. begin one, unless `txn` names an open transaction of the caller;
+//   2. every check, in order: the key's latest committed value is read with an
+//      Update lock (so no other writer can change it until this transaction
+//      ends) and compared; the first check that does not hold aborts the
+//      transaction and is reported in batch_result (not an error);
+//   3. every operation, in order (their `txn` field is ignored: the batch's
+//      transaction is used); an operation that waits for a lock parks the
+//      batch until the lock is granted or its timeout passes;
+//   4. commit if asked (the answer then waits for durability in strong mode,
+//      like commit_atom).
+// Any error (an operation's, the lock timeout, the commit's) aborts the
+// transaction: nothing of the batch is written and the caller gets the error.
+// A batch without `commit` leaves its transaction open for the caller's next
+// batch, commit_atom or abort_atom.
+//
+// The pure parts live here so both hosts (store_actor over state_manager,
+// store_host over the store core) run the same steps.
+#pragma once
+
+#include "protocols/store/operation.hpp"
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace conclave::store {
+
+/// A condition the batch checks before its operations.
+enum class check_kind : uint8_t {
+  /// The key holds exactly `value`.
+  equals = 0,
+  /// The key is absent.
+  absent = 1,
+  /// The key is absent or holds a value that compares ≤ `value` as bytes
+  /// (for fencing tokens encoded big-endian: "my term ≥ the recorded one").
+  at_most = 2,
+};
+
+struct batch_check {
+  std::string collection;
+  std::string key;
+  check_kind kind = check_kind::equals;
+  std::string value;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_check& x) {
+  return f(caf::meta::type_name("batch_check"), x.collection, x.key, x.kind, x.value);
+}
+
+struct op_batch {
+  /// The transaction to continue; 0: the host begins one.
+  txn_id txn;
+  std::vector<batch_check> checks;
+  std::vector<op_request> ops;
+  /// Commit once every operation succeeded.
+  bool commit = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_batch& x) {
+  return f(caf::meta::type_name("op_batch"), x.txn, x.checks, x.ops, x.commit);
+}
+
+struct batch_result {
+  /// The batch's transaction (aborted if a check failed, committed if asked).
+  txn_id txn;
+  /// 0: every check held; i > 0: check i-1 failed (transaction aborted,
+  /// no operation ran, `results` empty).
+  uint32_t failed_check = 0;
+  /// One per operation, in order.
+  std::vector<op_result> results;
+  /// The commit's lsn (0: not committed, or nothing changed).
+  uint64_t lsn = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_result& x) {
+  return f(caf::meta::type_name("batch_result"), x.txn, x.failed_check, x.results, x.lsn);
+}
+
+/// Whether a check holds, given what its try_get returned.
+bool check_holds(const batch_check& c, const op_result& read);
+
+/// A batch being run (both hosts drive it): the requests in order (one
+/// try_get with an Update lock per check, then the operations); feed each
+/// request's result to `accept`, which says whether to go on.
+class batch_run {
+public:
+  batch_run(op_batch b, txn_id t);
+
+  txn_id txn() const { return result_.txn; }
+  bool commit_requested() const { return commit_; }
+  /// True once every request ran (or a check failed).
+  bool finished() const { return next_ >= requests_.size() || result_.failed_check; }
+  /// The request to run next (valid while !finished()).
+  const op_request& next() const { return requests_[next_]; }
+  /// Takes the result of next(); false if a check failed (then finished()).
+  bool accept(op_result r);
+  bool check_failed() const { return result_.failed_check != 0; }
+  /// The answer (moves it out).
+  batch_result take() { return std::move(result_); }
+  void set_lsn(uint64_t l) { result_.lsn = l; }
+
+private:
+  std::vector<batch_check> checks_;
+  std::vector<op_request> requests_;
+  size_t next_ = 0;
+  bool commit_ = false;
+  batch_result result_;
+};
+
+} // namespace conclave::store
