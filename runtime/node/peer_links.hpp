@@ -25,6 +25,12 @@ namespace conclave::node {
 /// Handshake atoms (plain atom constants: built-in types only on this link).
 using hello_atom = caf::atom_constant<caf::atom("cn_hello")>;
 using dial_atom = caf::atom_constant<caf::atom("cn_dial")>;
+/// Replica host exchange between members, and a client asking for the replica
+/// (gate_actor.hpp).
+using replica_hello_atom = caf::atom_constant<caf::atom("cn_rhello")>;
+using client_hello_atom = caf::atom_constant<caf::atom("cn_chello")>;
+
+struct replica_endpoint; // replica_link.hpp
 
 /// The candidate's transport in a node: sends through the directory, but leaves
 /// watching to the links (gate and connectors monitor the remote candidates and
@@ -61,6 +67,11 @@ public:
 
   void set_candidate(election::candidate_actor c) { candidate_ = std::move(c); }
   const election::candidate_actor& candidate() const { return candidate_; }
+
+  /// The node's replica (set once, before the gate and connectors run); null
+  /// when the node hosts none.
+  void set_replica(std::shared_ptr<replica_endpoint> r) { replica_ = std::move(r); }
+  const std::shared_ptr<replica_endpoint>& replica() const { return replica_; }
 
   /// The handshake with `peer` succeeded; `remote` is its candidate.
   void up(uint64_t peer, const caf::actor& remote);
@@ -104,6 +115,7 @@ private:
   std::shared_ptr<const node_log> log_;
   steady_now_fn now_;
   election::candidate_actor candidate_;
+  std::shared_ptr<replica_endpoint> replica_;
   std::atomic<size_t> linked_{0};
   std::function<caf::actor(uint64_t)> repair_; ///< set once, before start
   std::mutex repair_mtx_;
