@@ -39,6 +39,7 @@
 // refused at start (failed).
 #pragma once
 
+#include "actors/replication/term_file.hpp"
 #include "actors/replication/type_ids.hpp"
 #include "actors/store/log_device.hpp"
 #include "protocols/replication/replica_core.hpp"
@@ -52,15 +53,6 @@
 #include <vector>
 
 namespace conclave::replication {
-
-/// Where a replica keeps its promised term durably.
-class term_file {
-public:
-  virtual ~term_file() = default;
-  /// Durable when it returns successfully.
-  virtual store::result<void> save(const term& t) = 0;
-  virtual term load() const = 0;
-};
 
 /// A term file in memory (tests): every save is durable at once and survives
 /// a host's restart as long as the object lives.

@@ -7,9 +7,10 @@
 // worlds.
 //
 // Implementations: memory_log_device (tests and simulation: durable on the
-// next event, can lose unsynced records on a simulated crash). The file WAL
-// (segment files, group commit on a writer thread) plugs in behind the same
-// interface later; its completions come back from the writer thread.
+// next event, can lose unsynced records on a simulated crash), and
+// storage::wal_log_device (storage/wal_log_device.hpp: the file WAL, group
+// commit on a writer thread, whose completions come back from that thread;
+// no checkpoints yet).
 #pragma once
 
 #include "protocols/store/errc.hpp"

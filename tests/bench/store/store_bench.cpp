@@ -16,6 +16,11 @@
 //                 with no sync in flight syncs on its own thread instead; this
 //                 row shows what that saves, in the same run.
 //   serial        one fdatasync per commit (group commit off) at 1, 8, 32
+//   device        the replica's file log device (storage/wal_log_device.hpp)
+//                 at 1, 8, 32 writers, driven as a replica host drives it:
+//                 under one lock a writer takes the next lsn and appends its
+//                 record, then asks for a sync and waits for its completion
+//                 (which comes from the log's writer thread)
 //   etcd          one member (Debian's etcd-server, default settings) on the
 //                 same disk, W keep-alive HTTP clients doing /v3/kv/put
 // Each row also shows the fdatasync calls of the system's log per second and
@@ -35,6 +40,7 @@
 //               [--etcd PATH | --skip-etcd] [--dequeue 1000,4000,...]
 //               [--json FILE] [--quick] [--help]
 #include "storage/collections.hpp"
+#include "storage/wal_log_device.hpp"
 
 #include "tests/bench/support/etcd_process.hpp"
 #include "tests/bench/support/stats.hpp"
@@ -42,6 +48,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -49,6 +56,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -309,6 +317,52 @@ sample bench_etcd(const options& o, int writers, double seconds) {
   return s;
 }
 
+/// W writers commit records through the replica log device: append under a
+/// lock (lsn order), then sync and wait until the device reports the record
+/// durable. The completion runs on the log's writer thread (a sync requested
+/// after the record was appended reports at least its lsn).
+sample bench_device(const fs::path& parent, int writers, double seconds) {
+  using namespace conclave::store;
+  auto dir = fresh_dir(parent, "device");
+  sample s;
+  {
+    conclave::storage::replica_log_options o;
+    o.dir = dir;
+    wal_recovery rep;
+    auto opened = conclave::storage::wal_log_device::open(o, rep);
+    if (!opened) {
+      std::cerr << "store_bench: device open failed: " << opened.error().message()
+                << '\n';
+      std::exit(1);
+    }
+    auto& dev = *opened.value();
+    std::mutex append_mtx;
+    uint64_t next = 0;
+    auto syncs0 = dev.syncs();
+    s = run_writers(writers, seconds, [&](int w, uint64_t i) {
+      log_record r;
+      r.txn = txn_id{i};
+      r.ops.push_back({op_kind::put, 0, "w" + std::to_string(w) + "-" + std::to_string(i),
+                       value_for(w, i)});
+      {
+        std::lock_guard<std::mutex> g{append_mtx};
+        r.lsn = lsn{++next};
+        if (!dev.append(r))
+          return false;
+      }
+      // One wake-up per commit: the completion answers this writer only.
+      std::promise<bool> done;
+      dev.sync(
+          [&done, l = r.lsn](result<lsn> d) { done.set_value(d && d.value() >= l); });
+      return done.get_future().get();
+    });
+    set_syncs(s, static_cast<double>(dev.syncs() - syncs0));
+  }
+  fs::remove_all(dir);
+  check(s, "device");
+  return s;
+}
+
 struct dequeue_sample {
   double dequeue_ms = 0; // the loop of try_dequeue calls
   double commit_ms = 0;  // commit of the transaction (durable)
@@ -518,6 +572,8 @@ int main(int argc, char** argv) {
                      w,
                      [&o, w] { return bench_conclave(o.parent, w, o.seconds, false); },
                      {}});
+    cases.push_back(
+        {"device", w, [&o, w] { return bench_device(o.parent, w, o.seconds); }, {}});
     if (!o.skip_etcd)
       cases.push_back({"etcd", w, [&o, w] { return bench_etcd(o, w, o.seconds); }, {}});
   }
@@ -574,6 +630,11 @@ int main(int argc, char** argv) {
     std::cout << "conclave at 32 writers / raw fdatasync rate: " << std::setprecision(1)
               << g->per_second / f->per_second
               << "x (real commits per sync: the commits/sync column)\n";
+  for (auto w : {1, 32})
+    if (auto d = find("device", w), f = find("fdatasync", 1); d && f && f->per_second > 0)
+      std::cout << "replica log device at " << w
+                << " writer(s) / raw append+fdatasync rate: " << std::setprecision(2)
+                << d->per_second / f->per_second << "x\n";
   // Dequeuing N items in one transaction.
   struct dequeue_row {
     int items;

@@ -1,0 +1,108 @@
+#include "storage/file_term_file.hpp"
+
+#include "protocols/store/crc32c.hpp"
+#include "storage/file_util.hpp"
+
+#include <cerrno>
+
+namespace conclave::storage {
+
+namespace fs = std::filesystem;
+using replication::term;
+using store::errc;
+using store::result;
+namespace outcome = store::outcome;
+namespace files = store::files;
+
+namespace {
+
+constexpr std::string_view magic = "CTRM";
+constexpr uint32_t version = 1;
+constexpr size_t file_size = 36;
+
+uint64_t le(std::string_view bytes, size_t at, size_t n) {
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; ++i)
+    x |= uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+  return x;
+}
+
+void put_le(std::string& out, uint64_t x, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
+}
+
+} // namespace
+
+file_term_file::file_term_file(fs::path dir)
+    : dir_(std::move(dir)), path_(dir_ / "term") {}
+
+std::string file_term_file::encode(const term& t) {
+  std::string out{magic};
+  put_le(out, version, 4);
+  put_le(out, t.epoch, 8);
+  put_le(out, t.leader.value, 8);
+  put_le(out, t.incarnation, 8);
+  put_le(out, store::crc32c(out), 4);
+  return out;
+}
+
+result<term> file_term_file::decode(std::string_view bytes) {
+  if (bytes.size() != file_size || bytes.substr(0, 4) != magic
+      || le(bytes, 4, 4) != version
+      || le(bytes, 32, 4) != store::crc32c(bytes.substr(0, 32)))
+    return errc::corrupt_data;
+  term t;
+  t.epoch = le(bytes, 8, 8);
+  t.leader.value = le(bytes, 16, 8);
+  t.incarnation = le(bytes, 24, 8);
+  return t;
+}
+
+result<std::shared_ptr<file_term_file>> file_term_file::open(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return ec;
+  std::shared_ptr<file_term_file> f{new file_term_file(dir)};
+  auto tmp = f->path_;
+  tmp += ".tmp";
+  if (fs::remove(tmp, ec); ec)
+    return ec;
+  auto data = files::read_file(f->path_);
+  if (!data) {
+    if (data.error() == std::errc::no_such_file_or_directory)
+      return f; // never saved: term zero
+    return data.error();
+  }
+  auto t = decode(data.value());
+  if (!t)
+    return t.error();
+  f->t_ = t.value();
+  return f;
+}
+
+result<void> file_term_file::save(const term& t) {
+  auto tmp = path_;
+  tmp += ".tmp";
+  auto sync = files::default_sync();
+  if (auto w = files::write_file_synced(tmp, encode(t), sync); !w)
+    return w.error();
+  std::error_code ec;
+  fs::rename(tmp, path_, ec);
+  if (ec)
+    return ec;
+  if (auto s = files::sync_dir(dir_, sync); !s)
+    return s.error();
+  t_ = t;
+  return outcome::success();
+}
+
+result<std::shared_ptr<replication::term_file>> open_term_file(const fs::path& dir) {
+  auto f = file_term_file::open(dir);
+  if (!f)
+    return f.error();
+  return std::shared_ptr<replication::term_file>{std::move(f.value())};
+}
+
+} // namespace conclave::storage

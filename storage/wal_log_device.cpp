@@ -1,0 +1,395 @@
+#include "storage/wal_log_device.hpp"
+
+#include "storage/file_util.hpp"
+#include "storage/log_scan.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+namespace conclave::storage {
+
+namespace fs = std::filesystem;
+using store::errc;
+using store::lsn;
+using store::result;
+namespace outcome = store::outcome;
+namespace files = store::files;
+
+namespace {
+
+const std::string segment_prefix = "seg-";
+const std::string segment_suffix = ".wal";
+
+struct named_segment {
+  fs::path path;
+  lsn first;
+};
+
+/// The segment files of log_dir, oldest first.
+result<std::vector<named_segment>> list_segments(const fs::path& log_dir) {
+  std::vector<named_segment> out;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(log_dir, ec))
+    if (auto named = files::parse_lsn_name(e.path().filename().string(), segment_prefix,
+                                           segment_suffix))
+      out.push_back({e.path(), *named});
+  if (ec)
+    return ec;
+  std::sort(out.begin(), out.end(), [](const named_segment& a, const named_segment& b) {
+    return a.first < b.first;
+  });
+  return out;
+}
+
+/// A free name in `dir` for the bytes of `segment` from `offset` on.
+fs::path truncated_name(const fs::path& dir, const fs::path& segment, uint64_t offset) {
+  auto stem = segment.filename().string() + ".from-" + std::to_string(offset);
+  std::error_code ec;
+  auto p = dir / (stem + ".truncated");
+  for (int n = 1; fs::exists(p, ec); ++n)
+    p = dir / (stem + "." + std::to_string(n) + ".truncated");
+  return p;
+}
+
+} // namespace
+
+wal_log_device::wal_log_device(replica_log_options opts) : opts_(std::move(opts)) {}
+
+wal_log_device::~wal_log_device() {
+  wal_.reset(); // writes and syncs what is queued; completes pending syncs
+  if (lock_fd_ >= 0)
+    ::close(lock_fd_); // releases the flock
+}
+
+result<std::shared_ptr<wal_log_device>>
+wal_log_device::open(replica_log_options opts, store::wal_recovery& report) {
+  std::error_code ec;
+  fs::create_directories(opts.dir, ec);
+  if (ec)
+    return ec;
+  std::shared_ptr<wal_log_device> dev{new wal_log_device(std::move(opts))};
+  auto lock_path = dev->opts_.dir / "LOCK";
+  dev->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (dev->lock_fd_ < 0)
+    return files::last_error();
+  if (::flock(dev->lock_fd_, LOCK_EX | LOCK_NB) != 0)
+    return errc::directory_in_use;
+  if (auto w = dev->open_wal(lsn{}, report, &dev->opened_records_); !w)
+    return w.error();
+  dev->opened_records_valid_ = true;
+  dev->appended_ = dev->durable_ = dev->wal_->appended_lsn();
+  return dev;
+}
+
+result<void> wal_log_device::open_wal(lsn after, store::wal_recovery& report,
+                                      std::vector<store::log_record>* records) {
+  store::wal_options wo;
+  wo.dir = opts_.dir;
+  wo.segment_bytes = opts_.segment_bytes;
+  wo.preallocate_bytes = opts_.preallocate_bytes;
+  wo.sync = opts_.sync;
+  auto replay = [records](const store::log_record& r) -> result<void> {
+    if (records)
+      records->push_back(r);
+    return outcome::success();
+  };
+  auto w = store::wal::open(wo, after, replay, report);
+  if (!w)
+    return w.error();
+  w.value()->on_durable([this](lsn upto, std::error_code err) { durable(upto, err); });
+  wal_ = std::move(w.value());
+  return outcome::success();
+}
+
+void wal_log_device::durable(lsn upto, std::error_code err) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (err) {
+    if (!failure_)
+      failure_ = err;
+    for (auto& p : pending_)
+      p.done(errc::io_failure);
+    pending_.clear();
+    return;
+  }
+  if (durable_ < upto)
+    durable_ = upto;
+  auto ready =
+      std::stable_partition(pending_.begin(), pending_.end(),
+                            [&](const pending_sync& p) { return p.upto > durable_; });
+  for (auto i = ready; i != pending_.end(); ++i)
+    i->done(i->upto);
+  pending_.erase(ready, pending_.end());
+}
+
+void wal_log_device::fail(std::error_code err) {
+  durable(lsn{}, err);
+}
+
+result<void> wal_log_device::append(const store::log_record& r) {
+  if (store::encoded_body_size(r) > store::max_record_body)
+    return errc::transaction_too_large;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (failure_ || !wal_)
+      return errc::store_failed;
+    if (r.lsn.value != appended_.value + 1)
+      return errc::bad_argument;
+  }
+  if (auto a = wal_->append(r.lsn, store::encode_record(r)); !a)
+    return a.error();
+  std::lock_guard<std::mutex> guard{mtx_};
+  appended_ = r.lsn;
+  opened_records_valid_ = false;
+  opened_records_.clear();
+  return outcome::success();
+}
+
+void wal_log_device::sync(sync_callback done) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (failure_) {
+    done(errc::io_failure);
+    return;
+  }
+  if (durable_ >= appended_) {
+    done(appended_);
+    return;
+  }
+  pending_.push_back({appended_, std::move(done)});
+}
+
+result<void> wal_log_device::truncate_after(lsn at) {
+  lsn appended;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (failure_ || !wal_)
+      return errc::store_failed;
+    if (at >= appended_)
+      return outcome::success();
+    appended = appended_;
+    // A sync still waiting reports at most `at` from here on.
+    for (auto& p : pending_)
+      p.upto = std::min(p.upto, at);
+  }
+  // Nothing may be in flight while the files change: make everything durable
+  // (cheaper than telling queued records from written ones), then stop the
+  // writer.
+  if (auto w = wal_->wait_durable(appended); !w) {
+    fail(w.error());
+    return w.error();
+  }
+  {
+    auto s = wal_->get_stats();
+    std::lock_guard<std::mutex> guard{mtx_};
+    syncs_before_ += s.syncs;
+  }
+  wal_.reset();
+  if (auto c = cut_files(at); !c) {
+    fail(c.error());
+    return c.error();
+  }
+  store::wal_recovery report;
+  if (auto o = open_wal(at, report, nullptr); !o) {
+    fail(o.error());
+    return o.error();
+  }
+  std::lock_guard<std::mutex> guard{mtx_};
+  appended_ = at;
+  if (durable_ > at)
+    durable_ = at;
+  ++truncations_;
+  opened_records_valid_ = false;
+  opened_records_.clear();
+  for (auto& p : pending_)
+    p.done(p.upto);
+  pending_.clear();
+  return outcome::success();
+}
+
+result<void> wal_log_device::cut_files(lsn at) {
+  auto log_dir = opts_.dir / "log";
+  auto aside_dir = log_dir / "truncated";
+  auto sync = opts_.sync ? opts_.sync : files::default_sync();
+  auto segs = list_segments(log_dir);
+  if (!segs)
+    return segs.error();
+  auto& all = segs.value();
+  std::error_code ec;
+  auto make_aside_dir = [&]() -> result<void> {
+    fs::create_directories(aside_dir, ec);
+    if (ec)
+      return ec;
+    return files::sync_dir(log_dir, sync);
+  };
+  // Whole segments after `at`, newest first, each move synced before the
+  // next: a crash in between leaves a log that ends earlier, never one with
+  // a hole.
+  bool have_aside_dir = false;
+  while (!all.empty() && all.back().first > at) {
+    if (!have_aside_dir) {
+      if (auto m = make_aside_dir(); !m)
+        return m.error();
+      have_aside_dir = true;
+    }
+    auto to = truncated_name(aside_dir, all.back().path, 0);
+    fs::rename(all.back().path, to, ec);
+    if (ec)
+      return ec;
+    if (auto s = files::sync_dir(aside_dir, sync); !s)
+      return s.error();
+    if (auto s = files::sync_dir(log_dir, sync); !s)
+      return s.error();
+    all.pop_back();
+  }
+  if (all.empty())
+    return at.value == 0 ? result<void>{outcome::success()}
+                         : result<void>{errc::corrupt_data};
+  // The segment that holds record `at`: find where that record ends.
+  auto& holder = all.back();
+  auto data = files::read_file(holder.path);
+  if (!data)
+    return data.error();
+  std::string_view bytes = data.value();
+  uint64_t pos = 0, end = 0;
+  bool found = false;
+  while (pos < bytes.size()) {
+    auto d = store::decode_record(bytes.substr(pos));
+    if (d.status != store::decode_status::ok)
+      break;
+    pos += d.size;
+    if (d.record.lsn == at) {
+      end = pos;
+      found = true;
+      break;
+    }
+  }
+  if (!found)
+    return errc::corrupt_data; // record `at` should be here: do not guess
+  // What follows: records (the dropped suffix), then zeros of preallocation.
+  uint64_t used = end;
+  while (used < bytes.size()) {
+    auto d = store::decode_record(bytes.substr(used));
+    if (d.status != store::decode_status::ok)
+      break;
+    used += d.size;
+  }
+  if (auto nz = bytes.find_last_not_of('\0');
+      nz != std::string_view::npos && nz + 1 > used)
+    used = nz + 1;
+  if (used > end) {
+    if (!have_aside_dir)
+      if (auto m = make_aside_dir(); !m)
+        return m.error();
+    auto to = truncated_name(aside_dir, holder.path, end);
+    auto tmp = to;
+    tmp += ".tmp";
+    if (auto w = files::write_file_synced(tmp, bytes.substr(end, used - end), sync); !w)
+      return w.error();
+    fs::rename(tmp, to, ec);
+    if (ec)
+      return ec;
+    if (auto s = files::sync_dir(aside_dir, sync); !s)
+      return s.error();
+  }
+  if (bytes.size() > end) {
+    int fd = ::open(holder.path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      return files::last_error();
+    auto rc = ::ftruncate(fd, static_cast<off_t>(end));
+    if (rc == 0)
+      rc = sync(fd); // the size change is what fdatasync must persist here
+    auto err = rc != 0 ? files::last_error() : std::error_code{};
+    ::close(fd);
+    if (err)
+      return err;
+  }
+  return outcome::success();
+}
+
+result<void> wal_log_device::checkpoint(std::string, lsn) {
+  return errc::bad_argument;
+}
+
+result<store::log_device::recovered> wal_log_device::recover() {
+  recovered out;
+  lsn appended;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (failure_ || !wal_)
+      return errc::store_failed;
+    if (opened_records_valid_) {
+      opened_records_valid_ = false;
+      out.records = std::move(opened_records_);
+      opened_records_.clear();
+      return out;
+    }
+    appended = appended_;
+  }
+  // Read back from the files once nothing is in flight.
+  if (auto w = wal_->wait_durable(appended); !w)
+    return errc::io_failure;
+  store::log_scan_options so;
+  auto scanned = store::scan_log(
+      opts_.dir, so, [&](const store::log_record& r, std::string_view) -> result<void> {
+        if (r.lsn <= appended)
+          out.records.push_back(r);
+        return outcome::success();
+      });
+  if (!scanned)
+    return scanned.error();
+  if (scanned.value().fatal || out.records.size() != appended.value)
+    return errc::corrupt_data;
+  return out;
+}
+
+lsn wal_log_device::appended_lsn() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return appended_;
+}
+
+lsn wal_log_device::durable_lsn() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return durable_;
+}
+
+uint64_t wal_log_device::syncs() const {
+  uint64_t now = 0;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    now = syncs_before_;
+  }
+  // wal_ changes only on the host's own thread (truncate_after).
+  return now + (wal_ ? wal_->get_stats().syncs : 0);
+}
+
+uint64_t wal_log_device::truncations() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return truncations_;
+}
+
+result<std::shared_ptr<store::log_device>> open_replica_log(const fs::path& dir) {
+  replica_log_options opts;
+  opts.dir = dir;
+  store::wal_recovery report;
+  auto dev = wal_log_device::open(opts, report);
+  if (!dev) {
+    if (!report.problem.empty())
+      std::fprintf(stderr, "replica log %s is corrupt before its end: %s\n", dir.c_str(),
+                   report.problem.c_str());
+    return dev.error();
+  }
+  if (report.tail_cut) {
+    std::string where;
+    for (auto& p : report.moved_to)
+      where += (where.empty() ? "; moved to " : ", ") + p.string();
+    std::fprintf(stderr, "replica log %s: tail cut after lsn %llu (%llu bytes): %s%s\n",
+                 dir.c_str(), static_cast<unsigned long long>(report.last.value),
+                 static_cast<unsigned long long>(report.cut_bytes),
+                 report.cut_reason.c_str(), where.c_str());
+  }
+  return std::shared_ptr<store::log_device>{std::move(dev.value())};
+}
+
+} // namespace conclave::storage

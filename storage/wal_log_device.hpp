@@ -1,0 +1,122 @@
+// wal_log_device: a store log_device (actors/store/log_device.hpp) over the
+// file write-ahead log (wal.hpp) of one directory, for a replica host that
+// keeps its replicated log on disk. DIR/log holds the segments, DIR/LOCK
+// keeps a second opener out (directory_in_use).
+//
+// Guarantees
+// - append() queues the record (lsn order: each is the previous + 1) and never
+//   waits for I/O; the WAL's writer thread writes what is queued and syncs it,
+//   so records appended while a sync is in flight share the next one (group
+//   commit).
+// - sync(done) reports, once everything appended before the call is durable,
+//   the lsn of the last such record (capped by a later truncate_after). It
+//   completes on the thread that led the WAL's sync (the writer thread), or
+//   inside sync() when nothing it covers is still unsynced. `done` runs under
+//   the device's lock: it must only hand the result on (post a message), never
+//   call the device.
+// - truncate_after(at) is durable when it returns: it waits for the records in
+//   flight, stops the WAL, moves every segment named after `at` and the bytes
+//   after record `at` in the segment that holds it to DIR/log/truncated/
+//   (newest first, each move synced, so that a crash leaves a prefix of the
+//   log), cuts that segment after record `at`, syncs it and reopens the WAL.
+//   Records at or below `at` are neither moved nor rewritten. The next append
+//   is at + 1 (in a new segment).
+// - recover() returns the records on disk in lsn order, all durable (it
+//   waits for those in flight first).
+// - A failed write or sync is final, as in the WAL: every waiting and later
+//   sync gets the error, appends and truncations fail with store_failed.
+// - Open (recovery) follows the store's rules (log_scan.hpp): a torn tail is
+//   cut and its bytes moved to DIR/log/lost+found/; corruption followed by
+//   valid records refuses the open with corrupt_data and changes nothing;
+//   the report's `problem` names the file and byte offset.
+//
+// Not supported: checkpoint() answers bad_argument (the replica host refuses
+// a device that holds a checkpoint, and streams none); the log is never
+// truncated from the front, so it grows until checkpoints exist.
+#pragma once
+
+#include "actors/store/log_device.hpp"
+#include "storage/wal.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace conclave::storage {
+
+struct replica_log_options {
+  /// Data directory (created if missing); the log lives in dir/"log".
+  std::filesystem::path dir;
+  /// Start a new segment once the current one is this large.
+  uint64_t segment_bytes = 64u << 20;
+  /// Zeros written ahead of the records (wal_options::preallocate_bytes).
+  uint64_t preallocate_bytes = 1u << 20;
+  /// fdatasync replacement (tests inject failures); empty: ::fdatasync.
+  store::files::sync_fn sync;
+};
+
+class wal_log_device final : public store::log_device {
+public:
+  /// Opens (recovering) or creates the log in opts.dir. `report` says what
+  /// recovery found: a cut tail and where its bytes went, or why the open
+  /// failed (`problem`, with file and byte offset).
+  static store::result<std::shared_ptr<wal_log_device>> open(replica_log_options opts,
+                                                             store::wal_recovery& report);
+
+  /// Writes and syncs what was appended, then stops the writer thread.
+  ~wal_log_device() override;
+
+  store::result<void> append(const store::log_record& r) override;
+  void sync(sync_callback done) override;
+  store::result<void> truncate_after(store::lsn at) override;
+  /// Not supported: bad_argument.
+  store::result<void> checkpoint(std::string image, store::lsn at) override;
+  store::result<recovered> recover() override;
+
+  store::lsn appended_lsn() const;
+  store::lsn durable_lsn() const;
+  /// Syncs (fdatasyncs of segments) the WAL made since the last (re)open.
+  uint64_t syncs() const;
+  /// Truncations that removed records.
+  uint64_t truncations() const;
+
+private:
+  struct pending_sync {
+    store::lsn upto;
+    sync_callback done;
+  };
+
+  explicit wal_log_device(replica_log_options opts);
+  store::result<void> open_wal(store::lsn after, store::wal_recovery& report,
+                               std::vector<store::log_record>* records);
+  /// The WAL's on_durable: completes the pending syncs it covers.
+  void durable(store::lsn upto, std::error_code err);
+  /// Moves the log after record `at` to log/truncated and cuts it there.
+  store::result<void> cut_files(store::lsn at);
+  void fail(std::error_code err);
+
+  replica_log_options opts_;
+  int lock_fd_ = -1;
+  std::unique_ptr<store::wal> wal_;
+
+  mutable std::mutex mtx_;
+  store::lsn appended_;
+  store::lsn durable_;
+  std::vector<pending_sync> pending_;
+  std::error_code failure_;
+  uint64_t syncs_before_ = 0; // syncs of WALs closed by truncations
+  uint64_t truncations_ = 0;
+  /// The records the open replayed, handed out by the first recover() if
+  /// nothing changed since.
+  std::vector<store::log_record> opened_records_;
+  bool opened_records_valid_ = false;
+};
+
+/// Opens (recovering) or creates the replicated log of a replica in `dir`
+/// (created if missing), with default options. A log corrupt before its end
+/// fails with corrupt_data (wal_log_device::open reports where).
+store::result<std::shared_ptr<store::log_device>>
+open_replica_log(const std::filesystem::path& dir);
+
+} // namespace conclave::storage
