@@ -346,6 +346,8 @@ int run_node(const node_config& c) {
     links->log(
         std::string{"hosting a replica in "} + c.data_dir
         + (storage.durable ? "" : " (in memory: its log does not survive a restart)"));
+  if (!storage.recovery_note.empty())
+    links->warn(storage.recovery_note);
   auto connectors = dial_members(sys, c, links);
   await_links(*links, c.peers.size(), std::chrono::milliseconds(500));
   caf::anon_send(candidate, conclave::election_atoms::start_atom::value);

@@ -1,12 +1,10 @@
 // Where a node's replica keeps its log and its promised term: the one place
-// that picks the devices, so that switching from memory to the durable file
-// devices touches nothing else.
-//
-// Today: memory_log_device and memory_term_file. The replica survives the
-// node's restart only through its peers (a restarted node comes back empty
-// and catches up from the primary); a restart of every node loses the data.
-// The durable devices (storage::open_replica_log / open_term_file in DIR/
-// replica) replace them here once they exist.
+// that picks the devices. DIR/replica/log holds the replicated log
+// (storage::wal_log_device: the file WAL with group commit; a torn tail is cut
+// and moved aside, corruption before the end refuses the start),
+// DIR/replica/term the promised term (storage::file_term_file). Both survive
+// a restart of the process: a restarted node recovers its log and term and
+// catches up from the primary.
 #pragma once
 
 #include "actors/replication/replica_host.hpp"
@@ -23,6 +21,9 @@ struct replica_storage {
   std::shared_ptr<replication::term_file> terms;
   /// Whether the log and term survive a restart of the process.
   bool durable = false;
+  /// What recovery did that the operator should know (a torn tail cut and
+  /// moved aside); empty if nothing.
+  std::string recovery_note;
 };
 
 /// Opens (creating if needed) the replica's storage under the data dir.
