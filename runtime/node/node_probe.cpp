@@ -16,6 +16,11 @@ namespace el = conclave::election;
 
 namespace {
 
+/// Reasons of conclave_replica_dropped_messages_total (the core's drop
+/// reasons, and messages of a type the host does not know).
+constexpr const char* replica_drop_reasons[] = {
+    "non_member", "stale_term", "lsn_gap", "unexpected", "no_match", "unknown_type"};
+
 double seconds(el::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -234,6 +239,13 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                              "reachable yet (dropped; the protocol resends)")
                        .Register(reg)
                        .Add({});
+  replica_dropped_ = &BuildCounter()
+                          .Name("conclave_replica_dropped_messages_total")
+                          .Help("Replication messages the replica dropped unapplied, "
+                                "by reason")
+                          .Register(reg);
+  for (auto r : replica_drop_reasons)
+    replica_dropped_->Add({{"reason", r}});
   commit_latency_ =
       &BuildHistogram()
            .Name("conclave_replica_commit_latency_seconds")
@@ -429,6 +441,19 @@ void node_probe::replica(const replica_report& r) {
     if (r.messages_lost > lost_seen_) {
       replica_lost_->Increment(static_cast<double>(r.messages_lost - lost_seen_));
       lost_seen_ = r.messages_lost;
+    }
+    for (auto& [reason, total] : r.dropped) {
+      auto& seen = dropped_seen_[reason];
+      if (total <= seen)
+        continue;
+      replica_dropped_->Add({{"reason", reason}})
+          .Increment(static_cast<double>(total - seen));
+      // Stale terms and mismatched appends are routine after a failover (and
+      // answered); the others mean a broken or foreign sender.
+      if (log_ && reason != "stale_term" && reason != "no_match")
+        log_->warn("replica dropped " + std::to_string(total - seen)
+                   + " message(s): " + reason);
+      seen = total;
     }
   }
   status_->update_replica(r.summary);

@@ -28,6 +28,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -79,6 +80,9 @@ public:
     double last_sync_seconds = 0;
     uint64_t records_shipped = 0;
     uint64_t messages_lost = 0;
+    /// Replication messages the host dropped, totals by reason (the core's
+    /// drop reasons and unknown_type).
+    std::map<std::string, uint64_t> dropped;
   };
   void replica(const replica_report& r);
   /// A strong commit acknowledged to a client, `seconds` after the request
@@ -129,6 +133,8 @@ private:
   prometheus::Counter* records_shipped_;
   prometheus::Counter* replica_lost_;
   prometheus::Histogram* commit_latency_;
+  prometheus::Family<prometheus::Counter>* replica_dropped_;
+  std::map<std::string, uint64_t> dropped_seen_;
   uint64_t syncs_seen_ = 0;
   uint64_t shipped_seen_ = 0;
   uint64_t lost_seen_ = 0;

@@ -216,6 +216,15 @@ TEST(node_probe, replica_reports_set_role_lsns_lag_and_count_shipped_records_onc
     return uint64_t{99};
   };
   EXPECT_EQ(sync_count(), 1u);
+  EXPECT_EQ(
+      value_of(reg, "conclave_replica_dropped_messages_total", "reason", "non_member"),
+      0.0);
+  r.dropped["non_member"] = 3;
+  probe.replica(r);
+  probe.replica(r);
+  EXPECT_EQ(
+      value_of(reg, "conclave_replica_dropped_messages_total", "reason", "non_member"),
+      3.0);
   ASSERT_TRUE(status->snapshot().replica);
   EXPECT_EQ(status->snapshot().replica->commit_lsn, 7u);
 }

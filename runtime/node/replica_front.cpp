@@ -34,6 +34,9 @@ node_probe::replica_report report_of(const rp::replica_status& s, const front_st
   for (auto& l : s.lag)
     r.lag.push_back(
         {l.peer.value, l.records, l.bytes, static_cast<double>(l.behind_us) / 1e6});
+  for (size_t i = 0; i < s.dropped.size(); ++i)
+    r.dropped[std::string{rp::to_string(static_cast<rp::drop_reason>(i))}] = s.dropped[i];
+  r.dropped["unknown_type"] = s.unknown_messages;
   r.syncs = s.syncs;
   r.last_sync_seconds = static_cast<double>(s.last_sync_us) / 1e6;
   if (st.opts.transport) {
