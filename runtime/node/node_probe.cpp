@@ -448,9 +448,10 @@ void node_probe::replica(const replica_report& r) {
         continue;
       replica_dropped_->Add({{"reason", reason}})
           .Increment(static_cast<double>(total - seen));
-      // Stale terms and mismatched appends are routine after a failover (and
-      // answered); the others mean a broken or foreign sender.
-      if (log_ && reason != "stale_term" && reason != "no_match")
+      // Stale terms, mismatched appends and late replies are routine around a
+      // failover; the others mean a broken or foreign sender.
+      if (log_ && reason != "stale_term" && reason != "no_match"
+          && reason != "unexpected")
         log_->warn("replica dropped " + std::to_string(total - seen)
                    + " message(s): " + reason);
       seen = total;
