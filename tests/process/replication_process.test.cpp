@@ -36,6 +36,8 @@ struct replication_test : cluster_test {
     return out;
   }
 
+  void kill_primary_during_writes(int n);
+
   /// Every live replica reports the same applied lsn (> 0) and digest.
   bool replicas_equal(size_t live) {
     auto rs = replicas();
@@ -51,8 +53,9 @@ struct replication_test : cluster_test {
 
 } // namespace
 
-TEST_F(replication_test, kill_9_of_the_primary_loses_no_acknowledged_write) {
-  auto j = up(3);
+/// Writes through kv while the primary of an n-node cluster is killed.
+void replication_test::kill_primary_during_writes(int n) {
+  auto j = up(n);
   auto leader = j["leader"].get<uint64_t>();
   // The first write also waits for the primary's sync phase.
   ASSERT_EQ(run_conclave(kv("put first 1"), true).status, 0);
@@ -84,9 +87,9 @@ TEST_F(replication_test, kill_9_of_the_primary_loses_no_acknowledged_write) {
     EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
   }
   // The two live replicas converge on the same records.
-  EXPECT_TRUE(eventually([&] { return replicas_equal(2); }, 5s));
+  EXPECT_TRUE(eventually([&] { return replicas_equal(static_cast<size_t>(n - 1)); }, 5s));
   auto rs = replicas();
-  ASSERT_EQ(rs.size(), 2u);
+  ASSERT_EQ(rs.size(), static_cast<size_t>(n - 1));
   EXPECT_EQ(std::count_if(rs.begin(), rs.end(),
                           [](auto& r) { return std::get<0>(r) == "primary"; }),
             1);
@@ -95,11 +98,19 @@ TEST_F(replication_test, kill_9_of_the_primary_loses_no_acknowledged_write) {
                                   + " --node " + std::to_string(leader),
                               true);
   ASSERT_EQ(restart.status, 0) << restart.out;
-  EXPECT_TRUE(eventually([&] { return replicas_equal(3); }, 5s));
+  EXPECT_TRUE(eventually([&] { return replicas_equal(static_cast<size_t>(n)); }, 5s));
   auto again =
       run_conclave(kv("get " + acked.front() + " --at " + std::to_string(leader)));
   EXPECT_EQ(again.status, 0);
   EXPECT_EQ(again.out, "v" + acked.front().substr(1) + "\n");
+}
+
+TEST_F(replication_test, kill_9_of_the_primary_loses_no_acknowledged_write) {
+  kill_primary_during_writes(3);
+}
+
+TEST_F(replication_test, kill_9_of_the_primary_of_five_loses_no_acknowledged_write) {
+  kill_primary_during_writes(5);
 }
 
 TEST_F(replication_test, a_secondary_sends_the_client_to_the_primary) {
