@@ -85,24 +85,49 @@ typename Inspector::result_type inspect(Inspector& f, leader_is_msg& x) {
 
 // -- client interface ------------------------------------------------------------
 
-/// One blind write of a client transaction on a dictionary of byte strings
-/// (created on first use).
-struct write_op {
+/// What one op of a client transaction does. Dictionaries and queues hold byte
+/// strings and are created by their first put / enqueue.
+enum class op_kind : uint8_t {
+  /// Dictionary: key = value.
+  put = 0,
+  /// Dictionary: removes the key (value ignored).
+  remove = 1,
+  /// Queue `collection`: appends value (key ignored).
+  enqueue = 2,
+  /// Queue `collection`: takes the oldest item, if any (key, value ignored).
+  dequeue = 3,
+  /// Condition: the key holds exactly `value`, else the whole transaction
+  /// changes nothing (condition_failed).
+  expect_value = 4,
+  /// Condition: the key is absent, else condition_failed.
+  expect_absent = 5,
+};
+
+/// True for the kinds whose outcome depends on the state they are applied
+/// to (a dequeue's item, a condition): such a transaction must be strong.
+constexpr bool reads_state(op_kind k) {
+  return k == op_kind::dequeue || k == op_kind::expect_value
+         || k == op_kind::expect_absent;
+}
+
+/// One op of a client transaction.
+struct txn_op {
   std::string collection;
   std::string key;
   std::string value;
-  /// true: remove the key (value ignored).
-  bool remove = false;
+  op_kind kind = op_kind::put;
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, write_op& x) {
-  return f(caf::meta::type_name("repl_write_op"), x.collection, x.key, x.value, x.remove);
+typename Inspector::result_type inspect(Inspector& f, txn_op& x) {
+  return f(caf::meta::type_name("repl_txn_op"), x.collection, x.key, x.value, x.kind);
 }
 
-/// A client transaction: its writes apply together, in order, at one lsn.
+/// A client transaction: its ops apply together, in order, at one lsn, on
+/// every replica alike; if any op fails (a condition, an unknown queue, a
+/// collection of the other kind) none of them changes anything.
 struct txn_request {
-  std::vector<write_op> ops;
+  std::vector<txn_op> ops;
   commit_mode mode = commit_mode::strong;
 };
 
@@ -111,20 +136,43 @@ typename Inspector::result_type inspect(Inspector& f, txn_request& x) {
   return f(caf::meta::type_name("repl_txn_request"), x.ops, x.mode);
 }
 
-/// Answer to a txn_request. code ok: committed at `at` (strong: durable on a
-/// majority; weak: on the primary). Otherwise retry on `primary` (no_node:
-/// unknown): not_primary from a secondary, syncing from a primary in its sync
-/// phase, primary_changed when the primary lost its role first (outcome
-/// unknown).
+/// What one op of a committed transaction saw, in the state it was applied
+/// to. put: found = the key existed before. remove: found = it existed, value
+/// = the old value. enqueue: found = true. dequeue: found = an item was
+/// taken, value = the item. expect_*: found = the condition held, value = the
+/// key's value when present.
+struct op_output {
+  bool found = false;
+  std::string value;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_output& x) {
+  return f(caf::meta::type_name("repl_op_output"), x.found, x.value);
+}
+
+/// Answer to a txn_request.
+/// - ok: committed at `at` (strong: durable on a majority; weak: on the
+///   primary); `outputs` has one entry per op (strong only: a weak commit is
+///   answered before it is applied, so its outputs are empty).
+/// - condition_failed, unknown_collection, wrong_kind: committed at `at` as a
+///   record that changed nothing; `outputs` holds the ops up to and including
+///   the one that failed.
+/// - not_primary (a secondary), syncing (a primary in its sync phase): not
+///   proposed; retry on `primary` (no_node: unknown).
+/// - primary_changed: the primary lost its role first; outcome unknown.
+/// - bad_request, too_large: refused before proposing; nothing written.
+/// - timeout, outcome_unknown: only from the client library (types.hpp).
 struct txn_result {
   errc code = errc::ok;
   lsn at;
   node_id primary;
+  std::vector<op_output> outputs;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, txn_result& x) {
-  return f(caf::meta::type_name("repl_txn_result"), x.code, x.at, x.primary);
+  return f(caf::meta::type_name("repl_txn_result"), x.code, x.at, x.primary, x.outputs);
 }
 
 /// A snapshot read of one key of the replica's applied (committed) state.
@@ -140,8 +188,10 @@ typename Inspector::result_type inspect(Inspector& f, read_request& x) {
 
 /// Answer to a read_request: the value as of `applied`, and how many records
 /// the primary had announced committed that this replica had not applied yet
-/// (`behind`; 0 on the primary).
+/// (`behind`; 0 on the primary). code: ok, or wrong_kind (a queue), or
+/// timeout (client library).
 struct read_result {
+  errc code = errc::ok;
   bool found = false;
   std::string value;
   lsn applied;
@@ -152,7 +202,55 @@ struct read_result {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, read_result& x) {
-  return f(caf::meta::type_name("repl_read_result"), x.found, x.value, x.applied,
+  return f(caf::meta::type_name("repl_read_result"), x.code, x.found, x.value, x.applied,
+           x.behind, x.replica_role, x.primary);
+}
+
+/// A snapshot read of the keys of a dictionary that start with `prefix`, in
+/// key order, after `start_after` (empty: from the first), at most `limit`
+/// of them (0 or above the host's maximum: the host's maximum).
+struct list_request {
+  std::string collection;
+  std::string prefix;
+  std::string start_after;
+  uint32_t limit = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, list_request& x) {
+  return f(caf::meta::type_name("repl_list_request"), x.collection, x.prefix,
+           x.start_after, x.limit);
+}
+
+/// One key and its value.
+struct kv_item {
+  std::string key;
+  std::string value;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_item& x) {
+  return f(caf::meta::type_name("repl_kv_item"), x.key, x.value);
+}
+
+/// Answer to a list_request: the items as of `applied` (and `behind`, role,
+/// primary as in read_result). `more`: items were left out by the count or
+/// byte bound; ask again with start_after = the last key. A dictionary that
+/// does not exist lists as empty. code: ok, wrong_kind (a queue), timeout
+/// (client library).
+struct list_result {
+  errc code = errc::ok;
+  std::vector<kv_item> items;
+  bool more = false;
+  lsn applied;
+  uint64_t behind = 0;
+  role replica_role = role::secondary;
+  node_id primary;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, list_result& x) {
+  return f(caf::meta::type_name("repl_list_result"), x.code, x.items, x.more, x.applied,
            x.behind, x.replica_role, x.primary);
 }
 
@@ -189,6 +287,10 @@ struct replica_status {
   uint64_t bad_payloads = 0;
   /// send_snapshot effects not carried out (checkpoint streaming is not built).
   uint64_t snapshots_unsupported = 0;
+  /// Committed transactions that changed nothing: a condition failed, an
+  /// unknown queue, a collection of the other kind, or an op the store
+  /// refused (same on every replica).
+  uint64_t txns_refused = 0;
   /// The host stopped: its log device or term file failed.
   bool failed = false;
   /// Primary: every secondary's lag.
@@ -206,8 +308,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, replica_status& x) {
   return f(caf::meta::type_name("repl_status"), x.self, x.replica_role, x.promised,
            x.serving, x.commit, x.durable, x.last, x.applied, x.dropped,
-           x.unknown_messages, x.bad_payloads, x.snapshots_unsupported, x.failed, x.lag,
-           x.syncs, x.last_sync_us, x.digest);
+           x.unknown_messages, x.bad_payloads, x.snapshots_unsupported, x.txns_refused,
+           x.failed, x.lag, x.syncs, x.last_sync_us, x.digest);
 }
 
 } // namespace conclave::replication

@@ -66,14 +66,30 @@ TEST(replication_messages, requests_and_replies_keep_every_field) {
   EXPECT_EQ(q.upto, lsn{12});
   EXPECT_EQ(round_trip(sync_request{node_id{3}, t1}).t, t1);
   EXPECT_EQ(round_trip(stale_term{node_id{1}, t1}).from, node_id{1});
-  txn_request tr{{write_op{"d", "k", "v", true}}, commit_mode::weak};
+  txn_request tr{{txn_op{"d", "k", "v", op_kind::expect_value}}, commit_mode::weak};
   auto tb = round_trip(tr);
   EXPECT_EQ(tb.mode, commit_mode::weak);
   ASSERT_EQ(tb.ops.size(), 1u);
-  EXPECT_TRUE(tb.ops[0].remove);
-  auto res = round_trip(txn_result{errc::not_primary, lsn{0}, node_id{3}});
-  EXPECT_EQ(res.code, errc::not_primary);
+  EXPECT_EQ(tb.ops[0].kind, op_kind::expect_value);
+  auto res = round_trip(
+      txn_result{errc::condition_failed, lsn{4}, node_id{3}, {op_output{true, "old"}}});
+  EXPECT_EQ(res.code, errc::condition_failed);
   EXPECT_EQ(res.primary, node_id{3});
+  ASSERT_EQ(res.outputs.size(), 1u);
+  EXPECT_EQ(res.outputs[0].value, "old");
+  auto lq = round_trip(list_request{"d", "user/", "user/b", 7});
+  EXPECT_EQ(lq.prefix, "user/");
+  EXPECT_EQ(lq.start_after, "user/b");
+  EXPECT_EQ(lq.limit, 7u);
+  list_result lr;
+  lr.items = {{"user/c", "3"}};
+  lr.more = true;
+  lr.applied = lsn{9};
+  auto lb = round_trip(lr);
+  ASSERT_EQ(lb.items.size(), 1u);
+  EXPECT_EQ(lb.items[0].key, "user/c");
+  EXPECT_TRUE(lb.more);
+  EXPECT_EQ(lb.applied, lsn{9});
 }
 
 TEST(replication_messages, type_ids_start_at_the_replication_offset) {

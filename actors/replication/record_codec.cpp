@@ -89,11 +89,11 @@ std::optional<entry> from_log_record(const store::log_record& r) {
   return e;
 }
 
-std::string encode_payload(const std::vector<write_op>& ops) {
+std::string encode_payload(const std::vector<txn_op>& ops) {
   std::string out;
   put_u32(out, static_cast<uint32_t>(ops.size()));
   for (auto& op : ops) {
-    out.push_back(op.remove ? 1 : 0);
+    out.push_back(static_cast<char>(op.kind));
     put_bytes(out, op.collection);
     put_bytes(out, op.key);
     put_bytes(out, op.value);
@@ -101,16 +101,16 @@ std::string encode_payload(const std::vector<write_op>& ops) {
   return out;
 }
 
-std::optional<std::vector<write_op>> decode_payload(std::string_view in) {
+std::optional<std::vector<txn_op>> decode_payload(std::string_view in) {
   reader r{in};
   auto n = r.u(4);
-  std::vector<write_op> ops;
+  std::vector<txn_op> ops;
   for (uint64_t i = 0; r.ok && i < n; ++i) {
-    write_op op;
-    auto flag = r.u(1);
-    if (flag > 1)
+    txn_op op;
+    auto kind = r.u(1);
+    if (kind > static_cast<uint8_t>(op_kind::expect_absent))
       return std::nullopt;
-    op.remove = flag == 1;
+    op.kind = static_cast<op_kind>(kind);
     op.collection = r.bytes();
     op.key = r.bytes();
     op.value = r.bytes();

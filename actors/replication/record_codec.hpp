@@ -12,8 +12,11 @@
 // so the frame's checksum covers the full term and the payload. Widening the
 // frame (docs/store.md) would remove this mapping.
 //
-// Payload of a transaction entry: u32 op count, then per op u8 remove,
-// bytes collection, bytes key, bytes value (bytes = u32 LE length + raw).
+// Payload of a transaction entry: u32 op count, then per op u8 op_kind
+// (0 put, 1 remove, 2 enqueue, 3 dequeue, 4 expect_value, 5 expect_absent;
+// records written before queues and conditions used 0/1 for put/remove, the
+// same bytes), bytes collection, bytes key, bytes value (bytes = u32 LE
+// length + raw).
 #pragma once
 
 #include "actors/replication/messages.hpp"
@@ -30,8 +33,8 @@ store::log_record to_log_record(const entry& e);
 /// nullopt: the record is not one written by to_log_record (corrupt device).
 std::optional<entry> from_log_record(const store::log_record& r);
 
-std::string encode_payload(const std::vector<write_op>& ops);
-/// nullopt: truncated or trailing bytes.
-std::optional<std::vector<write_op>> decode_payload(std::string_view in);
+std::string encode_payload(const std::vector<txn_op>& ops);
+/// nullopt: truncated, trailing bytes or an unknown op kind.
+std::optional<std::vector<txn_op>> decode_payload(std::string_view in);
 
 } // namespace conclave::replication

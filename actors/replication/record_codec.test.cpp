@@ -35,15 +35,35 @@ TEST(record_codec, a_record_not_written_by_the_host_is_refused) {
 }
 
 TEST(record_codec, payload_round_trips_and_rejects_truncation) {
-  std::vector<write_op> ops{{"d", "k1", "v1", false}, {"e", "k2", "", true}};
+  std::vector<txn_op> ops{
+      {"d", "k1", "v1", op_kind::put},          {"e", "k2", "", op_kind::remove},
+      {"q", "", "item", op_kind::enqueue},      {"q", "", "", op_kind::dequeue},
+      {"d", "k1", "v1", op_kind::expect_value}, {"d", "k3", "", op_kind::expect_absent}};
   auto p = encode_payload(ops);
   auto back = decode_payload(p);
   ASSERT_TRUE(back);
-  ASSERT_EQ(back->size(), 2u);
+  ASSERT_EQ(back->size(), ops.size());
   EXPECT_EQ((*back)[0].collection, "d");
   EXPECT_EQ((*back)[0].value, "v1");
-  EXPECT_TRUE((*back)[1].remove);
+  for (size_t i = 0; i < ops.size(); ++i)
+    EXPECT_EQ((*back)[i].kind, ops[i].kind) << i;
   for (size_t n = 0; n < p.size(); ++n)
     EXPECT_FALSE(decode_payload(p.substr(0, n))) << n;
   EXPECT_FALSE(decode_payload(p + "x"));
+}
+
+TEST(record_codec, payload_with_an_unknown_op_kind_does_not_decode) {
+  auto p = encode_payload({txn_op{"d", "k", "v", op_kind::put}});
+  p[4] = 6; // the op kind byte, after the u32 count
+  EXPECT_FALSE(decode_payload(p));
+}
+
+TEST(record_codec, put_and_remove_keep_the_bytes_of_the_earlier_remove_flag) {
+  // Records written when the op byte was a remove flag (0 put, 1 remove)
+  // still decode to the same ops.
+  auto p = encode_payload(
+      {txn_op{"d", "k", "v", op_kind::put}, txn_op{"d", "k", "", op_kind::remove}});
+  EXPECT_EQ(p[4], 0);
+  auto second = 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1;
+  EXPECT_EQ(p[second], 1);
 }

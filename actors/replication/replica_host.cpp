@@ -1,6 +1,7 @@
 #include "actors/replication/replica_host.hpp"
 
 #include "actors/replication/record_codec.hpp"
+#include "actors/replication/txn_apply.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
@@ -41,13 +42,24 @@ struct host_state {
   bool sync_in_flight = false;
   bool flush_pending = false;
   uint64_t next_txn = 1;
-  std::map<uint64_t, caf::typed_response_promise<txn_result>> waiting;
+  /// A client transaction proposed here and not answered yet.
+  struct waiter {
+    caf::typed_response_promise<txn_result> promise;
+    lsn at;
+    /// Set when this host applied the record (strong commits: before the
+    /// acknowledgement).
+    std::optional<apply_outcome> outcome;
+  };
+  std::map<uint64_t, waiter> waiting;
+  /// lsn -> txn ref of the waiting transactions.
+  std::map<uint64_t, uint64_t> waiting_at;
   uint64_t timer_generation = 0;
   std::optional<timestamp> timer_at;
   uint32_t applied_since_gc = 0;
   uint64_t unknown_messages = 0;
   uint64_t bad_payloads = 0;
   uint64_t snapshots_unsupported = 0;
+  uint64_t txns_refused = 0;
   uint64_t syncs = 0;
   int64_t last_sync_us = 0;
   /// Chained over the records applied (replica_status::digest).
@@ -69,9 +81,10 @@ void fail(host_impl self) {
   if (st.failed)
     return;
   st.failed = true;
-  for (auto& [id, rp] : st.waiting)
-    rp.deliver(txn_result{errc::primary_changed, lsn{}, no_node});
+  for (auto& [id, w] : st.waiting)
+    w.promise.deliver(txn_result{errc::primary_changed, lsn{}, no_node, {}});
   st.waiting.clear();
+  st.waiting_at.clear();
 }
 
 void request_sync(host_impl self) {
@@ -106,9 +119,9 @@ uint64_t chain_digest(uint64_t digest, const entry& e) {
   return h;
 }
 
-/// Applies one committed transaction record to the store core. Every replica
-/// applies the same records in the same order, so an op the store refuses
-/// (a name or value over its limits) is refused everywhere; it is counted.
+/// Applies one committed transaction record to the store core
+/// (txn_apply.hpp: every replica computes the same outcome) and keeps the
+/// outcome for the client waiting for it here.
 void apply_entry(host_state& st, const entry& e) {
   if (e.kind != entry_kind::transaction)
     return;
@@ -117,31 +130,25 @@ void apply_entry(host_state& st, const entry& e) {
     ++st.bad_payloads;
     return;
   }
-  auto txn = st.store->begin();
-  for (auto& op : *ops) {
-    auto c = st.store->ensure_collection(
-        op.collection, store::collection_kind::dictionary, "bytes", "bytes");
-    if (!c) {
-      ++st.bad_payloads;
-      continue;
-    }
-    store::op_request req;
-    req.txn = txn;
-    req.op = op.remove ? store::operation::try_remove : store::operation::add_or_update;
-    req.collection = op.collection;
-    req.key = op.key;
-    req.value = op.value;
-    auto r = st.store->execute(req, timestamp::max());
-    if (!r || r.value().waiting)
-      ++st.bad_payloads;
-  }
-  if (!st.store->commit(txn))
-    ++st.bad_payloads;
+  auto outcome = apply_txn(*st.store, *ops);
+  if (outcome.code != errc::ok)
+    ++st.txns_refused;
+  if (auto w = st.waiting_at.find(e.at.value); w != st.waiting_at.end())
+    if (auto i = st.waiting.find(w->second); i != st.waiting.end())
+      i->second.outcome = std::move(outcome);
   // Nothing but the host's own reads holds a snapshot: old versions can go.
   if (++st.applied_since_gc >= 1024) {
     st.applied_since_gc = 0;
     st.store->collect_garbage();
   }
+}
+
+/// Answers a waiting client and forgets it.
+void answer(host_state& st, std::map<uint64_t, host_state::waiter>::iterator w,
+            txn_result r) {
+  w->second.promise.deliver(std::move(r));
+  st.waiting_at.erase(w->second.at.value);
+  st.waiting.erase(w);
 }
 
 void arm_timer(host_impl self) {
@@ -201,14 +208,16 @@ void process(host_impl self) {
             }
           } else if constexpr (std::is_same_v<T, commit_acked>) {
             if (auto w = st.waiting.find(x.txn.value); w != st.waiting.end()) {
-              w->second.deliver(txn_result{errc::ok, x.at, self->state.opts.self});
-              st.waiting.erase(w);
+              txn_result r{errc::ok, x.at, st.opts.self, {}};
+              if (auto& o = w->second.outcome) {
+                r.code = o->code;
+                r.outputs = std::move(o->outputs);
+              }
+              answer(st, w, std::move(r));
             }
           } else if constexpr (std::is_same_v<T, txn_failed>) {
-            if (auto w = st.waiting.find(x.txn.value); w != st.waiting.end()) {
-              w->second.deliver(txn_result{x.reason, lsn{}, x.primary_hint});
-              st.waiting.erase(w);
-            }
+            if (auto w = st.waiting.find(x.txn.value); w != st.waiting.end())
+              answer(st, w, txn_result{x.reason, lsn{}, x.primary_hint, {}});
           } else if constexpr (std::is_same_v<T, send_snapshot>) {
             ++st.snapshots_unsupported;
           } else {
@@ -240,6 +249,86 @@ auto peer_handler(host_impl self) {
     self->state.core->handle(message{std::move(m)}, now_of(self));
     process(self);
   };
+}
+
+/// The replica's position for an answer to a read: applied lsn, role (a
+/// primary that does not serve yet says syncing), the primary, and on a
+/// secondary how far its reads are behind.
+template <class Result>
+void describe(host_state& st, Result& out) {
+  out.applied = st.applied;
+  out.replica_role = st.core->current_role();
+  // A primary whose sync phase has not committed its new_primary record yet
+  // may not have applied every acknowledged commit: it reads as syncing.
+  if (out.replica_role == role::primary && !st.core->serving())
+    out.replica_role = role::syncing;
+  out.primary = st.core->primary_hint();
+  if (out.replica_role == role::secondary) {
+    auto known = st.core->known_primary_commit();
+    out.behind =
+        known > st.core->commit_lsn() ? known.value - st.core->commit_lsn().value : 0;
+  }
+}
+
+/// The smallest string above every string that starts with `prefix`, or
+/// nullopt when there is none (empty, or only 0xff bytes).
+std::optional<std::string> prefix_end(std::string prefix) {
+  while (!prefix.empty()) {
+    auto last = static_cast<unsigned char>(prefix.back());
+    if (last != 0xff) {
+      prefix.back() = static_cast<char>(last + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::nullopt;
+}
+
+list_result list(host_state& st, const list_request& req) {
+  list_result out;
+  describe(st, out);
+  auto c = st.store->find_collection(req.collection);
+  if (!c)
+    return out;
+  if (c->kind != store::collection_kind::dictionary) {
+    out.code = errc::wrong_kind;
+    return out;
+  }
+  size_t limit = st.opts.max_list_items;
+  if (req.limit != 0 && req.limit < limit)
+    limit = req.limit;
+  auto txn = st.store->begin();
+  store::op_request op;
+  op.txn = txn;
+  op.op = store::operation::enumerate;
+  op.collection = req.collection;
+  op.has_from = true;
+  op.from = req.prefix;
+  if (!req.start_after.empty() && req.start_after >= req.prefix)
+    op.from = req.start_after + std::string(1, '\0'); // the next key after it
+  if (auto end = prefix_end(req.prefix)) {
+    op.has_to = true;
+    op.to = *end;
+  }
+  if (op.has_to && op.to <= op.from) {
+    (void)st.store->abort(txn);
+    return out;
+  }
+  if (auto r = st.store->execute(op, timestamp::max()); r) {
+    size_t bytes = 0;
+    for (auto& [k, v] : r.value().items) {
+      if (out.items.size() >= limit
+          || (!out.items.empty()
+              && bytes + k.size() + v.size() > st.opts.max_list_bytes)) {
+        out.more = true;
+        break;
+      }
+      bytes += k.size() + v.size();
+      out.items.push_back(kv_item{k, v});
+    }
+  }
+  (void)st.store->abort(txn);
+  return out;
 }
 
 caf::behavior make_host(host_impl self, replica_host_options opts) {
@@ -298,13 +387,17 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
       [self](txn_request& req) -> caf::result<txn_result> {
         auto& st = self->state;
         if (st.failed)
-          return txn_result{errc::not_primary, lsn{}, no_node};
+          return txn_result{errc::not_primary, lsn{}, no_node, {}};
+        if (auto bad = check_request(req, st.opts.limits); bad != errc::ok)
+          return txn_result{bad, lsn{}, st.core->primary_hint(), {}};
         auto ref = txn_ref{st.next_txn++};
         auto r = st.core->propose(ref, encode_payload(req.ops), req.mode, now_of(self));
         if (auto e = std::get_if<errc>(&r))
-          return txn_result{*e, lsn{}, st.core->primary_hint()};
+          return txn_result{*e, lsn{}, st.core->primary_hint(), {}};
+        auto at = std::get<lsn>(r);
         auto rp = self->make_response_promise<txn_result>();
-        st.waiting.emplace(ref.value, rp);
+        st.waiting.emplace(ref.value, host_state::waiter{rp, at, std::nullopt});
+        st.waiting_at.emplace(at.value, ref.value);
         process(self); // a weak commit may be acknowledged already
         if (!st.flush_pending) {
           st.flush_pending = true;
@@ -344,14 +437,11 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
       [self](const read_request& req) {
         auto& st = self->state;
         read_result out;
-        out.applied = st.applied;
-        out.replica_role = st.core->current_role();
-        out.primary = st.core->primary_hint();
-        if (out.replica_role == role::secondary) {
-          auto known = st.core->known_primary_commit();
-          out.behind = known > st.core->commit_lsn()
-                           ? known.value - st.core->commit_lsn().value
-                           : 0;
+        describe(st, out);
+        if (auto c = st.store->find_collection(req.collection);
+            c && c->kind != store::collection_kind::dictionary) {
+          out.code = errc::wrong_kind;
+          return out;
         }
         auto txn = st.store->begin();
         store::op_request op;
@@ -367,6 +457,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         (void)st.store->abort(txn);
         return out;
       },
+      [self](const list_request& req) { return list(self->state, req); },
       [self](replication_atoms::status_atom) {
         auto& st = self->state;
         replica_status s;
@@ -383,6 +474,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         s.unknown_messages = st.unknown_messages;
         s.bad_payloads = st.bad_payloads;
         s.snapshots_unsupported = st.snapshots_unsupported;
+        s.txns_refused = st.txns_refused;
         s.failed = st.failed;
         auto now = now_of(self);
         for (auto& l : st.core->lag()) {

@@ -27,12 +27,23 @@
 //   become_primary_msg{t}   -> bool    start the sync phase as leader of t
 //   leader_is_msg{t}        -> bool    step down if leading and t.leader is
 //                                      another node (true if it stepped down)
-//   txn_request             -> txn_result (strong: after majority durable;
-//                                      weak: after durable here; a secondary
-//                                      answers not_primary with the primary)
+//   txn_request             -> txn_result (strong: after majority durable,
+//                                      with each op's output; weak: after
+//                                      durable here; a secondary answers
+//                                      not_primary with the primary; bad
+//                                      requests are refused before proposing)
 //   read_request            -> read_result (snapshot read of applied state)
+//   list_request            -> list_result (keys by prefix, bounded, same
+//                                      snapshot of applied state)
 //   status_atom             -> replica_status
 // Messages of any other type are dropped and counted (unknown_messages).
+//
+// Client transactions (txn_apply.hpp) hold puts, removes, enqueues, dequeues
+// and conditions (expect_value / expect_absent). They are checked before
+// proposing and applied on every replica once committed; a dequeue's item and
+// a condition's verdict are decided by the record's place in the committed
+// log, so every replica decides alike, and the primary answers a strong
+// transaction with each op's output after applying it.
 //
 // Not carried out: send_snapshot (checkpoint streaming) is counted in
 // replica_status::snapshots_unsupported; a device holding a checkpoint is
@@ -101,6 +112,10 @@ struct replica_host_options {
   std::shared_ptr<term_file> terms;
   std::shared_ptr<replica_transport> transport;
   store::core_limits limits;
+  /// Bounds of one list_request's answer: items, and bytes of keys and values
+  /// (at least one item is returned whatever its size).
+  uint32_t max_list_items = 1000;
+  size_t max_list_bytes = 1u << 20;
 };
 
 /// Spawns a host after recovering its term file and device.

@@ -5,9 +5,7 @@
 #include "actors/replication/replica_host.hpp"
 
 #include "actors/replication/record_codec.hpp"
-#include "actors/store/memory_log_device.hpp"
-#include "tests/support/ask.hpp"
-#include "tests/support/coordinator_fixture.hpp"
+#include "actors/replication/replica_set_fixture.hpp"
 
 using namespace conclave::replication;
 using namespace std::chrono_literals;
@@ -16,108 +14,7 @@ using conclave::testing::ask;
 
 namespace {
 
-class replica_host_test : public conclave::testing::coordinator_fixture {
-protected:
-  struct replica {
-    node_id id;
-    std::shared_ptr<memory_log_device> device;
-    std::shared_ptr<memory_term_file> terms;
-    std::shared_ptr<actor_transport> transport;
-    caf::actor host;
-  };
-
-  void configure(caf::actor_system_config& cfg) override {
-    cfg.add_message_types<caf::id_block::conclave_replication>();
-  }
-
-  void SetUp() override {
-    coordinator_fixture::SetUp();
-    for (uint64_t i = 1; i <= 3; ++i) {
-      replica r;
-      r.id = node_id{i};
-      r.device = std::make_shared<memory_log_device>();
-      r.terms = std::make_shared<memory_term_file>();
-      r.transport = std::make_shared<actor_transport>();
-      rs.push_back(r);
-    }
-    for (size_t i = 0; i < rs.size(); ++i)
-      spawn(i);
-  }
-
-  std::vector<node_id> members() const {
-    std::vector<node_id> out;
-    for (auto& r : rs)
-      out.push_back(r.id);
-    return out;
-  }
-
-  /// (Re)starts replica i on its device and term file; the peers learn the
-  /// new handle.
-  void spawn(size_t i) {
-    replica_host_options o;
-    o.self = rs[i].id;
-    o.members = members();
-    o.device = rs[i].device;
-    o.terms = rs[i].terms;
-    o.transport = rs[i].transport;
-    o.config = config;
-    rs[i].host = track(spawn_replica_host(sys(), o));
-    for (auto& r : rs)
-      r.transport->set_peer(rs[i].id, rs[i].host);
-  }
-
-  /// Kills replica i's actor and crashes its device (unsynced records lost).
-  void crash(size_t i) {
-    caf::anon_send_exit(rs[i].host, caf::exit_reason::kill);
-    run();
-    rs[i].device->crash();
-  }
-
-  /// Cuts (or heals) every link to and from replica i.
-  void set_links(size_t i, bool up) {
-    for (size_t j = 0; j < rs.size(); ++j) {
-      if (j == i)
-        continue;
-      rs[j].transport->set_link(rs[i].id, up);
-      rs[i].transport->set_link(rs[j].id, up);
-    }
-  }
-
-  replica_status status(size_t i) {
-    auto s = ask<replica_status>(sys(), rs[i].host,
-                                 conclave::replication_atoms::status_atom_v);
-    run();
-    EXPECT_TRUE(s->done && s->value);
-    return s->value ? *s->value : replica_status{};
-  }
-
-  /// Makes replica i primary at epoch e and waits until it serves.
-  void make_primary(size_t i, uint64_t epoch) {
-    auto ok = ask<bool>(sys(), rs[i].host, become_primary_msg{term{epoch, rs[i].id, 0}});
-    run();
-    ASSERT_TRUE(ok->value && *ok->value);
-    ASSERT_TRUE(advance_until([&] { return status(i).serving; }, 500ms));
-  }
-
-  std::shared_ptr<conclave::testing::reply<txn_result>>
-  put(size_t i, const std::string& k, const std::string& v,
-      commit_mode mode = commit_mode::strong) {
-    txn_request req;
-    req.ops.push_back(write_op{"d", k, v, false});
-    req.mode = mode;
-    return ask<txn_result>(sys(), rs[i].host, req);
-  }
-
-  read_result read(size_t i, const std::string& k) {
-    auto r = ask<read_result>(sys(), rs[i].host, read_request{"d", k});
-    run();
-    EXPECT_TRUE(r->done && r->value);
-    return r->value ? *r->value : read_result{};
-  }
-
-  std::vector<replica> rs;
-  replica_config config;
-};
+class replica_host_test : public conclave::replication::testing::replica_set_fixture {};
 
 TEST_F(replica_host_test, commit_is_acknowledged_once_a_majority_has_it_durable) {
   make_primary(2, 1);
@@ -330,7 +227,7 @@ TEST_F(replica_host_test, bad_peer_messages_are_dropped_and_counted) {
   // A gap: a record at last+5 after prev = last.
   append gap{rs[2].id, t, before.last, t, {}, before.commit};
   gap.entries.push_back(entry{lsn{before.last.value + 5}, t, entry_kind::transaction,
-                              encode_payload({write_op{"d", "evil", "x", false}})});
+                              encode_payload({txn_op{"d", "evil", "x", op_kind::put}})});
   caf::anon_send(rs[0].host, gap);
   // Not a replication message at all.
   caf::anon_send(rs[0].host, std::string{"garbage"});
@@ -343,6 +240,186 @@ TEST_F(replica_host_test, bad_peer_messages_are_dropped_and_counted) {
   advance(100ms);
   EXPECT_FALSE(read(0, "evil").found);
   EXPECT_FALSE(read(2, "evil").found);
+}
+
+// -- queues, conditions, lists, bad requests ---------------------------------------
+
+txn_request one(op_kind k, std::string c, std::string key, std::string v = {}) {
+  return txn_request{{txn_op{std::move(c), std::move(key), std::move(v), k}}, {}};
+}
+
+TEST_F(replica_host_test, queue_items_leave_in_order_one_dequeue_each) {
+  make_primary(2, 1);
+  for (auto item : {"a", "b", "c"})
+    ASSERT_EQ(txn_wait(2, one(op_kind::enqueue, "q", "", item)).code, errc::ok);
+  for (auto item : {"a", "b", "c"}) {
+    auto r = txn_wait(2, one(op_kind::dequeue, "q", ""));
+    ASSERT_EQ(r.code, errc::ok);
+    ASSERT_EQ(r.outputs.size(), 1u);
+    EXPECT_TRUE(r.outputs[0].found);
+    EXPECT_EQ(r.outputs[0].value, item);
+  }
+  auto empty = txn_wait(2, one(op_kind::dequeue, "q", ""));
+  EXPECT_EQ(empty.code, errc::ok);
+  ASSERT_EQ(empty.outputs.size(), 1u);
+  EXPECT_FALSE(empty.outputs[0].found);
+  // The secondaries applied the same records: after a failover the queue is
+  // as empty there; a new item is the next one out.
+  ASSERT_EQ(txn_wait(2, one(op_kind::enqueue, "q", "", "d")).code, errc::ok);
+  crash(2);
+  make_primary(0, 2);
+  auto d = txn_wait(0, one(op_kind::dequeue, "q", ""));
+  ASSERT_EQ(d.outputs.size(), 1u);
+  EXPECT_EQ(d.outputs[0].value, "d");
+  EXPECT_FALSE(txn_wait(0, one(op_kind::dequeue, "q", "")).outputs.at(0).found);
+}
+
+TEST_F(replica_host_test, a_dequeue_from_an_unknown_queue_changes_nothing) {
+  make_primary(2, 1);
+  txn_request req;
+  req.ops.push_back(txn_op{"d", "k", "v", op_kind::put});
+  req.ops.push_back(txn_op{"nosuch", "", "", op_kind::dequeue});
+  auto r = txn_wait(2, req);
+  EXPECT_EQ(r.code, errc::unknown_collection);
+  EXPECT_GT(r.at, lsn{0}); // committed, as a record that changed nothing
+  EXPECT_FALSE(read(2, "k").found);
+  EXPECT_EQ(status(2).txns_refused, 1u);
+  // Nothing was created either: a queue op on "d" is no kind error.
+  EXPECT_EQ(txn_wait(2, one(op_kind::enqueue, "d", "", "x")).code, errc::ok);
+}
+
+TEST_F(replica_host_test, a_queue_and_a_dictionary_are_not_mixed_up) {
+  make_primary(2, 1);
+  ASSERT_EQ(txn_wait(2, one(op_kind::put, "d", "k", "v")).code, errc::ok);
+  ASSERT_EQ(txn_wait(2, one(op_kind::enqueue, "q", "", "x")).code, errc::ok);
+  EXPECT_EQ(txn_wait(2, one(op_kind::enqueue, "d", "", "x")).code, errc::wrong_kind);
+  EXPECT_EQ(txn_wait(2, one(op_kind::dequeue, "d", "")).code, errc::wrong_kind);
+  EXPECT_EQ(txn_wait(2, one(op_kind::put, "q", "k", "v")).code, errc::wrong_kind);
+  EXPECT_EQ(txn_wait(2, one(op_kind::expect_absent, "q", "k")).code, errc::wrong_kind);
+  auto rr = ask<read_result>(sys(), rs[2].host, read_request{"q", "k"});
+  run();
+  EXPECT_EQ(rr->value->code, errc::wrong_kind);
+  EXPECT_EQ(list(2, list_request{"q", "", "", 0}).code, errc::wrong_kind);
+  // The queue still holds its one item.
+  auto d = txn_wait(2, one(op_kind::dequeue, "q", ""));
+  EXPECT_EQ(d.outputs.at(0).value, "x");
+}
+
+TEST_F(replica_host_test, compare_and_set_commits_only_when_its_condition_holds) {
+  make_primary(2, 1);
+  auto cas = [](std::optional<std::string> expected, std::string desired) {
+    txn_request req;
+    if (expected)
+      req.ops.push_back(txn_op{"d", "k", *expected, op_kind::expect_value});
+    else
+      req.ops.push_back(txn_op{"d", "k", "", op_kind::expect_absent});
+    req.ops.push_back(txn_op{"d", "k", std::move(desired), op_kind::put});
+    return req;
+  };
+  auto first = txn_wait(2, cas(std::nullopt, "1"));
+  ASSERT_EQ(first.code, errc::ok);
+  ASSERT_EQ(first.outputs.size(), 2u);
+  EXPECT_TRUE(first.outputs[0].found); // the condition held
+  // The same again fails and reports the current value.
+  auto again = txn_wait(2, cas(std::nullopt, "2"));
+  EXPECT_EQ(again.code, errc::condition_failed);
+  ASSERT_EQ(again.outputs.size(), 1u);
+  EXPECT_FALSE(again.outputs[0].found);
+  EXPECT_EQ(again.outputs[0].value, "1");
+  EXPECT_EQ(txn_wait(2, cas(std::string{"0"}, "2")).code, errc::condition_failed);
+  EXPECT_EQ(read(2, "k").value, "1");
+  EXPECT_EQ(txn_wait(2, cas(std::string{"1"}, "2")).code, errc::ok);
+  EXPECT_EQ(read(2, "k").value, "2");
+  // A condition sees the transaction's own earlier writes.
+  txn_request own;
+  own.ops.push_back(txn_op{"d", "n", "x", op_kind::put});
+  own.ops.push_back(txn_op{"d", "n", "x", op_kind::expect_value});
+  EXPECT_EQ(txn_wait(2, own).code, errc::ok);
+  // Every replica applied the same outcomes.
+  ASSERT_TRUE(advance_until([&] { return read(0, "k").value == "2"; }, 200ms));
+  EXPECT_EQ(status(0).txns_refused, 2u);
+}
+
+TEST_F(replica_host_test, bad_requests_are_refused_before_anything_is_proposed) {
+  limits.max_value_bytes = 64;
+  limits.max_key_bytes = 16;
+  restart_all();
+  make_primary(2, 1);
+  auto last = status(2).last;
+  EXPECT_EQ(txn_wait(2, txn_request{}).code, errc::bad_request); // no ops
+  EXPECT_EQ(txn_wait(2, one(op_kind::put, "d", "", "v")).code, errc::bad_request);
+  EXPECT_EQ(txn_wait(2, one(op_kind::put, "", "k", "v")).code, errc::bad_request);
+  EXPECT_EQ(txn_wait(2, one(op_kind::put, "d", "k", std::string(65, 'v'))).code,
+            errc::too_large);
+  EXPECT_EQ(txn_wait(2, one(op_kind::put, "d", std::string(17, 'k'), "v")).code,
+            errc::too_large);
+  EXPECT_EQ(txn_wait(2, one(op_kind::enqueue, "q", "", std::string(65, 'v'))).code,
+            errc::too_large);
+  auto weak_dequeue = one(op_kind::dequeue, "q", "");
+  weak_dequeue.mode = commit_mode::weak;
+  EXPECT_EQ(txn_wait(2, weak_dequeue).code, errc::bad_request);
+  auto unknown_kind = one(op_kind::put, "d", "k", "v");
+  unknown_kind.ops[0].kind = static_cast<op_kind>(9);
+  EXPECT_EQ(txn_wait(2, unknown_kind).code, errc::bad_request);
+  // Refused on a secondary too, before it names the primary.
+  EXPECT_EQ(txn_wait(0, one(op_kind::put, "d", "", "v")).code, errc::bad_request);
+  advance(50ms);
+  EXPECT_EQ(status(2).last, last); // nothing reached the log
+  EXPECT_EQ(status(2).txns_refused, 0u);
+  // A value at the limit is fine.
+  EXPECT_EQ(txn_wait(2, one(op_kind::put, "d", "k", std::string(64, 'v'))).code,
+            errc::ok);
+}
+
+TEST_F(replica_host_test, list_by_prefix_is_bounded_and_pages_in_key_order) {
+  max_list_items = 3;
+  restart_all();
+  make_primary(2, 1);
+  txn_request req;
+  for (auto k : {"a/5", "a/1", "a/3", "a/2", "a/4", "a", "b/1", "a0"})
+    req.ops.push_back(txn_op{"d", k, std::string("v") + k, op_kind::put});
+  req.ops.push_back(txn_op{"d", "a/3", "", op_kind::remove});
+  ASSERT_EQ(txn_wait(2, req).code, errc::ok);
+  auto keys = [](const list_result& r) {
+    std::vector<std::string> out;
+    for (auto& i : r.items)
+      out.push_back(i.key);
+    return out;
+  };
+  auto p1 = list(2, list_request{"d", "a/", "", 2});
+  EXPECT_EQ(keys(p1), (std::vector<std::string>{"a/1", "a/2"}));
+  EXPECT_TRUE(p1.more);
+  EXPECT_EQ(p1.items[0].value, "va/1");
+  EXPECT_EQ(p1.replica_role, role::primary);
+  auto p2 = list(2, list_request{"d", "a/", "a/2", 2});
+  EXPECT_EQ(keys(p2), (std::vector<std::string>{"a/4", "a/5"}));
+  auto p3 = list(2, list_request{"d", "a/", "a/5", 2});
+  EXPECT_TRUE(p3.items.empty());
+  EXPECT_FALSE(p3.more);
+  // The host's bound caps a larger limit (and limit 0).
+  auto all = list(2, list_request{"d", "", "", 100});
+  EXPECT_EQ(all.items.size(), 3u);
+  EXPECT_TRUE(all.more);
+  EXPECT_EQ(keys(all), (std::vector<std::string>{"a", "a/1", "a/2"}));
+  EXPECT_EQ(list(2, list_request{"d", "", "", 0}).items.size(), 3u);
+  // A prefix of 0xff bytes has no upper bound; an unknown dictionary is empty.
+  ASSERT_EQ(txn_wait(2, one(op_kind::put, "d", "\xff\xff", "x")).code, errc::ok);
+  EXPECT_EQ(keys(list(2, list_request{"d", "\xff", "", 0})),
+            (std::vector<std::string>{"\xff\xff"}));
+  auto none = list(2, list_request{"nosuch", "", "", 0});
+  EXPECT_EQ(none.code, errc::ok);
+  EXPECT_TRUE(none.items.empty());
+  // A secondary lists its applied state and says how far behind it is.
+  ASSERT_TRUE(advance_until(
+      [&] {
+        return list(0, list_request{"d", "b/", "", 0}).items.size() == 1;
+      },
+      200ms));
+  advance(50ms); // heartbeats announce the primary's commit lsn
+  auto sec = list(0, list_request{"d", "b/", "", 0});
+  EXPECT_EQ(sec.replica_role, role::secondary);
+  EXPECT_EQ(sec.primary, rs[2].id);
+  EXPECT_EQ(sec.applied.value + sec.behind, status(2).commit.value);
 }
 
 } // namespace

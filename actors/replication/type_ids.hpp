@@ -18,6 +18,8 @@ CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::become_primary_msg
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::fetch_reply))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::fetch_request))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::leader_is_msg))
+CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::list_request))
+CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::list_result))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::read_request))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::read_result))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::replica_status))
@@ -31,5 +33,6 @@ CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, status_atom, "rp
 CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, flush_atom, "rp_flush")
 CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, synced_atom, "rp_synced")
 CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, timer_atom, "rp_timer")
+CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, retry_atom, "rp_retry")
 
 CAF_END_TYPE_ID_BLOCK(conclave_replication)

@@ -38,6 +38,20 @@ std::string_view to_string(errc e) {
     return "syncing";
   case errc::primary_changed:
     return "primary_changed";
+  case errc::bad_request:
+    return "bad_request";
+  case errc::too_large:
+    return "too_large";
+  case errc::condition_failed:
+    return "condition_failed";
+  case errc::unknown_collection:
+    return "unknown_collection";
+  case errc::wrong_kind:
+    return "wrong_kind";
+  case errc::timeout:
+    return "timeout";
+  case errc::outcome_unknown:
+    return "outcome_unknown";
   }
   return "unknown";
 }

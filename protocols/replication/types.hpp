@@ -76,8 +76,9 @@ enum class role : uint8_t { secondary = 0, syncing = 1, primary = 2 };
 
 std::string_view to_string(role r);
 
-/// Errors reported to clients (txn_failed, propose). Every one is retryable:
-/// the client retries on the node named by the error's primary hint.
+/// Errors reported to clients. The core's own (txn_failed, propose: 1-3) are
+/// retryable on the node named by the error's primary hint; the others are
+/// answers of the replica host and the client library (actors/replication).
 enum class errc : uint8_t {
   ok = 0,
   /// This replica is not the primary.
@@ -87,6 +88,30 @@ enum class errc : uint8_t {
   /// The primary lost its role before the transaction committed. The outcome
   /// is unknown: the next primary may still commit the record.
   primary_changed = 3,
+  // -- answers to a client request (replica host, client library) -----------
+  /// The request is malformed: no ops, an empty collection name or key, an
+  /// unknown op kind, a weak transaction that reads (dequeue, expect_*).
+  /// Nothing was proposed. Not retryable.
+  bad_request = 4,
+  /// A name, key, value or the whole transaction exceeds the store's limits.
+  /// Nothing was proposed. Not retryable.
+  too_large = 5,
+  /// An expect_value / expect_absent op did not hold when the transaction was
+  /// applied: the transaction committed as a record that changed nothing.
+  condition_failed = 6,
+  /// A dequeue on a queue that does not exist: the record changed nothing.
+  unknown_collection = 7,
+  /// An op on a collection of the other kind (a queue op on a dictionary or
+  /// the reverse): the record changed nothing.
+  wrong_kind = 8,
+  /// Client library: the deadline passed without an answer that settles the
+  /// request. An idempotent transaction may have committed (retrying it is
+  /// safe); for a read, nothing is known.
+  timeout = 9,
+  /// Client library: a transaction that is not idempotent (enqueue, dequeue)
+  /// got primary_changed, or no answer, after it was sent: it may or may not
+  /// have committed. It is not retried.
+  outcome_unknown = 10,
 };
 
 std::string_view to_string(errc e);

@@ -1,5 +1,6 @@
-// conclave kv get|put|delete: a client of a running cluster's replicated
-// store, for scripts and operators. See docs/node.md ("conclave kv").
+// conclave kv get|put|delete|list|enqueue|dequeue: a client of a running
+// cluster's replicated store, for scripts and operators. See docs/node.md
+// ("conclave kv").
 //
 // It asks a member's gate for the replica's front (client hello), sends the
 // transaction or read there, and follows the answer: a secondary or a
@@ -51,6 +52,10 @@ struct kv_options {
   CLI::App* get = nullptr;
   CLI::App* put = nullptr;
   CLI::App* del = nullptr;
+  CLI::App* list = nullptr;
+  CLI::App* enqueue = nullptr;
+  CLI::App* dequeue = nullptr;
+  uint32_t limit = 0;
 };
 
 /// Where to go next: the members in order, the primary first once named.
@@ -189,11 +194,64 @@ int print_read(const kv_options& o, const rp::read_result& r, uint64_t node_id) 
 }
 
 int print_commit(const kv_options& o, const rp::txn_result& r, uint64_t node_id) {
+  if (o.dequeue->parsed()) {
+    bool taken = !r.outputs.empty() && r.outputs.front().found;
+    if (o.json)
+      std::cout << nlohmann::json{{"node", node_id},
+                                  {"lsn", r.at.value},
+                                  {"found", taken},
+                                  {"value", taken
+                                                ? nlohmann::json(r.outputs.front().value)
+                                                : nlohmann::json(nullptr)}}
+                       .dump()
+                << '\n';
+    else if (taken)
+      std::cout << r.outputs.front().value << '\n';
+    if (!taken && !o.json)
+      std::cerr << "conclave: queue empty\n";
+    return taken ? exit_ok : exit_failure;
+  }
   if (o.json)
     std::cout << nlohmann::json{{"node", node_id}, {"lsn", r.at.value}}.dump() << '\n';
   else
     std::cout << "ok lsn " << r.at.value << '\n';
   return exit_ok;
+}
+
+int print_list(const kv_options& o, const rp::list_result& r, uint64_t node_id) {
+  if (o.json) {
+    auto items = nlohmann::json::array();
+    for (auto& i : r.items)
+      items.push_back({{"key", i.key}, {"value", i.value}});
+    std::cout << nlohmann::json{{"node", node_id},
+                                {"items", items},
+                                {"more", r.more},
+                                {"applied_lsn", r.applied.value},
+                                {"behind", r.behind},
+                                {"role", std::string{rp::to_string(r.replica_role)}}}
+                     .dump()
+              << '\n';
+  } else {
+    for (auto& i : r.items)
+      std::cout << i.key << '\t' << i.value << '\n';
+    if (r.more)
+      std::cerr << "conclave: more keys follow (raise --limit)\n";
+  }
+  return exit_ok;
+}
+
+/// Answers that end the command with an error (not retried).
+std::optional<std::string> final_error(rp::errc e) {
+  switch (e) {
+  case rp::errc::bad_request:
+  case rp::errc::too_large:
+  case rp::errc::condition_failed:
+  case rp::errc::unknown_collection:
+  case rp::errc::wrong_kind:
+    return std::string{rp::to_string(e)};
+  default:
+    return std::nullopt;
+  }
 }
 
 int run_kv(kv_options& o) {
@@ -204,8 +262,9 @@ int run_kv(kv_options& o) {
     return bad_input("--peers: " + members.error());
   if (o.at != 0 && members.value().count(o.at) == 0)
     return bad_input("--at: node " + std::to_string(o.at) + " is not in --peers");
-  if (o.at != 0 && !o.get->parsed())
-    return bad_input("--at: only for get (writes go to the primary)");
+  bool reading = o.get->parsed() || o.list->parsed();
+  if (o.at != 0 && !reading)
+    return bad_input("--at: only for get and list (writes go to the primary)");
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
   if (!o.tls_ca.empty()) {
@@ -233,29 +292,47 @@ int run_kv(kv_options& o) {
       std::this_thread::sleep_for(20ms);
       continue;
     }
-    if (o.get->parsed()) {
-      s.self->request(front, s.left(), rp::read_request{o.collection, o.key})
-          .receive(
-              [&](rp::read_result& res) {
-                // Without --at, only the primary's answer is the latest.
-                if (o.at == 0 && res.replica_role != rp::role::primary) {
-                  s.last_error = "node " + std::to_string(id) + " is "
-                                 + std::string{rp::to_string(res.replica_role)};
-                  r.prefer(res.primary.value != id ? res.primary.value : primary);
-                  return;
-                }
-                status = print_read(o, res, id);
-              },
-              [&](caf::error& e) {
-                s.last_error = "node " + std::to_string(id) + ": " + sys.render(e);
-              });
+    auto fail_with = [&](const std::string& why) {
+      std::cerr << "conclave: error: node " << id << ": " << why << '\n';
+      status = exit_failure;
+    };
+    if (o.get->parsed() || o.list->parsed()) {
+      auto answer = [&](auto& res, auto print) {
+        if (auto err = final_error(res.code))
+          return fail_with(*err);
+        // Without --at, only the primary's answer is the latest.
+        if (o.at == 0 && res.replica_role != rp::role::primary) {
+          s.last_error = "node " + std::to_string(id) + " is "
+                         + std::string{rp::to_string(res.replica_role)};
+          r.prefer(res.primary.value != id ? res.primary.value : primary);
+          return;
+        }
+        status = print(o, res, id);
+      };
+      auto on_error = [&](caf::error& e) {
+        s.last_error = "node " + std::to_string(id) + ": " + sys.render(e);
+      };
+      if (o.get->parsed())
+        s.self->request(front, s.left(), rp::read_request{o.collection, o.key})
+            .receive([&](rp::read_result& res) { answer(res, print_read); }, on_error);
+      else
+        s.self
+            ->request(front, s.left(),
+                      rp::list_request{o.collection, o.key, std::string{}, o.limit})
+            .receive([&](rp::list_result& res) { answer(res, print_list); }, on_error);
     } else {
       rp::txn_request req;
-      rp::write_op op;
+      rp::txn_op op;
       op.collection = o.collection;
       op.key = o.key;
       op.value = o.value;
-      op.remove = o.del->parsed();
+      op.kind = o.del->parsed()       ? rp::op_kind::remove
+                : o.enqueue->parsed() ? rp::op_kind::enqueue
+                : o.dequeue->parsed() ? rp::op_kind::dequeue
+                                      : rp::op_kind::put;
+      // A queue op run twice adds or takes a second item: never retried once
+      // its outcome is unknown.
+      bool idempotent = op.kind == rp::op_kind::put || op.kind == rp::op_kind::remove;
       req.ops.push_back(std::move(op));
       req.mode = o.weak ? rp::commit_mode::weak : rp::commit_mode::strong;
       s.self->request(front, s.left(), std::move(req))
@@ -265,13 +342,22 @@ int run_kv(kv_options& o) {
                   status = print_commit(o, res, id);
                   return;
                 }
-                // Retryable: the write is a blind put or delete, so applying it
-                // again after an unknown outcome (primary_changed) is harmless.
+                if (auto err = final_error(res.code))
+                  return fail_with(*err);
+                if (res.code == rp::errc::primary_changed && !idempotent)
+                  return fail_with("outcome unknown (the primary changed); not retried");
+                // not_primary / syncing: nothing was proposed; primary_changed on
+                // a put or delete: applying it again is harmless.
                 s.last_error = "node " + std::to_string(id) + ": "
                                + std::string{rp::to_string(res.code)};
                 r.prefer(res.primary.value != id ? res.primary.value : primary);
               },
               [&](caf::error& e) {
+                if (!idempotent && e != caf::sec::request_receiver_down) {
+                  fail_with("no answer (" + sys.render(e)
+                            + "): outcome unknown; not retried");
+                  return;
+                }
                 s.last_error = "node " + std::to_string(id) + ": " + sys.render(e);
               });
     }
@@ -322,6 +408,18 @@ void add_kv_command(command_registry& reg) {
                    "fails before a majority has it)");
   o->del = kv->add_subcommand("delete", "Remove a key (no error if absent)");
   o->del->add_option("KEY", o->key, "the key")->required();
+  o->list = kv->add_subcommand("list", "Print the keys starting with PREFIX and their "
+                                       "values (key TAB value), in key order");
+  o->list->add_option("PREFIX", o->key, "the prefix (\"\" lists everything)")->required();
+  option(o->list, "--at", o->at, "list this node's replica instead of the primary's");
+  option(o->list, "--limit", o->limit, "at most this many keys (0: the host's bound)");
+  o->enqueue = kv->add_subcommand("enqueue", "Append VALUE to queue --collection");
+  o->enqueue->add_option("VALUE", o->value, "the item")->required();
+  o->enqueue->add_flag("--weak", o->weak,
+                       "acknowledged once durable on the primary alone");
+  o->dequeue = kv->add_subcommand(
+      "dequeue",
+      "Take and print the oldest item of queue --collection (exit 1 if empty)");
 }
 
 } // namespace conclave::cli

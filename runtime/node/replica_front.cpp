@@ -80,6 +80,9 @@ caf::behavior front_impl(front_ptr self, replica_front_options opts) {
       [self](rp::read_request& req) {
         return self->delegate(self->state.opts.host, std::move(req));
       },
+      [self](rp::list_request& req) {
+        return self->delegate(self->state.opts.host, std::move(req));
+      },
       [self](tick_atom) {
         auto& st = self->state;
         self->request(st.opts.host, st.opts.status_period * 5,

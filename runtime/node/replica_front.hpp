@@ -3,8 +3,8 @@
 //
 // Clients get the front (through the gate's client hello), never the host
 // itself: the host also takes leadership and peer messages, which only the
-// node and its members may send. The front passes client transactions and
-// reads on to the host and answers with the host's answer; it measures each
+// node and its members may send. The front passes client transactions, reads
+// and lists on to the host and answers with the host's answer; it measures each
 // strong commit's latency (request in → acknowledgement out) for the
 // conclave_replica_commit_latency_seconds histogram. Every `status_period`
 // it asks the host for its status and reports it to the probe (metrics and

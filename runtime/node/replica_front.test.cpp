@@ -75,7 +75,7 @@ protected:
 
   rp::txn_request put(const std::string& key, const std::string& value) {
     rp::txn_request req;
-    req.ops.push_back({"kv", key, value, false});
+    req.ops.push_back({"kv", key, value, rp::op_kind::put});
     return req;
   }
 

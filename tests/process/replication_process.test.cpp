@@ -60,11 +60,13 @@ void replication_test::kill_primary_during_writes(int n) {
   // The first write also waits for the primary's sync phase.
   ASSERT_EQ(run_conclave(kv("put first 1"), true).status, 0);
   // Writes go on while the primary is killed: record the acknowledged ones.
+  // Paced by acknowledgements, not by time (a loaded machine runs kv slowly):
+  // the kill comes after 3 acknowledged writes, the writer stops after 3 more.
   std::mutex mtx;
   std::vector<std::string> acked;
   std::atomic<bool> stop{false};
   std::thread writer{[&] {
-    for (int i = 0; i < 200 && !stop; ++i) {
+    for (int i = 0; i < 500 && !stop; ++i) {
       auto key = "k" + std::to_string(i);
       if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0) {
         std::lock_guard<std::mutex> guard{mtx};
@@ -72,14 +74,20 @@ void replication_test::kill_primary_during_writes(int n) {
       }
     }
   }};
-  std::this_thread::sleep_for(500ms);
+  auto acked_count = [&] {
+    std::lock_guard<std::mutex> guard{mtx};
+    return acked.size();
+  };
+  bool before = eventually([&] { return acked_count() >= 3; }, 15s);
+  auto at_kill = acked_count();
   auto k = kill(leader, "KILL");
-  std::this_thread::sleep_for(700ms); // writes reach the new primary
+  bool after = eventually([&] { return acked_count() >= at_kill + 3; }, 15s);
   stop = true;
   writer.join();
+  ASSERT_TRUE(before && after) << acked_count() << " write(s) acknowledged, " << at_kill
+                               << " before the kill";
   EXPECT_NE(k["leader"].get<uint64_t>(), leader);
   std::lock_guard<std::mutex> guard{mtx};
-  ASSERT_GT(acked.size(), 5u);
   // Every acknowledged write is on the new primary (kv get reads the primary's).
   for (auto& key : acked) {
     auto r = run_conclave(kv("get " + key));
@@ -140,6 +148,29 @@ TEST_F(replication_test, a_secondary_sends_the_client_to_the_primary) {
         return r.status == 0 && nlohmann::json::parse(r.out)["role"] == "secondary";
       },
       3s));
+}
+
+TEST_F(replication_test, kv_lists_by_prefix_and_uses_queues_in_order) {
+  up(3, "--insecure");
+  for (auto kvp : {"put p2 two", "put p1 one", "put q three"})
+    ASSERT_EQ(run_conclave(kv(kvp), true).status, 0) << kvp;
+  auto l = run_conclave(kv("list p"), true);
+  EXPECT_EQ(l.status, 0);
+  EXPECT_EQ(l.out, "p1\tone\np2\ttwo\n");
+  auto jobs = [&](const std::string& args) { return kv("--collection jobs " + args); };
+  EXPECT_EQ(run_conclave(jobs("enqueue first")).status, 0);
+  EXPECT_EQ(run_conclave(jobs("enqueue second")).status, 0);
+  auto d1 = run_conclave(jobs("dequeue"));
+  EXPECT_EQ(d1.status, 0);
+  EXPECT_EQ(d1.out, "first\n");
+  EXPECT_EQ(run_conclave(jobs("dequeue")).out, "second\n");
+  auto empty = run_conclave(jobs("dequeue"), true);
+  EXPECT_EQ(empty.status, 1);
+  EXPECT_NE(empty.out.find("queue empty"), std::string::npos) << empty.out;
+  // A queue is not a dictionary: refused by the store, not retried.
+  auto wrong = run_conclave(jobs("get x"), true);
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_NE(wrong.out.find("wrong_kind"), std::string::npos) << wrong.out;
 }
 
 TEST(replication_cli, bad_kv_flags_and_a_foreign_data_dir_are_exit_2_with_one_line) {

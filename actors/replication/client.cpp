@@ -1,0 +1,371 @@
+#include "actors/replication/client.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/sec.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <map>
+#include <random>
+#include <variant>
+
+namespace conclave::replication {
+
+bool idempotent(const txn_request& req) {
+  for (auto& op : req.ops)
+    if (op.kind == op_kind::enqueue || op.kind == op_kind::dequeue)
+      return false;
+  return true;
+}
+
+namespace {
+
+using time_point = caf::actor_clock::time_point;
+
+template <class Request>
+struct answer_of;
+template <>
+struct answer_of<txn_request> {
+  using type = txn_result;
+};
+template <>
+struct answer_of<read_request> {
+  using type = read_result;
+};
+template <>
+struct answer_of<list_request> {
+  using type = list_result;
+};
+template <class Request>
+using answer_t = typename answer_of<Request>::type;
+
+/// One request of a caller, across its attempts.
+template <class Request>
+struct pending {
+  Request req;
+  caf::typed_response_promise<answer_t<Request>> promise;
+  time_point deadline;
+  caf::timespan backoff{0};
+  /// Immediate redirects since the last backoff.
+  size_t redirects = 0;
+  /// The member asked by the attempt in flight.
+  node_id target;
+};
+
+using any_pending =
+    std::variant<pending<txn_request>, pending<read_request>, pending<list_request>>;
+
+struct client_state {
+  client_options opts;
+  std::map<uint64_t, any_pending> ops;
+  uint64_t next_id = 1;
+  /// The primary last heard of (no_node: ask the members in turn).
+  node_id primary = no_node;
+  size_t probe = 0;
+  std::minstd_rand rng;
+  static inline const char* name = "conclave.replication_client";
+};
+
+using client_impl = caf::stateful_actor<client_state>*;
+
+template <class Request>
+void attempt(client_impl self, uint64_t id);
+
+/// The answer given when the deadline passes.
+template <class Answer>
+Answer timed_out(const client_state& st) {
+  Answer a;
+  a.code = errc::timeout;
+  a.primary = st.primary;
+  return a;
+}
+
+template <class Request>
+pending<Request>* find(client_impl self, uint64_t id) {
+  auto i = self->state.ops.find(id);
+  if (i == self->state.ops.end())
+    return nullptr;
+  return std::get_if<pending<Request>>(&i->second);
+}
+
+template <class Request>
+void finish(client_impl self, uint64_t id, answer_t<Request> a) {
+  if (auto* p = find<Request>(self, id)) {
+    p->promise.deliver(std::move(a));
+    self->state.ops.erase(id);
+  }
+}
+
+/// Tries again after the backoff, or answers timeout if the deadline would
+/// pass first.
+template <class Request>
+void retry_later(client_impl self, uint64_t id) {
+  auto& st = self->state;
+  auto* p = find<Request>(self, id);
+  if (!p)
+    return;
+  p->redirects = 0;
+  p->backoff = p->backoff.count() == 0 ? st.opts.backoff_first
+                                       : std::min(p->backoff * 2, st.opts.backoff_max);
+  // Equal jitter: half fixed, half random.
+  auto half = p->backoff.count() / 2;
+  std::uniform_int_distribution<int64_t> dist(0, half > 0 ? half : 0);
+  caf::timespan wait{half + dist(st.rng)};
+  if (self->clock().now() + wait >= p->deadline) {
+    finish<Request>(self, id, timed_out<answer_t<Request>>(st));
+    return;
+  }
+  self->delayed_send(self, wait, replication_atoms::retry_atom_v, id);
+}
+
+/// Follows a hint to the primary: at once while the redirects in a row stay
+/// below the number of members (stale hints cannot loop), else with backoff.
+template <class Request>
+void redirect(client_impl self, uint64_t id, node_id asked, node_id hint) {
+  auto& st = self->state;
+  auto* p = find<Request>(self, id);
+  if (!p)
+    return;
+  if (hint != no_node && hint != asked) {
+    st.primary = hint;
+    if (++p->redirects <= st.opts.members.size()) {
+      attempt<Request>(self, id);
+      return;
+    }
+  } else if (st.primary == asked) {
+    st.primary = no_node;
+  }
+  retry_later<Request>(self, id);
+}
+
+/// The attempt got no answer (timeout, dead host): forget that primary.
+void lost(client_state& st, node_id asked) {
+  if (st.primary == asked)
+    st.primary = no_node;
+}
+
+void on_answer(client_impl self, uint64_t id, node_id asked, txn_result r) {
+  auto& st = self->state;
+  auto* p = find<txn_request>(self, id);
+  if (!p)
+    return;
+  switch (r.code) {
+  case errc::not_primary:
+    redirect<txn_request>(self, id, asked, r.primary);
+    return;
+  case errc::syncing:
+    st.primary = asked;
+    retry_later<txn_request>(self, id);
+    return;
+  case errc::primary_changed:
+    lost(st, asked);
+    if (r.primary != no_node && r.primary != asked)
+      st.primary = r.primary;
+    if (!idempotent(p->req)) {
+      finish<txn_request>(self, id,
+                          txn_result{errc::outcome_unknown, r.at, st.primary, {}});
+      return;
+    }
+    retry_later<txn_request>(self, id);
+    return;
+  default:
+    if (r.code == errc::ok)
+      st.primary = asked;
+    finish<txn_request>(self, id, std::move(r));
+  }
+}
+
+template <class Answer>
+void on_read_answer(client_impl self, uint64_t id, node_id asked, Answer r) {
+  using Request =
+      std::conditional_t<std::is_same_v<Answer, read_result>, read_request, list_request>;
+  auto& st = self->state;
+  if (r.code == errc::ok && r.replica_role == role::syncing) {
+    st.primary = asked;
+    retry_later<Request>(self, id);
+    return;
+  }
+  if (r.code == errc::ok && r.replica_role != role::primary) {
+    redirect<Request>(self, id, asked, r.primary);
+    return;
+  }
+  if (r.code == errc::ok)
+    st.primary = asked;
+  finish<Request>(self, id, std::move(r));
+}
+
+template <class Request>
+void on_error(client_impl self, uint64_t id, node_id asked, const caf::error& err) {
+  auto& st = self->state;
+  lost(st, asked);
+  // CAF answers request_receiver_down only for a request the host never
+  // handled (sent to a dead actor, or left in its mailbox when it stopped,
+  // or a remote node found no such actor): safe to retry whatever it is.
+  bool never_handled = err == caf::sec::request_receiver_down;
+  if constexpr (std::is_same_v<Request, txn_request>) {
+    if (never_handled) {
+      retry_later<Request>(self, id);
+      return;
+    }
+    auto* p = find<txn_request>(self, id);
+    if (p && !idempotent(p->req)) {
+      finish<txn_request>(self, id, txn_result{errc::outcome_unknown, {}, no_node, {}});
+      return;
+    }
+  }
+  retry_later<Request>(self, id);
+}
+
+template <class Request>
+void attempt(client_impl self, uint64_t id) {
+  auto& st = self->state;
+  auto* p = find<Request>(self, id);
+  if (!p)
+    return;
+  auto now = self->clock().now();
+  if (now >= p->deadline) {
+    finish<Request>(self, id, timed_out<answer_t<Request>>(st));
+    return;
+  }
+  node_id target = st.primary;
+  if (target == no_node) {
+    target = st.opts.members[st.probe % st.opts.members.size()];
+    ++st.probe;
+  }
+  p->target = target;
+  caf::actor host = st.opts.lookup ? st.opts.lookup(target) : caf::actor{};
+  if (!host) {
+    lost(st, target);
+    retry_later<Request>(self, id);
+    return;
+  }
+  auto wait = std::min<caf::timespan>(st.opts.attempt_timeout, p->deadline - now);
+  self->request(host, wait, p->req)
+      .then(
+          [self, id, target](answer_t<Request>& r) {
+            if constexpr (std::is_same_v<Request, txn_request>)
+              on_answer(self, id, target, std::move(r));
+            else
+              on_read_answer(self, id, target, std::move(r));
+          },
+          [self, id, target](caf::error& err) {
+            on_error<Request>(self, id, target, err);
+          });
+}
+
+template <class Request>
+caf::result<answer_t<Request>> start(client_impl self, Request req) {
+  auto& st = self->state;
+  if (st.opts.members.empty()) {
+    answer_t<Request> a;
+    a.code = errc::bad_request;
+    return a;
+  }
+  auto id = st.next_id++;
+  pending<Request> p;
+  p.req = std::move(req);
+  p.promise = self->make_response_promise<answer_t<Request>>();
+  p.deadline = self->clock().now() + st.opts.deadline;
+  auto rp = p.promise;
+  st.ops.emplace(id, std::move(p));
+  attempt<Request>(self, id);
+  return rp;
+}
+
+caf::behavior make_client(client_impl self, client_options opts) {
+  self->state.opts = std::move(opts);
+  self->state.rng.seed(static_cast<std::minstd_rand::result_type>(self->state.opts.seed));
+  self->set_default_handler(caf::drop);
+  self->set_down_handler([](const caf::down_msg&) {});
+  return {
+      [self](txn_request& req) { return start(self, std::move(req)); },
+      [self](read_request& req) { return start(self, std::move(req)); },
+      [self](list_request& req) { return start(self, std::move(req)); },
+      [self](replication_atoms::retry_atom, uint64_t id) {
+        auto i = self->state.ops.find(id);
+        if (i == self->state.ops.end())
+          return;
+        std::visit(
+            [&](auto& p) {
+              using P = std::decay_t<decltype(p)>;
+              attempt<decltype(P::req)>(self, id);
+            },
+            i->second);
+      },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_client(caf::actor_system& sys, client_options opts) {
+  return sys.spawn(make_client, std::move(opts));
+}
+
+// -- kv_client -------------------------------------------------------------------
+
+kv_client::kv_client(caf::actor_system& sys, client_options opts)
+    : sys_(sys), opts_(opts), client_(spawn_client(sys, std::move(opts))) {}
+
+kv_client::~kv_client() {
+  caf::anon_send_exit(client_, caf::exit_reason::user_shutdown);
+}
+
+template <class Result, class Request>
+Result kv_client::ask(const Request& req) {
+  Result out;
+  out.code = errc::timeout;
+  caf::scoped_actor self{sys_};
+  self->request(client_, opts_.deadline + opts_.attempt_timeout, req)
+      .receive([&](Result& r) { out = std::move(r); }, [](caf::error&) {});
+  return out;
+}
+
+read_result kv_client::get(const std::string& collection, const std::string& key) {
+  return ask<read_result>(read_request{collection, key});
+}
+
+list_result kv_client::list(const std::string& collection, const std::string& prefix,
+                            uint32_t limit, const std::string& start_after) {
+  return ask<list_result>(list_request{collection, prefix, start_after, limit});
+}
+
+txn_result kv_client::put(const std::string& collection, const std::string& key,
+                          const std::string& value, commit_mode mode) {
+  return transact(txn_request{{txn_op{collection, key, value, op_kind::put}}, mode});
+}
+
+txn_result kv_client::remove(const std::string& collection, const std::string& key) {
+  return transact(txn_request{{txn_op{collection, key, {}, op_kind::remove}}, {}});
+}
+
+txn_result kv_client::enqueue(const std::string& queue, const std::string& value) {
+  return transact(txn_request{{txn_op{queue, {}, value, op_kind::enqueue}}, {}});
+}
+
+txn_result kv_client::dequeue(const std::string& queue) {
+  return transact(txn_request{{txn_op{queue, {}, {}, op_kind::dequeue}}, {}});
+}
+
+txn_result kv_client::compare_and_set(const std::string& collection,
+                                      const std::string& key,
+                                      const std::optional<std::string>& expected,
+                                      const std::optional<std::string>& desired) {
+  txn_request req;
+  if (expected)
+    req.ops.push_back(txn_op{collection, key, *expected, op_kind::expect_value});
+  else
+    req.ops.push_back(txn_op{collection, key, {}, op_kind::expect_absent});
+  if (desired)
+    req.ops.push_back(txn_op{collection, key, *desired, op_kind::put});
+  else
+    req.ops.push_back(txn_op{collection, key, {}, op_kind::remove});
+  return transact(req);
+}
+
+txn_result kv_client::transact(const txn_request& req) {
+  return ask<txn_result>(req);
+}
+
+} // namespace conclave::replication

@@ -1,0 +1,450 @@
+// The client library against three replica hosts on CAF's test coordinator
+// (virtual time, memory devices): it finds the primary through a secondary's
+// hint, waits out a sync phase, retries idempotent transactions across a
+// crashed or deposed primary and answers outcome_unknown for the others,
+// gives up at its deadline, and never lets two clients dequeue one item,
+// across randomized failovers. The blocking facade runs once on a real
+// scheduler.
+#include "actors/replication/client.hpp"
+
+#include "actors/replication/replica_set_fixture.hpp"
+
+#include <caf/scoped_actor.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <set>
+
+using namespace conclave::replication;
+using namespace std::chrono_literals;
+using conclave::store::memory_log_device;
+using conclave::testing::ask;
+using conclave::testing::reply;
+
+namespace {
+
+class client_test : public conclave::replication::testing::replica_set_fixture {
+protected:
+  /// The replica host of a member, or nothing while the test says it is
+  /// unreachable. Every lookup is recorded.
+  caf::actor lookup(node_id id) {
+    looked_up.push_back(id);
+    for (auto& r : rs)
+      if (r.id == id && !unreachable.count(id))
+        return r.host;
+    return {};
+  }
+
+  caf::actor make_client(uint64_t seed = 1) {
+    client_options o;
+    o.members = members();
+    o.lookup = [this](node_id id) { return lookup(id); };
+    o.attempt_timeout = 100ms;
+    o.deadline = 2s;
+    o.seed = seed;
+    return track(spawn_client(sys(), o));
+  }
+
+  template <class Result, class Request>
+  Result wait(const caf::actor& client, Request req, caf::timespan limit = 3s) {
+    auto r = ask<Result>(sys(), client, std::move(req));
+    EXPECT_TRUE(advance_until([&] { return r->done; }, limit));
+    EXPECT_TRUE(r->value);
+    if (!r->value) {
+      Result out;
+      out.code = errc::timeout;
+      return out;
+    }
+    return *r->value;
+  }
+
+  static txn_request put_req(std::string k, std::string v) {
+    return txn_request{{txn_op{"d", std::move(k), std::move(v), op_kind::put}}, {}};
+  }
+  static txn_request enqueue_req(std::string v) {
+    return txn_request{{txn_op{"q", "", std::move(v), op_kind::enqueue}}, {}};
+  }
+  static txn_request dequeue_req() {
+    return txn_request{{txn_op{"q", "", "", op_kind::dequeue}}, {}};
+  }
+
+  std::vector<node_id> looked_up;
+  std::set<node_id> unreachable;
+};
+
+TEST_F(client_test, client_asking_a_secondary_is_redirected_to_the_primary) {
+  make_primary(2, 1);
+  auto c = make_client();
+  auto r = wait<txn_result>(c, put_req("k", "v"));
+  EXPECT_EQ(r.code, errc::ok);
+  // Member 1 first (it knows no primary yet), then the primary it named.
+  EXPECT_EQ(looked_up, (std::vector<node_id>{rs[0].id, rs[2].id}));
+  // Reads and lists go to the primary it now knows.
+  auto g = wait<read_result>(c, read_request{"d", "k"});
+  EXPECT_EQ(g.code, errc::ok);
+  EXPECT_TRUE(g.found);
+  EXPECT_EQ(g.value, "v");
+  EXPECT_EQ(g.replica_role, role::primary);
+  auto l = wait<list_result>(c, list_request{"d", "", "", 0});
+  ASSERT_EQ(l.items.size(), 1u);
+  EXPECT_EQ(l.items[0].key, "k");
+  EXPECT_EQ(looked_up.size(), 4u);
+  EXPECT_EQ(looked_up.back(), rs[2].id);
+}
+
+TEST_F(client_test, a_read_answered_by_a_secondary_is_asked_again_at_the_primary) {
+  make_primary(2, 1);
+  auto c = make_client();
+  auto g = wait<read_result>(c, read_request{"d", "nothing"});
+  EXPECT_EQ(g.code, errc::ok);
+  EXPECT_FALSE(g.found);
+  EXPECT_EQ(g.replica_role, role::primary);
+  EXPECT_EQ(looked_up, (std::vector<node_id>{rs[0].id, rs[2].id}));
+}
+
+TEST_F(client_test, client_waits_out_the_sync_phase_of_a_new_primary) {
+  // The secondaries' syncs are held: the new primary's sync phase cannot
+  // finish (its new_primary record is durable on itself only).
+  rs[0].device->set_auto_sync(false);
+  rs[2].device->set_auto_sync(false);
+  auto ok = ask<bool>(sys(), rs[1].host, become_primary_msg{term{1, rs[1].id, 0}});
+  advance(5ms);
+  ASSERT_TRUE(ok->value && *ok->value);
+  ASSERT_FALSE(status(1).serving);
+  // A read there says syncing: its applied state may miss acknowledged commits.
+  auto early = ask<read_result>(sys(), rs[1].host, read_request{"d", "k"});
+  run();
+  EXPECT_EQ(early->value->replica_role, role::syncing);
+  auto c = make_client();
+  auto r = ask<txn_result>(sys(), c, put_req("k", "v"));
+  advance(100ms);
+  EXPECT_FALSE(r->done);
+  auto asked_primary = std::count(looked_up.begin(), looked_up.end(), rs[1].id);
+  EXPECT_GE(asked_primary, 2); // asked again after syncing
+  rs[0].device->set_auto_sync(true);
+  rs[0].device->release_syncs();
+  ASSERT_TRUE(advance_until([&] { return r->done; }, 1s));
+  EXPECT_EQ(r->value->code, errc::ok);
+  EXPECT_EQ(read(1, "k").value, "v");
+}
+
+TEST_F(client_test, crashed_primary_mid_stream_puts_retry_and_commit_on_the_new_one) {
+  make_primary(2, 1);
+  auto c = make_client();
+  std::vector<std::shared_ptr<reply<txn_result>>> puts;
+  for (int i = 0; i < 10; ++i)
+    puts.push_back(ask<txn_result>(sys(), c, put_req("k" + std::to_string(i), "v")));
+  // Some commit, then the primary dies with the rest in flight.
+  run_until([&] { return puts[3]->done; });
+  ASSERT_FALSE(puts.back()->done);
+  crash(2);
+  advance(20ms);
+  make_primary(0, 2);
+  ASSERT_TRUE(advance_until(
+      [&] {
+        for (auto& p : puts)
+          if (!p->done)
+            return false;
+        return true;
+      },
+      2s));
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(puts[i]->value) << i;
+    EXPECT_EQ(puts[i]->value->code, errc::ok) << i;
+    EXPECT_TRUE(read(0, "k" + std::to_string(i)).found) << i;
+  }
+}
+
+TEST_F(client_test, deposed_primary_idempotent_put_is_retried_enqueue_is_not) {
+  make_primary(2, 1);
+  auto c = make_client();
+  ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
+  // The primary cannot commit (both secondaries' syncs held), then is deposed.
+  rs[0].device->set_auto_sync(false);
+  rs[1].device->set_auto_sync(false);
+  auto p = ask<txn_result>(sys(), c, put_req("k", "v"));
+  auto e = ask<txn_result>(sys(), c, enqueue_req("item"));
+  advance(10ms);
+  ASSERT_FALSE(p->done);
+  ASSERT_FALSE(e->done);
+  auto down = ask<bool>(sys(), rs[2].host, leader_is_msg{term{2, rs[0].id, 0}});
+  run();
+  ASSERT_TRUE(e->done && e->value);
+  EXPECT_EQ(e->value->code, errc::outcome_unknown);
+  EXPECT_FALSE(p->done); // retrying
+  rs[0].device->release_syncs();
+  rs[1].device->release_syncs();
+  rs[0].device->set_auto_sync(true);
+  rs[1].device->set_auto_sync(true);
+  make_primary(0, 2);
+  ASSERT_TRUE(advance_until([&] { return p->done; }, 2s));
+  EXPECT_EQ(p->value->code, errc::ok);
+  EXPECT_EQ(read(0, "k").value, "v");
+  // The enqueue ran at most once: the queue holds zero or one item.
+  auto first = wait<txn_result>(c, dequeue_req());
+  if (first.code == errc::ok && first.outputs.at(0).found) {
+    EXPECT_EQ(first.outputs[0].value, "item");
+    EXPECT_FALSE(wait<txn_result>(c, dequeue_req()).outputs.at(0).found);
+  } else {
+    EXPECT_TRUE(first.code == errc::unknown_collection
+                || (first.code == errc::ok && !first.outputs.at(0).found));
+  }
+}
+
+TEST_F(client_test, enqueue_sent_to_a_dead_primary_was_never_handled_and_is_retried) {
+  make_primary(2, 1);
+  auto c = make_client();
+  ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
+  crash(2); // the client still thinks it is primary
+  auto e = ask<txn_result>(sys(), c, enqueue_req("once"));
+  advance(20ms);
+  ASSERT_FALSE(e->done);
+  make_primary(0, 2);
+  ASSERT_TRUE(advance_until([&] { return e->done; }, 2s));
+  EXPECT_EQ(e->value->code, errc::ok);
+  auto d = wait<txn_result>(c, dequeue_req());
+  EXPECT_EQ(d.outputs.at(0).value, "once");
+  EXPECT_FALSE(wait<txn_result>(c, dequeue_req()).outputs.at(0).found);
+}
+
+TEST_F(client_test, without_a_primary_the_client_gives_up_at_its_deadline) {
+  auto c = make_client();
+  auto start = now();
+  auto p = ask<txn_result>(sys(), c, put_req("k", "v"));
+  auto e = ask<txn_result>(sys(), c, enqueue_req("x"));
+  auto g = ask<read_result>(sys(), c, read_request{"d", "k"});
+  ASSERT_TRUE(advance_until([&] { return p->done && e->done && g->done; }, 3s));
+  // It stops when the next backoff would cross the deadline.
+  EXPECT_GE(now() - start, 1700ms);
+  EXPECT_EQ(p->value->code, errc::timeout);
+  // Only not_primary answers: nothing ambiguous was sent, so timeout.
+  EXPECT_EQ(e->value->code, errc::timeout);
+  EXPECT_EQ(g->value->code, errc::timeout);
+  EXPECT_GT(looked_up.size(), 6u); // it kept trying the members
+}
+
+TEST_F(client_test, unreachable_members_are_skipped) {
+  make_primary(2, 1);
+  unreachable.insert(rs[0].id);
+  unreachable.insert(rs[1].id);
+  auto c = make_client();
+  EXPECT_EQ(wait<txn_result>(c, put_req("k", "v")).code, errc::ok);
+  EXPECT_EQ(looked_up.back(), rs[2].id);
+}
+
+TEST_F(client_test, bad_requests_come_back_typed_and_are_not_retried) {
+  make_primary(2, 1);
+  auto c = make_client();
+  ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
+  auto n = looked_up.size();
+  EXPECT_EQ(wait<txn_result>(c, put_req("", "v")).code, errc::bad_request);
+  EXPECT_EQ(wait<txn_result>(c, dequeue_req()).code, errc::unknown_collection);
+  EXPECT_EQ(looked_up.size(), n + 2); // one attempt each
+}
+
+/// Clients dequeue concurrently while the primary crashes or is replaced at
+/// random moments. Every item is handed to at most one client; an item that
+/// nobody got and that is not left in the queue was taken by a dequeue whose
+/// answer was outcome_unknown.
+TEST_F(client_test, dequeue_never_hands_one_item_to_two_clients_across_failovers) {
+  constexpr int seeds = 12;
+  constexpr int items = 120;
+  size_t total_got = 0;
+  int total_unknown = 0;
+  int failovers = 0;
+  size_t total_lost = 0;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    // A fresh replica set per seed.
+    for (auto& r : rs) {
+      caf::anon_send_exit(r.host, caf::exit_reason::kill);
+      run();
+      r.device = std::make_shared<memory_log_device>();
+      r.terms = std::make_shared<memory_term_file>();
+    }
+    for (size_t i = 0; i < rs.size(); ++i)
+      spawn(i);
+    std::mt19937_64 rng(seed);
+    uint64_t epoch = 1;
+    size_t primary = rng() % 3;
+    make_primary(primary, epoch);
+    auto feeder = make_client(seed);
+    for (int i = 0; i < items; ++i)
+      ASSERT_EQ(wait<txn_result>(feeder, enqueue_req("item" + std::to_string(i))).code,
+                errc::ok);
+    std::vector<caf::actor> clients;
+    std::vector<std::shared_ptr<reply<txn_result>>> inflight(3);
+    for (int i = 0; i < 3; ++i)
+      clients.push_back(make_client(seed * 10 + i));
+    std::multiset<std::string> got;
+    int unknown = 0;
+    std::optional<size_t> crashed;
+    bool empty_seen = false;
+    auto step_clients = [&] {
+      for (size_t i = 0; i < clients.size(); ++i) {
+        auto& f = inflight[i];
+        if (f && !f->done)
+          continue;
+        if (f && f->value) {
+          auto& r = *f->value;
+          if (r.code == errc::ok && r.outputs.at(0).found)
+            got.insert(r.outputs[0].value);
+          else if (r.code == errc::ok)
+            empty_seen = true;
+          else if (r.code == errc::outcome_unknown)
+            ++unknown;
+        }
+        f = empty_seen ? nullptr : ask<txn_result>(sys(), clients[i], dequeue_req());
+      }
+    };
+    for (int t = 0; t < 2000 && !empty_seen; ++t) {
+      step_clients();
+      if (rng() % 12 != 0) {
+        advance(1ms);
+        continue;
+      }
+      // Mid-flight: a random number of jobs run, then the failover.
+      int jobs = static_cast<int>(rng() % 40);
+      run_until([&] { return jobs-- <= 0; });
+      // A failover: restart what crashed before, then crash the primary or
+      // elect another replica over it.
+      if (crashed) {
+        spawn(*crashed);
+        crashed.reset();
+      }
+      auto next = (primary + 1 + rng() % 2) % 3;
+      if (rng() % 2 == 0) {
+        crash(primary);
+        crashed = primary;
+      } else if (rng() % 2 == 0) {
+        caf::anon_send(rs[primary].host, leader_is_msg{term{epoch + 1, rs[next].id, 0}});
+      }
+      make_primary(next, ++epoch);
+      primary = next;
+      ++failovers;
+    }
+    if (crashed)
+      spawn(*crashed);
+    // Let the last answers arrive, then drain what is left.
+    ASSERT_TRUE(advance_until(
+        [&] {
+          for (auto& f : inflight)
+            if (f && !f->done)
+              return false;
+          return true;
+        },
+        3s));
+    empty_seen = true;
+    step_clients();
+    std::multiset<std::string> left;
+    for (;;) {
+      auto r = wait<txn_result>(feeder, dequeue_req());
+      ASSERT_EQ(r.code, errc::ok);
+      if (!r.outputs.at(0).found)
+        break;
+      left.insert(r.outputs[0].value);
+    }
+    std::set<std::string> seen;
+    for (auto& x : got) {
+      EXPECT_EQ(got.count(x), 1u) << x << " handed out twice";
+      EXPECT_EQ(left.count(x), 0u) << x << " handed out and still queued";
+      seen.insert(x);
+    }
+    for (auto& x : left)
+      seen.insert(x);
+    EXPECT_LE(static_cast<int>(items - seen.size()), unknown);
+    std::set<std::string> enqueued;
+    for (int i = 0; i < items; ++i)
+      enqueued.insert("item" + std::to_string(i));
+    for (auto& x : seen)
+      EXPECT_EQ(enqueued.count(x), 1u) << x;
+    total_got += got.size();
+    total_lost += items - seen.size();
+    total_unknown += unknown;
+    for (auto& cl : clients)
+      caf::anon_send_exit(cl, caf::exit_reason::kill);
+    caf::anon_send_exit(feeder, caf::exit_reason::kill);
+    run();
+  }
+  // The schedules did exercise both paths.
+  EXPECT_GT(total_got, 0u);
+  EXPECT_GT(total_unknown, 0);
+  EXPECT_GE(failovers, seeds);
+  std::printf("dequeue schedules: %d seeds, %d failovers, %zu items handed out, %zu "
+              "taken by %d dequeues of unknown outcome\n",
+              seeds, failovers, total_got, total_lost, total_unknown);
+}
+
+// -- the blocking facade, on a real scheduler -------------------------------------
+
+TEST(kv_client, blocking_calls_run_against_three_hosts_on_a_real_scheduler) {
+  caf::actor_system_config cfg;
+  cfg.add_message_types<caf::id_block::conclave_replication>();
+  cfg.set("logger.file-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{cfg};
+  std::vector<node_id> ids{node_id{1}, node_id{2}, node_id{3}};
+  std::vector<std::shared_ptr<actor_transport>> transports;
+  std::vector<caf::actor> hosts;
+  // Stops the hosts however the test ends (a primary's heartbeat timer would
+  // keep ~actor_system waiting).
+  struct stopper {
+    std::vector<caf::actor>& hosts;
+    ~stopper() {
+      for (auto& h : hosts)
+        caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    }
+  } stop_hosts{hosts};
+  for (auto id : ids) {
+    replica_host_options o;
+    o.self = id;
+    o.members = ids;
+    o.device = std::make_shared<conclave::store::memory_log_device>();
+    o.terms = std::make_shared<memory_term_file>();
+    auto t = std::make_shared<actor_transport>();
+    o.transport = t;
+    transports.push_back(t);
+    hosts.push_back(spawn_replica_host(sys, o));
+  }
+  for (auto& t : transports)
+    for (size_t i = 0; i < ids.size(); ++i)
+      t->set_peer(ids[i], hosts[i]);
+  {
+    caf::scoped_actor self{sys};
+    bool became = false;
+    self->request(hosts[1], std::chrono::seconds(5),
+                  become_primary_msg{term{1, ids[1], 0}})
+        .receive([&](bool ok) { became = ok; }, [](caf::error&) {});
+    ASSERT_TRUE(became);
+  }
+  client_options o;
+  o.members = ids;
+  o.lookup = [&](node_id id) { return hosts.at(id.value - 1); };
+  {
+    kv_client kv{sys, o};
+    EXPECT_EQ(kv.put("d", "user/1", "ann").code, errc::ok);
+    EXPECT_EQ(kv.put("d", "user/2", "bob").code, errc::ok);
+    EXPECT_EQ(kv.get("d", "user/1").value, "ann");
+    auto l = kv.list("d", "user/", 1);
+    ASSERT_EQ(l.items.size(), 1u);
+    EXPECT_TRUE(l.more);
+    EXPECT_EQ(kv.list("d", "user/", 0, l.items[0].key).items.at(0).value, "bob");
+    auto rm = kv.remove("d", "user/2");
+    EXPECT_TRUE(rm.outputs.at(0).found);
+    EXPECT_FALSE(kv.get("d", "user/2").found);
+    EXPECT_EQ(kv.enqueue("jobs", "j1").code, errc::ok);
+    auto d = kv.dequeue("jobs");
+    EXPECT_EQ(d.outputs.at(0).value, "j1");
+    EXPECT_FALSE(kv.dequeue("jobs").outputs.at(0).found);
+    EXPECT_EQ(kv.compare_and_set("d", "lock", std::nullopt, std::string{"me"}).code,
+              errc::ok);
+    auto lost = kv.compare_and_set("d", "lock", std::nullopt, std::string{"you"});
+    EXPECT_EQ(lost.code, errc::condition_failed);
+    EXPECT_EQ(lost.outputs.at(0).value, "me");
+    EXPECT_EQ(kv.compare_and_set("d", "lock", std::string{"me"}, std::nullopt).code,
+              errc::ok);
+    EXPECT_FALSE(kv.get("d", "lock").found);
+  }
+}
+
+} // namespace

@@ -1,0 +1,156 @@
+#include "actors/replication/txn_apply.hpp"
+
+#include "actors/replication/record_codec.hpp"
+
+#include <map>
+#include <optional>
+#include <system_error>
+
+namespace conclave::replication {
+
+namespace {
+
+bool is_queue_op(op_kind k) {
+  return k == op_kind::enqueue || k == op_kind::dequeue;
+}
+
+/// The store's record frame and op headers around an encoded payload, with
+/// room to spare (record_codec.hpp: the payload is one op's value).
+constexpr uint64_t record_overhead = 256;
+
+errc from_store(const std::error_code& e) {
+  if (e == store::errc::too_large || e == store::errc::transaction_too_large)
+    return errc::too_large;
+  if (e == store::errc::unknown_collection)
+    return errc::unknown_collection;
+  if (e == store::errc::wrong_type)
+    return errc::wrong_kind;
+  return errc::bad_request;
+}
+
+} // namespace
+
+errc check_request(const txn_request& req, const store::core_limits& limits) {
+  if (req.ops.empty())
+    return errc::bad_request;
+  for (auto& op : req.ops) {
+    if (static_cast<uint8_t>(op.kind) > static_cast<uint8_t>(op_kind::expect_absent))
+      return errc::bad_request;
+    if (op.collection.empty())
+      return errc::bad_request;
+    if (!is_queue_op(op.kind) && op.key.empty())
+      return errc::bad_request;
+    if (reads_state(op.kind) && req.mode == commit_mode::weak)
+      return errc::bad_request;
+    if (op.collection.size() > limits.max_name_bytes
+        || op.key.size() > limits.max_key_bytes
+        || op.value.size() > limits.max_value_bytes)
+      return errc::too_large;
+  }
+  if (encode_payload(req.ops).size() + record_overhead > limits.max_record_body)
+    return errc::too_large;
+  return errc::ok;
+}
+
+apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops) {
+  // Pass 1, changing nothing: each collection's kind as it will be when the
+  // op runs (existing, or created by an earlier put / enqueue).
+  std::map<std::string, bool> created_queue;
+  for (auto& op : ops) {
+    std::optional<bool> queue;
+    if (auto i = created_queue.find(op.collection); i != created_queue.end())
+      queue = i->second;
+    else if (auto c = s.find_collection(op.collection))
+      queue = c->kind == store::collection_kind::queue;
+    if (queue && *queue != is_queue_op(op.kind))
+      return {errc::wrong_kind, {}};
+    if (!queue) {
+      if (op.kind == op_kind::dequeue)
+        return {errc::unknown_collection, {}};
+      if (op.kind == op_kind::put || op.kind == op_kind::enqueue)
+        created_queue.emplace(op.collection, op.kind == op_kind::enqueue);
+    }
+  }
+  // Pass 2: one store transaction; the host's reads hold no locks, so no op
+  // ever waits.
+  apply_outcome out;
+  auto txn = s.begin();
+  auto fail = [&](errc code) {
+    (void)s.abort(txn);
+    out.code = code;
+    return out;
+  };
+  for (auto& op : ops) {
+    bool queue = is_queue_op(op.kind);
+    bool exists = s.find_collection(op.collection).has_value();
+    if (!exists && (op.kind == op_kind::put || op.kind == op_kind::enqueue)) {
+      auto c = s.ensure_collection(op.collection,
+                                   queue ? store::collection_kind::queue
+                                         : store::collection_kind::dictionary,
+                                   "bytes", "bytes");
+      if (!c)
+        return fail(from_store(c.error()));
+      exists = true;
+    }
+    op_output o;
+    if (!exists) {
+      // remove / expect_* on a dictionary that does not exist: every key is
+      // absent.
+      o.found = op.kind == op_kind::expect_absent;
+      out.outputs.push_back(std::move(o));
+      if (op.kind == op_kind::expect_value)
+        return fail(errc::condition_failed);
+      continue;
+    }
+    store::op_request r;
+    r.txn = txn;
+    r.collection = op.collection;
+    r.key = op.key;
+    r.value = op.value;
+    switch (op.kind) {
+    case op_kind::put:
+      r.op = store::operation::add_or_update;
+      break;
+    case op_kind::remove:
+      r.op = store::operation::try_remove;
+      break;
+    case op_kind::enqueue:
+      r.op = store::operation::enqueue;
+      break;
+    case op_kind::dequeue:
+      r.op = store::operation::try_dequeue;
+      break;
+    case op_kind::expect_value:
+    case op_kind::expect_absent:
+      r.op = store::operation::try_get;
+      r.value.clear();
+      break;
+    }
+    auto res = s.execute(r, store::timestamp::max());
+    if (!res)
+      return fail(from_store(res.error()));
+    if (res.value().waiting)
+      return fail(errc::bad_request); // cannot happen: nothing else holds locks
+    o.found = res.value().found;
+    if (op.kind != op_kind::put && op.kind != op_kind::enqueue)
+      o.value = std::move(res.value().value);
+    if (op.kind == op_kind::expect_value || op.kind == op_kind::expect_absent) {
+      bool held =
+          op.kind == op_kind::expect_value ? o.found && o.value == op.value : !o.found;
+      o.found = held;
+      out.outputs.push_back(std::move(o));
+      if (!held)
+        return fail(errc::condition_failed);
+      continue;
+    }
+    out.outputs.push_back(std::move(o));
+  }
+  if (auto c = s.commit(txn); !c) {
+    out.code = from_store(c.error());
+    out.outputs.clear();
+    return out;
+  }
+  return out;
+}
+
+} // namespace conclave::replication
