@@ -220,7 +220,7 @@ protected:
   std::shared_ptr<conclave::testing::reply<txn_result>>
   put(size_t i, const std::string& k, const std::string& v) {
     txn_request req;
-    req.ops.push_back(write_op{"d", k, v, false});
+    req.ops.push_back(txn_op{"d", k, v, op_kind::put});
     return ask<txn_result>(sys(), rs[i].host, req);
   }
 
