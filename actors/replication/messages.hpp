@@ -254,7 +254,22 @@ typename Inspector::result_type inspect(Inspector& f, list_result& x) {
            x.behind, x.replica_role, x.primary);
 }
 
-/// What a host reports about itself (tests, later metrics and cluster status).
+/// How far one secondary is behind (primary only; replica_core::lag()).
+struct replica_lag {
+  node_id peer;
+  /// Records of the primary's log not yet durable there, and their bytes.
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  /// How long it has been behind (0 when it is not).
+  int64_t behind_us = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, replica_lag& x) {
+  return f(caf::meta::type_name("repl_lag"), x.peer, x.records, x.bytes, x.behind_us);
+}
+
+/// What a host reports about itself (tests, metrics and cluster status).
 struct replica_status {
   node_id self;
   role replica_role = role::secondary;
@@ -278,6 +293,15 @@ struct replica_status {
   uint64_t txns_refused = 0;
   /// The host stopped: its log device or term file failed.
   bool failed = false;
+  /// Primary: every secondary's lag.
+  std::vector<replica_lag> lag;
+  /// Sync phases this host finished as primary, and how long the last took.
+  uint64_t syncs = 0;
+  int64_t last_sync_us = 0;
+  /// Chained hash of every record applied, in lsn order (0: none): replicas
+  /// at the same applied lsn have the same digest iff they applied the same
+  /// records.
+  uint64_t digest = 0;
 };
 
 template <class Inspector>
@@ -285,7 +309,7 @@ typename Inspector::result_type inspect(Inspector& f, replica_status& x) {
   return f(caf::meta::type_name("repl_status"), x.self, x.replica_role, x.promised,
            x.serving, x.commit, x.durable, x.last, x.applied, x.dropped,
            x.unknown_messages, x.bad_payloads, x.snapshots_unsupported, x.txns_refused,
-           x.failed);
+           x.failed, x.lag, x.syncs, x.last_sync_us, x.digest);
 }
 
 } // namespace conclave::replication

@@ -66,6 +66,10 @@ struct host_state {
   uint64_t bad_payloads = 0;
   uint64_t snapshots_unsupported = 0;
   uint64_t txns_refused = 0;
+  uint64_t syncs = 0;
+  int64_t last_sync_us = 0;
+  /// Chained over the records applied (replica_status::digest).
+  uint64_t digest = 0;
   bool failed = false;
   static inline const char* name = "conclave.replica_host";
 };
@@ -102,6 +106,24 @@ void request_sync(host_impl self) {
     else
       caf::anon_send(me, replication_atoms::synced_atom_v, false, uint64_t{0});
   });
+}
+
+/// FNV-1a over (digest, lsn, term, kind, payload): replicas that applied the
+/// same records in the same order have the same digest.
+uint64_t chain_digest(uint64_t digest, const entry& e) {
+  uint64_t h = digest == 0 ? 1469598103934665603ull : digest;
+  auto mix = [&h](const void* p, size_t n) {
+    auto b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ull;
+    }
+  };
+  uint64_t fields[] = {e.at.value, e.t.epoch, e.t.leader.value, e.t.incarnation,
+                       static_cast<uint64_t>(e.kind)};
+  mix(fields, sizeof(fields));
+  mix(e.payload.data(), e.payload.size());
+  return h;
 }
 
 /// Applies one committed transaction record to the store core
@@ -186,8 +208,11 @@ void process(host_impl self) {
             auto& log = st.core->log();
             while (st.applied < x.through) {
               lsn next{st.applied.value + 1};
-              if (next > log.base())
-                apply_entry(st, log.at(next));
+              if (next > log.base()) {
+                auto& e = log.at(next);
+                apply_entry(st, e);
+                st.digest = chain_digest(st.digest, e);
+              }
               st.applied = next;
             }
           } else if constexpr (std::is_same_v<T, commit_acked>) {
@@ -206,6 +231,9 @@ void process(host_impl self) {
             ++st.snapshots_unsupported;
           } else {
             static_assert(std::is_same_v<T, sync_finished>);
+            ++st.syncs;
+            st.last_sync_us =
+                std::chrono::duration_cast<std::chrono::microseconds>(x.took).count();
           }
         },
         eff);
@@ -457,6 +485,16 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         s.snapshots_unsupported = st.snapshots_unsupported;
         s.txns_refused = st.txns_refused;
         s.failed = st.failed;
+        auto now = now_of(self);
+        for (auto& l : st.core->lag()) {
+          auto behind = l.records > 0 ? now - l.behind_since : duration::zero();
+          s.lag.push_back(
+              {l.peer, l.records, l.bytes,
+               std::chrono::duration_cast<std::chrono::microseconds>(behind).count()});
+        }
+        s.digest = st.digest;
+        s.syncs = st.syncs;
+        s.last_sync_us = st.last_sync_us;
         return s;
       },
   };

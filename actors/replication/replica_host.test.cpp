@@ -156,9 +156,32 @@ TEST_F(replica_host_test, a_lagging_secondary_reads_say_how_far_behind_they_are)
   EXPECT_GT(lagging.behind, 0u);
   EXPECT_EQ(lagging.applied.value + lagging.behind, status(2).commit.value);
   EXPECT_EQ(read(1, "k9").value, std::string(40, 'v'));
+  // The primary's status reports the lag of each secondary (metrics read it)
+  // and its finished sync phase.
+  auto primary = status(2);
+  EXPECT_EQ(primary.syncs, 1u);
+  ASSERT_EQ(primary.lag.size(), 2u);
+  for (auto& l : primary.lag) {
+    if (l.peer == rs[0].id) {
+      EXPECT_GT(l.records, 0u);
+      EXPECT_GT(l.bytes, 0u);
+      EXPECT_GT(l.behind_us, 0);
+    } else {
+      EXPECT_EQ(l.records, 0u);
+      EXPECT_EQ(l.behind_us, 0);
+    }
+  }
+  EXPECT_TRUE(status(0).lag.empty());            // a secondary reports none
+  EXPECT_NE(status(0).digest, status(2).digest); // it applied fewer records
   rs[0].transport->set_link(rs[2].id, true);
   ASSERT_TRUE(advance_until([&] { return read(0, "k9").found; }, 500ms));
   EXPECT_EQ(read(0, "k9").behind, 0u);
+  // Caught up: every replica applied the same records, so the digests agree.
+  ASSERT_TRUE(
+      advance_until([&] { return status(0).applied == status(2).applied; }, 500ms));
+  EXPECT_NE(status(2).digest, 0u);
+  EXPECT_EQ(status(0).digest, status(2).digest);
+  EXPECT_EQ(status(1).digest, status(2).digest);
 }
 
 TEST_F(replica_host_test, transaction_sent_to_a_secondary_is_answered_with_the_primary) {

@@ -13,5 +13,6 @@ void add_sim_command(command_registry& reg);
 void add_node_command(command_registry& reg);
 void add_cluster_command(command_registry& reg);
 void add_store_command(command_registry& reg);
+void add_kv_command(command_registry& reg);
 
 } // namespace conclave::cli

@@ -10,5 +10,6 @@ int main(int argc, char** argv) {
   add_node_command(reg);
   add_cluster_command(reg);
   add_store_command(reg);
+  add_kv_command(reg);
   return reg.run(argc, argv);
 }

@@ -178,6 +178,13 @@ std::vector<node_view> views_of(const std::string& dir, const cluster_file& c) {
         v.acting = s->acting;
         v.leader_since_us = s->leader_since_us;
         v.acting_since_us = s->acting_since_us;
+        if (s->replica) {
+          v.has_replica = true;
+          v.replica_role = s->replica->role;
+          v.commit_lsn = s->replica->commit_lsn;
+          v.applied_lsn = s->replica->applied_lsn;
+          v.replica_digest = s->replica->digest;
+        }
       }
     }
     views.push_back(v);
@@ -354,6 +361,12 @@ std::string term_text(uint64_t epoch, uint64_t leader) {
   return std::to_string(epoch) + "/" + std::to_string(leader);
 }
 
+std::string digest_text(uint64_t digest) {
+  std::ostringstream out;
+  out << std::hex << std::setw(16) << std::setfill('0') << digest;
+  return out.str();
+}
+
 json view_json(const node_view& v) {
   return {{"id", v.id},
           {"address", v.address},
@@ -367,13 +380,19 @@ json view_json(const node_view& v) {
           {"leaving", v.leaving},
           {"is_leader", v.reported && v.is_leader},
           {"acting", v.reported && v.acting},
-          {"metrics_url", "http://" + v.metrics + "/metrics"}};
+          {"metrics_url", "http://" + v.metrics + "/metrics"},
+          {"replica", v.has_replica ? json{{"role", v.replica_role},
+                                           {"commit_lsn", v.commit_lsn},
+                                           {"applied_lsn", v.applied_lsn},
+                                           {"digest", digest_text(v.replica_digest)}}
+                                    : json(nullptr)}};
 }
 
 void print_table(const std::vector<node_view>& views, std::ostream& out) {
   out << std::left << std::setw(6) << "node" << std::setw(18) << "address" << std::setw(9)
       << "pid" << std::setw(9) << "state" << std::setw(8) << "leader" << std::setw(8)
-      << "term" << std::setw(12) << "role"
+      << "term" << std::setw(12) << "role" << std::setw(11) << "replica" << std::setw(9)
+      << "commit" << std::setw(9) << "applied"
       << "metrics\n";
   for (auto& v : views) {
     std::string state = !v.alive    ? "dead"
@@ -389,7 +408,10 @@ void print_table(const std::vector<node_view>& views, std::ostream& out) {
         << v.pid << std::setw(9) << state << std::setw(8)
         << (v.reported && v.leader ? std::to_string(v.leader) : "-") << std::setw(8)
         << (v.reported ? term_text(v.term, v.term_leader) : "-") << std::setw(12) << role
-        << "http://" << v.metrics << "/metrics\n";
+        << std::setw(11) << (v.has_replica ? v.replica_role : "-") << std::setw(9)
+        << (v.has_replica ? std::to_string(v.commit_lsn) : "-") << std::setw(9)
+        << (v.has_replica ? std::to_string(v.applied_lsn) : "-") << "http://" << v.metrics
+        << "/metrics\n";
   }
 }
 
@@ -564,6 +586,25 @@ int up(const up_options& o, std::ostream& out) {
     }
   }
   return failure("could not bind free ports after 3 attempts");
+}
+
+std::optional<client_access> client_access_of(const std::string& dir) {
+  auto c = load_cluster(dir);
+  if (!c || c->nodes.empty())
+    return std::nullopt;
+  client_access a;
+  a.cluster = c->name;
+  for (auto& n : c->nodes)
+    a.peers += (a.peers.empty() ? "" : ",") + std::to_string(n.id) + "@" + n.listen;
+  auto files = certificate_of(tls_dir(dir), c->nodes.front().id);
+  std::error_code ec;
+  if (fs::exists(files.ca, ec)) {
+    a.tls = true;
+    a.ca = files.ca;
+    a.cert = files.cert;
+    a.key = files.key;
+  }
+  return a;
 }
 
 int status(const std::string& dir, bool json_out, std::ostream& out) {

@@ -58,6 +58,12 @@ struct node_view {
   bool acting = false;
   int64_t leader_since_us = 0;
   int64_t acting_since_us = 0;
+  /// The node's replica as its status.json reports it (nodes with a data dir).
+  bool has_replica = false;
+  std::string replica_role;
+  uint64_t commit_lsn = 0;
+  uint64_t applied_lsn = 0;
+  uint64_t replica_digest = 0;
 };
 
 /// The leader all live, running nodes in `nodes` agree on (same leader and term,
@@ -89,6 +95,20 @@ int kill(const std::string& dir, uint64_t node, int signal, bool wait,
 int restart(const std::string& dir, uint64_t node, std::chrono::milliseconds timeout,
             std::ostream& out);
 int down(const std::string& dir, std::ostream& out);
+
+/// What a client (conclave kv --cluster-dir) needs to reach the cluster in
+/// `dir`: its name, its members as ID@HOST:PORT,..., and, unless it runs with
+/// --insecure, the CA and a certificate signed by it (the first node's: `up`
+/// makes no client certificate).
+struct client_access {
+  std::string cluster;
+  std::string peers;
+  bool tls = false;
+  std::string ca;
+  std::string cert;
+  std::string key;
+};
+std::optional<client_access> client_access_of(const std::string& dir);
 
 /// Reads every node's view (for tests and the bench).
 std::vector<node_view> read_views(const std::string& dir);

@@ -1,5 +1,7 @@
 #include "runtime/node/gate_actor.hpp"
 
+#include "runtime/node/replica_link.hpp"
+
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -92,6 +94,38 @@ gate_actor::behavior_type gate_impl(gate_self self, std::shared_ptr<peer_links> 
         links.up(id, remote);
         return {m.cluster, m.self, caf::actor_cast<caf::actor>(links.candidate()),
                 std::string{}};
+      },
+      [self](replica_hello_atom, const std::string& cluster, uint64_t id,
+             const caf::actor& remote_host) -> caf::result<caf::actor, std::string> {
+        auto& links = *self->state.links;
+        auto& replica = links.replica();
+        auto r = links.members().admit(cluster, id);
+        if (r == rejection::none && !remote_host)
+          r = rejection::unknown_node;
+        if (r != rejection::none) {
+          links.probe().message_rejected(to_string(r));
+          return {caf::actor{}, std::string{to_string(r)}};
+        }
+        if (!replica)
+          return {caf::actor{}, std::string{"no_replica"}};
+        replica->transport->set_peer(id, remote_host);
+        return {replica->host, std::string{}};
+      },
+      [self](client_hello_atom, const std::string& cluster)
+          -> caf::result<caf::actor, uint64_t, uint64_t, std::string, std::string> {
+        auto& links = *self->state.links;
+        auto& m = links.members();
+        auto& replica = links.replica();
+        if (cluster != m.cluster) {
+          links.probe().message_rejected("wrong_cluster");
+          return {caf::actor{}, m.self, uint64_t{0}, std::string{},
+                  std::string{"wrong_cluster"}};
+        }
+        if (!replica)
+          return {caf::actor{}, m.self, uint64_t{0}, std::string{},
+                  std::string{"no_replica"}};
+        auto [primary, address] = replica->primary();
+        return {replica->front, m.self, primary, address, std::string{}};
       },
   };
 }

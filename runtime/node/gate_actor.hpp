@@ -8,6 +8,15 @@
 // (gate nonce, certificate, signature; all empty in plaintext). The gate admits
 // only members of the same cluster (membership.hpp) that proved their id (with
 // TLS), monitors the remote candidate and unlinks it when its connection drops.
+//
+// Replica (when the node hosts one, replica_link.hpp):
+//   (replica_hello_atom, cluster, id, host) -> (this node's host, rejection):
+//     a member that passed the hello gives its replica host and gets ours.
+//   (client_hello_atom, cluster) -> (front, this node's id, primary id,
+//     primary address, rejection): a client (conclave kv) gets the actor that
+//     takes its transactions and reads (replica_front.hpp), and the primary as
+//     this node knows it (0 and "" when unknown). Rejection: wrong_cluster,
+//     no_replica (the node runs without --data-dir).
 #pragma once
 
 #include "runtime/node/peer_links.hpp"
@@ -26,7 +35,11 @@ using gate_actor = caf::typed_actor<
         std::string, std::string, std::string, std::string, std::string>,
     caf::replies_to<hello_atom, std::string, uint64_t, caf::actor, std::string,
                     std::string,
-                    std::string>::with<std::string, uint64_t, caf::actor, std::string>>;
+                    std::string>::with<std::string, uint64_t, caf::actor, std::string>,
+    caf::replies_to<replica_hello_atom, std::string, uint64_t, caf::actor>::with<caf::actor,
+                                                                                 std::string>,
+    caf::replies_to<client_hello_atom, std::string>::with<caf::actor, uint64_t, uint64_t,
+                                                          std::string, std::string>>;
 
 gate_actor spawn_gate(caf::actor_system& sys, std::shared_ptr<peer_links> links);
 

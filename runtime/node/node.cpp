@@ -2,11 +2,17 @@
 
 #include "actors/election/candidate_actor.hpp"
 #include "actors/election/directory_transport.hpp"
+#include "actors/replication/type_ids.hpp"
 #include "protocols/election/type_ids.hpp"
+#include "runtime/node/data_dir.hpp"
 #include "runtime/node/gate_actor.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/peer_connector.hpp"
 #include "runtime/node/peer_links.hpp"
+#include "runtime/node/replica_front.hpp"
+#include "runtime/node/replica_leadership.hpp"
+#include "runtime/node/replica_link.hpp"
+#include "runtime/node/replica_storage.hpp"
 #include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
 #include "runtime/node/tls_metrics.hpp"
@@ -59,6 +65,7 @@ void configure(caf::actor_system_config& cfg, const node_config& c) {
     cfg.openssl_key = c.tls->key;
   }
   cfg.add_message_types<caf::id_block::conclave_election>();
+  cfg.add_message_types<caf::id_block::conclave_replication>();
   // Few threads, no work stealing: an idle node costs ≈1.5 % of a core instead of
   // ≈20 % (../shared/CAF-0.17.md).
   cfg.set("scheduler.policy", caf::atom("sharing"));
@@ -144,6 +151,9 @@ el::candidate_actor start_candidate_actor(caf::actor_system& sys, const node_con
   opts.config = c.election;
   opts.net = std::make_shared<node_transport>(links->directory());
   opts.probe = probe;
+  // A replica follows the candidate's leadership (replica_leadership.hpp).
+  if (auto& replica = links->replica())
+    opts.probe = std::make_shared<leadership_relay>(probe, replica->host);
   opts.incarnation = static_cast<uint64_t>(wall_clock_us());
   auto candidate = el::spawn_candidate(sys, opts);
   links->set_candidate(candidate);
@@ -194,6 +204,60 @@ std::vector<caf::actor> dial_members(caf::actor_system& sys, const node_config& 
   return connectors;
 }
 
+/// Claims the data dir for this member and opens the replica's storage
+/// there. Returns the exit status on failure: 2 for a directory of another
+/// member or cluster (bad input), 1 for a corrupt or unwritable one.
+std::optional<int> prepare_data_dir(const node_config& c, replica_storage& out) {
+  auto claim = claim_data_dir(c.data_dir, c.cluster, c.id.value);
+  if (claim.problem != data_dir_problem::none) {
+    std::cerr << "conclave: error: " << claim.message << '\n';
+    return claim.problem == data_dir_problem::other_owner ? 2 : 1;
+  }
+  auto storage = open_replica_storage(c.data_dir);
+  if (!storage) {
+    std::cerr << "conclave: error: --data-dir " << c.data_dir << ": " << storage.error()
+              << '\n';
+    return 1;
+  }
+  out = std::move(storage.value());
+  return std::nullopt;
+}
+
+/// Spawns the replica host and its front, and gives the links the endpoint
+/// that the gate and connectors exchange.
+void start_replica(caf::actor_system& sys, const node_config& c,
+                   const replica_storage& storage, peer_links& links,
+                   const std::shared_ptr<node_probe>& probe,
+                   const std::shared_ptr<status_writer>& status) {
+  auto ep = std::make_shared<replica_endpoint>();
+  ep->transport = std::make_shared<peer_replica_transport>();
+  replication::replica_host_options o;
+  o.self = c.id;
+  o.members.push_back(c.id);
+  for (auto& [id, addr] : c.peers)
+    o.members.push_back(replication::node_id{id});
+  o.device = storage.device;
+  o.terms = storage.terms;
+  o.transport = ep->transport;
+  ep->host = replication::spawn_replica_host(sys, std::move(o));
+  replica_front_options fo;
+  fo.host = ep->host;
+  fo.probe = probe;
+  fo.transport = ep->transport;
+  fo.durable_storage = storage.durable;
+  ep->front = spawn_replica_front(sys, std::move(fo));
+  ep->primary = [status, self = c.id.value, listen = c.listen,
+                 peers = c.peers]() -> std::pair<uint64_t, std::string> {
+    auto leader = status->snapshot().leader;
+    if (leader == self)
+      return {leader, listen.to_string()};
+    if (auto i = peers.find(leader); i != peers.end())
+      return {leader, i->second.to_string()};
+    return {0, std::string{}};
+  };
+  links.set_replica(std::move(ep));
+}
+
 /// Gives the links a moment to come up so the first election sees everyone
 /// (the core listens for a leader's heartbeat before electing anyway).
 void await_links(const peer_links& links, size_t peers, std::chrono::milliseconds grace) {
@@ -229,6 +293,10 @@ void leave(caf::actor_system& sys, const node_config& c, peer_links& links,
   for (auto& a : connectors)
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+  if (auto& replica = links.replica()) {
+    caf::anon_send_exit(replica->front, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(replica->host, caf::exit_reason::user_shutdown);
+  }
   {
     caf::scoped_actor self{sys};
     self->monitor(candidate);
@@ -244,6 +312,10 @@ void leave(caf::actor_system& sys, const node_config& c, peer_links& links,
 int run_node(const node_config& c) {
   auto signals = block_termination_signals();
   auto log = std::make_shared<const node_log>(c.id.value, c.log_format);
+  replica_storage storage;
+  if (!c.data_dir.empty())
+    if (auto failed = prepare_data_dir(c, storage))
+      return *failed;
   auto path = prepare_status_path(c);
   if (!path)
     return 2;
@@ -275,6 +347,8 @@ int run_node(const node_config& c) {
   }
   auto links = make_links(c, probe, log);
   links->set_authenticator(auth);
+  if (storage.device)
+    start_replica(sys, c, storage, *links, probe, status);
   auto candidate = start_candidate_actor(sys, c, links, probe);
   auto gate = spawn_gate(sys, links);
   auto published =
@@ -285,9 +359,19 @@ int run_node(const node_config& c) {
               << ": port in use (" << sys.render(published.error()) << ")\n";
     caf::anon_send_exit(candidate, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    if (auto& replica = links->replica()) {
+      caf::anon_send_exit(replica->front, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(replica->host, caf::exit_reason::user_shutdown);
+    }
     return exit_address_in_use;
   }
   log_start(c, *links);
+  if (links->replica())
+    links->log(
+        std::string{"hosting a replica in "} + c.data_dir
+        + (storage.durable ? "" : " (in memory: its log does not survive a restart)"));
+  if (!storage.recovery_note.empty())
+    links->warn(storage.recovery_note);
   auto connectors = dial_members(sys, c, links);
   await_links(*links, c.peers.size(), std::chrono::milliseconds(500));
   caf::anon_send(candidate, conclave::election_atoms::start_atom::value);

@@ -16,6 +16,11 @@ namespace el = conclave::election;
 
 namespace {
 
+/// Reasons of conclave_replica_dropped_messages_total (the core's drop
+/// reasons, and messages of a type the host does not know).
+constexpr const char* replica_drop_reasons[] = {
+    "non_member", "stale_term", "lsn_gap", "unexpected", "no_match", "unknown_type"};
+
 double seconds(el::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -176,6 +181,81 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                              "excursion, each logged once)")
                        .Register(reg)
                        .Add({});
+  replica_role_ = &BuildGauge()
+                       .Name("conclave_replica_role")
+                       .Help("1 for the role the node's replica has (secondary, "
+                             "syncing, primary), 0 for the others; all 0 without "
+                             "--data-dir")
+                       .Register(reg);
+  for (auto r : {"secondary", "syncing", "primary"})
+    replica_role_->Add({{"role", r}}).Set(0);
+  commit_lsn_ = &BuildGauge()
+                     .Name("conclave_replica_commit_lsn")
+                     .Help("Highest log record the replica knows committed")
+                     .Register(reg)
+                     .Add({});
+  applied_lsn_ = &BuildGauge()
+                      .Name("conclave_replica_applied_lsn")
+                      .Help("Highest log record applied to the replica's readable state")
+                      .Register(reg)
+                      .Add({});
+  durable_lsn_ = &BuildGauge()
+                      .Name("conclave_replica_durable_lsn")
+                      .Help("Highest log record the replica's log device made durable")
+                      .Register(reg)
+                      .Add({});
+  lag_records_ = &BuildGauge()
+                      .Name("conclave_replica_lag_records")
+                      .Help("Primary: records of its log not yet durable on a "
+                            "secondary; 0 on other nodes")
+                      .Register(reg);
+  lag_bytes_ = &BuildGauge()
+                    .Name("conclave_replica_lag_bytes")
+                    .Help("Primary: bytes of its log not yet durable on a secondary")
+                    .Register(reg);
+  lag_seconds_ = &BuildGauge()
+                      .Name("conclave_replica_lag_seconds")
+                      .Help("Primary: how long a secondary has been behind (0 when "
+                            "it is not)")
+                      .Register(reg);
+  for (auto p : peers_)
+    for (auto* f : {lag_records_, lag_bytes_, lag_seconds_})
+      f->Add({{"peer", std::to_string(p)}}).Set(0);
+  sync_duration_ =
+      &BuildHistogram()
+           .Name("conclave_replica_sync_duration_seconds")
+           .Help("Sync phases of this node as new primary: from becoming primary "
+                 "to serving")
+           .Register(reg)
+           .Add({}, Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                                                0.1, 0.2, 0.5, 1, 2, 5});
+  records_shipped_ = &BuildCounter()
+                          .Name("conclave_replica_records_shipped_total")
+                          .Help("Log records sent to secondaries (retransmissions "
+                                "included)")
+                          .Register(reg)
+                          .Add({});
+  replica_lost_ = &BuildCounter()
+                       .Name("conclave_replica_messages_lost_total")
+                       .Help("Replication messages to a member whose replica was not "
+                             "reachable yet (dropped; the protocol resends)")
+                       .Register(reg)
+                       .Add({});
+  replica_dropped_ = &BuildCounter()
+                          .Name("conclave_replica_dropped_messages_total")
+                          .Help("Replication messages the replica dropped unapplied, "
+                                "by reason")
+                          .Register(reg);
+  for (auto r : replica_drop_reasons)
+    replica_dropped_->Add({{"reason", r}});
+  commit_latency_ =
+      &BuildHistogram()
+           .Name("conclave_replica_commit_latency_seconds")
+           .Help("Strong commits acknowledged by this node as primary: from the "
+                 "request reaching the node to a majority having it durable")
+           .Register(reg)
+           .Add({}, Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
   // Every reason at 0 from the start: the first failover must show in increase().
   for (int r = 0; r <= static_cast<int>(el::election_reason::requested); ++r)
     elections(el::to_string(static_cast<el::election_reason>(r)));
@@ -332,6 +412,58 @@ double node_probe::leader_silence_seconds() const {
 void node_probe::peer_link(uint64_t peer, bool up) {
   peer_up_->Add({{"peer", std::to_string(peer)}}).Set(up ? 1 : 0);
   status_->set_connected(peer, up);
+}
+
+void node_probe::replica(const replica_report& r) {
+  for (auto role : {"secondary", "syncing", "primary"})
+    replica_role_->Add({{"role", role}}).Set(r.summary.role == role ? 1 : 0);
+  commit_lsn_->Set(static_cast<double>(r.summary.commit_lsn));
+  applied_lsn_->Set(static_cast<double>(r.summary.applied_lsn));
+  durable_lsn_->Set(static_cast<double>(r.summary.durable_lsn));
+  for (auto p : peers_) {
+    replica_lag l;
+    for (auto& x : r.lag)
+      if (x.peer == p)
+        l = x;
+    auto peer = std::to_string(p);
+    lag_records_->Add({{"peer", peer}}).Set(static_cast<double>(l.records));
+    lag_bytes_->Add({{"peer", peer}}).Set(static_cast<double>(l.bytes));
+    lag_seconds_->Add({{"peer", peer}}).Set(l.seconds);
+  }
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (r.syncs > syncs_seen_) {
+      sync_duration_->Observe(r.last_sync_seconds);
+      syncs_seen_ = r.syncs;
+    }
+    if (r.records_shipped > shipped_seen_) {
+      records_shipped_->Increment(static_cast<double>(r.records_shipped - shipped_seen_));
+      shipped_seen_ = r.records_shipped;
+    }
+    if (r.messages_lost > lost_seen_) {
+      replica_lost_->Increment(static_cast<double>(r.messages_lost - lost_seen_));
+      lost_seen_ = r.messages_lost;
+    }
+    for (auto& [reason, total] : r.dropped) {
+      auto& seen = dropped_seen_[reason];
+      if (total <= seen)
+        continue;
+      replica_dropped_->Add({{"reason", reason}})
+          .Increment(static_cast<double>(total - seen));
+      // Stale terms, mismatched appends and late replies are routine around a
+      // failover; the others mean a broken or foreign sender.
+      if (log_ && reason != "stale_term" && reason != "no_match"
+          && reason != "unexpected")
+        log_->warn("replica dropped " + std::to_string(total - seen)
+                   + " message(s): " + reason);
+      seen = total;
+    }
+  }
+  status_->update_replica(r.summary);
+}
+
+void node_probe::quorum_commit(double seconds) {
+  commit_latency_->Observe(seconds);
 }
 
 } // namespace conclave::node

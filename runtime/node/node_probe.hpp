@@ -28,6 +28,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -59,6 +60,34 @@ public:
 
   // -- transport ------------------------------------------------------------
   void peer_link(uint64_t peer, bool up);
+
+  // -- replica (replica_front polls the host) ---------------------------------
+  /// One secondary's lag as the primary sees it.
+  struct replica_lag {
+    uint64_t peer = 0;
+    uint64_t records = 0;
+    uint64_t bytes = 0;
+    double seconds = 0;
+  };
+  /// The replica host's state, polled: role and lsns (gauges and
+  /// status.json), lag per secondary (a secondary's lag series are 0 while
+  /// this node is not primary), finished sync phases and their duration,
+  /// records shipped (a total that only grows).
+  struct replica_report {
+    replica_summary summary;
+    std::vector<replica_lag> lag;
+    uint64_t syncs = 0;
+    double last_sync_seconds = 0;
+    uint64_t records_shipped = 0;
+    uint64_t messages_lost = 0;
+    /// Replication messages the host dropped, totals by reason (the core's
+    /// drop reasons and unknown_type).
+    std::map<std::string, uint64_t> dropped;
+  };
+  void replica(const replica_report& r);
+  /// A strong commit acknowledged to a client, `seconds` after the request
+  /// reached the node.
+  void quorum_commit(double seconds);
 
   /// Follower: seconds since its leader's last heartbeat (or since it adopted
   /// that leader); 0 on a leader and while no leader is known.
@@ -93,6 +122,22 @@ private:
   prometheus::Counter* stale_rejected_;
   prometheus::Gauge* rtt_smoothed_;
   prometheus::Counter* rtt_warnings_;
+  prometheus::Family<prometheus::Gauge>* replica_role_;
+  prometheus::Gauge* commit_lsn_;
+  prometheus::Gauge* applied_lsn_;
+  prometheus::Gauge* durable_lsn_;
+  prometheus::Family<prometheus::Gauge>* lag_records_;
+  prometheus::Family<prometheus::Gauge>* lag_bytes_;
+  prometheus::Family<prometheus::Gauge>* lag_seconds_;
+  prometheus::Histogram* sync_duration_;
+  prometheus::Counter* records_shipped_;
+  prometheus::Counter* replica_lost_;
+  prometheus::Histogram* commit_latency_;
+  prometheus::Family<prometheus::Counter>* replica_dropped_;
+  std::map<std::string, uint64_t> dropped_seen_;
+  uint64_t syncs_seen_ = 0;
+  uint64_t shipped_seen_ = 0;
+  uint64_t lost_seen_ = 0;
 
   std::shared_ptr<const node_log> log_;
   mutable std::mutex mtx_;

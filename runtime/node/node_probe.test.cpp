@@ -178,3 +178,53 @@ TEST(node_probe, a_round_trip_near_the_envelope_is_logged_once_and_counted) {
   EXPECT_EQ(value_of(reg, "conclave_round_trip_warnings_total"), 1.0);
   EXPECT_EQ(out.str().find("round trip", log.find("round trip") + 1), std::string::npos);
 }
+
+TEST(node_probe, replica_reports_set_role_lsns_lag_and_count_shipped_records_once) {
+  auto cfg = config_of(1);
+  auto status = std::make_shared<status_writer>("", node_status{});
+  node_probe probe{cfg, status};
+  auto& reg = *probe.registry();
+  EXPECT_EQ(value_of(reg, "conclave_replica_role", "role", "primary"), 0.0);
+  node_probe::replica_report r;
+  r.summary.role = "primary";
+  r.summary.commit_lsn = 7;
+  r.summary.applied_lsn = 7;
+  r.summary.durable_lsn = 8;
+  r.lag.push_back({3, 2, 100, 0.5});
+  r.syncs = 1;
+  r.last_sync_seconds = 0.004;
+  r.records_shipped = 10;
+  probe.replica(r);
+  probe.replica(r); // the same report again: totals do not grow
+  EXPECT_EQ(value_of(reg, "conclave_replica_role", "role", "primary"), 1.0);
+  EXPECT_EQ(value_of(reg, "conclave_replica_role", "role", "secondary"), 0.0);
+  EXPECT_EQ(value_of(reg, "conclave_replica_commit_lsn"), 7.0);
+  EXPECT_EQ(value_of(reg, "conclave_replica_applied_lsn"), 7.0);
+  EXPECT_EQ(value_of(reg, "conclave_replica_lag_records", "peer", "3"), 2.0);
+  EXPECT_EQ(value_of(reg, "conclave_replica_lag_bytes", "peer", "3"), 100.0);
+  EXPECT_EQ(value_of(reg, "conclave_replica_lag_seconds", "peer", "2"), 0.0);
+  EXPECT_EQ(value_of(reg, "conclave_replica_records_shipped_total"), 10.0);
+  r.records_shipped = 15;
+  r.lag.clear(); // caught up (or stepped down): lag back to 0
+  probe.replica(r);
+  EXPECT_EQ(value_of(reg, "conclave_replica_records_shipped_total"), 15.0);
+  EXPECT_EQ(value_of(reg, "conclave_replica_lag_records", "peer", "3"), 0.0);
+  auto sync_count = [&] {
+    for (auto& f : reg.Collect())
+      if (f.name == "conclave_replica_sync_duration_seconds")
+        return f.metric.at(0).histogram.sample_count;
+    return uint64_t{99};
+  };
+  EXPECT_EQ(sync_count(), 1u);
+  EXPECT_EQ(
+      value_of(reg, "conclave_replica_dropped_messages_total", "reason", "non_member"),
+      0.0);
+  r.dropped["non_member"] = 3;
+  probe.replica(r);
+  probe.replica(r);
+  EXPECT_EQ(
+      value_of(reg, "conclave_replica_dropped_messages_total", "reason", "non_member"),
+      3.0);
+  ASSERT_TRUE(status->snapshot().replica);
+  EXPECT_EQ(status->snapshot().replica->commit_lsn, 7u);
+}

@@ -1,6 +1,7 @@
 #include "runtime/node/peer_connector.hpp"
 
 #include "runtime/node/gate_actor.hpp"
+#include "runtime/node/replica_link.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
@@ -32,6 +33,38 @@ using self_ptr = caf::stateful_actor<connector_state>*;
 
 void dial(self_ptr self);
 
+/// After the hello: give the gate our replica host and take the peer's. A
+/// failure is retried while the same link is up (the replica is useless to
+/// the peer without it).
+void exchange_replicas(self_ptr self, const gate_actor& gate, uint64_t link) {
+  auto& st = self->state;
+  auto replica = st.links->replica();
+  if (!replica)
+    return;
+  auto& m = st.links->members();
+  self->request(gate, st.opts.step_timeout, replica_hello_atom::value, m.cluster, m.self,
+                replica->host)
+      .then(
+          [self, replica](const caf::actor& host, const std::string& refused) {
+            auto& st = self->state;
+            if (!refused.empty() || !host) {
+              st.links->warn("node " + std::to_string(st.opts.peer)
+                             + " has no replica for us ("
+                             + (refused.empty() ? "no handle" : refused) + ")");
+              return;
+            }
+            replica->transport->set_peer(st.opts.peer, host);
+          },
+          [self, gate, link](caf::error& err) {
+            auto& st = self->state;
+            if (link != st.generation || !st.remote)
+              return; // the link dropped meanwhile; the next hello retries
+            st.links->warn("replica exchange with node " + std::to_string(st.opts.peer)
+                           + " failed (" + self->system().render(err) + "), retrying");
+            exchange_replicas(self, gate, link);
+          });
+}
+
 void retry(self_ptr self, const std::string& why) {
   auto& st = self->state;
   st.dialing = false;
@@ -59,9 +92,9 @@ void hello(self_ptr self, const gate_actor& gate, const std::string& gate_nonce,
                 caf::actor_cast<caf::actor>(st.links->candidate()), gate_nonce,
                 proof.certificate_pem, proof.signature)
       .then(
-          [self, expected_candidate](const std::string& cluster, uint64_t id,
-                                     const caf::actor& remote,
-                                     const std::string& refused) {
+          [self, gate, expected_candidate](const std::string& cluster, uint64_t id,
+                                           const caf::actor& remote,
+                                           const std::string& refused) {
             auto& st = self->state;
             auto& links = *st.links;
             if (!refused.empty()) {
@@ -92,6 +125,7 @@ void hello(self_ptr self, const gate_actor& gate, const std::string& gate_nonce,
             st.remote = remote;
             self->monitor(remote);
             links.up(st.opts.peer, remote);
+            exchange_replicas(self, gate, st.generation);
           },
           [self](caf::error& err) {
             retry(self, "handshake: " + self->system().render(err));

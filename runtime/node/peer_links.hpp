@@ -32,6 +32,12 @@ using challenge_atom = caf::atom_constant<caf::atom("cn_chall")>;
 /// What an identity proof says about a candidate handle: its CAF node id and
 /// actor id ("" for none). The same on both ends of a connection.
 std::string handle_identity(const caf::actor& a);
+/// Replica host exchange between members, and a client asking for the replica
+/// (gate_actor.hpp).
+using replica_hello_atom = caf::atom_constant<caf::atom("cn_rhello")>;
+using client_hello_atom = caf::atom_constant<caf::atom("cn_chello")>;
+
+struct replica_endpoint; // replica_link.hpp
 
 /// The candidate's transport in a node: sends through the directory, but leaves
 /// watching to the links (gate and connectors monitor the remote candidates and
@@ -75,6 +81,10 @@ public:
     auth_ = std::move(a);
   }
   const peer_authenticator* authenticator() const { return auth_.get(); }
+  /// The node's replica (set once, before the gate and connectors run); null
+  /// when the node hosts none.
+  void set_replica(std::shared_ptr<replica_endpoint> r) { replica_ = std::move(r); }
+  const std::shared_ptr<replica_endpoint>& replica() const { return replica_; }
 
   /// The handshake with `peer` succeeded; `remote` is its candidate.
   void up(uint64_t peer, const caf::actor& remote);
@@ -119,6 +129,7 @@ private:
   steady_now_fn now_;
   election::candidate_actor candidate_;
   std::shared_ptr<const peer_authenticator> auth_;
+  std::shared_ptr<replica_endpoint> replica_;
   std::atomic<size_t> linked_{0};
   std::function<caf::actor(uint64_t)> repair_; ///< set once, before start
   std::mutex repair_mtx_;

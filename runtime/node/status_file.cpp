@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 
 namespace conclave::node {
 
@@ -28,6 +29,20 @@ std::string to_json(const node_status& s) {
                    {"leader_since_us", s.leader_since_us},
                    {"acting_since_us", s.acting_since_us},
                    {"peers", peers}};
+  if (s.replica) {
+    auto& r = *s.replica;
+    char digest[17];
+    std::snprintf(digest, sizeof(digest), "%016llx",
+                  static_cast<unsigned long long>(r.digest));
+    j["replica"] = {{"role", r.role},
+                    {"serving", r.serving},
+                    {"commit_lsn", r.commit_lsn},
+                    {"applied_lsn", r.applied_lsn},
+                    {"durable_lsn", r.durable_lsn},
+                    {"last_lsn", r.last_lsn},
+                    {"digest", std::string{digest}},
+                    {"durable_storage", r.durable_storage}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -52,8 +67,23 @@ std::optional<node_status> status_from_json(const std::string& text) {
     for (auto& p : j.value("peers", nlohmann::json::array()))
       s.peers.push_back({p.value("id", uint64_t{0}), p.value("address", ""),
                          p.value("connected", false), p.value("state", "")});
+    if (j.contains("replica") && j["replica"].is_object()) {
+      auto& r = j["replica"];
+      replica_summary out;
+      out.role = r.value("role", "");
+      out.serving = r.value("serving", false);
+      out.commit_lsn = r.value("commit_lsn", uint64_t{0});
+      out.applied_lsn = r.value("applied_lsn", uint64_t{0});
+      out.durable_lsn = r.value("durable_lsn", uint64_t{0});
+      out.last_lsn = r.value("last_lsn", uint64_t{0});
+      out.digest = std::stoull(r.value("digest", std::string{"0"}), nullptr, 16);
+      out.durable_storage = r.value("durable_storage", false);
+      s.replica = out;
+    }
     return s;
   } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  } catch (const std::logic_error&) { // a digest that is not hex
     return std::nullopt;
   }
 }
@@ -121,6 +151,14 @@ void status_writer::set_running(bool running) {
     status_.is_leader = false;
     status_.acting = false;
   }
+  write_locked();
+}
+
+void status_writer::update_replica(const replica_summary& r) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (status_.replica == r)
+    return;
+  status_.replica = r;
   write_locked();
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,27 @@ struct peer_view {
   std::string address;
   bool connected = false; ///< transport: the handshake succeeded, link up
   std::string state;      ///< the candidate's view: alive, suspected, down
+};
+
+/// The node's replica as status.json shows it (absent without --data-dir).
+struct replica_summary {
+  std::string role; ///< secondary, syncing or primary
+  bool serving = false;
+  uint64_t commit_lsn = 0;
+  uint64_t applied_lsn = 0;
+  uint64_t durable_lsn = 0;
+  uint64_t last_lsn = 0;
+  /// Chained hash of the records applied (equal on replicas at one applied lsn
+  /// that applied the same records); printed in hex.
+  uint64_t digest = 0;
+  /// Whether the log survives a restart of the process.
+  bool durable_storage = false;
+  friend bool operator==(const replica_summary& a, const replica_summary& b) {
+    return a.role == b.role && a.serving == b.serving && a.commit_lsn == b.commit_lsn
+           && a.applied_lsn == b.applied_lsn && a.durable_lsn == b.durable_lsn
+           && a.last_lsn == b.last_lsn && a.digest == b.digest
+           && a.durable_storage == b.durable_storage;
+  }
 };
 
 struct node_status {
@@ -39,6 +61,7 @@ struct node_status {
   /// lease, which can be later than its election.
   int64_t acting_since_us = 0;
   std::vector<peer_view> peers;
+  std::optional<replica_summary> replica;
 };
 
 std::string to_json(const node_status& s);
@@ -63,6 +86,7 @@ public:
                          const std::map<uint64_t, std::string>& peer_states);
   void set_connected(uint64_t peer, bool connected);
   void set_running(bool running);
+  void update_replica(const replica_summary& r);
   node_status snapshot() const;
 
 private:

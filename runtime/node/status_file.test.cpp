@@ -90,3 +90,26 @@ TEST_F(status_file_test, the_writer_stamps_when_the_leader_starts_acting) {
   w.update_leadership(1, 4, 1, true, true, {}); // still acting: same stamp
   EXPECT_EQ(status_from_json(read(p))->acting_since_us, acting->acting_since_us);
 }
+
+TEST_F(status_file_test, the_replica_section_round_trips_and_is_absent_without_one) {
+  node_status s;
+  s.id = 2;
+  auto back = status_from_json(to_json(s));
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->replica);
+  auto p = dir / "status.json";
+  status_writer w{p.string(), s};
+  replica_summary r;
+  r.role = "primary";
+  r.serving = true;
+  r.commit_lsn = 9;
+  r.applied_lsn = 9;
+  r.durable_lsn = 10;
+  r.last_lsn = 11;
+  r.digest = 0xfedcba9876543210ull;
+  w.update_replica(r);
+  auto read_back = status_from_json(read(p));
+  ASSERT_TRUE(read_back && read_back->replica);
+  EXPECT_EQ(*read_back->replica, r);
+  EXPECT_NE(read(p).find("\"fedcba9876543210\""), std::string::npos);
+}

@@ -1,0 +1,106 @@
+#include "runtime/node/replica_front.hpp"
+
+#include "actors/replication/type_ids.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+namespace conclave::node {
+
+namespace {
+
+namespace rp = conclave::replication;
+
+using tick_atom = caf::atom_constant<caf::atom("cn_rtick")>;
+
+struct front_state {
+  static inline const char* name = "conclave.replica_front";
+  replica_front_options opts;
+};
+
+using front_ptr = caf::stateful_actor<front_state>*;
+
+node_probe::replica_report report_of(const rp::replica_status& s, const front_state& st) {
+  node_probe::replica_report r;
+  r.summary.role = std::string{rp::to_string(s.replica_role)};
+  r.summary.serving = s.serving;
+  r.summary.commit_lsn = s.commit.value;
+  r.summary.applied_lsn = s.applied.value;
+  r.summary.durable_lsn = s.durable.value;
+  r.summary.last_lsn = s.last.value;
+  r.summary.digest = s.digest;
+  r.summary.durable_storage = st.opts.durable_storage;
+  for (auto& l : s.lag)
+    r.lag.push_back(
+        {l.peer.value, l.records, l.bytes, static_cast<double>(l.behind_us) / 1e6});
+  for (size_t i = 0; i < s.dropped.size(); ++i)
+    r.dropped[std::string{rp::to_string(static_cast<rp::drop_reason>(i))}] = s.dropped[i];
+  r.dropped["unknown_type"] = s.unknown_messages;
+  r.syncs = s.syncs;
+  r.last_sync_seconds = static_cast<double>(s.last_sync_us) / 1e6;
+  if (st.opts.transport) {
+    r.records_shipped = st.opts.transport->records_shipped();
+    r.messages_lost = st.opts.transport->lost();
+  }
+  return r;
+}
+
+caf::behavior front_impl(front_ptr self, replica_front_options opts) {
+  self->state.opts = std::move(opts);
+  self->set_default_handler([self](caf::scheduled_actor*, caf::message_view&) {
+    self->state.opts.probe->message_rejected("unexpected_message");
+    return caf::result<caf::message>{caf::sec::unexpected_message};
+  });
+  self->set_down_handler([](caf::down_msg&) {});
+  self->send(self, tick_atom::value);
+  return {
+      [self](rp::txn_request& req) -> caf::result<rp::txn_result> {
+        auto& st = self->state;
+        auto rpromise = self->make_response_promise<rp::txn_result>();
+        auto start = std::chrono::steady_clock::now();
+        bool strong = req.mode == rp::commit_mode::strong;
+        self->request(st.opts.host, st.opts.host_timeout, std::move(req))
+            .then(
+                [self, rpromise, start, strong](rp::txn_result& r) mutable {
+                  if (strong && r.code == rp::errc::ok)
+                    self->state.opts.probe->quorum_commit(
+                        std::chrono::duration<double>(std::chrono::steady_clock::now()
+                                                      - start)
+                            .count());
+                  rpromise.deliver(std::move(r));
+                },
+                [rpromise](caf::error&) mutable {
+                  // Outcome unknown (the host did not answer in time).
+                  rpromise.deliver(
+                      rp::txn_result{rp::errc::primary_changed, rp::lsn{}, rp::no_node});
+                });
+        return rpromise;
+      },
+      [self](rp::read_request& req) {
+        return self->delegate(self->state.opts.host, std::move(req));
+      },
+      [self](rp::list_request& req) {
+        return self->delegate(self->state.opts.host, std::move(req));
+      },
+      [self](tick_atom) {
+        auto& st = self->state;
+        self->request(st.opts.host, st.opts.status_period * 5,
+                      replication_atoms::status_atom_v)
+            .then(
+                [self](rp::replica_status& s) {
+                  self->state.opts.probe->replica(report_of(s, self->state));
+                },
+                [](caf::error&) {});
+        self->delayed_send(self, st.opts.status_period, tick_atom::value);
+      },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_replica_front(caf::actor_system& sys, replica_front_options opts) {
+  return sys.spawn(front_impl, std::move(opts));
+}
+
+} // namespace conclave::node

@@ -1,0 +1,40 @@
+// replica_front: the actor a node hands to clients instead of its replica
+// host, and the node's watcher of that host.
+//
+// Clients get the front (through the gate's client hello), never the host
+// itself: the host also takes leadership and peer messages, which only the
+// node and its members may send. The front passes client transactions, reads
+// and lists on to the host and answers with the host's answer; it measures each
+// strong commit's latency (request in → acknowledgement out) for the
+// conclave_replica_commit_latency_seconds histogram. Every `status_period`
+// it asks the host for its status and reports it to the probe (metrics and
+// status.json). Messages of any other type are refused (unexpected_message)
+// and counted as rejected by the probe.
+#pragma once
+
+#include "runtime/node/node_probe.hpp"
+#include "runtime/node/replica_link.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace conclave::node {
+
+struct replica_front_options {
+  caf::actor host;
+  std::shared_ptr<node_probe> probe;
+  std::shared_ptr<peer_replica_transport> transport;
+  /// Whether the host's log survives a restart (reported in status.json).
+  bool durable_storage = false;
+  std::chrono::milliseconds status_period{200};
+  /// How long a client's request may wait for the host (a strong commit
+  /// waits for a majority). Past it the client gets primary_changed.
+  std::chrono::milliseconds host_timeout{5000};
+};
+
+caf::actor spawn_replica_front(caf::actor_system& sys, replica_front_options opts);
+
+} // namespace conclave::node

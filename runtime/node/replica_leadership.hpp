@@ -1,0 +1,76 @@
+// Leadership → replica role. The node's election candidate decides who leads;
+// its replica follows: the acting leader of term t is the primary of term t
+// (docs/replication.md, "Model"). The node observes the candidate through its
+// probe (state() runs after every input of the candidate), so the relay is an
+// election_probe that forwards everything to the node's probe and, when the
+// leadership it sees changes, tells the replica host:
+//
+//   acting leader of term t          -> become_primary_msg{t}   (once per term)
+//   no longer acting, or another     -> leader_is_msg{current term}
+//   node leads a term not yet told      (once per term and kind)
+//
+// The decision is a pure function of what the candidate reports
+// (leadership_tracker), tested with plain calls.
+#pragma once
+
+#include "actors/election/election_probe.hpp"
+#include "actors/replication/messages.hpp"
+
+#include <caf/actor.hpp>
+
+#include <memory>
+#include <optional>
+#include <variant>
+
+namespace conclave::node {
+
+/// What the candidate says after an input.
+struct leadership_view {
+  election::node_id self;
+  bool is_leader = false;
+  bool acting = false;
+  election::term t;
+  election::node_id leader;
+};
+
+using replica_signal =
+    std::variant<replication::become_primary_msg, replication::leader_is_msg>;
+
+/// Turns a sequence of candidate views into the messages the replica host
+/// needs: each become_primary once per term, each leader_is once per
+/// (term, reason), nothing while nothing changed.
+class leadership_tracker {
+public:
+  std::optional<replica_signal> observe(const leadership_view& v);
+
+private:
+  /// The term we last made the host primary of (while it may still be).
+  std::optional<election::term> primary_of_;
+  /// The term of the last leader_is sent.
+  std::optional<election::term> told_leader_;
+};
+
+/// The candidate's probe in a node that hosts a replica: forwards to `inner`
+/// and sends the tracker's signals to `host` (from the candidate's thread).
+class leadership_relay final : public election::election_probe {
+public:
+  leadership_relay(std::shared_ptr<election::election_probe> inner, caf::actor host)
+      : inner_(std::move(inner)), host_(std::move(host)) {}
+
+  void event(const election::election_event& e, election::timestamp now) override {
+    inner_->event(e, now);
+  }
+  void message_sent(size_t type) override { inner_->message_sent(type); }
+  void message_received(size_t type) override { inner_->message_received(type); }
+  void message_rejected(std::string_view reason) override {
+    inner_->message_rejected(reason);
+  }
+  void state(const election::candidate_core& core, election::timestamp now) override;
+
+private:
+  std::shared_ptr<election::election_probe> inner_;
+  caf::actor host_;
+  leadership_tracker tracker_;
+};
+
+} // namespace conclave::node

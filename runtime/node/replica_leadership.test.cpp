@@ -1,0 +1,78 @@
+#include "runtime/node/replica_leadership.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace conclave::node;
+namespace el = conclave::election;
+namespace rp = conclave::replication;
+
+namespace {
+
+const el::node_id self{2};
+const el::node_id other{3};
+
+leadership_view leader_of(el::term t, bool acting) {
+  return {self, true, acting, t, self};
+}
+
+leadership_view following(el::node_id leader, el::term t) {
+  return {self, false, false, t, leader};
+}
+
+template <class T>
+std::optional<T> as(const std::optional<replica_signal>& s) {
+  if (!s)
+    return std::nullopt;
+  if (auto x = std::get_if<T>(&*s))
+    return *x;
+  return std::nullopt;
+}
+
+} // namespace
+
+TEST(leadership_tracker, an_acting_leader_becomes_primary_of_its_term_once) {
+  leadership_tracker tr;
+  el::term t{4, self, 1};
+  EXPECT_FALSE(tr.observe(leader_of(t, false))); // elected, lease not granted yet
+  auto s = as<rp::become_primary_msg>(tr.observe(leader_of(t, true)));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->t, t);
+  EXPECT_FALSE(tr.observe(leader_of(t, true))); // still acting: nothing new
+  el::term next{5, self, 1};
+  auto again = as<rp::become_primary_msg>(tr.observe(leader_of(next, true)));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->t, next);
+}
+
+TEST(leadership_tracker, a_primary_that_stops_acting_is_told_once) {
+  leadership_tracker tr;
+  el::term t{4, self, 1};
+  ASSERT_TRUE(tr.observe(leader_of(t, true)));
+  auto s = as<rp::leader_is_msg>(tr.observe(leader_of(t, false)));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->t, t);
+  EXPECT_FALSE(tr.observe(leader_of(t, false)));
+  // Acting again in the same term: primary again.
+  EXPECT_TRUE(as<rp::become_primary_msg>(tr.observe(leader_of(t, true))));
+}
+
+TEST(leadership_tracker, another_leader_is_reported_once_per_term) {
+  leadership_tracker tr;
+  EXPECT_FALSE(tr.observe(following(el::no_node, el::term{}))); // nobody leads yet
+  el::term t{4, other, 1};
+  auto s = as<rp::leader_is_msg>(tr.observe(following(other, t)));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->t, t);
+  EXPECT_FALSE(tr.observe(following(other, t)));
+  el::term later{6, other, 1};
+  EXPECT_TRUE(as<rp::leader_is_msg>(tr.observe(following(other, later))));
+}
+
+TEST(leadership_tracker, a_primary_deposed_by_another_leader_is_told_at_once) {
+  leadership_tracker tr;
+  ASSERT_TRUE(tr.observe(leader_of(el::term{4, self, 1}, true)));
+  el::term t{5, other, 1};
+  auto s = as<rp::leader_is_msg>(tr.observe(following(other, t)));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->t, t);
+}

@@ -1,0 +1,37 @@
+#include "runtime/node/replica_link.hpp"
+
+#include <caf/send.hpp>
+
+#include <variant>
+
+namespace conclave::node {
+
+void peer_replica_transport::deliver(replication::node_id to,
+                                     const replication::message& m) {
+  caf::actor dest;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (auto i = peers_.find(to.value); i != peers_.end())
+      dest = i->second;
+  }
+  if (!dest) {
+    ++lost_;
+    return;
+  }
+  if (auto a = std::get_if<replication::append>(&m))
+    shipped_ += a->entries.size();
+  std::visit([&](const auto& x) { caf::anon_send(dest, x); }, m);
+}
+
+void peer_replica_transport::set_peer(uint64_t id, caf::actor host) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  peers_[id] = std::move(host);
+}
+
+bool peer_replica_transport::knows(uint64_t id) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto i = peers_.find(id);
+  return i != peers_.end() && i->second;
+}
+
+} // namespace conclave::node

@@ -1,0 +1,240 @@
+// Multi-process tests of the replicated store: nodes launched by `cluster up`
+// (TLS), written and read through `conclave kv`, the primary killed with
+// SIGKILL. What must hold: every acknowledged write is on the new primary, and
+// the replicas are equal afterwards (same applied lsn, same digest of the
+// records applied, from each node's status). Loopback only; bounded (`up`
+// 20 s, `kill --wait` 10 s, each kv call 5 s); the cluster is always brought
+// down (process_support.hpp).
+#include "tests/process/process_support.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <set>
+
+using namespace conclave::process_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct replication_test : cluster_test {
+  std::string kv(const std::string& args) {
+    return "kv --timeout-ms 5000 --cluster-dir " + dir.string() + " " + args;
+  }
+
+  /// (role, applied lsn, digest) of every live node's replica, from status.
+  std::vector<std::tuple<std::string, uint64_t, std::string>> replicas() {
+    std::vector<std::tuple<std::string, uint64_t, std::string>> out;
+    auto r = run_conclave("cluster status --json --dir " + dir.string());
+    auto st = nlohmann::json::parse(r.out, nullptr, false);
+    if (st.is_discarded())
+      return out;
+    for (auto& n : st["nodes"])
+      if (n["alive"].get<bool>() && n["replica"].is_object())
+        out.emplace_back(n["replica"]["role"].get<std::string>(),
+                         n["replica"]["applied_lsn"].get<uint64_t>(),
+                         n["replica"]["digest"].get<std::string>());
+    return out;
+  }
+
+  void kill_primary_during_writes(int n);
+
+  /// Every live replica reports the same applied lsn (> 0) and digest.
+  bool replicas_equal(size_t live) {
+    auto rs = replicas();
+    if (rs.size() != live)
+      return false;
+    for (auto& r : rs)
+      if (std::get<1>(r) == 0 || std::get<1>(r) != std::get<1>(rs.front())
+          || std::get<2>(r) != std::get<2>(rs.front()))
+        return false;
+    return true;
+  }
+};
+
+} // namespace
+
+/// Writes through kv while the primary of an n-node cluster is killed.
+void replication_test::kill_primary_during_writes(int n) {
+  auto j = up(n);
+  auto leader = j["leader"].get<uint64_t>();
+  // The first write also waits for the primary's sync phase.
+  ASSERT_EQ(run_conclave(kv("put first 1"), true).status, 0);
+  // Writes go on while the primary is killed: record the acknowledged ones.
+  // Paced by acknowledgements, not by time (a loaded machine runs kv slowly):
+  // the kill comes after 3 acknowledged writes, the writer stops after 3 more.
+  std::mutex mtx;
+  std::vector<std::string> acked;
+  std::atomic<bool> stop{false};
+  std::thread writer{[&] {
+    for (int i = 0; i < 500 && !stop; ++i) {
+      auto key = "k" + std::to_string(i);
+      if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0) {
+        std::lock_guard<std::mutex> guard{mtx};
+        acked.push_back(key);
+      }
+    }
+  }};
+  auto acked_count = [&] {
+    std::lock_guard<std::mutex> guard{mtx};
+    return acked.size();
+  };
+  bool before = eventually([&] { return acked_count() >= 3; }, 15s);
+  auto at_kill = acked_count();
+  auto k = kill(leader, "KILL");
+  bool after = eventually([&] { return acked_count() >= at_kill + 3; }, 15s);
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(before && after) << acked_count() << " write(s) acknowledged, " << at_kill
+                               << " before the kill";
+  EXPECT_NE(k["leader"].get<uint64_t>(), leader);
+  std::lock_guard<std::mutex> guard{mtx};
+  // Every acknowledged write is on the new primary (kv get reads the primary's).
+  for (auto& key : acked) {
+    auto r = run_conclave(kv("get " + key));
+    EXPECT_EQ(r.status, 0) << key;
+    EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
+  }
+  // The two live replicas converge on the same records.
+  EXPECT_TRUE(eventually([&] { return replicas_equal(static_cast<size_t>(n - 1)); }, 5s));
+  auto rs = replicas();
+  ASSERT_EQ(rs.size(), static_cast<size_t>(n - 1));
+  EXPECT_EQ(std::count_if(rs.begin(), rs.end(),
+                          [](auto& r) { return std::get<0>(r) == "primary"; }),
+            1);
+  // The killed node comes back and catches up to the same state.
+  auto restart = run_conclave("cluster restart --timeout-ms 10000 --dir " + dir.string()
+                                  + " --node " + std::to_string(leader),
+                              true);
+  ASSERT_EQ(restart.status, 0) << restart.out;
+  EXPECT_TRUE(eventually([&] { return replicas_equal(static_cast<size_t>(n)); }, 5s));
+  auto again =
+      run_conclave(kv("get " + acked.front() + " --at " + std::to_string(leader)));
+  EXPECT_EQ(again.status, 0);
+  EXPECT_EQ(again.out, "v" + acked.front().substr(1) + "\n");
+}
+
+TEST_F(replication_test, kill_9_of_the_primary_loses_no_acknowledged_write) {
+  kill_primary_during_writes(3);
+}
+
+TEST_F(replication_test, kill_9_of_the_primary_of_five_loses_no_acknowledged_write) {
+  kill_primary_during_writes(5);
+}
+
+TEST_F(replication_test, a_secondary_sends_the_client_to_the_primary) {
+  auto j = up(3, "--insecure");
+  auto leader = j["leader"].get<uint64_t>();
+  uint64_t secondary = leader == 1 ? 2 : 1;
+  ASSERT_EQ(run_conclave(kv("put a 1"), true).status, 0);
+  // kv starts at the lowest id; a write acknowledged means it followed the
+  // secondary's not_primary answer, or started at the primary.
+  auto st = status();
+  std::string peers;
+  for (auto& n : st["nodes"])
+    if (n["id"].get<uint64_t>() == secondary)
+      peers = std::to_string(secondary) + "@" + n["address"].get<std::string>();
+  for (auto& n : st["nodes"])
+    if (n["id"].get<uint64_t>() == leader)
+      peers += "," + std::to_string(leader) + "@" + n["address"].get<std::string>();
+  auto w =
+      run_conclave("kv --json --timeout-ms 5000 --peers " + peers + " put b 2", true);
+  ASSERT_EQ(w.status, 0) << w.out;
+  EXPECT_EQ(nlohmann::json::parse(w.out)["node"], leader);
+  // A read at the secondary is its own applied state, and says so.
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = run_conclave("kv --json --timeout-ms 5000 --peers " + peers
+                              + " get b --at " + std::to_string(secondary));
+        return r.status == 0 && nlohmann::json::parse(r.out)["role"] == "secondary";
+      },
+      3s));
+}
+
+TEST_F(replication_test, kv_lists_by_prefix_and_uses_queues_in_order) {
+  up(3, "--insecure");
+  for (auto kvp : {"put p2 two", "put p1 one", "put q three"})
+    ASSERT_EQ(run_conclave(kv(kvp), true).status, 0) << kvp;
+  auto l = run_conclave(kv("list p"), true);
+  EXPECT_EQ(l.status, 0);
+  EXPECT_EQ(l.out, "p1\tone\np2\ttwo\n");
+  auto jobs = [&](const std::string& args) { return kv("--collection jobs " + args); };
+  EXPECT_EQ(run_conclave(jobs("enqueue first")).status, 0);
+  EXPECT_EQ(run_conclave(jobs("enqueue second")).status, 0);
+  auto d1 = run_conclave(jobs("dequeue"));
+  EXPECT_EQ(d1.status, 0);
+  EXPECT_EQ(d1.out, "first\n");
+  EXPECT_EQ(run_conclave(jobs("dequeue")).out, "second\n");
+  auto empty = run_conclave(jobs("dequeue"), true);
+  EXPECT_EQ(empty.status, 1);
+  EXPECT_NE(empty.out.find("queue empty"), std::string::npos) << empty.out;
+  // A queue is not a dictionary: refused by the store, not retried.
+  auto wrong = run_conclave(jobs("get x"), true);
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_NE(wrong.out.find("wrong_kind"), std::string::npos) << wrong.out;
+}
+
+TEST(replication_cli, bad_kv_flags_and_a_foreign_data_dir_are_exit_2_with_one_line) {
+  auto expect_bad = [](const std::string& args, const std::string& line) {
+    auto r = run_conclave(args, true);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(line), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  };
+  expect_bad("kv get a", "give --peers");
+  expect_bad("kv --peers 1@127.0.0.1:1 put a", "VALUE is required");
+  expect_bad("kv --peers 1@127.0.0.1:1 put a 1 --at 1", "");
+  expect_bad("kv --peers 1@127.0.0.1:1 get a --at 7", "--at: node 7 is not in --peers");
+  expect_bad("kv --peers nonsense get a", "--peers");
+  expect_bad("kv --peers 1@127.0.0.1:1 --tls-ca x get a", "--tls-key");
+  expect_bad("kv --peers 1@127.0.0.1:1 frobnicate", "");
+  // A data dir recorded for node 1 is refused to node 2 before anything starts.
+  auto data = std::filesystem::temp_directory_path()
+              / ("conclave-foreign-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(data);
+  {
+    std::ofstream id{data / "identity.json"};
+    id << R"({"cluster": "conclave", "id": 1})" << '\n';
+  }
+  auto port = std::to_string(free_port());
+  expect_bad("node --id 2 --listen 127.0.0.1:" + port
+                 + " --peers 1@127.0.0.1:1,2@127.0.0.1:" + port + " --data-dir "
+                 + data.string(),
+             "belongs to node 1 of cluster 'conclave', not node 2");
+  EXPECT_TRUE(std::filesystem::exists(data / "identity.json"));
+  std::filesystem::remove_all(data);
+}
+
+TEST_F(replication_test,
+       kill_9_of_every_node_then_a_restart_keeps_every_acknowledged_write) {
+  up(3, "--insecure");
+  std::vector<std::string> acked;
+  for (int i = 0; i < 15; ++i) {
+    auto key = "d" + std::to_string(i);
+    if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0)
+      acked.push_back(key);
+  }
+  ASSERT_EQ(acked.size(), 15u);
+  for (uint64_t id = 1; id <= 3; ++id)
+    EXPECT_EQ(run_conclave("cluster kill --dir " + dir.string() + " --signal KILL --node "
+                           + std::to_string(id))
+                  .status,
+              0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (auto& n : status(1)["nodes"])
+          if (n["running"].get<bool>())
+            return false;
+        return true;
+      },
+      5s));
+  // The same directory again: each node recovers its log and term from its
+  // data dir (new ports; the identity is the same cluster and id).
+  up(3, "--insecure");
+  for (auto& key : acked) {
+    auto r = run_conclave(kv("get " + key));
+    EXPECT_EQ(r.status, 0) << key;
+    EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
+  }
+  EXPECT_TRUE(eventually([&] { return replicas_equal(3); }, 5s));
+  EXPECT_EQ(run_conclave(kv("put after restart"), true).status, 0);
+}
