@@ -86,6 +86,14 @@ protected:
     return out;
   }
 
+  /// Overwrites `file` from byte `at` with `bytes` (damage, a torn write).
+  static void overwrite(const fs::path& file, uint64_t at, std::string_view bytes) {
+    std::fstream f{file, std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    ASSERT_TRUE(f.good()) << file;
+  }
+
   static std::vector<uint64_t> range(uint64_t from, uint64_t to) {
     std::vector<uint64_t> v;
     for (auto l = from; l <= to; ++l)
@@ -269,11 +277,7 @@ TEST_F(wal_test, corruption_before_valid_records_refuses_the_open_until_repaired
   write(1, 30, o);
   auto segs = segments();
   ASSERT_GT(segs.size(), 3u);
-  {
-    std::fstream f{segs[1], std::ios::in | std::ios::out | std::ios::binary};
-    f.seekp(30);
-    f.put('\x77');
-  }
+  overwrite(segs[1], 30, "\x77");
   auto before = contents();
   wal_recovery rep;
   auto w = wal::open(
@@ -511,12 +515,8 @@ TEST_F(wal_test, zeros_inside_the_last_record_are_a_torn_tail) {
   auto original = files::read_file(seg).value();
   auto stored = frame(5).size() + batch_trailer_size; // as the log stamps it
   auto start = 5 * stored - stored;                   // frames are equal in size
-  {
-    std::fstream f{seg, std::ios::in | std::ios::out | std::ios::binary};
-    f.seekp(static_cast<std::streamoff>(start + 30));
-    std::string zeros(stored - 30, '\0');
-    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
-  }
+  std::string zeros(stored - 30, '\0');
+  overwrite(seg, start + 30, zeros);
   wal_recovery rep;
   EXPECT_EQ(replay(rep), range(1, 4));
   EXPECT_TRUE(rep.tail_cut);
@@ -534,11 +534,7 @@ TEST_F(wal_test, a_partial_record_before_the_zeros_is_a_torn_tail) {
   auto seg = segments().back();
   auto end = 5 * (frame(1).size() + batch_trailer_size); // as the log stamps them
   auto half = frame(6).substr(0, frame(6).size() / 2);   // a crash mid-write
-  {
-    std::fstream f{seg, std::ios::in | std::ios::out | std::ios::binary};
-    f.seekp(static_cast<std::streamoff>(end));
-    f.write(half.data(), static_cast<std::streamsize>(half.size()));
-  }
+  overwrite(seg, end, half);
   wal_recovery rep;
   EXPECT_EQ(replay(rep), range(1, 5));
   EXPECT_TRUE(rep.tail_cut);
@@ -575,11 +571,7 @@ TEST_F(wal_test, a_nonzero_byte_after_the_zeros_is_corruption_not_a_clean_end) {
   ASSERT_GT(scanned.segments[0].zero_tail, 2u);
   // In the zeros of an earlier segment: valid records follow, so it refuses.
   auto at = scanned.segments[0].bytes - scanned.segments[0].zero_tail / 2;
-  {
-    std::fstream f{segs[0], std::ios::in | std::ios::out | std::ios::binary};
-    f.seekp(static_cast<std::streamoff>(at));
-    f.put('\x5A');
-  }
+  overwrite(segs[0], at, "\x5A");
   wal_recovery rep;
   auto w = wal::open(
       options(), lsn{},
@@ -588,18 +580,10 @@ TEST_F(wal_test, a_nonzero_byte_after_the_zeros_is_corruption_not_a_clean_end) {
   EXPECT_NE(rep.problem.find(segs[0].filename().string()), std::string::npos)
       << rep.problem;
   // In the zeros of the last segment: a torn tail, cut and kept.
-  {
-    std::fstream f{segs[0], std::ios::in | std::ios::out | std::ios::binary};
-    f.seekp(static_cast<std::streamoff>(at));
-    f.put('\0');
-  }
+  overwrite(segs[0], at, std::string_view{"\0", 1});
   auto last = scanned.segments.back();
   ASSERT_GT(last.zero_tail, 2u);
-  {
-    std::fstream f{segs.back(), std::ios::in | std::ios::out | std::ios::binary};
-    f.seekp(static_cast<std::streamoff>(last.bytes - last.zero_tail / 2));
-    f.put('\x5A');
-  }
+  overwrite(segs.back(), last.bytes - last.zero_tail / 2, "\x5A");
   wal_recovery tail;
   EXPECT_EQ(replay(tail), range(1, 40));
   EXPECT_TRUE(tail.tail_cut);

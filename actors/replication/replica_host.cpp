@@ -2,6 +2,7 @@
 
 #include "actors/replication/record_codec.hpp"
 #include "actors/replication/txn_apply.hpp"
+#include "actors/timer/deadline_timer.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
@@ -59,8 +60,7 @@ struct host_state {
   std::map<uint64_t, waiter> waiting;
   /// lsn -> txn ref of the waiting transactions.
   std::map<uint64_t, uint64_t> waiting_at;
-  uint64_t timer_generation = 0;
-  std::optional<timestamp> timer_at;
+  deadline_timer timer;
   uint32_t applied_since_gc = 0;
   uint64_t unknown_messages = 0;
   uint64_t bad_payloads = 0;
@@ -75,10 +75,6 @@ struct host_state {
 };
 
 using host_impl = caf::stateful_actor<host_state>*;
-
-timestamp now_of(host_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
-}
 
 /// The device or term file failed: answer every waiting client and accept
 /// nothing more (a replica that cannot keep its promises must not answer).
@@ -159,17 +155,8 @@ void answer(host_state& st, std::map<uint64_t, host_state::waiter>::iterator w,
 }
 
 void arm_timer(host_impl self) {
-  auto& st = self->state;
-  auto next = st.core->next_deadline();
-  if (!next || (st.timer_at && *st.timer_at <= *next))
-    return;
-  st.timer_at = next;
-  auto gen = ++st.timer_generation;
-  auto delay = *next - now_of(self);
-  if (delay < timestamp::zero())
-    delay = timestamp::zero();
-  self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(delay),
-                     replication_atoms::timer_atom_v, gen);
+  self->state.timer.arm(self, self->state.core->next_deadline(),
+                        replication_atoms::timer_atom_v);
 }
 
 /// Executes the core's effects in order, then sends its outbox, then arms the
@@ -437,9 +424,8 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
       },
       [self](replication_atoms::timer_atom, uint64_t gen) {
         auto& st = self->state;
-        if (gen != st.timer_generation || st.failed)
+        if (st.failed || !st.timer.fire(gen))
           return;
-        st.timer_at.reset();
         st.core->tick(now_of(self));
         process(self);
       },

@@ -1,5 +1,7 @@
 #include "actors/store/store_host.hpp"
 
+#include "actors/timer/deadline_timer.hpp"
+
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
@@ -52,8 +54,7 @@ struct host_state {
   lsn durable;
   bool sync_in_flight = false;
   uint64_t next_sync = 1;
-  uint64_t timer_generation = 0;
-  std::optional<timestamp> timer_at;
+  deadline_timer timer;
   uint32_t commits_since_gc = 0;
   static inline const char* name = "conclave.store_host";
 
@@ -66,10 +67,6 @@ struct host_state {
 };
 
 using host_impl = host_actor::stateful_pointer<host_state>;
-
-timestamp now_of(host_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
-}
 
 /// Stops the host: waiting commits fail, nothing is accepted any more.
 void stop(host_impl self, errc why) {
@@ -126,17 +123,7 @@ bool log(host_impl self, const log_record& rec) {
 /// Arms the lock timer for the core's next deadline if it is earlier than the
 /// armed one (a newer generation makes the older timer a no-op).
 void arm_timer(host_impl self) {
-  auto& st = self->state;
-  auto next = st.core->next_deadline();
-  if (!next || (st.timer_at && *st.timer_at <= *next))
-    return;
-  st.timer_at = next;
-  auto gen = ++st.timer_generation;
-  auto delay = *next - now_of(self);
-  if (delay < timestamp::zero())
-    delay = timestamp::zero();
-  self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(delay),
-                     lock_timer_atom::value, gen);
+  self->state.timer.arm(self, self->state.core->next_deadline(), lock_timer_atom::value);
 }
 
 void run_batch(host_impl self, std::shared_ptr<batch_job> b,
@@ -434,9 +421,8 @@ host_actor::behavior_type make_host(host_impl self, store_host_options opts) {
       },
       [self](lock_timer_atom, uint64_t gen) {
         auto& st = self->state;
-        if (gen != st.timer_generation)
+        if (!st.timer.fire(gen))
           return; // superseded by an earlier deadline
-        st.timer_at.reset();
         for (auto t : st.core->expire(now_of(self)))
           fail_parked(self, t, errc::lock_timeout);
         wake(self);

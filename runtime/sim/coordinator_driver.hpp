@@ -15,16 +15,17 @@
 // scoped_actor, no threads): they would race its unlocked job queue.
 #pragma once
 
+#include "actors/ask/ask.hpp"
+
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/error.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace conclave::sim {
@@ -63,30 +64,13 @@ public:
 
   /// The answer to a request, once run() has delivered it.
   template <class T>
-  struct reply {
-    bool done = false;
-    std::optional<T> value;
-    caf::error error;
-  };
+  using reply = conclave::reply<T>;
 
   /// Sends a request from a throw-away actor; its answer lands in the slot
   /// (run() to deliver it). Never blocks: nothing runs before run().
   template <class T, class Handle, class... Ts>
   std::shared_ptr<reply<T>> ask(const Handle& to, Ts... xs) {
-    auto out = std::make_shared<reply<T>>();
-    sys_->spawn([=](caf::event_based_actor* self) {
-      self->request(to, caf::infinite, xs...)
-          .then(
-              [=](T& x) {
-                out->value = std::move(x);
-                out->done = true;
-              },
-              [=](caf::error& e) {
-                out->error = std::move(e);
-                out->done = true;
-              });
-    });
-    return out;
+    return conclave::ask<T>(*sys_, to, std::move(xs)...);
   }
 
   /// ask() and run(): the value, or nothing if the request failed.

@@ -10,16 +10,11 @@ namespace {
 
 using namespace std::chrono;
 
-std::string quote(std::string_view s) {
-  return "'" + std::string{s} + "'";
-}
-
 outcome::result<uint64_t, std::string> parse_uint(std::string_view s) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size() || s.empty())
+  auto v = parse_number(s);
+  if (!v)
     return "expected a number, got " + quote(s);
-  return v;
+  return *v;
 }
 
 outcome::result<timestamp, std::string> parse_time(std::string_view s) {
@@ -316,16 +311,23 @@ outcome::result<void, std::string> validate(const fault_plan& plan, size_t nodes
 }
 
 timestamp fault_plan::last_fault_end() const {
-  timestamp t{0};
-  for (auto& f : faults)
-    t = std::max({t, f.at, f.until});
-  return t;
+  return last_end_of(faults);
 }
 
 timestamp fault_plan::heal_time() const {
-  if (heal)
-    return *heal;
-  return last_fault_end();
+  return heal_time_of(*this);
+}
+
+std::string quote(std::string_view text) {
+  return "'" + std::string{text} + "'";
+}
+
+std::optional<uint64_t> parse_number(std::string_view text) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || p != text.data() + text.size())
+    return std::nullopt;
+  return v;
 }
 
 void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng) {

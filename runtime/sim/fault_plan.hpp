@@ -26,6 +26,8 @@
 
 #include <boost/outcome.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <random>
@@ -92,6 +94,27 @@ outcome::result<duration, std::string> parse_duration(std::string_view text);
 
 // The pieces of the spec language other workloads' specs share (jobs_faults.hpp).
 
+/// "'text'": how error messages show what they got.
+std::string quote(std::string_view text);
+/// "42" → 42; nothing unless the text is all decimal digits and fits 64 bits.
+std::optional<uint64_t> parse_number(std::string_view text);
+/// When the last of `faults` ends (0 without faults): the latest `at` or
+/// `until` (the plans' last_fault_end()).
+template <class Fault>
+timestamp last_end_of(const std::vector<Fault>& faults) {
+  timestamp t{0};
+  for (auto& f : faults)
+    t = std::max({t, f.at, f.until});
+  return t;
+}
+/// heal@ if the spec set it, else when the last fault ends (the plans'
+/// heal_time()).
+template <class Plan>
+timestamp heal_time_of(const Plan& plan) {
+  if (plan.heal)
+    return *plan.heal;
+  return plan.last_fault_end();
+}
 /// "0.05" → a probability in [0, 1].
 outcome::result<double, std::string> parse_probability(std::string_view text);
 /// "1s-2s" → (T1, T2) with T1 < T2.

@@ -1,7 +1,6 @@
 #include "runtime/sim/jobs_faults.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <tuple>
 
 namespace conclave::sim {
@@ -9,18 +8,6 @@ namespace conclave::sim {
 namespace {
 
 using namespace std::chrono;
-
-std::string quote(std::string_view s) {
-  return "'" + std::string{s} + "'";
-}
-
-std::optional<uint64_t> parse_number(std::string_view s) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || p != s.data() + s.size())
-    return std::nullopt;
-  return v;
-}
 
 /// "agent2", "scheduler1", "supervisor3", "service" → role and number.
 outcome::result<std::pair<jobs_fault::role, uint64_t>, std::string>
@@ -276,16 +263,11 @@ std::string to_string(const jobs_fault& f) {
 }
 
 timestamp jobs_fault_plan::last_fault_end() const {
-  timestamp t{0};
-  for (auto& f : faults)
-    t = std::max({t, f.at, f.until});
-  return t;
+  return last_end_of(faults);
 }
 
 timestamp jobs_fault_plan::heal_time() const {
-  if (heal)
-    return *heal;
-  return last_fault_end();
+  return heal_time_of(*this);
 }
 
 void add_random_faults(jobs_fault_plan& plan, const jobs_shape& shape,

@@ -3,6 +3,7 @@
 // only pids still running that directory's nodes), and a tiny HTTP GET.
 #pragma once
 
+#include "tests/support/loopback_http.hpp"
 #include "tests/support/process_tools.hpp"
 
 #include <nlohmann/json.hpp>
@@ -48,26 +49,11 @@ inline std::string read_file(const std::filesystem::path& p) {
 /// GET http://HOST:PORT/PATH on loopback; the body, or "" on failure.
 inline std::string http_get(const std::string& host_port, const std::string& path) {
   auto colon = host_port.rfind(':');
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{2, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
-  ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &sa.sin_addr);
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
-    auto req = "GET " + path + " HTTP/1.0\r\nHost: " + host_port + "\r\n\r\n";
-    if (::send(fd, req.data(), req.size(), 0) == static_cast<ssize_t>(req.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0)
-        response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  auto body = response.find("\r\n\r\n");
-  return body == std::string::npos ? "" : response.substr(body + 4);
+  return conclave::testing::http_exchange(
+      host_port.substr(0, colon),
+      static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))),
+      "GET " + path + " HTTP/1.0\r\nHost: " + host_port + "\r\n\r\n",
+      std::chrono::seconds(2));
 }
 
 using conclave::testing::free_port;

@@ -24,7 +24,9 @@ std::optional<uint64_t> env_u64(const char* name) {
   return std::nullopt;
 }
 
-std::string replay(uint64_t seed, const std::string& test) {
+/// The command that replays `seed` in the running test.
+std::string replay(uint64_t seed) {
+  std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
   return "CONCLAVE_REPLICATION_SEED=" + std::to_string(seed)
          + " CONCLAVE_REPLICATION_TRACE=1 build/bin/conclave_replication_sim_test"
            " --gtest_filter='replication_sim."
@@ -33,7 +35,7 @@ std::string replay(uint64_t seed, const std::string& test) {
 
 /// Runs seeds first..first+count-1 (or only $CONCLAVE_REPLICATION_SEED) and
 /// fails with the replay command of every failing seed (at most 5 listed).
-void run_many(sim_options base, uint64_t first, uint64_t count, const std::string& test) {
+void run_many(sim_options base, uint64_t first, uint64_t count) {
   if (auto seed = env_u64("CONCLAVE_REPLICATION_SEED")) {
     first = *seed;
     count = 1;
@@ -58,7 +60,7 @@ void run_many(sim_options base, uint64_t first, uint64_t count, const std::strin
     if (count == 1)
       std::printf("%s\n", r.summary().c_str());
     if (!r.ok() && ++failures <= 5)
-      ADD_FAILURE() << r.summary() << "\n  replay: " << replay(seed, test);
+      ADD_FAILURE() << r.summary() << "\n  replay: " << replay(seed);
   }
   // The schedules must exercise what the checkers judge.
   EXPECT_GT(acked, count);
@@ -79,23 +81,19 @@ sim_options replicas(size_t n) {
 }
 
 TEST(replication_sim, three_replicas_keep_every_acknowledged_commit_seeds_1_2500) {
-  run_many(replicas(3), 1, 2500,
-           "three_replicas_keep_every_acknowledged_commit_seeds_1_2500");
+  run_many(replicas(3), 1, 2500);
 }
 
 TEST(replication_sim, three_replicas_keep_every_acknowledged_commit_seeds_2501_5000) {
-  run_many(replicas(3), 2501, 2500,
-           "three_replicas_keep_every_acknowledged_commit_seeds_2501_5000");
+  run_many(replicas(3), 2501, 2500);
 }
 
 TEST(replication_sim, five_replicas_keep_every_acknowledged_commit_seeds_1_2500) {
-  run_many(replicas(5), 1, 2500,
-           "five_replicas_keep_every_acknowledged_commit_seeds_1_2500");
+  run_many(replicas(5), 1, 2500);
 }
 
 TEST(replication_sim, five_replicas_keep_every_acknowledged_commit_seeds_2501_5000) {
-  run_many(replicas(5), 2501, 2500,
-           "five_replicas_keep_every_acknowledged_commit_seeds_2501_5000");
+  run_many(replicas(5), 2501, 2500);
 }
 
 // A harsher mix, fewer seeds: a primary change at half of the checks, 20 % loss,
@@ -115,13 +113,11 @@ sim_options storm(size_t n) {
 }
 
 TEST(replication_sim, storm_with_three_replicas_keeps_every_acknowledged_commit) {
-  run_many(storm(3), 100001, 500,
-           "storm_with_three_replicas_keeps_every_acknowledged_commit");
+  run_many(storm(3), 100001, 500);
 }
 
 TEST(replication_sim, storm_with_five_replicas_keeps_every_acknowledged_commit) {
-  run_many(storm(5), 200001, 500,
-           "storm_with_five_replicas_keeps_every_acknowledged_commit");
+  run_many(storm(5), 200001, 500);
 }
 
 TEST(replication_sim, same_seed_gives_the_same_run) {

@@ -21,6 +21,7 @@
 // are tracked by pid and stopped by pid.
 #include "tests/bench/support/etcd_process.hpp"
 #include "tests/bench/support/stats.hpp"
+#include "tests/support/loopback_http.hpp"
 #include "tests/support/process_tools.hpp"
 
 #include <nlohmann/json.hpp>
@@ -88,57 +89,20 @@ using conclave::testing::free_port;
 /// POST a small body to 127.0.0.1:port; the response body or "".
 std::string http_post(uint16_t port, const std::string& path, const std::string& body,
                       std::chrono::milliseconds timeout) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{0, static_cast<suseconds_t>(timeout.count() * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
-    auto req = "POST " + path
-               + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: "
-                 "application/json\r\nContent-Length: "
-               + std::to_string(body.size()) + "\r\n\r\n" + body;
-    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
-        == static_cast<ssize_t>(req.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0)
-        response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  auto b = response.find("\r\n\r\n");
-  return b == std::string::npos ? "" : response.substr(b + 4);
+  return conclave::testing::http_exchange(
+      "127.0.0.1", port,
+      "POST " + path
+          + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: "
+            "application/json\r\nContent-Length: "
+          + std::to_string(body.size()) + "\r\n\r\n" + body,
+      timeout);
 }
 
 /// GET http://127.0.0.1:port/path; the response body or "".
 std::string http_get(uint16_t port, const std::string& path,
                      std::chrono::milliseconds timeout) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{0, static_cast<suseconds_t>(timeout.count() * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
-    auto req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL)
-        == static_cast<ssize_t>(req.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0)
-        response.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  auto b = response.find("\r\n\r\n");
-  return b == std::string::npos ? "" : response.substr(b + 4);
+  return conclave::testing::http_exchange(
+      "127.0.0.1", port, "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", timeout);
 }
 
 long rss_kb(int pid) {
