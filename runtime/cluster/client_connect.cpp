@@ -20,6 +20,11 @@ void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
     cfg.openssl_key = tls_key;
   }
   cfg.add_message_types<caf::id_block::conclave_replication>();
+  // A node closes a link that stays silent for its link timeout (1 s by
+  // default), and a request sent afterwards to the front it gave is dropped
+  // (the requester sees a timeout, not an error): a client that keeps its
+  // connection between requests must send heartbeats like a node.
+  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{100}});
 }
 
 front_answer connect_front(caf::scoped_actor& self, const std::string& cluster,
