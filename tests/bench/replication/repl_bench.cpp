@@ -476,6 +476,11 @@ int main(int argc, char** argv) {
       std::cerr << "repl_bench: " << *err << '\n';
       status = 1;
     }
+    // Idle past the nodes' link timeout (1 s) before the first put: the
+    // connection must survive it (it did not before clients sent middleman
+    // heartbeats), so the smoke run checks that too.
+    if (status == 0)
+      std::this_thread::sleep_for(1500ms);
     if (status == 0 && !o.skip_etcd) {
       ec = std::make_unique<etcd_cluster>(o.etcd, root / "etcd");
       if (auto err = ec->up()) {
