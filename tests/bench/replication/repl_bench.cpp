@@ -156,6 +156,10 @@ public:
     // The system keeps a reference to its config: both live as long as this.
     cfg_ = std::make_unique<caf::actor_system_config>();
     conclave::cluster::configure_client(*cfg_, access->ca, access->cert, access->key);
+    // As the nodes: CAF's default work-stealing threads poll while idle and
+    // would take CPU from the nodes on a small machine (../shared/CAF-0.17.md).
+    cfg_->set("scheduler.policy", caf::atom("sharing"));
+    cfg_->set("scheduler.max-threads", 2);
     sys_ = std::make_unique<caf::actor_system>(*cfg_);
     caf::scoped_actor self{*sys_};
     // Wait for a serving primary: a warm-up put acknowledged by it. A member
