@@ -10,14 +10,12 @@
 #include "runtime/cli/commands.hpp"
 
 #include "actors/replication/type_ids.hpp"
+#include "runtime/cluster/client_connect.hpp"
 #include "runtime/cluster/cluster.hpp"
-#include "runtime/node/gate_actor.hpp"
 #include "runtime/node/node_config.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/io/middleman.hpp>
-#include <caf/openssl/manager.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include <nlohmann/json.hpp>
@@ -105,46 +103,14 @@ struct session {
 
   /// The front of member `id` at `where` (client hello), or a null actor.
   caf::actor front_of(uint64_t id, const node::address& where, uint64_t& primary) {
-    auto mm = sys.has_openssl_manager() ? sys.openssl_manager().actor_handle()
-                                        : sys.middleman().actor_handle();
-    auto step = std::min(left(), std::chrono::milliseconds{1000});
-    node::gate_actor gate;
-    self->request(mm, step, caf::connect_atom::value, where.host, where.port)
-        .receive(
-            [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
-                const std::set<std::string>& ifs) {
-              if (!ptr)
-                last_error = "node " + std::to_string(id) + ": nothing published at "
-                             + where.to_string();
-              else if (ifs
-                       != sys.message_types(caf::detail::type_list<node::gate_actor>{}))
-                last_error = "node " + std::to_string(id) + " at " + where.to_string()
-                             + " is not a conclave node of this version";
-              else
-                gate = caf::actor_cast<node::gate_actor>(ptr);
-            },
-            [&](caf::error& e) {
-              last_error = "node " + std::to_string(id) + " at " + where.to_string()
-                           + ": " + sys.render(e);
-            });
-    if (!gate)
+    auto a = cluster::connect_front(self, cluster, id, where,
+                                    std::min(left(), std::chrono::milliseconds{1000}));
+    if (!a.front) {
+      last_error = a.error;
       return {};
-    caf::actor front;
-    self->request(gate, step, node::client_hello_atom::value, cluster)
-        .receive(
-            [&](const caf::actor& f, uint64_t, uint64_t p, const std::string&,
-                const std::string& refused) {
-              if (!refused.empty()) {
-                last_error = "node " + std::to_string(id) + " refused: " + refused;
-                return;
-              }
-              primary = p;
-              front = f;
-            },
-            [&](caf::error& e) {
-              last_error = "node " + std::to_string(id) + ": " + sys.render(e);
-            });
-    return front;
+    }
+    primary = a.primary;
+    return a.front;
   }
 };
 
@@ -266,14 +232,7 @@ int run_kv(kv_options& o) {
   if (o.at != 0 && !reading)
     return bad_input("--at: only for get and list (writes go to the primary)");
   caf::actor_system_config cfg;
-  cfg.load<caf::io::middleman>();
-  if (!o.tls_ca.empty()) {
-    cfg.load<caf::openssl::manager>();
-    cfg.openssl_cafile = o.tls_ca;
-    cfg.openssl_certificate = o.tls_cert;
-    cfg.openssl_key = o.tls_key;
-  }
-  cfg.add_message_types<caf::id_block::conclave_replication>();
+  cluster::configure_client(cfg, o.tls_ca, o.tls_cert, o.tls_key);
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};

@@ -1,0 +1,74 @@
+// See client_connect.hpp.
+#include "runtime/cluster/client_connect.hpp"
+
+#include "actors/replication/type_ids.hpp"
+#include "runtime/node/gate_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+
+namespace conclave::cluster {
+
+void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
+                      const std::string& tls_cert, const std::string& tls_key) {
+  cfg.load<caf::io::middleman>();
+  if (!tls_ca.empty()) {
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_cafile = tls_ca;
+    cfg.openssl_certificate = tls_cert;
+    cfg.openssl_key = tls_key;
+  }
+  cfg.add_message_types<caf::id_block::conclave_replication>();
+  // A node closes a link that stays silent for its link timeout (1 s by
+  // default), and a request sent afterwards to the front it gave is dropped
+  // (the requester sees a timeout, not an error): a client that keeps its
+  // connection between requests must send heartbeats like a node.
+  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{100}});
+}
+
+front_answer connect_front(caf::scoped_actor& self, const std::string& cluster,
+                           uint64_t id, const node::address& where,
+                           std::chrono::milliseconds step) {
+  auto& sys = self->system();
+  auto mm = sys.has_openssl_manager() ? sys.openssl_manager().actor_handle()
+                                      : sys.middleman().actor_handle();
+  front_answer out;
+  node::gate_actor gate;
+  self->request(mm, step, caf::connect_atom::value, where.host, where.port)
+      .receive(
+          [&](const caf::node_id&, caf::strong_actor_ptr& ptr,
+              const std::set<std::string>& ifs) {
+            if (!ptr)
+              out.error = "node " + std::to_string(id) + ": nothing published at "
+                          + where.to_string();
+            else if (ifs != sys.message_types(caf::detail::type_list<node::gate_actor>{}))
+              out.error = "node " + std::to_string(id) + " at " + where.to_string()
+                          + " is not a conclave node of this version";
+            else
+              gate = caf::actor_cast<node::gate_actor>(ptr);
+          },
+          [&](caf::error& e) {
+            out.error = "node " + std::to_string(id) + " at " + where.to_string() + ": "
+                        + sys.render(e);
+          });
+  if (!gate)
+    return out;
+  self->request(gate, step, node::client_hello_atom::value, cluster)
+      .receive(
+          [&](const caf::actor& f, uint64_t, uint64_t p, const std::string&,
+              const std::string& refused) {
+            if (!refused.empty()) {
+              out.error = "node " + std::to_string(id) + " refused: " + refused;
+              return;
+            }
+            out.primary = p;
+            out.front = f;
+          },
+          [&](caf::error& e) {
+            out.error = "node " + std::to_string(id) + ": " + sys.render(e);
+          });
+  return out;
+}
+
+} // namespace conclave::cluster

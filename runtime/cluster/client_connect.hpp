@@ -1,0 +1,39 @@
+// Connecting a client process to a running cluster's replicated store: the
+// actor-system setup (middleman, TLS through CAF's openssl manager, the
+// replication message types) and the client hello at a member's gate that
+// returns the replica's front. Shared by `conclave kv` and the replication
+// benchmark (tests/bench/replication). See docs/node.md ("conclave kv").
+#pragma once
+
+#include "runtime/node/node_config.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace conclave::cluster {
+
+/// Loads the middleman (and, when `tls_ca` is not empty, the openssl manager
+/// with these files) and the replication message types into `cfg`.
+void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
+                      const std::string& tls_cert, const std::string& tls_key);
+
+/// What a client hello at one member's gate gave.
+struct front_answer {
+  caf::actor front;     ///< the replica's front; null when `error` says why
+  uint64_t primary = 0; ///< the primary the member names (0: none known)
+  std::string error;
+};
+
+/// Connects to member `id`'s gate at `where` (over TLS when the system has
+/// the openssl manager) and asks for the front of cluster `cluster`; each of
+/// the two steps waits at most `step`.
+front_answer connect_front(caf::scoped_actor& self, const std::string& cluster,
+                           uint64_t id, const node::address& where,
+                           std::chrono::milliseconds step);
+
+} // namespace conclave::cluster
