@@ -187,7 +187,10 @@ void on_read_answer(client_impl self, uint64_t id, node_id asked, Answer r) {
     retry_later<Request>(self, id);
     return;
   }
-  if (r.code == errc::ok && r.replica_role != role::primary) {
+  // A secondary's answer, or a node's refusal to answer as a primary that
+  // lost its lease (runtime/node/replica_front.hpp): ask the primary.
+  if ((r.code == errc::ok && r.replica_role != role::primary)
+      || r.code == errc::not_primary) {
     redirect<Request>(self, id, asked, r.primary);
     return;
   }

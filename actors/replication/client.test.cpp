@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <set>
 
@@ -30,6 +31,8 @@ protected:
   /// unreachable. Every lookup is recorded.
   caf::actor lookup(node_id id) {
     looked_up.push_back(id);
+    if (auto i = stand_in.find(id); i != stand_in.end())
+      return i->second;
     for (auto& r : rs)
       if (r.id == id && !unreachable.count(id))
         return r.host;
@@ -71,6 +74,8 @@ protected:
 
   std::vector<node_id> looked_up;
   std::set<node_id> unreachable;
+  /// Actors answering instead of a member's host.
+  std::map<node_id, caf::actor> stand_in;
 };
 
 TEST_F(client_test, client_asking_a_secondary_is_redirected_to_the_primary) {
@@ -101,6 +106,25 @@ TEST_F(client_test, a_read_answered_by_a_secondary_is_asked_again_at_the_primary
   EXPECT_FALSE(g.found);
   EXPECT_EQ(g.replica_role, role::primary);
   EXPECT_EQ(looked_up, (std::vector<node_id>{rs[0].id, rs[2].id}));
+}
+
+TEST_F(client_test, a_read_refused_by_a_primary_without_its_lease_is_asked_elsewhere) {
+  make_primary(2, 1);
+  // Member 1 answers like a node whose primary lost its lease
+  // (runtime/node/replica_front.hpp): not_primary, no primary named.
+  stand_in[rs[0].id] = track(sys().spawn([]() -> caf::behavior {
+    return {[](const read_request&) {
+      read_result r;
+      r.code = errc::not_primary;
+      r.replica_role = role::secondary;
+      return r;
+    }};
+  }));
+  auto c = make_client();
+  auto g = wait<read_result>(c, read_request{"d", "nothing"});
+  EXPECT_EQ(g.code, errc::ok);
+  EXPECT_EQ(g.replica_role, role::primary);
+  EXPECT_EQ(looked_up.front(), rs[0].id);
 }
 
 TEST_F(client_test, client_waits_out_the_sync_phase_of_a_new_primary) {

@@ -259,6 +259,13 @@ int run_kv(kv_options& o) {
       auto answer = [&](auto& res, auto print) {
         if (auto err = final_error(res.code))
           return fail_with(*err);
+        // A primary without its lease does not answer (not_primary): try
+        // another node, or (--at) the same one again until the timeout.
+        if (res.code == rp::errc::not_primary) {
+          s.last_error = "node " + std::to_string(id) + " is not an acting primary";
+          r.prefer(res.primary.value != id ? res.primary.value : primary);
+          return;
+        }
         // Without --at, only the primary's answer is the latest.
         if (o.at == 0 && res.replica_role != rp::role::primary) {
           s.last_error = "node " + std::to_string(id) + " is "

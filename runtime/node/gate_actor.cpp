@@ -108,6 +108,16 @@ gate_actor::behavior_type gate_impl(gate_self self, std::shared_ptr<peer_links> 
         }
         if (!replica)
           return {caf::actor{}, std::string{"no_replica"}};
+        // Bound to the hello: only the member whose candidate is linked, and
+        // only a host on that candidate's node (replica_link.hpp).
+        auto linked =
+            caf::actor_cast<caf::actor>(links.directory()->get(election::node_id{id}));
+        if (auto why = replica_peer_refusal(linked, remote_host); !why.empty()) {
+          links.probe().message_rejected(why);
+          links.warn("refused the replica host offered as node " + std::to_string(id)
+                     + ": " + why);
+          return {caf::actor{}, why};
+        }
         replica->transport->set_peer(id, remote_host);
         return {replica->host, std::string{}};
       },

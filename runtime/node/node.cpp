@@ -153,10 +153,12 @@ el::candidate_actor start_candidate_actor(caf::actor_system& sys, const node_con
   opts.probe = probe;
   // A replica follows the candidate's leadership (replica_leadership.hpp).
   if (auto& replica = links->replica())
-    opts.probe = std::make_shared<leadership_relay>(probe, replica->host);
+    opts.probe = std::make_shared<leadership_relay>(probe, replica->host, replica->board);
   opts.incarnation = static_cast<uint64_t>(wall_clock_us());
   auto candidate = el::spawn_candidate(sys, opts);
   links->set_candidate(candidate);
+  if (auto& replica = links->replica())
+    replica->board->set_candidate(caf::actor_cast<caf::actor>(candidate));
   return candidate;
 }
 
@@ -245,6 +247,8 @@ void start_replica(caf::actor_system& sys, const node_config& c,
   fo.probe = probe;
   fo.transport = ep->transport;
   fo.durable_storage = storage.durable;
+  ep->board = std::make_shared<leadership_board>();
+  fo.board = ep->board;
   ep->front = spawn_replica_front(sys, std::move(fo));
   ep->primary = [status, self = c.id.value, listen = c.listen,
                  peers = c.peers]() -> std::pair<uint64_t, std::string> {

@@ -53,6 +53,14 @@ void exchange_replicas(self_ptr self, const gate_actor& gate, uint64_t link) {
                              + (refused.empty() ? "no handle" : refused) + ")");
               return;
             }
+            // The gate's host must live on the node of the candidate this
+            // connector linked (and, with TLS, verified) in the hello.
+            if (auto why = replica_peer_refusal(st.remote, host); !why.empty()) {
+              st.links->probe().message_rejected(why);
+              st.links->warn("refused the replica host of node "
+                             + std::to_string(st.opts.peer) + ": " + why);
+              return;
+            }
             replica->transport->set_peer(st.opts.peer, host);
           },
           [self, gate, link](caf::error& err) {

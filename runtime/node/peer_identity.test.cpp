@@ -5,10 +5,14 @@
 #include "runtime/node/peer_identity.hpp"
 
 #include "runtime/node/gate_actor.hpp"
+#include "runtime/node/replica_link.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 #include "tests/support/test_certificates.hpp"
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
 
 #include <gtest/gtest.h>
 
@@ -290,6 +294,28 @@ protected:
     run();
     return *out;
   }
+
+  /// Gives node 1 a replica endpoint (a stand-in host) and returns its transport.
+  std::shared_ptr<peer_replica_transport> with_replica() {
+    auto ep = std::make_shared<replica_endpoint>();
+    ep->host = track(sys().spawn([] { return caf::behavior{[](int) {}}; }));
+    ep->transport = std::make_shared<peer_replica_transport>();
+    links->set_replica(ep);
+    return ep->transport;
+  }
+
+  /// A replica hello claiming member `id` and offering `host`: the refusal.
+  std::string replica_hello(uint64_t id, const caf::actor& host) {
+    auto out = std::make_shared<std::string>("no answer");
+    auto g = gate;
+    track(sys().spawn([=](caf::event_based_actor* self) {
+      self->request(g, 1s, replica_hello_atom::value, std::string{"conclave"}, id, host)
+          .then([=](const caf::actor&, const std::string& refused) { *out = refused; },
+                [=](caf::error&) { *out = "error"; });
+    }));
+    run();
+    return *out;
+  }
 };
 
 } // namespace
@@ -361,4 +387,41 @@ TEST_F(gate_fixture, in_plaintext_the_hello_needs_no_proof_as_before) {
   ASSERT_TRUE(r.done);
   EXPECT_EQ(r.hello_refused, "");
   EXPECT_EQ(links->linked(), 1u);
+}
+
+TEST_F(gate_fixture, a_replica_hello_is_taken_only_from_a_linked_member) {
+  start_gate(false);
+  auto transport = with_replica();
+  ASSERT_EQ(dial({2, nullptr}).hello_refused, "");
+  auto host = track(sys().spawn([] { return caf::behavior{[](int) {}}; }));
+  // Member 3 passed no hello: its claim is refused and counted.
+  EXPECT_EQ(replica_hello(3, host), "replica_peer_not_linked");
+  EXPECT_FALSE(transport->knows(3));
+  EXPECT_EQ(rejected("replica_peer_not_linked"), 1.0);
+  // Member 2 is linked, and the host is on its candidate's node.
+  EXPECT_EQ(replica_hello(2, host), "");
+  EXPECT_TRUE(transport->knows(2));
+}
+
+TEST(replica_peer_refusal, a_host_must_live_on_the_node_of_the_linked_candidate) {
+  // With the middleman loaded (no socket opened) each system has its own
+  // CAF node id, as two processes do.
+  caf::actor_system_config cfg_a;
+  caf::actor_system_config cfg_b;
+  cfg_a.load<caf::io::middleman>();
+  cfg_b.load<caf::io::middleman>();
+  caf::actor_system a{cfg_a};
+  caf::actor_system b{cfg_b}; // another CAF node id
+  auto stub = [] { return caf::behavior{[](int) {}}; };
+  auto candidate = a.spawn(stub);
+  auto same_node_host = a.spawn(stub);
+  auto other_node_host = b.spawn(stub);
+  ASSERT_NE(a.node(), b.node());
+  EXPECT_EQ(replica_peer_refusal(candidate, same_node_host), "");
+  EXPECT_EQ(replica_peer_refusal(candidate, other_node_host), "replica_peer_other_node");
+  EXPECT_EQ(replica_peer_refusal(caf::actor{}, same_node_host),
+            "replica_peer_not_linked");
+  EXPECT_EQ(replica_peer_refusal(candidate, caf::actor{}), "unknown_node");
+  for (auto& x : {candidate, same_node_host, other_node_host})
+    caf::anon_send_exit(x, caf::exit_reason::kill);
 }

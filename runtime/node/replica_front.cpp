@@ -1,5 +1,6 @@
 #include "runtime/node/replica_front.hpp"
 
+#include "actors/election/candidate_actor.hpp"
 #include "actors/replication/type_ids.hpp"
 
 #include <caf/actor_system.hpp>
@@ -46,6 +47,50 @@ node_probe::replica_report report_of(const rp::replica_status& s, const front_st
   return r;
 }
 
+/// A read or list that the candidate's leadership does not allow.
+template <class Answer>
+Answer refused_read() {
+  Answer a;
+  a.code = rp::errc::not_primary;
+  a.replica_role = rp::role::secondary;
+  a.primary = rp::no_node;
+  return a;
+}
+
+/// Passes a read or list to the host; refuses a primary's answer given
+/// outside one acting term (read_allowed).
+template <class Answer, class Request>
+caf::result<Answer> checked_read(front_ptr self, Request& req) {
+  auto& st = self->state;
+  std::optional<election::term> before;
+  if (st.opts.board)
+    before = st.opts.board->acting();
+  auto rpromise = self->make_response_promise<Answer>();
+  self->request(st.opts.host, st.opts.host_timeout, std::move(req))
+      .then(
+          [self, rpromise, before](Answer& a) mutable {
+            auto& board = self->state.opts.board;
+            if (board && !read_allowed(a.replica_role, before, board->acting())) {
+              self->state.opts.probe->message_rejected("read_without_lease");
+              rpromise.deliver(refused_read<Answer>());
+              return;
+            }
+            rpromise.deliver(std::move(a));
+          },
+          [rpromise](caf::error& e) mutable { rpromise.deliver(std::move(e)); });
+  return rpromise;
+}
+
+/// The candidate acts below the host's promised term: have it lead above.
+void follow_promise(front_ptr self, const rp::replica_status& s) {
+  auto& board = self->state.opts.board;
+  if (!board)
+    return;
+  if (auto epoch = lead_above_epoch(board->acting(), s))
+    if (auto c = board->candidate())
+      caf::anon_send(c, election_atoms::observe_atom::value, *epoch);
+}
+
 caf::behavior front_impl(front_ptr self, replica_front_options opts) {
   self->state.opts = std::move(opts);
   self->set_default_handler([self](caf::scheduled_actor*, caf::message_view&) {
@@ -77,12 +122,8 @@ caf::behavior front_impl(front_ptr self, replica_front_options opts) {
                 });
         return rpromise;
       },
-      [self](rp::read_request& req) {
-        return self->delegate(self->state.opts.host, std::move(req));
-      },
-      [self](rp::list_request& req) {
-        return self->delegate(self->state.opts.host, std::move(req));
-      },
+      [self](rp::read_request& req) { return checked_read<rp::read_result>(self, req); },
+      [self](rp::list_request& req) { return checked_read<rp::list_result>(self, req); },
       [self](tick_atom) {
         auto& st = self->state;
         self->request(st.opts.host, st.opts.status_period * 5,
@@ -90,6 +131,7 @@ caf::behavior front_impl(front_ptr self, replica_front_options opts) {
             .then(
                 [self](rp::replica_status& s) {
                   self->state.opts.probe->replica(report_of(s, self->state));
+                  follow_promise(self, s);
                 },
                 [](caf::error&) {});
         self->delayed_send(self, st.opts.status_period, tick_atom::value);
@@ -98,6 +140,14 @@ caf::behavior front_impl(front_ptr self, replica_front_options opts) {
 }
 
 } // namespace
+
+bool read_allowed(replication::role answered_as,
+                  const std::optional<election::term>& before,
+                  const std::optional<election::term>& after) {
+  if (answered_as != rp::role::primary)
+    return true;
+  return before && after && *before == *after;
+}
 
 caf::actor spawn_replica_front(caf::actor_system& sys, replica_front_options opts) {
   return sys.spawn(front_impl, std::move(opts));

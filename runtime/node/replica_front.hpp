@@ -10,9 +10,19 @@
 // it asks the host for its status and reports it to the probe (metrics and
 // status.json). Messages of any other type are refused (unexpected_message)
 // and counted as rejected by the probe.
+//
+// With a leadership board (replica_leadership.hpp) the front also follows the
+// node's candidate: on each status, a host that promised a term above the one
+// the candidate acts in makes the front send the candidate that epoch
+// (observe_atom) so it leads above it; and a read or list the host answers as
+// primary is passed on only if the candidate acted in the same term when the
+// request came in and when the answer came back. Otherwise (a primary that
+// lost its lease: another node may lead and commit already) the client gets
+// `not_primary`, role secondary, no value and no primary named.
 #pragma once
 
 #include "runtime/node/node_probe.hpp"
+#include "runtime/node/replica_leadership.hpp"
 #include "runtime/node/replica_link.hpp"
 
 #include <caf/actor.hpp>
@@ -33,7 +43,17 @@ struct replica_front_options {
   /// How long a client's request may wait for the host (a strong commit
   /// waits for a majority). Past it the client gets primary_changed.
   std::chrono::milliseconds host_timeout{5000};
+  /// The candidate's leadership (none: reads are passed on unchecked and no
+  /// epoch is sent to the candidate).
+  std::shared_ptr<leadership_board> board;
 };
+
+/// Whether a read the host answered in role `answered_as` may reach the
+/// client: a primary's answer only if the candidate acted in one term
+/// (`before` the request and `after` the answer are that term).
+bool read_allowed(replication::role answered_as,
+                  const std::optional<election::term>& before,
+                  const std::optional<election::term>& after);
 
 caf::actor spawn_replica_front(caf::actor_system& sys, replica_front_options opts);
 

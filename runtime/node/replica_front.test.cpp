@@ -5,6 +5,7 @@
 #include "runtime/node/replica_front.hpp"
 
 #include "actors/store/memory_log_device.hpp"
+#include "protocols/election/type_ids.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 
@@ -48,6 +49,7 @@ class replica_front_test : public conclave::testing::coordinator_fixture {
 protected:
   void configure(caf::actor_system_config& cfg) override {
     cfg.add_message_types<caf::id_block::conclave_replication>();
+    cfg.add_message_types<caf::id_block::conclave_election>();
   }
 
   void SetUp() override {
@@ -79,6 +81,31 @@ protected:
     return req;
   }
 
+  /// A second front over the same host that follows `board`.
+  caf::actor front_with_board() {
+    board = std::make_shared<leadership_board>();
+    replica_front_options f;
+    f.host = host;
+    f.probe = probe;
+    f.transport = transport;
+    f.board = board;
+    return track(spawn_replica_front(sys(), f));
+  }
+
+  /// Makes the host primary of `t` and waits until it serves.
+  void serve_in(rp::term t) {
+    caf::anon_send(host, rp::become_primary_msg{t});
+    ASSERT_TRUE(advance_until(
+        [&] {
+          auto s = ask<rp::replica_status>(sys(), host,
+                                           conclave::replication_atoms::status_atom_v);
+          run();
+          return s->value && s->value->serving;
+        },
+        500ms));
+  }
+
+  std::shared_ptr<leadership_board> board;
   std::shared_ptr<status_writer> status;
   std::shared_ptr<node_probe> probe;
   std::shared_ptr<peer_replica_transport> transport;
@@ -153,4 +180,74 @@ TEST_F(replica_front_test,
   run();
   EXPECT_EQ(transport->lost(), 1u);
   EXPECT_EQ(transport->records_shipped(), 3u);
+}
+
+TEST_F(replica_front_test,
+       a_candidate_acting_below_the_hosts_promise_is_told_to_lead_above) {
+  auto seen = std::make_shared<std::vector<uint64_t>>();
+  auto candidate = track(sys().spawn([seen](caf::event_based_actor*) -> caf::behavior {
+    return {[seen](conclave::election_atoms::observe_atom, uint64_t epoch) {
+      seen->push_back(epoch);
+    }};
+  }));
+  auto f = front_with_board();
+  board->set_candidate(candidate);
+  // The host promised epoch 5; the candidate (restarted without memory)
+  // acts in epoch 2: the next status poll tells it to lead above 5.
+  serve_in(rp::term{5, rp::node_id{1}, 1});
+  board->set_acting(rp::term{2, rp::node_id{1}, 2});
+  advance(250ms);
+  ASSERT_FALSE(seen->empty());
+  EXPECT_EQ(seen->back(), 5u);
+  // Once it acts in a term at least as high, nothing more is sent.
+  board->set_acting(rp::term{6, rp::node_id{1}, 2});
+  auto count = seen->size();
+  advance(450ms);
+  EXPECT_EQ(seen->size(), count);
+  (void)f;
+}
+
+TEST_F(replica_front_test, a_primary_without_its_lease_refuses_reads) {
+  auto& reg = *probe->registry();
+  auto f = front_with_board();
+  rp::term t{1, rp::node_id{1}, 1};
+  serve_in(t);
+  auto w = ask<rp::txn_result>(sys(), f, put("a", "1"));
+  ASSERT_TRUE(advance_until([&] { return w->done; }, 500ms));
+  ASSERT_TRUE(w->value);
+  ASSERT_EQ(w->value->code, rp::errc::ok);
+  // The candidate does not act (lease lost): the host is still primary, but
+  // its answer may be stale; the client gets not_primary and no value.
+  auto before = rejected(reg, "read_without_lease");
+  auto r = ask<rp::read_result>(sys(), f, rp::read_request{"kv", "a"});
+  auto l = ask<rp::list_result>(sys(), f, rp::list_request{"kv", "", "", 0});
+  run();
+  ASSERT_TRUE(r->value);
+  EXPECT_EQ(r->value->code, rp::errc::not_primary);
+  EXPECT_EQ(r->value->replica_role, rp::role::secondary);
+  EXPECT_FALSE(r->value->found);
+  EXPECT_TRUE(r->value->value.empty());
+  ASSERT_TRUE(l->value);
+  EXPECT_EQ(l->value->code, rp::errc::not_primary);
+  EXPECT_TRUE(l->value->items.empty());
+  EXPECT_EQ(rejected(reg, "read_without_lease"), std::max(before, 0.0) + 2);
+  // Acting in its term: the read is served.
+  board->set_acting(t);
+  auto ok = ask<rp::read_result>(sys(), f, rp::read_request{"kv", "a"});
+  run();
+  ASSERT_TRUE(ok->value);
+  EXPECT_EQ(ok->value->code, rp::errc::ok);
+  EXPECT_EQ(ok->value->value, "1");
+}
+
+TEST(read_allowed, a_primarys_answer_needs_one_acting_term_around_it) {
+  rp::term t{3, rp::node_id{1}, 1};
+  rp::term next{4, rp::node_id{1}, 1};
+  EXPECT_TRUE(read_allowed(rp::role::primary, t, t));
+  EXPECT_FALSE(read_allowed(rp::role::primary, std::nullopt, t));
+  EXPECT_FALSE(read_allowed(rp::role::primary, t, std::nullopt));
+  EXPECT_FALSE(read_allowed(rp::role::primary, t, next)); // lease lapsed between
+  // Secondaries answer snapshot reads of committed records, saying how far
+  // behind they are: no lease needed.
+  EXPECT_TRUE(read_allowed(rp::role::secondary, std::nullopt, std::nullopt));
 }

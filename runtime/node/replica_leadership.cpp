@@ -27,11 +27,22 @@ std::optional<replica_signal> leadership_tracker::observe(const leadership_view&
   return replication::leader_is_msg{v.t};
 }
 
+std::optional<uint64_t> lead_above_epoch(const std::optional<election::term>& acting,
+                                         const replication::replica_status& s) {
+  if (!acting || s.failed || !(*acting < s.promised))
+    return std::nullopt;
+  return s.promised.epoch;
+}
+
 void leadership_relay::state(const election::candidate_core& core,
                              election::timestamp now) {
   inner_->state(core, now);
   leadership_view v{core.id(), core.is_leader(), core.acting(), core.current_term(),
                     core.leader()};
+  if (board_) {
+    bool acting = v.is_leader && v.acting && v.t.leader == v.self;
+    board_->set_acting(acting ? std::optional<election::term>{v.t} : std::nullopt);
+  }
   if (auto s = tracker_.observe(v))
     std::visit([this](const auto& m) { caf::anon_send(host_, m); }, *s);
 }

@@ -11,6 +11,15 @@
 //
 // The decision is a pure function of what the candidate reports
 // (leadership_tracker), tested with plain calls.
+//
+// The relay also publishes whether the candidate acts, and in which term, on
+// a leadership_board shared with the node's replica front (replica_front.hpp).
+// The front reads it twice: a host whose promised term is above the term the
+// candidate acts in (a candidate restarted without memory lags behind the
+// replicas' term files; its sync phase is fenced) makes the front send the
+// candidate that epoch (observe_atom), so it leads and acts above it
+// (lead_above_epoch); and a read answered by the host as primary is passed on
+// only while the candidate acts in the same term before and after it.
 #pragma once
 
 #include "actors/election/election_probe.hpp"
@@ -19,6 +28,7 @@
 #include <caf/actor.hpp>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <variant>
 
@@ -50,12 +60,48 @@ private:
   std::optional<election::term> told_leader_;
 };
 
+/// Whether the node's candidate acts, and in which term: written by the
+/// relay (candidate's thread), read by the front (its own). Also holds the
+/// candidate's handle, set by the node once it is spawned.
+class leadership_board {
+public:
+  void set_acting(std::optional<election::term> t) {
+    std::lock_guard<std::mutex> g{mtx_};
+    acting_ = t;
+  }
+  /// The term the candidate acts in, none while it does not act.
+  std::optional<election::term> acting() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return acting_;
+  }
+  void set_candidate(caf::actor c) {
+    std::lock_guard<std::mutex> g{mtx_};
+    candidate_ = std::move(c);
+  }
+  caf::actor candidate() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return candidate_;
+  }
+
+private:
+  mutable std::mutex mtx_;
+  std::optional<election::term> acting_;
+  caf::actor candidate_;
+};
+
+/// The epoch the candidate must lead above, if any: it acts in `acting`
+/// while its (working) host promised a higher term, so the host cannot serve
+/// in the candidate's term (its sync phase is fenced) and nobody else leads.
+std::optional<uint64_t> lead_above_epoch(const std::optional<election::term>& acting,
+                                         const replication::replica_status& s);
+
 /// The candidate's probe in a node that hosts a replica: forwards to `inner`
 /// and sends the tracker's signals to `host` (from the candidate's thread).
 class leadership_relay final : public election::election_probe {
 public:
-  leadership_relay(std::shared_ptr<election::election_probe> inner, caf::actor host)
-      : inner_(std::move(inner)), host_(std::move(host)) {}
+  leadership_relay(std::shared_ptr<election::election_probe> inner, caf::actor host,
+                   std::shared_ptr<leadership_board> board = nullptr)
+      : inner_(std::move(inner)), host_(std::move(host)), board_(std::move(board)) {}
 
   void event(const election::election_event& e, election::timestamp now) override {
     inner_->event(e, now);
@@ -70,6 +116,7 @@ public:
 private:
   std::shared_ptr<election::election_probe> inner_;
   caf::actor host_;
+  std::shared_ptr<leadership_board> board_;
   leadership_tracker tracker_;
 };
 

@@ -6,6 +6,17 @@
 
 namespace conclave::node {
 
+std::string replica_peer_refusal(const caf::actor& linked_candidate,
+                                 const caf::actor& offered_host) {
+  if (!offered_host)
+    return "unknown_node";
+  if (!linked_candidate)
+    return "replica_peer_not_linked";
+  if (offered_host.node() != linked_candidate.node())
+    return "replica_peer_other_node";
+  return {};
+}
+
 void peer_replica_transport::deliver(replication::node_id to,
                                      const replication::message& m) {
   caf::actor dest;

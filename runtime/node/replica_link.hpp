@@ -9,6 +9,13 @@
 // member whose host handle is not known yet are lost and counted; the core
 // retransmits. Whatever arrives at a host is checked there (non-members,
 // stale terms, gaps: dropped and counted by the core).
+//
+// The exchange is bound to the membership hello: a host handle is taken for
+// member `id` only while `id` is linked (its hello passed, with TLS its
+// identity proven) and only if the host lives on the same CAF node as the
+// candidate that passed that hello (replica_peer_refusal); both the gate and
+// the dialer check it. Otherwise the exchange is refused, logged and counted
+// (conclave_rejected_messages_total, reasons below).
 #pragma once
 
 #include "actors/replication/replica_host.hpp"
@@ -48,6 +55,15 @@ private:
 
 /// What the gate and connectors need of the local replica. Absent (null) when
 /// the node hosts no replica (no --data-dir).
+class leadership_board;
+
+/// Why a replica host handle offered for a member is refused ("" if it is
+/// taken): `replica_peer_not_linked` (no candidate passed the hello for that
+/// member), `replica_peer_other_node` (the host is not on the candidate's CAF
+/// node), `unknown_node` (no host).
+std::string replica_peer_refusal(const caf::actor& linked_candidate,
+                                 const caf::actor& offered_host);
+
 struct replica_endpoint {
   /// The local host: handed to peers.
   caf::actor host;
@@ -57,6 +73,9 @@ struct replica_endpoint {
   /// The primary as this node knows it (0: unknown) and its address ("" if
   /// unknown): given to clients with the front.
   std::function<std::pair<uint64_t, std::string>()> primary;
+  /// Whether the candidate acts (written by its leadership relay, read by
+  /// the front; replica_leadership.hpp).
+  std::shared_ptr<leadership_board> board;
 };
 
 } // namespace conclave::node

@@ -1,8 +1,8 @@
 // Multi-process tests of the replicated store: nodes launched by `cluster up`
 // (TLS), written and read through `conclave kv`, the primary killed with
-// SIGKILL. What must hold: every acknowledged write is on the new primary, and
-// the replicas are equal afterwards (same applied lsn, same digest of the
-// records applied, from each node's status). Loopback only; bounded (`up`
+// SIGKILL or frozen past its lease with SIGSTOP. What must hold: every acknowledged write
+// is on the new primary, and the replicas are equal afterwards (same applied lsn, same
+// digest of the records applied, from each node's status). Loopback only; bounded (`up`
 // 20 s, `kill --wait` 10 s, each kv call 5 s); the cluster is always brought
 // down (process_support.hpp).
 #include "tests/process/process_support.hpp"
@@ -237,4 +237,56 @@ TEST_F(replication_test,
   }
   EXPECT_TRUE(eventually([&] { return replicas_equal(3); }, 5s));
   EXPECT_EQ(run_conclave(kv("put after restart"), true).status, 0);
+}
+
+TEST_F(replication_test, sigstop_of_the_primary_past_its_lease_then_sigcont_rejoins_it) {
+  // Plaintext, as the election's SIGSTOP test (cluster_process.test.cpp).
+  auto j = up(3, "--insecure");
+  auto leader = j["leader"].get<uint64_t>();
+  ASSERT_EQ(run_conclave(kv("put first 1"), true).status, 0);
+  std::mutex mtx;
+  std::vector<std::string> acked;
+  std::atomic<bool> stop{false};
+  std::thread writer{[&] {
+    for (int i = 0; i < 500 && !stop; ++i) {
+      auto key = "s" + std::to_string(i);
+      if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0) {
+        std::lock_guard<std::mutex> guard{mtx};
+        acked.push_back(key);
+      }
+    }
+  }};
+  auto acked_count = [&] {
+    std::lock_guard<std::mutex> guard{mtx};
+    return acked.size();
+  };
+  bool before = eventually([&] { return acked_count() >= 2; }, 8s);
+  auto at_stop = acked_count();
+  auto k = kill(leader, "STOP"); // waits for the new leader
+  // Writes continue on a new primary while the old one is frozen.
+  bool after = eventually([&] { return acked_count() >= at_stop + 2; }, 12s);
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(before && after) << acked_count() << " write(s) acknowledged, " << at_stop
+                               << " before the stop";
+  EXPECT_NE(k["leader"].get<uint64_t>(), leader);
+  kill(leader, "CONT");
+  // Every acknowledged write is on the new primary.
+  for (auto& key : acked) {
+    auto r = run_conclave(kv("get " + key));
+    EXPECT_EQ(r.status, 0) << key;
+    EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
+  }
+  // The resumed node is a secondary with the same records as the others: it
+  // acknowledged nothing the others lack.
+  EXPECT_TRUE(eventually([&] { return replicas_equal(3); }, 5s));
+  auto st = status();
+  for (auto& n : st["nodes"])
+    if (n["id"].get<uint64_t>() == leader && n["replica"].is_object()) {
+      EXPECT_EQ(n["replica"]["role"].get<std::string>(), "secondary") << st.dump(2);
+    }
+  auto rs = replicas();
+  EXPECT_EQ(std::count_if(rs.begin(), rs.end(),
+                          [](auto& r) { return std::get<0>(r) == "primary"; }),
+            1);
 }
