@@ -12,9 +12,6 @@ namespace {
 namespace wf = conclave::workflow;
 
 /// Failing runs listed in full; complaints shown per run.
-constexpr size_t max_failures = 20;
-constexpr size_t max_complaints = 5;
-
 constexpr wf::step_state final_states[] = {
     wf::step_state::processed, wf::step_state::error, wf::step_state::compensated,
     wf::step_state::cancelled};
@@ -23,17 +20,12 @@ double ms(wf::duration d) {
   return static_cast<double>(d.count()) / 1e6;
 }
 
-std::string plural(uint64_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
 } // namespace
 
 jobs_summary::jobs_summary(std::string replay_prefix)
-    : prefix_(std::move(replay_prefix)) {}
+    : verdicts_(std::move(replay_prefix)) {}
 
 void jobs_summary::add(const jobs_run_report& r) {
-  ++runs_;
   for (size_t s = 0; s < r.outcomes.size(); ++s) {
     outcomes_[s] += r.outcomes[s];
     jobs_ += r.outcomes[s];
@@ -50,39 +42,13 @@ void jobs_summary::add(const jobs_run_report& r) {
   duplicated_ += r.duplicated;
   effects_ += r.effects;
   settle_max_ = std::max(settle_max_, r.settle);
-  if (!r.liveness_judged)
-    ++unjudged_;
-  for (auto& v : r.violations)
-    if (v.safety)
-      ++safety_;
-  if (r.liveness_failed())
-    ++liveness_;
-  if (r.violations.empty())
-    return;
-  if (failures_.size() == max_failures) {
-    ++failures_left_out_;
-    return;
-  }
-  failure f;
-  f.seed = r.seed;
-  f.faults = r.fault_list;
-  for (auto& v : r.violations) {
-    if (f.what.size() == max_complaints) {
-      ++f.more;
-      continue;
-    }
-    f.what.push_back(v.checker + ": " + v.what);
-  }
-  failures_.push_back(std::move(f));
-}
-
-std::string jobs_summary::replay(uint64_t seed) const {
-  return prefix_ + " --runs 1 --seed " + std::to_string(seed);
+  verdicts_.add(r.seed, r.fault_list, run_verdicts::complaints_of(r.violations),
+                r.liveness_failed(), r.liveness_judged);
 }
 
 void jobs_summary::print(std::ostream& out) const {
   out << std::fixed << std::setprecision(1);
-  out << "jobs: " << jobs_ << " in " << plural(runs_, "run") << ":";
+  out << "jobs: " << jobs_ << " in " << plural(verdicts_.runs(), "run") << ":";
   const char* sep = " ";
   for (auto s : final_states) {
     out << sep << wf::to_string(s) << ' ' << outcomes_[static_cast<size_t>(s)];
@@ -99,36 +65,19 @@ void jobs_summary::print(std::ostream& out) const {
       << fenced_ << ", link messages " << messages_ << " (lost " << lost_
       << ", duplicated " << duplicated_ << "), service effects " << effects_
       << ", slowest job after heal " << ms(settle_max_) << " ms\n";
-  if (unjudged_ > 0)
-    out << "liveness not judged in " << plural(unjudged_, "run")
-        << " (no live scheduler or supervisor at the end)\n";
-  for (auto& f : failures_) {
-    out << "FAILED seed " << f.seed << " (faults "
-        << (f.faults.empty() ? "none" : f.faults) << "):\n";
-    for (auto& w : f.what)
-      out << "  " << w << '\n';
-    if (f.more > 0)
-      out << "  (" << f.more << " more)\n";
-    out << "  replay: " << replay(f.seed) << '\n';
-  }
-  if (failures_left_out_ > 0)
-    out << "(" << plural(failures_left_out_, "more failing run") << " not listed)\n";
+  verdicts_.print_failures(out, "no live scheduler or supervisor at the end");
   out << verdict() << '\n';
 }
 
 std::string jobs_summary::verdict() const {
-  std::ostringstream o;
-  o << (safety_ + liveness_ == 0 ? "OK: " : "FAILED: ")
-    << plural(safety_, "safety violation") << ", "
-    << plural(liveness_, "liveness failure") << " in " << plural(runs_, "run");
-  return o.str();
+  return verdicts_.verdict();
 }
 
 std::string jobs_summary::to_json(uint64_t seed, const std::string& faults) const {
   nlohmann::json doc;
   doc["workload"] = "jobs";
   doc["seed"] = seed;
-  doc["runs"] = runs_;
+  doc["runs"] = verdicts_.runs();
   doc["faults"] = faults;
   doc["verdict"] = verdict();
   doc["jobs"] = jobs_;
@@ -139,9 +88,9 @@ std::string jobs_summary::to_json(uint64_t seed, const std::string& faults) cons
     unfinished -= outcomes_[static_cast<size_t>(s)];
   }
   outcomes["not_final"] = unfinished;
-  doc["safety_violations"] = safety_;
-  doc["liveness_failures"] = liveness_;
-  doc["liveness_not_judged"] = unjudged_;
+  doc["safety_violations"] = verdicts_.safety();
+  doc["liveness_failures"] = verdicts_.liveness();
+  doc["liveness_not_judged"] = verdicts_.unjudged();
   doc["faults_applied"] = faults_;
   doc["dispatches"] = dispatches_;
   doc["recoveries"] = {
@@ -152,12 +101,7 @@ std::string jobs_summary::to_json(uint64_t seed, const std::string& faults) cons
       {"total", messages_}, {"lost", lost_}, {"duplicated", duplicated_}};
   doc["service_effects"] = effects_;
   doc["slowest_after_heal_ms"] = ms(settle_max_);
-  auto& list = doc["failures"] = nlohmann::json::array();
-  for (auto& f : failures_)
-    list.push_back({{"seed", f.seed},
-                    {"faults", f.faults},
-                    {"what", f.what},
-                    {"replay", replay(f.seed)}});
+  doc["failures"] = verdicts_.failures_json();
   return doc.dump();
 }
 

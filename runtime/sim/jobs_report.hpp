@@ -6,6 +6,8 @@
 
 #include "runtime/sim/jobs_simulation.hpp"
 
+#include "runtime/sim/run_verdicts.hpp"
+
 #include <ostream>
 #include <string>
 #include <vector>
@@ -27,33 +29,18 @@ public:
   /// The --json document.
   std::string to_json(uint64_t seed, const std::string& faults) const;
 
-  bool safety_violated() const { return safety_ > 0; }
-  bool liveness_failed() const { return liveness_ > 0; }
-  size_t runs() const { return runs_; }
+  bool safety_violated() const { return verdicts_.safety() > 0; }
+  bool liveness_failed() const { return verdicts_.liveness() > 0; }
+  size_t runs() const { return verdicts_.runs(); }
 
 private:
-  struct failure {
-    uint64_t seed = 0;
-    std::string faults;            ///< the run's faults, random ones drawn
-    std::vector<std::string> what; ///< "checker: complaint", at most a few
-    size_t more = 0;               ///< complaints left out
-  };
-
-  std::string replay(uint64_t seed) const;
-
-  std::string prefix_;
-  size_t runs_ = 0;
+  run_verdicts verdicts_;
   size_t jobs_ = 0;
   std::array<size_t, workflow::step_state_count> outcomes_{};
-  uint64_t safety_ = 0;   ///< safety violations (complaints)
-  uint64_t liveness_ = 0; ///< runs with a liveness failure
-  uint64_t unjudged_ = 0; ///< runs whose liveness was not judged
   uint64_t faults_ = 0, dispatches_ = 0, stale_ = 0, deadline_ = 0, monitor_ = 0,
            failure_ = 0, fenced_ = 0, messages_ = 0, lost_ = 0, duplicated_ = 0,
            effects_ = 0;
   workflow::duration settle_max_{0};
-  std::vector<failure> failures_;
-  size_t failures_left_out_ = 0;
 };
 
 } // namespace conclave::sim

@@ -10,24 +10,16 @@ namespace conclave::sim {
 
 namespace {
 
-constexpr size_t max_failures = 20;
-constexpr size_t max_complaints = 5;
-
 double ms(duration d) {
   return static_cast<double>(d.count()) / 1e6;
-}
-
-std::string plural(uint64_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
 } // namespace
 
 repl_summary::repl_summary(std::string replay_prefix)
-    : prefix_(std::move(replay_prefix)) {}
+    : verdicts_(std::move(replay_prefix)) {}
 
 void repl_summary::add(const repl_run_report& r) {
-  ++runs_;
   faults_ += r.faults;
   writes_ += r.writes;
   strong_ += r.strong_acked;
@@ -48,34 +40,8 @@ void repl_summary::add(const repl_run_report& r) {
     ++recovered_runs_;
     recovery_max_ = std::max(recovery_max_, *r.recovery);
   }
-  if (!r.liveness_judged)
-    ++unjudged_;
-  for (auto& v : r.violations)
-    if (v.safety)
-      ++safety_;
-  if (r.liveness_failed())
-    ++liveness_;
-  if (r.violations.empty())
-    return;
-  if (failures_.size() == max_failures) {
-    ++failures_left_out_;
-    return;
-  }
-  failure f;
-  f.seed = r.seed;
-  f.faults = r.fault_list;
-  for (auto& v : r.violations) {
-    if (f.what.size() == max_complaints) {
-      ++f.more;
-      continue;
-    }
-    f.what.push_back(v.checker + ": " + v.what);
-  }
-  failures_.push_back(std::move(f));
-}
-
-std::string repl_summary::replay(uint64_t seed) const {
-  return prefix_ + " --runs 1 --seed " + std::to_string(seed);
+  verdicts_.add(r.seed, r.fault_list, run_verdicts::complaints_of(r.violations),
+                r.liveness_failed(), r.liveness_judged);
 }
 
 double repl_summary::sync_ms(double p) const {
@@ -94,47 +60,30 @@ void repl_summary::print(std::ostream& out) const {
   out << "failovers: " << failovers_ << " (sync phases " << syncs_ << ": median "
       << sync_ms(50) << " ms, p99 " << sync_ms(99) << " ms, max " << sync_ms(100)
       << " ms); first strong commit after heal: at most " << ms(recovery_max_) << " ms ("
-      << recovered_runs_ << " of " << plural(runs_, "run") << ")\n";
+      << recovered_runs_ << " of " << plural(verdicts_.runs(), "run") << ")\n";
   out << "runs: " << plural(faults_, "fault") << ", messages " << messages_ << " (lost "
       << messages_lost_ << ", duplicated " << duplicated_
       << "), unsynced records lost in crashes " << unsynced_lost_ << ", replica samples "
       << samples_ << " (" << acting_reads_ << " on the acting primary, " << discarded_
       << " discarded: status changed while read)\n";
-  if (unjudged_ > 0)
-    out << "liveness not judged in " << plural(unjudged_, "run")
-        << " (no majority up at the end)\n";
-  for (auto& f : failures_) {
-    out << "FAILED seed " << f.seed << " (faults "
-        << (f.faults.empty() ? "none" : f.faults) << "):\n";
-    for (auto& w : f.what)
-      out << "  " << w << '\n';
-    if (f.more > 0)
-      out << "  (" << f.more << " more)\n";
-    out << "  replay: " << replay(f.seed) << '\n';
-  }
-  if (failures_left_out_ > 0)
-    out << "(" << plural(failures_left_out_, "more failing run") << " not listed)\n";
+  verdicts_.print_failures(out, "no majority up at the end");
   out << verdict() << '\n';
 }
 
 std::string repl_summary::verdict() const {
-  std::ostringstream o;
-  o << (safety_ + liveness_ == 0 ? "OK: " : "FAILED: ")
-    << plural(safety_, "safety violation") << ", "
-    << plural(liveness_, "liveness failure") << " in " << plural(runs_, "run");
-  return o.str();
+  return verdicts_.verdict();
 }
 
 std::string repl_summary::to_json(uint64_t seed, const std::string& faults) const {
   nlohmann::json doc;
   doc["workload"] = "replication";
   doc["seed"] = seed;
-  doc["runs"] = runs_;
+  doc["runs"] = verdicts_.runs();
   doc["faults"] = faults;
   doc["verdict"] = verdict();
-  doc["safety_violations"] = safety_;
-  doc["liveness_failures"] = liveness_;
-  doc["liveness_not_judged"] = unjudged_;
+  doc["safety_violations"] = verdicts_.safety();
+  doc["liveness_failures"] = verdicts_.liveness();
+  doc["liveness_not_judged"] = verdicts_.unjudged();
   doc["faults_applied"] = faults_;
   doc["writes"] = writes_;
   doc["commits_acked"] = {{"strong", strong_}, {"weak", weak_}};
@@ -151,12 +100,7 @@ std::string repl_summary::to_json(uint64_t seed, const std::string& faults) cons
   doc["samples"] = {{"taken", samples_},
                     {"on_acting_primary", acting_reads_},
                     {"discarded", discarded_}};
-  auto& list = doc["failures"] = nlohmann::json::array();
-  for (auto& f : failures_)
-    list.push_back({{"seed", f.seed},
-                    {"faults", f.faults},
-                    {"what", f.what},
-                    {"replay", replay(f.seed)}});
+  doc["failures"] = verdicts_.failures_json();
   return doc.dump();
 }
 

@@ -8,6 +8,8 @@
 
 #include "runtime/sim/repl_simulation.hpp"
 
+#include "runtime/sim/run_verdicts.hpp"
+
 #include <ostream>
 #include <string>
 #include <vector>
@@ -27,26 +29,16 @@ public:
   std::string verdict() const;
   std::string to_json(uint64_t seed, const std::string& faults) const;
 
-  bool safety_violated() const { return safety_ > 0; }
-  bool liveness_failed() const { return liveness_ > 0; }
-  size_t runs() const { return runs_; }
+  bool safety_violated() const { return verdicts_.safety() > 0; }
+  bool liveness_failed() const { return verdicts_.liveness() > 0; }
+  size_t runs() const { return verdicts_.runs(); }
   uint64_t lost() const { return lost_; }
 
 private:
-  struct failure {
-    uint64_t seed = 0;
-    std::string faults;
-    std::vector<std::string> what;
-    size_t more = 0;
-  };
-
-  std::string replay(uint64_t seed) const;
   /// Percentile p (0..100) of the sync-phase durations, in ms.
   double sync_ms(double p) const;
 
-  std::string prefix_;
-  size_t runs_ = 0;
-  uint64_t safety_ = 0, liveness_ = 0, unjudged_ = 0;
+  run_verdicts verdicts_;
   uint64_t acting_reads_ = 0;
   uint64_t faults_ = 0, writes_ = 0, strong_ = 0, weak_ = 0, lost_ = 0, syncs_ = 0,
            failovers_ = 0, samples_ = 0, discarded_ = 0, messages_ = 0,
@@ -54,8 +46,6 @@ private:
   std::vector<duration> sync_durations_;
   duration recovery_max_{0};
   uint64_t recovered_runs_ = 0;
-  std::vector<failure> failures_;
-  size_t failures_left_out_ = 0;
 };
 
 } // namespace conclave::sim
