@@ -36,8 +36,8 @@ using gate_actor = caf::typed_actor<
     caf::replies_to<hello_atom, std::string, uint64_t, caf::actor, std::string,
                     std::string,
                     std::string>::with<std::string, uint64_t, caf::actor, std::string>,
-    caf::replies_to<replica_hello_atom, std::string, uint64_t, caf::actor>::with<caf::actor,
-                                                                                 std::string>,
+    caf::replies_to<replica_hello_atom, std::string, uint64_t,
+                    caf::actor>::with<caf::actor, std::string>,
     caf::replies_to<client_hello_atom, std::string>::with<caf::actor, uint64_t, uint64_t,
                                                           std::string, std::string>>;
 

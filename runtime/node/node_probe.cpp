@@ -152,10 +152,10 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                    .Name("conclave_rejected_messages_total")
                    .Help("Handshakes and messages dropped, by reason")
                    .Register(reg);
-  for (auto r : {"wrong_cluster", "unknown_node", "same_id", "wrong_node",
-                 "protocol_mismatch", "unexpected_message", "missing_proof",
-                 "untrusted_certificate", "wrong_member_id", "bad_signature",
-                 "stale_nonce"})
+  for (auto r :
+       {"wrong_cluster", "unknown_node", "same_id", "wrong_node", "protocol_mismatch",
+        "unexpected_message", "missing_proof", "untrusted_certificate", "wrong_member_id",
+        "bad_signature", "stale_nonce"})
     rejected_->Add({{"reason", r}});
   stale_rejected_ = &rejected_->Add({{"reason", "stale_term"}});
   rtt_smoothed_ = &BuildGauge()
