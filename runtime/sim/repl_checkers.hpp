@@ -24,7 +24,8 @@
 //                           applied lsn are equal (replicas never diverge on
 //                           their committed prefix)
 //   commit_within_bound     (liveness) once faults heal, a strong write is
-//                           acknowledged within the bound
+//                           acknowledged within the bound (a weak one when
+//                           the run sends no strong writes)
 //   replicas_converge       (liveness) at the end, after a quiet period, every
 //                           replica has applied the same lsn and holds the
 //                           same state

@@ -138,6 +138,23 @@ TEST(repl_checkers, no_strong_commit_after_heal_is_a_liveness_failure) {
   EXPECT_TRUE(check(obs).empty());
 }
 
+// Found by an attack with --weak-share 1: a run without strong writes always
+// failed the liveness check.
+TEST(repl_checkers, a_run_of_weak_writes_is_judged_on_its_weak_acknowledgements) {
+  auto obs = good_history();
+  for (auto& w : obs.writes)
+    w.mode = rp::commit_mode::weak;
+  EXPECT_TRUE(check(obs).empty());
+  obs.bound = 10ms; // write 3 was acked 50 ms after heal
+  EXPECT_EQ(checkers_of(check(obs)), std::vector<std::string>{"commit_within_bound"});
+}
+
+TEST(repl_checkers, a_weak_ack_does_not_stand_in_when_strong_writes_were_sent) {
+  auto obs = good_history();
+  obs.writes.back().mode = rp::commit_mode::weak; // the only ack after heal
+  EXPECT_EQ(checkers_of(check(obs)), std::vector<std::string>{"commit_within_bound"});
+}
+
 TEST(repl_checkers, a_commit_after_the_bound_does_not_count) {
   auto obs = good_history();
   obs.bound = 10ms; // write 3 was acked 50 ms after heal
