@@ -60,15 +60,17 @@ struct kv_options {
 
 std::optional<std::string> settle_access(kv_options& o) {
   if (!o.cluster_dir.empty()) {
-    if (!o.peers.empty() || !o.tls_ca.empty())
-      return std::string{"give either --cluster-dir or --peers (and --tls-*), not both"};
+    if (!o.peers.empty())
+      return std::string{"give either --cluster-dir or --peers, not both"};
     auto a = cluster::client_access_of(o.cluster_dir);
     if (!a)
       return "--cluster-dir: no cluster in " + o.cluster_dir
              + " (no readable cluster.json)";
     o.peers = a->peers;
     o.cluster = a->cluster;
-    if (a->tls) {
+    // --tls-* given with --cluster-dir: the user's own files win.
+    bool own = !o.tls_ca.empty() || !o.tls_cert.empty() || !o.tls_key.empty();
+    if (a->tls && !own) {
       o.tls_ca = a->ca;
       o.tls_cert = a->cert;
       o.tls_key = a->key;
@@ -310,9 +312,12 @@ void add_kv_command(command_registry& reg) {
          "the members, ID@HOST:PORT,... (as given to the nodes)");
   option(kv, "--cluster", o->cluster, "cluster name")->capture_default_str();
   option(kv, "--cluster-dir", o->cluster_dir,
-         "a `conclave cluster up` directory: its members, name and TLS files");
+         "a `conclave cluster up` directory: its members, name, CA and client "
+         "certificate");
   option(kv, "--tls-ca", o->tls_ca, "CA certificate (PEM) that signs the members'");
-  option(kv, "--tls-cert", o->tls_cert, "a certificate (PEM) signed by that CA");
+  option(kv, "--tls-cert", o->tls_cert,
+         "a client certificate (PEM) signed by that CA (with --cluster-dir: instead "
+         "of its own)");
   option(kv, "--tls-key", o->tls_key, "its private key (PEM)");
   option(kv, "--collection", o->collection, "the dictionary to use")
       ->capture_default_str();
