@@ -16,7 +16,9 @@ cd "$(dirname "$0")/.."
 rounds=${1:-10}
 bin=./build/bin/repl_bench
 [ -x "$bin" ] || { echo "build repl_bench first (scripts/build.sh)" >&2; exit 2; }
+etcd=()
+[ -x /usr/bin/etcd ] || etcd=(--skip-etcd)
 echo "== default timing"
-"$bin" --failover "$rounds"
+"$bin" --failover "$rounds" "${etcd[@]}"
 echo "== faster profile: --heartbeat-ms 10 --detector phi --detector-timeout-ms 50"
-"$bin" --failover "$rounds" --up-args "--heartbeat-ms 10 --detector phi --detector-timeout-ms 50"
+"$bin" --failover "$rounds" --skip-etcd --up-args "--heartbeat-ms 10 --detector phi --detector-timeout-ms 50"

@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
 
 namespace {
 
@@ -72,6 +75,8 @@ struct options {
   int failover_rounds = 0;
   /// Extra `cluster up` arguments (timing profile).
   std::string up_args;
+  /// With --failover: also etcd's, at its default and tuned timing.
+  bool etcd_failover = false;
 };
 
 /// One measured case: commits, wall time, commit latencies (ms).
@@ -426,10 +431,14 @@ bool replicas_equal(const std::string& bin, const fs::path& dir) {
 
 std::string stats_line(const char* what, std::vector<double> v) {
   std::ostringstream o;
-  auto copy = v;
+  // p90 by nearest rank: the smallest value at or above 90 % of the rounds.
+  auto sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  auto rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(sorted.size())));
+  auto p90 = sorted[rank > 0 ? rank - 1 : 0];
   o << std::fixed << std::setprecision(1) << what << ": median "
-    << conclave::bench::median(v) << " ms, p90 " << conclave::bench::percentile(copy, 0.9)
-    << " ms, min " << *std::min_element(v.begin(), v.end()) << ", max "
+    << conclave::bench::median(v) << " ms, p90 " << p90 << " ms, min "
+    << *std::min_element(v.begin(), v.end()) << ", max "
     << *std::max_element(v.begin(), v.end()) << " (" << v.size() << " rounds)";
   return o.str();
 }
@@ -599,8 +608,10 @@ public:
       : bin_(std::move(bin)), dir_(std::move(dir)) {}
   ~etcd_cluster() { down(); }
 
-  std::optional<std::string> up() {
+  /// `extra`: more etcd flags (timing), kept for restarts.
+  std::optional<std::string> up(std::vector<std::string> extra = {}) {
     fs::create_directories(dir_);
+    extra_ = std::move(extra);
     std::string initial;
     for (int i = 1; i <= 3; ++i) {
       members_.push_back({"m" + std::to_string(i), conclave::testing::free_port(),
@@ -608,17 +619,9 @@ public:
       initial += (i == 1 ? "" : ",") + members_.back().name
                  + "=http://127.0.0.1:" + std::to_string(members_.back().peer);
     }
-    for (auto& m : members_) {
-      auto client = "http://127.0.0.1:" + std::to_string(m.client);
-      auto peer = "http://127.0.0.1:" + std::to_string(m.peer);
-      m.pid = conclave::bench::spawn_logged(
-          {bin_, "--name=" + m.name, "--data-dir=" + (dir_ / m.name).string(),
-           "--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-           "--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-           "--initial-cluster=" + initial, "--initial-cluster-state=new",
-           "--initial-cluster-token=conclave-repl-bench", "--log-level=error"},
-          (dir_ / (m.name + ".log")).string());
-    }
+    initial_ = initial;
+    for (auto& m : members_)
+      start(m);
     // The leader: the member whose status names itself; then a warm-up put.
     auto deadline = clock_type::now() + 30s;
     while (clock_type::now() < deadline) {
@@ -689,6 +692,9 @@ public:
     return f;
   }
 
+  /// Failover rounds with a resident client (see below).
+  int failover(int rounds, const std::string& label);
+
   void down() {
     for (auto& m : members_)
       conclave::bench::stop_child(m.pid);
@@ -701,11 +707,168 @@ private:
     uint16_t client = 0, peer = 0;
     pid_t pid = -1;
   };
+
+  /// Starts (or restarts, on its data dir) one member.
+  void start(member& m) {
+    auto client = "http://127.0.0.1:" + std::to_string(m.client);
+    auto peer = "http://127.0.0.1:" + std::to_string(m.peer);
+    std::vector<std::string> args{bin_,
+                                  "--name=" + m.name,
+                                  "--data-dir=" + (dir_ / m.name).string(),
+                                  "--listen-client-urls=" + client,
+                                  "--advertise-client-urls=" + client,
+                                  "--listen-peer-urls=" + peer,
+                                  "--initial-advertise-peer-urls=" + peer,
+                                  "--initial-cluster=" + initial_,
+                                  "--initial-cluster-state=new",
+                                  "--initial-cluster-token=conclave-repl-bench",
+                                  "--log-level=error"};
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    m.pid = conclave::bench::spawn_logged(args, (dir_ / (m.name + ".log")).string());
+  }
+
+  /// The member that says it leads, or nullptr.
+  member* leader() {
+    for (auto& m : members_) {
+      conclave::bench::http_connection c{m.client, 500ms};
+      std::string body;
+      if (!c.ok() || c.post("/v3/maintenance/status", "{}", body) != 200)
+        continue;
+      auto j = json::parse(body, nullptr, false);
+      if (j.is_discarded() || !j.contains("header"))
+        continue;
+      auto leader = j.value("leader", "0");
+      if (leader != "0" && leader == j["header"].value("member_id", "0"))
+        return &m;
+    }
+    return nullptr;
+  }
+
   std::string bin_;
   fs::path dir_;
   std::vector<member> members_;
   uint16_t leader_port_ = 0;
+  std::string initial_;
+  std::vector<std::string> extra_;
 };
+
+/// etcd as a client with a connection per member sees it: one writer thread
+/// puts in a closed loop to the leader; when a put fails (the connection
+/// died, or no answer in 250 ms: a put a follower forwarded to the dead
+/// leader is never answered), it moves to the next member (a follower
+/// forwards puts to the leader once there is one). Per round SIGKILL of the
+/// leader, time to the first acknowledged put by a surviving member, the gap
+/// between acknowledgements; the killed member is restarted on its data dir.
+int etcd_cluster::failover(int rounds, const std::string& label) {
+  auto log = std::make_shared<ack_log>();
+  std::atomic<size_t> target{0};
+  if (auto* l = leader())
+    target = static_cast<size_t>(l - members_.data());
+  std::vector<uint16_t> ports;
+  for (auto& m : members_)
+    ports.push_back(m.client);
+  std::thread writer{[&, log] {
+    std::unique_ptr<conclave::bench::http_connection> conn;
+    size_t at = target;
+    std::string response;
+    for (uint64_t seq = 0; !log->stop; ++seq) {
+      if (log->paused) {
+        std::this_thread::sleep_for(5ms);
+        continue;
+      }
+      if (!conn) {
+        conn = std::make_unique<conclave::bench::http_connection>(ports[at], 250ms);
+        if (!conn->ok()) {
+          conn.reset();
+          at = (at + 1) % ports.size();
+          continue;
+        }
+      }
+      auto body = R"({"key":")" + conclave::bench::base64("fo/" + std::to_string(seq))
+                  + R"(","value":"dg=="})";
+      if (conn->post("/v3/kv/put", body, response) == 200) {
+        std::lock_guard<std::mutex> guard{log->mtx};
+        log->acks.emplace_back(clock_type::now(), ports[at]);
+      } else {
+        conn.reset();
+        at = (at + 1) % ports.size();
+        std::lock_guard<std::mutex> guard{log->mtx};
+        ++log->failures;
+      }
+    }
+  }};
+  auto acks = [&] {
+    std::lock_guard<std::mutex> guard{log->mtx};
+    return log->acks.size();
+  };
+  std::vector<double> first_commit, gap;
+  int status = 0;
+  std::cout << "etcd failover (" << label
+            << "): SIGKILL of the leader while one client writes puts in a closed "
+               "loop, moving to the next member when a put fails"
+            << std::endl;
+  for (int r = 1; r <= rounds && status == 0; ++r) {
+    auto begun = acks();
+    auto until = clock_type::now() + 30s;
+    while (acks() < begun + 20 && clock_type::now() < until)
+      std::this_thread::sleep_for(5ms);
+    auto* l = leader();
+    if (!l || acks() < begun + 20) {
+      std::cerr << "repl_bench: etcd round " << r << ": no leader or no steady writes\n";
+      status = 1;
+      break;
+    }
+    auto killed_port = l->client;
+    auto killed_at = clock_type::now();
+    ::kill(l->pid, SIGKILL);
+    std::optional<clock_type::time_point> first, last_before;
+    while (!first && clock_type::now() < killed_at + 30s) {
+      std::this_thread::sleep_for(1ms);
+      std::lock_guard<std::mutex> guard{log->mtx};
+      for (auto it = log->acks.rbegin(); it != log->acks.rend(); ++it) {
+        if (it->first > killed_at && it->second != killed_port)
+          first = it->first;
+        if (it->first <= killed_at) {
+          last_before = it->first;
+          break;
+        }
+      }
+    }
+    if (!first || !last_before) {
+      std::cerr << "repl_bench: etcd round " << r << ": no put within 30 s of the kill\n";
+      status = 1;
+      break;
+    }
+    first_commit.push_back(ms_between(killed_at, *first));
+    gap.push_back(ms_between(*last_before, *first));
+    std::cout << std::fixed << std::setprecision(1) << "etcd round " << r
+              << ": killed the leader, first put acknowledged after "
+              << first_commit.back() << " ms (gap " << gap.back() << " ms)" << std::endl;
+    log->paused = true;
+    ::waitpid(l->pid, nullptr, 0);
+    start(*l);
+    // Back with a leader before the next round.
+    auto back = clock_type::now() + 30s;
+    while (clock_type::now() < back) {
+      conclave::bench::http_connection c{killed_port, 500ms};
+      std::string body;
+      if (c.ok() && c.post("/v3/maintenance/status", "{}", body) == 200 && leader())
+        break;
+      std::this_thread::sleep_for(50ms);
+    }
+    log->paused = false;
+  }
+  log->stop = true;
+  writer.join();
+  if (!first_commit.empty())
+    std::cout << stats_line(
+        ("etcd (" + label + "): SIGKILL -> first put acknowledged").c_str(), first_commit)
+              << '\n'
+              << stats_line(
+                     ("etcd (" + label + "): gap between acknowledgements").c_str(), gap)
+              << std::endl;
+  return status;
+}
 
 // -- report ------------------------------------------------------------------
 
@@ -752,7 +915,7 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: repl_bench [--etcd BIN] [--skip-etcd] [--clients 1,8,32,128] "
       "[--seconds S] [--quick]\n"
-      "       repl_bench --failover ROUNDS [--up-args 'CLUSTER UP ARGS']\n";
+      "       repl_bench --failover ROUNDS [--up-args 'CLUSTER UP ARGS'] [--skip-etcd]\n";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::optional<std::string> {
@@ -801,8 +964,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (o.failover_rounds > 0)
+  if (o.failover_rounds > 0) {
+    o.etcd_failover = !o.skip_etcd;
     o.skip_etcd = true;
+    if (o.etcd_failover && ::access(o.etcd.c_str(), X_OK) != 0) {
+      std::cerr << "repl_bench: no etcd at " << o.etcd << " (or pass --skip-etcd)\n";
+      return 2;
+    }
+  }
   if (!o.skip_etcd && ::access(o.etcd.c_str(), X_OK) != 0) {
     std::cerr << "repl_bench: no etcd at " << o.etcd
               << " (scripts/bench-repl.sh installs it), or pass --skip-etcd\n";
@@ -826,6 +995,22 @@ int main(int argc, char** argv) {
     if (status == 0 && o.failover_rounds > 0) {
       status = cc.failover(o.failover_rounds);
       o.clients.clear();
+      cc.down();
+      for (auto& [label, flags] :
+           std::vector<std::pair<std::string, std::vector<std::string>>>{
+               {"defaults 100/1000 ms", {}},
+               {"tuned 10/100 ms",
+                {"--heartbeat-interval=10", "--election-timeout=100"}}}) {
+        if (status != 0 || !o.etcd_failover)
+          break;
+        etcd_cluster e{o.etcd, root / ("etcd-" + std::to_string(flags.size()))};
+        if (auto err = e.up(flags)) {
+          std::cerr << "repl_bench: " << *err << '\n';
+          status = 1;
+          break;
+        }
+        status = e.failover(o.failover_rounds, label);
+      }
     }
     // Idle past the nodes' link timeout (1 s) before the first put: the
     // connection must survive it (it did not before clients sent middleman
