@@ -9,6 +9,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 #include <variant>
 
 namespace conclave::replication {
@@ -50,8 +51,13 @@ struct pending {
   caf::timespan backoff{0};
   /// Immediate redirects since the last backoff.
   size_t redirects = 0;
-  /// The member asked by the attempt in flight.
+  /// The member asked by the attempt in flight, and that host's address
+  /// (its down_msg ends the attempt at once).
   node_id target;
+  caf::actor_addr host;
+  /// Numbers the attempts: an answer or error of an earlier attempt, which
+  /// a host's down_msg already ended, is ignored.
+  uint64_t attempt = 0;
 };
 
 using any_pending =
@@ -64,6 +70,8 @@ struct client_state {
   /// The primary last heard of (no_node: ask the members in turn).
   node_id primary = no_node;
   size_t probe = 0;
+  /// Hosts monitored (one monitor per host, however many requests).
+  std::set<caf::actor_addr> monitored;
   std::minstd_rand rng;
   static inline const char* name = "conclave.replication_client";
 };
@@ -88,6 +96,13 @@ pending<Request>* find(client_impl self, uint64_t id) {
   if (i == self->state.ops.end())
     return nullptr;
   return std::get_if<pending<Request>>(&i->second);
+}
+
+/// True while attempt n of request id is the one in flight.
+template <class Request>
+bool current(client_impl self, uint64_t id, uint64_t n) {
+  auto* p = find<Request>(self, id);
+  return p && p->attempt == n && p->host;
 }
 
 template <class Request>
@@ -244,18 +259,34 @@ void attempt(client_impl self, uint64_t id) {
     retry_later<Request>(self, id);
     return;
   }
+  p->host = host.address();
+  auto n = ++p->attempt;
   auto wait = std::min<caf::timespan>(st.opts.attempt_timeout, p->deadline - now);
   self->request(host, wait, p->req)
       .then(
-          [self, id, target](answer_t<Request>& r) {
+          [self, id, target, n](answer_t<Request>& r) {
+            if (!current<Request>(self, id, n))
+              return;
+            find<Request>(self, id)->host = nullptr;
             if constexpr (std::is_same_v<Request, txn_request>)
               on_answer(self, id, target, std::move(r));
             else
               on_read_answer(self, id, target, std::move(r));
           },
-          [self, id, target](caf::error& err) {
+          [self, id, target, n](caf::error& err) {
+            if (!current<Request>(self, id, n))
+              return;
+            find<Request>(self, id)->host = nullptr;
             on_error<Request>(self, id, target, err);
           });
+  // A host whose actor or connection dies answers nothing: its down_msg
+  // ends the attempts in flight there at once instead of attempt_timeout
+  // later (a killed primary's node drops its link within milliseconds).
+  // Monitored after the request is sent: a host that is already dead then
+  // bounces the request (request_receiver_down: never handled, retried)
+  // before its down_msg arrives.
+  if (st.monitored.insert(host.address()).second)
+    self->monitor(host);
 }
 
 template <class Request>
@@ -281,7 +312,32 @@ caf::behavior make_client(client_impl self, client_options opts) {
   self->state.opts = std::move(opts);
   self->state.rng.seed(static_cast<std::minstd_rand::result_type>(self->state.opts.seed));
   self->set_default_handler(caf::drop);
-  self->set_down_handler([](const caf::down_msg&) {});
+  self->set_down_handler([self](const caf::down_msg& dm) {
+    auto& st = self->state;
+    st.monitored.erase(dm.source);
+    // The attempts in flight at that host end now, as if unanswered.
+    std::vector<uint64_t> ended;
+    for (auto& [id, op] : st.ops)
+      std::visit(
+          [&, id = id](auto& p) {
+            if (p.host && p.host == dm.source) {
+              p.host = nullptr;
+              ended.push_back(id);
+            }
+          },
+          op);
+    for (auto id : ended) {
+      auto i = st.ops.find(id);
+      if (i == st.ops.end())
+        continue;
+      std::visit(
+          [&](auto& p) {
+            using P = std::decay_t<decltype(p)>;
+            on_error<decltype(P::req)>(self, id, p.target, dm.reason);
+          },
+          i->second);
+    }
+  });
   return {
       [self](txn_request& req) { return start(self, std::move(req)); },
       [self](read_request& req) { return start(self, std::move(req)); },

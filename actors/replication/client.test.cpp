@@ -39,11 +39,11 @@ protected:
     return {};
   }
 
-  caf::actor make_client(uint64_t seed = 1) {
+  caf::actor make_client(uint64_t seed = 1, caf::timespan attempt_timeout = 100ms) {
     client_options o;
     o.members = members();
     o.lookup = [this](node_id id) { return lookup(id); };
-    o.attempt_timeout = 100ms;
+    o.attempt_timeout = attempt_timeout;
     o.deadline = 2s;
     o.seed = seed;
     return track(spawn_client(sys(), o));
@@ -178,6 +178,39 @@ TEST_F(client_test, crashed_primary_mid_stream_puts_retry_and_commit_on_the_new_
     EXPECT_EQ(puts[i]->value->code, errc::ok) << i;
     EXPECT_TRUE(read(0, "k" + std::to_string(i)).found) << i;
   }
+}
+
+TEST_F(client_test, a_host_dying_with_requests_in_flight_ends_them_at_once) {
+  make_primary(2, 1);
+  // A long attempt timeout: only the host's down_msg can end the attempts
+  // early.
+  auto c = make_client(1, 1s);
+  ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
+  // The primary cannot commit (both secondaries' syncs held): a put and an
+  // enqueue wait there when it dies.
+  rs[0].device->set_auto_sync(false);
+  rs[1].device->set_auto_sync(false);
+  auto p = ask<txn_result>(sys(), c, put_req("k", "v"));
+  auto e = ask<txn_result>(sys(), c, enqueue_req("item"));
+  advance(10ms);
+  ASSERT_FALSE(p->done);
+  ASSERT_FALSE(e->done);
+  crash(2);
+  run();
+  // The enqueue may have been logged: unknown at once, not after 1 s.
+  ASSERT_TRUE(e->done && e->value);
+  EXPECT_EQ(e->value->code, errc::outcome_unknown);
+  EXPECT_FALSE(p->done);
+  for (auto i : {0, 1}) {
+    rs[i].device->release_syncs();
+    rs[i].device->set_auto_sync(true);
+  }
+  make_primary(0, 2);
+  // The put is retried on the new primary well before the first attempt's
+  // timeout would have fired.
+  ASSERT_TRUE(advance_until([&] { return p->done; }, 300ms));
+  EXPECT_EQ(p->value->code, errc::ok);
+  EXPECT_EQ(read(0, "k").value, "v");
 }
 
 TEST_F(client_test, deposed_primary_idempotent_put_is_retried_enqueue_is_not) {

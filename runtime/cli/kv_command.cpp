@@ -2,16 +2,18 @@
 // cluster's replicated store, for scripts and operators. See docs/node.md
 // ("conclave kv").
 //
-// It asks a member's gate for the replica's front (client hello), sends the
-// transaction or read there, and follows the answer: a secondary or a
-// syncing primary answers with the primary's id, and kv retries on that
-// member (its address from --peers); a member that does not answer is
-// skipped for the next one. Everything is bounded by --timeout-ms.
+// It connects to every member's front at once (front_directory.hpp) and runs
+// the operation through the client library (actors/replication/client.hpp),
+// which finds the primary: a secondary's not_primary hint is followed, a
+// syncing primary is asked again, a put or delete whose outcome is unknown is
+// retried and an enqueue or dequeue is answered outcome_unknown. --at reads
+// one member's replica directly. Everything is bounded by --timeout-ms.
 #include "runtime/cli/commands.hpp"
 
-#include "actors/replication/type_ids.hpp"
+#include "actors/replication/client.hpp"
 #include "runtime/cluster/client_connect.hpp"
 #include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/front_directory.hpp"
 #include "runtime/node/node_config.hpp"
 
 #include <caf/actor_system.hpp>
@@ -20,10 +22,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
-#include <thread>
 
 namespace conclave::cli {
 
@@ -56,75 +58,19 @@ struct kv_options {
   uint32_t limit = 0;
 };
 
-/// Where to go next: the members in order, the primary first once named.
-class route {
-public:
-  explicit route(std::map<uint64_t, node::address> members)
-      : members_(std::move(members)), next_(members_.begin()) {}
-
-  std::pair<uint64_t, node::address> next() {
-    if (preferred_) {
-      auto id = *preferred_;
-      preferred_.reset();
-      if (auto i = members_.find(id); i != members_.end())
-        return *i;
-    }
-    if (next_ == members_.end())
-      next_ = members_.begin();
-    return *next_++;
-  }
-  void prefer(uint64_t id) {
-    if (id != 0 && members_.count(id) > 0)
-      preferred_ = id;
-  }
-
-private:
-  std::map<uint64_t, node::address> members_;
-  std::map<uint64_t, node::address>::iterator next_;
-  std::optional<uint64_t> preferred_;
-};
-
-struct session {
-  caf::actor_system& sys;
-  caf::scoped_actor self;
-  std::string cluster;
-  clock_type::time_point deadline;
-  std::string last_error;
-
-  session(caf::actor_system& s, std::string c, clock_type::time_point d)
-      : sys(s), self(s), cluster(std::move(c)), deadline(d) {}
-
-  std::chrono::milliseconds left() const {
-    auto d = std::chrono::duration_cast<std::chrono::milliseconds>(deadline
-                                                                   - clock_type::now());
-    return std::max(d, 1ms);
-  }
-  bool expired() const { return clock_type::now() >= deadline; }
-
-  /// The front of member `id` at `where` (client hello), or a null actor.
-  caf::actor front_of(uint64_t id, const node::address& where, uint64_t& primary) {
-    auto a = cluster::connect_front(self, cluster, id, where,
-                                    std::min(left(), std::chrono::milliseconds{1000}));
-    if (!a.front) {
-      last_error = a.error;
-      return {};
-    }
-    primary = a.primary;
-    return a.front;
-  }
-};
-
 std::optional<std::string> settle_access(kv_options& o) {
   if (!o.cluster_dir.empty()) {
-    if (!o.peers.empty() || !o.tls_ca.empty())
-      return std::string{"give either --cluster-dir or --peers (and --tls-*), not both"};
+    if (!o.peers.empty())
+      return std::string{"give either --cluster-dir or --peers, not both"};
     auto a = cluster::client_access_of(o.cluster_dir);
     if (!a)
       return "--cluster-dir: no cluster in " + o.cluster_dir
              + " (no readable cluster.json)";
     o.peers = a->peers;
     o.cluster = a->cluster;
-    if (a->tls) {
+    // --tls-* given with --cluster-dir: the user's own files win.
+    bool own = !o.tls_ca.empty() || !o.tls_cert.empty() || !o.tls_key.empty();
+    if (a->tls && !own) {
       o.tls_ca = a->ca;
       o.tls_cert = a->cert;
       o.tls_key = a->key;
@@ -220,6 +166,81 @@ std::optional<std::string> final_error(rp::errc e) {
   }
 }
 
+/// The request of a write subcommand.
+rp::txn_request write_request(const kv_options& o) {
+  rp::txn_request req;
+  rp::txn_op op;
+  op.collection = o.collection;
+  op.key = o.key;
+  op.value = o.value;
+  op.kind = o.del->parsed()       ? rp::op_kind::remove
+            : o.enqueue->parsed() ? rp::op_kind::enqueue
+            : o.dequeue->parsed() ? rp::op_kind::dequeue
+                                  : rp::op_kind::put;
+  req.ops.push_back(std::move(op));
+  req.mode = o.weak ? rp::commit_mode::weak : rp::commit_mode::strong;
+  return req;
+}
+
+int fail(uint64_t node, const std::string& why) {
+  std::cerr << "conclave: error: ";
+  if (node != 0)
+    std::cerr << "node " << node << ": ";
+  std::cerr << why << '\n';
+  return exit_failure;
+}
+
+/// Prints the failure of an answer that is not ok: the store's refusals by
+/// name, an unknown outcome, or no answer in time.
+int fail_with(const kv_options& o, rp::errc code, uint64_t node,
+              const cluster::front_directory& dir) {
+  if (auto err = final_error(code))
+    return fail(node, *err);
+  if (code == rp::errc::outcome_unknown)
+    return fail(0, "outcome unknown (the primary changed or did not answer); not "
+                   "retried");
+  auto last = dir.last_error();
+  std::string why = "no answer within " + std::to_string(o.timeout_ms) + " ms (last: ";
+  if (code != rp::errc::timeout)
+    why += std::string{rp::to_string(code)};
+  else if (!last.empty())
+    why += last;
+  else
+    why += "no primary answered";
+  return fail(0, why + ")");
+}
+
+/// --at: one read or list at that member's replica, whatever its role.
+int read_at(const kv_options& o, caf::actor_system& sys, cluster::front_directory& dir,
+            clock_type::time_point deadline) {
+  caf::actor front;
+  while (!(front = dir.lookup(o.at)) && clock_type::now() < deadline)
+    dir.wait_connected(1, 20ms);
+  if (!front)
+    return fail(o.at, "not reachable within " + std::to_string(o.timeout_ms) + " ms ("
+                          + dir.last_error() + ")");
+  auto left = std::max<clock_type::duration>(deadline - clock_type::now(), 1ms);
+  caf::scoped_actor self{sys};
+  int status = exit_failure;
+  auto answer = [&](auto& res, auto print) {
+    if (res.code == rp::errc::ok) {
+      status = print(o, res, o.at);
+      return;
+    }
+    // A primary without its lease does not answer its reads (not_primary).
+    status = res.code == rp::errc::not_primary ? fail(o.at, "is not an acting primary")
+                                               : fail_with(o, res.code, o.at, dir);
+  };
+  auto on_error = [&](caf::error& e) { status = fail(o.at, sys.render(e)); };
+  if (o.get->parsed())
+    self->request(front, left, rp::read_request{o.collection, o.key})
+        .receive([&](rp::read_result& res) { answer(res, print_read); }, on_error);
+  else
+    self->request(front, left, rp::list_request{o.collection, o.key, {}, o.limit})
+        .receive([&](rp::list_result& res) { answer(res, print_list); }, on_error);
+  return status;
+}
+
 int run_kv(kv_options& o) {
   if (auto err = settle_access(o))
     return bad_input(*err);
@@ -236,108 +257,48 @@ int run_kv(kv_options& o) {
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
-  session s{sys, o.cluster, clock_type::now() + std::chrono::milliseconds{o.timeout_ms}};
-  route r{members.value()};
+  auto timeout = std::chrono::milliseconds{o.timeout_ms};
+  auto deadline = clock_type::now() + timeout;
+  cluster::front_directory_options dopts;
+  dopts.cluster = o.cluster;
+  dopts.members = members.value();
+  dopts.step_timeout = std::min(timeout, std::chrono::milliseconds{1000});
+  cluster::front_directory dir{sys, dopts};
   if (o.at != 0)
-    r.prefer(o.at);
-  int status = -1;
-  while (status < 0 && !s.expired()) {
-    auto [id, where] = o.at != 0 ? std::pair{o.at, members.value().at(o.at)} : r.next();
-    uint64_t primary = 0;
-    auto front = s.front_of(id, where, primary);
-    if (!front) {
-      if (o.at != 0)
-        break;
-      std::this_thread::sleep_for(20ms);
-      continue;
-    }
-    auto fail_with = [&](const std::string& why) {
-      std::cerr << "conclave: error: node " << id << ": " << why << '\n';
-      status = exit_failure;
+    return read_at(o, sys, dir, deadline);
+  // Every member is dialed at once; the client starts once they all
+  // answered or failed (or 500 ms passed with one connected) and finds the
+  // primary through their answers (actors/replication/client.hpp).
+  dir.wait_connected(dopts.members.size(),
+                     std::min(timeout, std::chrono::milliseconds{500}));
+  rp::client_options copts;
+  for (auto& m : dopts.members)
+    copts.members.push_back(rp::node_id{m.first});
+  copts.lookup = [&dir](rp::node_id id) { return dir.lookup(id.value); };
+  auto left = std::chrono::duration_cast<caf::timespan>(
+      std::max<clock_type::duration>(deadline - clock_type::now(), 1ms));
+  copts.deadline = left;
+  copts.attempt_timeout = std::min<caf::timespan>(left, std::chrono::seconds(1));
+  rp::kv_client client{sys, copts};
+  if (o.get->parsed() || o.list->parsed()) {
+    auto answer = [&](auto& res, auto print) {
+      if (res.code == rp::errc::ok)
+        return print(o, res, res.primary.value);
+      return fail_with(o, res.code, res.primary.value, dir);
     };
-    if (o.get->parsed() || o.list->parsed()) {
-      auto answer = [&](auto& res, auto print) {
-        if (auto err = final_error(res.code))
-          return fail_with(*err);
-        // A primary without its lease does not answer (not_primary): try
-        // another node, or (--at) the same one again until the timeout.
-        if (res.code == rp::errc::not_primary) {
-          s.last_error = "node " + std::to_string(id) + " is not an acting primary";
-          r.prefer(res.primary.value != id ? res.primary.value : primary);
-          return;
-        }
-        // Without --at, only the primary's answer is the latest.
-        if (o.at == 0 && res.replica_role != rp::role::primary) {
-          s.last_error = "node " + std::to_string(id) + " is "
-                         + std::string{rp::to_string(res.replica_role)};
-          r.prefer(res.primary.value != id ? res.primary.value : primary);
-          return;
-        }
-        status = print(o, res, id);
-      };
-      auto on_error = [&](caf::error& e) {
-        s.last_error = "node " + std::to_string(id) + ": " + sys.render(e);
-      };
-      if (o.get->parsed())
-        s.self->request(front, s.left(), rp::read_request{o.collection, o.key})
-            .receive([&](rp::read_result& res) { answer(res, print_read); }, on_error);
-      else
-        s.self
-            ->request(front, s.left(),
-                      rp::list_request{o.collection, o.key, std::string{}, o.limit})
-            .receive([&](rp::list_result& res) { answer(res, print_list); }, on_error);
-    } else {
-      rp::txn_request req;
-      rp::txn_op op;
-      op.collection = o.collection;
-      op.key = o.key;
-      op.value = o.value;
-      op.kind = o.del->parsed()       ? rp::op_kind::remove
-                : o.enqueue->parsed() ? rp::op_kind::enqueue
-                : o.dequeue->parsed() ? rp::op_kind::dequeue
-                                      : rp::op_kind::put;
-      // A queue op run twice adds or takes a second item: never retried once
-      // its outcome is unknown.
-      bool idempotent = op.kind == rp::op_kind::put || op.kind == rp::op_kind::remove;
-      req.ops.push_back(std::move(op));
-      req.mode = o.weak ? rp::commit_mode::weak : rp::commit_mode::strong;
-      s.self->request(front, s.left(), std::move(req))
-          .receive(
-              [&](rp::txn_result& res) {
-                if (res.code == rp::errc::ok) {
-                  status = print_commit(o, res, id);
-                  return;
-                }
-                if (auto err = final_error(res.code))
-                  return fail_with(*err);
-                if (res.code == rp::errc::primary_changed && !idempotent)
-                  return fail_with("outcome unknown (the primary changed); not retried");
-                // not_primary / syncing: nothing was proposed; primary_changed on
-                // a put or delete: applying it again is harmless.
-                s.last_error = "node " + std::to_string(id) + ": "
-                               + std::string{rp::to_string(res.code)};
-                r.prefer(res.primary.value != id ? res.primary.value : primary);
-              },
-              [&](caf::error& e) {
-                if (!idempotent && e != caf::sec::request_receiver_down) {
-                  fail_with("no answer (" + sys.render(e)
-                            + "): outcome unknown; not retried");
-                  return;
-                }
-                s.last_error = "node " + std::to_string(id) + ": " + sys.render(e);
-              });
+    if (o.get->parsed()) {
+      auto r = client.get(o.collection, o.key);
+      return answer(r, print_read);
     }
-    if (status < 0)
-      std::this_thread::sleep_for(20ms); // a new primary may still be syncing
-    if (o.at != 0 && status < 0)
-      break;
+    auto r = client.list(o.collection, o.key, o.limit);
+    return answer(r, print_list);
   }
-  if (status < 0) {
-    std::cerr << "conclave: error: no answer within " << o.timeout_ms << " ms"
-              << (s.last_error.empty() ? "" : " (last: " + s.last_error + ")") << '\n';
-    return exit_failure;
-  }
-  return status;
+  // Put and delete are retried after an unknown outcome (running them twice
+  // is harmless); enqueue and dequeue are not (outcome_unknown).
+  auto r = client.transact(write_request(o));
+  if (r.code == rp::errc::ok)
+    return print_commit(o, r, r.primary.value);
+  return fail_with(o, r.code, r.primary.value, dir);
 }
 
 } // namespace
@@ -351,9 +312,12 @@ void add_kv_command(command_registry& reg) {
          "the members, ID@HOST:PORT,... (as given to the nodes)");
   option(kv, "--cluster", o->cluster, "cluster name")->capture_default_str();
   option(kv, "--cluster-dir", o->cluster_dir,
-         "a `conclave cluster up` directory: its members, name and TLS files");
+         "a `conclave cluster up` directory: its members, name, CA and client "
+         "certificate");
   option(kv, "--tls-ca", o->tls_ca, "CA certificate (PEM) that signs the members'");
-  option(kv, "--tls-cert", o->tls_cert, "a certificate (PEM) signed by that CA");
+  option(kv, "--tls-cert", o->tls_cert,
+         "a client certificate (PEM) signed by that CA (with --cluster-dir: instead "
+         "of its own)");
   option(kv, "--tls-key", o->tls_key, "its private key (PEM)");
   option(kv, "--collection", o->collection, "the dictionary to use")
       ->capture_default_str();

@@ -57,8 +57,14 @@ certificate_commands(const std::string& dir, const std::string& cluster,
   ca.insert(ca.end(), {"-keyout", p(dir, "ca.key"), "-out", p(dir, "ca.pem"), "-days",
                        "30", "-subj", "/O=conclave/CN=" + cluster + " throwaway CA"});
   cmds.push_back(ca);
-  for (auto id : ids) {
-    auto n = "node-" + std::to_string(id);
+  std::vector<std::string> names;
+  for (auto id : ids)
+    names.push_back("node-" + std::to_string(id));
+  // The client certificate: CN "client" names no member, so the identity
+  // proof (runtime/node/peer_identity.hpp) refuses it as any member id; the
+  // TLS layer accepts it (same CA) and the gate serves it client hellos.
+  names.push_back(client_certificate_name);
+  for (auto& n : names) {
     std::vector<std::string> req{"req"};
     req.insert(req.end(), key.begin(), key.end());
     req.insert(req.end(), {"-keyout", p(dir, n + ".key"), "-out", p(dir, n + ".csr"),
@@ -92,6 +98,11 @@ node::result<void> make_certificates(const std::string& dir, const std::string& 
     if (entry.path().extension() == ".key")
       ::chmod(entry.path().c_str(), 0600);
   return node::outcome::success();
+}
+
+node_certificate client_certificate_of(const std::string& dir) {
+  return {p(dir, "ca.pem"), p(dir, std::string{client_certificate_name} + ".pem"),
+          p(dir, std::string{client_certificate_name} + ".key")};
 }
 
 node_certificate certificate_of(const std::string& dir, uint64_t id) {

@@ -1,5 +1,7 @@
-// Throwaway certificates for `conclave cluster up`: a CA and one certificate
-// per node (CN node-ID), made with the `openssl` command-line tool in DIR/tls/.
+// Throwaway certificates for `conclave cluster up`: a CA, one certificate per
+// node (CN node-ID) and one for clients (CN client: `conclave kv`; it names
+// no member, so it cannot pass a member's identity proof), made with the
+// `openssl` command-line tool in DIR/tls/.
 // No crypto of our own: the tool does it all. See docs/node.md.
 #pragma once
 
@@ -18,18 +20,26 @@ struct node_certificate {
   std::string key;
 };
 
-/// The `openssl` command-line arguments that make the CA and each node's
-/// certificate (pure: for tests and for the docs' recipe).
+/// The subject CN (and file stem) of the client certificate.
+inline constexpr const char* client_certificate_name = "client";
+
+/// The `openssl` command-line arguments that make the CA, each node's
+/// certificate and the client certificate (pure: for tests and for the docs'
+/// recipe).
 std::vector<std::vector<std::string>>
 certificate_commands(const std::string& tls_dir, const std::string& cluster,
                      const std::vector<uint64_t>& ids);
 
-/// Makes DIR/tls/ca.pem and DIR/tls/node-ID.{pem,key} for every id (replacing
+/// Makes DIR/tls/ca.pem, DIR/tls/node-ID.{pem,key} for every id and
+/// DIR/tls/client.{pem,key} (replacing
 /// old ones; keys readable by the owner only). The error names the failed step
 /// and where the tool's output is (DIR/tls/openssl.log).
 node::result<void> make_certificates(const std::string& tls_dir,
                                      const std::string& cluster,
                                      const std::vector<uint64_t>& ids);
+
+/// The client certificate's files under `tls_dir`.
+node_certificate client_certificate_of(const std::string& tls_dir);
 
 /// The files of node `id` under `tls_dir`.
 node_certificate certificate_of(const std::string& tls_dir, uint64_t id);

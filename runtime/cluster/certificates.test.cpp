@@ -1,5 +1,6 @@
 #include "runtime/cluster/certificates.hpp"
 
+#include "runtime/node/peer_identity.hpp"
 #include "tests/support/process_tools.hpp"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,8 @@ namespace fs = std::filesystem;
 
 TEST(certificates, commands_name_each_node_in_its_subject) {
   auto cmds = certificate_commands("/d", "prod", {1, 7});
-  ASSERT_EQ(cmds.size(), 5u); // the CA, then a request and a signature per node
+  // The CA, then a request and a signature per node and for the client.
+  ASSERT_EQ(cmds.size(), 7u);
   auto has = [](const std::vector<std::string>& c, const std::string& s) {
     return std::find(c.begin(), c.end(), s) != c.end();
   };
@@ -22,6 +24,9 @@ TEST(certificates, commands_name_each_node_in_its_subject) {
   EXPECT_TRUE(has(cmds[3], "/O=prod/CN=node-7"));
   EXPECT_TRUE(has(cmds[4], "/d/node-7.pem"));
   EXPECT_EQ(certificate_of("/d", 7).key, "/d/node-7.key");
+  EXPECT_TRUE(has(cmds[5], "/O=prod/CN=client"));
+  EXPECT_TRUE(has(cmds[6], "/d/client.pem"));
+  EXPECT_EQ(client_certificate_of("/d").cert, "/d/client.pem");
 }
 
 TEST(certificates, the_tool_makes_node_certificates_the_ca_verifies) {
@@ -49,5 +54,49 @@ TEST(certificates, the_tool_makes_node_certificates_the_ca_verifies) {
       "openssl verify -CAfile " + certificate_of(dir.string(), 1).ca + " "
       + certificate_of(other.string(), 1).cert + " 2>&1");
   EXPECT_NE(v.status, 0) << v.out;
+  fs::remove_all(dir);
+}
+
+TEST(certificates, the_client_certificate_chains_to_the_ca_but_proves_no_member_id) {
+  auto dir =
+      fs::temp_directory_path() / ("conclave-client-cert-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ASSERT_TRUE(make_certificates(dir.string(), "test", {1, 2}));
+  auto c = client_certificate_of(dir.string());
+  auto v = conclave::testing::run_command("openssl verify -CAfile " + c.ca + " " + c.cert
+                                          + " 2>&1");
+  EXPECT_EQ(v.status, 0) << v.out;
+  auto identity = conclave::node::node_identity::load(c.cert, c.key);
+  ASSERT_TRUE(identity) << identity.error();
+  EXPECT_FALSE(identity.value().named_member());
+  auto verifier = conclave::node::proof_verifier::load(c.ca);
+  ASSERT_TRUE(verifier) << verifier.error();
+  // A hello claiming member 1 (or 2) signed with the client's key: its
+  // certificate is the CA's, its signature is good, its name is no member's.
+  for (uint64_t claimed : {1, 2}) {
+    conclave::node::proof_statement s;
+    s.cluster = "test";
+    s.prover = claimed;
+    s.verifier = 3 - claimed;
+    s.verifier_nonce = std::string(conclave::node::nonce_size, 'a');
+    s.prover_nonce = std::string(conclave::node::nonce_size, 'b');
+    s.prover_candidate = "candidate";
+    EXPECT_EQ(verifier.value().verify(identity.value().prove(s), s),
+              conclave::node::identity_refusal::wrong_member_id);
+  }
+  // The same statement signed by node 1's own certificate passes: the
+  // refusal is about the name, not the setup.
+  auto node1 = certificate_of(dir.string(), 1);
+  auto n1 = conclave::node::node_identity::load(node1.cert, node1.key);
+  ASSERT_TRUE(n1);
+  conclave::node::proof_statement s;
+  s.cluster = "test";
+  s.prover = 1;
+  s.verifier = 2;
+  s.verifier_nonce = std::string(conclave::node::nonce_size, 'a');
+  s.prover_nonce = std::string(conclave::node::nonce_size, 'b');
+  s.prover_candidate = "candidate";
+  EXPECT_EQ(verifier.value().verify(n1.value().prove(s), s),
+            conclave::node::identity_refusal::none);
   fs::remove_all(dir);
 }

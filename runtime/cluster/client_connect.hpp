@@ -1,8 +1,11 @@
 // Connecting a client process to a running cluster's replicated store: the
 // actor-system setup (middleman, TLS through CAF's openssl manager, the
 // replication message types) and the client hello at a member's gate that
-// returns the replica's front. Shared by `conclave kv` and the replication
-// benchmark (tests/bench/replication). See docs/node.md ("conclave kv").
+// returns the replica's front. configure_client is shared by `conclave kv`
+// and the replication benchmark (tests/bench/replication); connect_front is
+// the blocking one-member form the benchmark's warm-up uses (kv connects to
+// every member asynchronously: front_directory.hpp). See docs/node.md
+// ("conclave kv").
 #pragma once
 
 #include "runtime/node/node_config.hpp"

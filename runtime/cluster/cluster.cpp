@@ -596,8 +596,12 @@ std::optional<client_access> client_access_of(const std::string& dir) {
   a.cluster = c->name;
   for (auto& n : c->nodes)
     a.peers += (a.peers.empty() ? "" : ",") + std::to_string(n.id) + "@" + n.listen;
-  auto files = certificate_of(tls_dir(dir), c->nodes.front().id);
+  // The client certificate `up` makes; a directory made before it existed
+  // has only the nodes' (then the first node's is used, as before).
+  auto files = client_certificate_of(tls_dir(dir));
   std::error_code ec;
+  if (!fs::exists(files.cert, ec))
+    files = certificate_of(tls_dir(dir), c->nodes.front().id);
   if (fs::exists(files.ca, ec)) {
     a.tls = true;
     a.ca = files.ca;

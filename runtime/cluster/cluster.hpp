@@ -98,8 +98,8 @@ int down(const std::string& dir, std::ostream& out);
 
 /// What a client (conclave kv --cluster-dir) needs to reach the cluster in
 /// `dir`: its name, its members as ID@HOST:PORT,..., and, unless it runs with
-/// --insecure, the CA and a certificate signed by it (the first node's: `up`
-/// makes no client certificate).
+/// --insecure, the CA and the client certificate `up` made (DIR/tls/client.*;
+/// the first node's in a directory made before client certificates).
 struct client_access {
   std::string cluster;
   std::string peers;

@@ -250,6 +250,7 @@ void start_replica(caf::actor_system& sys, const node_config& c,
   ep->board = std::make_shared<leadership_board>();
   fo.board = ep->board;
   ep->front = spawn_replica_front(sys, std::move(fo));
+  ep->board->set_front(ep->front);
   ep->primary = [status, self = c.id.value, listen = c.listen,
                  peers = c.peers]() -> std::pair<uint64_t, std::string> {
     auto leader = status->snapshot().leader;

@@ -18,13 +18,19 @@ using tick_atom = caf::atom_constant<caf::atom("cn_rtick")>;
 struct front_state {
   static inline const char* name = "conclave.replica_front";
   replica_front_options opts;
+  /// A quick re-poll while syncing is armed.
+  bool refresh_pending = false;
 };
 
 using front_ptr = caf::stateful_actor<front_state>*;
 
 node_probe::replica_report report_of(const rp::replica_status& s, const front_state& st) {
   node_probe::replica_report r;
-  r.summary.role = std::string{rp::to_string(s.replica_role)};
+  // A primary whose sync phase has not committed its new_primary record
+  // does not serve yet: it reports as syncing (as its reads do).
+  auto shown = s.replica_role == rp::role::primary && !s.serving ? rp::role::syncing
+                                                                 : s.replica_role;
+  r.summary.role = std::string{rp::to_string(shown)};
   r.summary.serving = s.serving;
   r.summary.commit_lsn = s.commit.value;
   r.summary.applied_lsn = s.applied.value;
@@ -81,6 +87,30 @@ caf::result<Answer> checked_read(front_ptr self, Request& req) {
   return rpromise;
 }
 
+void follow_promise(front_ptr self, const rp::replica_status& s);
+
+/// Asks the host's status and reports it. While the host is syncing (a new
+/// primary's sync phase, a few milliseconds) it asks again after
+/// refresh_period, so that `primary` shows as soon as it serves.
+void poll(front_ptr self) {
+  auto& st = self->state;
+  self->request(st.opts.host, st.opts.status_period * 5, replication_atoms::status_atom_v)
+      .then(
+          [self](rp::replica_status& s) {
+            auto& st = self->state;
+            st.opts.probe->replica(report_of(s, st));
+            follow_promise(self, s);
+            bool syncing = s.replica_role == rp::role::syncing
+                           || (s.replica_role == rp::role::primary && !s.serving);
+            if (syncing && !st.refresh_pending) {
+              st.refresh_pending = true;
+              self->delayed_send(self, st.opts.refresh_period,
+                                 replica_refresh_atom::value);
+            }
+          },
+          [](caf::error&) {});
+}
+
 /// The candidate acts below the host's promised term: have it lead above.
 void follow_promise(front_ptr self, const rp::replica_status& s) {
   auto& board = self->state.opts.board;
@@ -125,16 +155,15 @@ caf::behavior front_impl(front_ptr self, replica_front_options opts) {
       [self](rp::read_request& req) { return checked_read<rp::read_result>(self, req); },
       [self](rp::list_request& req) { return checked_read<rp::list_result>(self, req); },
       [self](tick_atom) {
-        auto& st = self->state;
-        self->request(st.opts.host, st.opts.status_period * 5,
-                      replication_atoms::status_atom_v)
-            .then(
-                [self](rp::replica_status& s) {
-                  self->state.opts.probe->replica(report_of(s, self->state));
-                  follow_promise(self, s);
-                },
-                [](caf::error&) {});
-        self->delayed_send(self, st.opts.status_period, tick_atom::value);
+        poll(self);
+        self->delayed_send(self, self->state.opts.status_period, tick_atom::value);
+      },
+      // The host was just told of a leadership change: report its new role
+      // now, not at the next tick (cluster status showed a new leader's
+      // replica as secondary for up to status_period).
+      [self](replica_refresh_atom) {
+        self->state.refresh_pending = false;
+        poll(self);
       },
   };
 }

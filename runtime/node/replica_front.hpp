@@ -8,8 +8,10 @@
 // strong commit's latency (request in → acknowledgement out) for the
 // conclave_replica_commit_latency_seconds histogram. Every `status_period`
 // it asks the host for its status and reports it to the probe (metrics and
-// status.json). Messages of any other type are refused (unexpected_message)
-// and counted as rejected by the probe.
+// status.json); also at once when the node's leadership relay has just told
+// the host of a leadership change (replica_refresh_atom), and then every
+// refresh_period while the host is a primary in its sync phase. Messages of any other
+// type are refused (unexpected_message) and counted as rejected by the probe.
 //
 // With a leadership board (replica_leadership.hpp) the front also follows the
 // node's candidate: on each status, a host that promised a term above the one
@@ -40,6 +42,9 @@ struct replica_front_options {
   /// Whether the host's log survives a restart (reported in status.json).
   bool durable_storage = false;
   std::chrono::milliseconds status_period{200};
+  /// How soon the status is asked again while the host is a primary in its
+  /// sync phase (after a replica_refresh_atom or a poll that found it so).
+  std::chrono::milliseconds refresh_period{5};
   /// How long a client's request may wait for the host (a strong commit
   /// waits for a majority). Past it the client gets primary_changed.
   std::chrono::milliseconds host_timeout{5000};

@@ -251,3 +251,18 @@ TEST(read_allowed, a_primarys_answer_needs_one_acting_term_around_it) {
   // behind they are: no lease needed.
   EXPECT_TRUE(read_allowed(rp::role::secondary, std::nullopt, std::nullopt));
 }
+
+TEST_F(replica_front_test,
+       a_leadership_change_reaches_the_status_at_once_not_at_the_next_poll) {
+  auto f = front_with_board();
+  advance(1ms); // both fronts' first polls: a secondary
+  ASSERT_EQ(status->snapshot().replica->role, "secondary");
+  // What the leadership relay does when its candidate starts acting.
+  caf::anon_send(host, rp::become_primary_msg{rp::term{1, rp::node_id{1}, 1}});
+  caf::anon_send(f, replica_refresh_atom::value);
+  // Well before the next poll (status_period, 200 ms), the status shows the
+  // primary (a replica set of one finishes its sync phase at once; a longer
+  // one shows as syncing and is asked again every refresh_period).
+  ASSERT_TRUE(
+      advance_until([&] { return status->snapshot().replica->role == "primary"; }, 20ms));
+}

@@ -43,8 +43,12 @@ void leadership_relay::state(const election::candidate_core& core,
     bool acting = v.is_leader && v.acting && v.t.leader == v.self;
     board_->set_acting(acting ? std::optional<election::term>{v.t} : std::nullopt);
   }
-  if (auto s = tracker_.observe(v))
+  if (auto s = tracker_.observe(v)) {
     std::visit([this](const auto& m) { caf::anon_send(host_, m); }, *s);
+    if (board_)
+      if (auto f = board_->front())
+        caf::anon_send(f, replica_refresh_atom::value);
+  }
 }
 
 } // namespace conclave::node

@@ -13,7 +13,8 @@
 // (leadership_tracker), tested with plain calls.
 //
 // The relay also publishes whether the candidate acts, and in which term, on
-// a leadership_board shared with the node's replica front (replica_front.hpp).
+// a leadership_board shared with the node's replica front (replica_front.hpp),
+// and tells the front (replica_refresh_atom) after each signal to the host.
 // The front reads it twice: a host whose promised term is above the term the
 // candidate acts in (a candidate restarted without memory lags behind the
 // replicas' term files; its sync phase is fenced) makes the front send the
@@ -26,6 +27,7 @@
 #include "actors/replication/messages.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/atom.hpp>
 
 #include <memory>
 #include <mutex>
@@ -60,6 +62,10 @@ private:
   std::optional<election::term> told_leader_;
 };
 
+/// Sent to the replica front after the host was told of a leadership change:
+/// the front asks the host's status now instead of at its next poll.
+using replica_refresh_atom = caf::atom_constant<caf::atom("cn_rrefr")>;
+
 /// Whether the node's candidate acts, and in which term: written by the
 /// relay (candidate's thread), read by the front (its own). Also holds the
 /// candidate's handle, set by the node once it is spawned.
@@ -82,11 +88,22 @@ public:
     std::lock_guard<std::mutex> g{mtx_};
     return candidate_;
   }
+  /// The node's replica front, told by the relay when it signals the host
+  /// (replica_refresh_atom) so that its status follows at once.
+  void set_front(caf::actor f) {
+    std::lock_guard<std::mutex> g{mtx_};
+    front_ = std::move(f);
+  }
+  caf::actor front() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return front_;
+  }
 
 private:
   mutable std::mutex mtx_;
   std::optional<election::term> acting_;
   caf::actor candidate_;
+  caf::actor front_;
 };
 
 /// The epoch the candidate must lead above, if any: it acts in `acting`

@@ -1,0 +1,188 @@
+// See front_directory.hpp.
+#include "runtime/cluster/front_directory.hpp"
+
+#include "runtime/node/gate_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+
+namespace conclave::cluster {
+
+/// Shared by the connector actor (writer) and lookup() callers (readers).
+struct front_directory::table {
+  mutable std::mutex mtx;
+  mutable std::condition_variable changed;
+  std::map<uint64_t, caf::actor> fronts;
+  /// Members whose first attempt has ended (connected or not).
+  std::set<uint64_t> tried;
+  std::string last_error;
+  uint64_t primary = 0;
+};
+
+namespace {
+
+using dial_atom = caf::atom_constant<caf::atom("cn_fddial")>;
+
+struct connector_state {
+  static inline const char* name = "conclave.front_directory";
+  front_directory_options opts;
+  std::shared_ptr<front_directory::table> table;
+  std::map<uint64_t, std::chrono::milliseconds> backoff;
+  std::map<caf::actor_addr, uint64_t> watched;
+};
+
+using connector_ptr = caf::stateful_actor<connector_state>*;
+
+void failed(connector_ptr self, uint64_t id, std::string why) {
+  auto& st = self->state;
+  {
+    std::lock_guard<std::mutex> guard{st.table->mtx};
+    st.table->last_error = std::move(why);
+    st.table->tried.insert(id);
+  }
+  st.table->changed.notify_all();
+  auto& b = st.backoff[id];
+  b = b.count() == 0 ? st.opts.retry_first : std::min(b * 2, st.opts.retry_max);
+  self->delayed_send(self, b, dial_atom::value, id);
+}
+
+void connected(connector_ptr self, uint64_t id, caf::actor front, uint64_t primary) {
+  auto& st = self->state;
+  st.backoff[id] = std::chrono::milliseconds{0};
+  st.watched[front.address()] = id;
+  self->monitor(front);
+  {
+    std::lock_guard<std::mutex> guard{st.table->mtx};
+    st.table->fronts[id] = std::move(front);
+    st.table->tried.insert(id);
+    if (primary != 0)
+      st.table->primary = primary;
+  }
+  st.table->changed.notify_all();
+}
+
+void dial(connector_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.opts.members.find(id);
+  if (i == st.opts.members.end())
+    return;
+  auto where = i->second;
+  auto& sys = self->system();
+  auto mm = sys.has_openssl_manager() ? sys.openssl_manager().actor_handle()
+                                      : sys.middleman().actor_handle();
+  auto step = st.opts.step_timeout;
+  self->request(mm, step, caf::connect_atom::value, where.host, where.port)
+      .then(
+          [self, id, where, step](const caf::node_id&, caf::strong_actor_ptr& ptr,
+                                  const std::set<std::string>& ifs) {
+            auto& sys = self->system();
+            if (!ptr)
+              return failed(self, id,
+                            "node " + std::to_string(id) + ": nothing published at "
+                                + where.to_string());
+            if (ifs != sys.message_types(caf::detail::type_list<node::gate_actor>{}))
+              return failed(self, id,
+                            "node " + std::to_string(id) + " at " + where.to_string()
+                                + " is not a conclave node of this version");
+            auto gate = caf::actor_cast<node::gate_actor>(ptr);
+            self->request(gate, step, node::client_hello_atom::value,
+                          self->state.opts.cluster)
+                .then(
+                    [self, id](const caf::actor& f, uint64_t, uint64_t p,
+                               const std::string&, const std::string& refused) {
+                      if (!refused.empty() || !f)
+                        return failed(self, id,
+                                      "node " + std::to_string(id) + " refused: "
+                                          + (refused.empty() ? "no front" : refused));
+                      connected(self, id, f, p);
+                    },
+                    [self, id](caf::error& e) {
+                      failed(self, id,
+                             "node " + std::to_string(id) + ": "
+                                 + self->system().render(e));
+                    });
+          },
+          [self, id, where](caf::error& e) {
+            failed(self, id,
+                   "node " + std::to_string(id) + " at " + where.to_string() + ": "
+                       + self->system().render(e));
+          });
+}
+
+caf::behavior connector(connector_ptr self, front_directory_options opts,
+                        std::shared_ptr<front_directory::table> t) {
+  self->state.opts = std::move(opts);
+  self->state.table = std::move(t);
+  self->set_default_handler(caf::drop);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    auto w = st.watched.find(dm.source);
+    if (w == st.watched.end())
+      return;
+    auto id = w->second;
+    st.watched.erase(w);
+    {
+      std::lock_guard<std::mutex> guard{st.table->mtx};
+      auto f = st.table->fronts.find(id);
+      if (f != st.table->fronts.end() && f->second.address() == dm.source)
+        st.table->fronts.erase(f);
+      st.table->last_error = "node " + std::to_string(id) + ": connection lost";
+    }
+    st.table->changed.notify_all();
+    // Its node may be restarting: dial again soon, then back off.
+    self->delayed_send(self, st.opts.retry_first, dial_atom::value, id);
+  });
+  for (auto& m : self->state.opts.members)
+    dial(self, m.first);
+  return {
+      [self](dial_atom, uint64_t id) { dial(self, id); },
+  };
+}
+
+} // namespace
+
+front_directory::front_directory(caf::actor_system& sys, front_directory_options opts)
+    : table_(std::make_shared<table>()) {
+  connector_ = sys.spawn(connector, std::move(opts), table_);
+}
+
+front_directory::~front_directory() {
+  caf::anon_send_exit(connector_, caf::exit_reason::user_shutdown);
+}
+
+caf::actor front_directory::lookup(uint64_t id) const {
+  std::lock_guard<std::mutex> guard{table_->mtx};
+  auto i = table_->fronts.find(id);
+  return i == table_->fronts.end() ? caf::actor{} : i->second;
+}
+
+size_t front_directory::wait_connected(size_t n,
+                                       std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> guard{table_->mtx};
+  table_->changed.wait_for(guard, timeout, [&] {
+    return table_->fronts.size() >= n
+           || (!table_->fronts.empty() && table_->tried.size() >= n);
+  });
+  return table_->fronts.size();
+}
+
+std::string front_directory::last_error() const {
+  std::lock_guard<std::mutex> guard{table_->mtx};
+  return table_->last_error;
+}
+
+uint64_t front_directory::primary_hint() const {
+  std::lock_guard<std::mutex> guard{table_->mtx};
+  return table_->primary;
+}
+
+} // namespace conclave::cluster
