@@ -215,6 +215,13 @@ void candidate_core::peer_up(node_id p, timestamp now) {
 void candidate_core::tick(timestamp now) {
   if (stopped_ || !started_)
     return;
+  if (pre_vote_.active && now < pre_vote_.deadline && now >= pre_vote_.resend_at) {
+    // A long window (after failed rounds) must not leave the group silent
+    // once the faults heal: ask again every election_wait; replies to any of
+    // the requests count (same round).
+    pre_vote_.resend_at = now + cfg_.election_wait;
+    ask_pre_vote();
+  }
   if (pre_vote_.active && now >= pre_vote_.deadline) {
     // No majority would take part within election_wait: no election, no new
     // epoch. Ask again, unless a leader's heartbeat arrives meanwhile; each
@@ -320,8 +327,10 @@ std::optional<timestamp> candidate_core::next_deadline() const {
   } else if (leaderless_deadline_ && !electing()) {
     consider(*leaderless_deadline_);
   }
-  if (pre_vote_.active)
+  if (pre_vote_.active) {
     consider(pre_vote_.deadline);
+    consider(pre_vote_.resend_at);
+  }
   if (auto t = algorithm_deadline())
     consider(*t);
   return result;
@@ -397,11 +406,16 @@ void candidate_core::begin_pre_vote(election_reason reason, timestamp now) {
     return; // one is under way: its replies or its deadline decide
   ++stats_.pre_votes;
   auto window = cfg_.election_wait * (int64_t{1} << std::min(pre_vote_failures_, 6u));
-  pre_vote_ = {true, ++pre_vote_round_, 1, now + window, reason};
+  pre_vote_ = {true,         ++pre_vote_round_,        1,
+               now + window, now + cfg_.election_wait, reason};
+  ask_pre_vote();
+}
+
+void candidate_core::ask_pre_vote() {
   auto epoch = std::max(max_epoch_, highest_.epoch);
-  for (auto p : peers_)
-    if (!is_down(p))
-      send(p, pre_vote_msg{self_, epoch, pre_vote_.round});
+  for (size_t i = 0; i < peers_.size(); ++i)
+    if (!status_[i].down && status_[i].granted_round < pre_vote_.round)
+      send(peers_[i], pre_vote_msg{self_, epoch, pre_vote_.round});
 }
 
 void candidate_core::on_pre_vote(const pre_vote_msg& m, timestamp now) {

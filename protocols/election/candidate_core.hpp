@@ -267,6 +267,9 @@ private:
     uint64_t round = 0;
     size_t grants = 0;
     timestamp deadline{0};
+    /// When the request goes again to the peers that have not granted (every
+    /// election_wait within the window).
+    timestamp resend_at{0};
     election_reason reason = election_reason::requested;
   };
   struct heartbeat_round {
@@ -282,6 +285,9 @@ private:
   void on_pre_vote(const pre_vote_msg& m, timestamp now);
   void on_pre_vote_reply(const pre_vote_reply_msg& m, timestamp now);
   void begin_pre_vote(election_reason reason, timestamp now);
+  /// Sends the current pre-vote round's request to every peer not known down
+  /// that has not granted it.
+  void ask_pre_vote();
   /// Starts the algorithm's election (after the pre-vote, if any).
   void open_election(election_reason reason, timestamp now);
   /// An election round or a pre-vote is under way.
@@ -323,7 +329,8 @@ private:
   uint64_t pre_vote_round_ = 0;
   /// Pre-vote rounds that ended without a majority since the last election:
   /// each doubles the next round's window (up to 64 x election_wait), so
-  /// replies slower than election_wait (long round trips) still make one.
+  /// replies slower than election_wait (long round trips) still make one. The
+  /// request is repeated every election_wait within a window.
   unsigned pre_vote_failures_ = 0;
 
   // leader state

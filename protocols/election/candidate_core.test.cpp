@@ -492,6 +492,45 @@ TEST_P(both_algorithms, a_candidate_without_a_majority_of_grants_raises_no_epoch
   EXPECT_EQ(c->stats().elections_started, 0u);
 }
 
+// Issue 11: after a long partition in which every candidate was alone
+// (`partition@500ms-6s:1|2|3|4|5 --guard`, n = 5), every pre-vote window had
+// doubled to seconds and nobody asked again until one ended: no leader for
+// more than 2 s after the heal, with Bully and with Ring. The request now goes
+// again every election_wait within a window, to the peers that have not
+// granted; the window still doubles, so slow replies still count.
+TEST_P(both_algorithms,
+       a_pre_vote_is_asked_again_every_election_wait_within_a_long_window) {
+  auto c = el::make_core(id(1), {id(2), id(3), id(4), id(5)}, guarded(GetParam()));
+  auto t = follow_then_suspect(*c, 5);
+  auto wait = c->config().election_wait;
+  auto last_ask = t;
+  el::duration longest_silence{0};
+  uint64_t round = 0;
+  auto end = t + 5s;
+  while (auto due = c->next_deadline()) {
+    if (*due > end)
+      break;
+    c->outbox().clear();
+    c->tick(*due);
+    for (auto& o : c->outbox()) {
+      if (auto p = std::get_if<el::pre_vote_msg>(&o.msg)) {
+        longest_silence = std::max(longest_silence, *due - last_ask);
+        last_ask = *due;
+        round = p->round;
+      }
+    }
+  }
+  EXPECT_GE(c->stats().pre_votes_failed, 4u); // the windows did grow
+  EXPECT_LE(longest_silence, wait) << "a peer that comes back waits for a long window";
+  // The faults heal: two peers grant the request they got last. An election
+  // opens at once, not when the window ends.
+  c->outbox().clear();
+  c->handle(el::pre_vote_reply_msg{id(2), 4, round, true}, last_ask + 2ms);
+  c->handle(el::pre_vote_reply_msg{id(3), 4, round, true}, last_ask + 2ms);
+  EXPECT_EQ(c->stats().elections_started, 1u);
+  EXPECT_GT(election_messages(*c) + (c->is_leader() ? 1u : 0u), 0u);
+}
+
 TEST(pre_vote, a_majority_of_grants_opens_an_election_above_the_epochs_heard) {
   // Bully, highest id: with grants from 1 and 2 (3 of 5) it wins at once, in a
   // term above the highest epoch a reply reported.

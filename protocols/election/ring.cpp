@@ -29,6 +29,22 @@ duration ring_core::round_timeout() const {
   return per_hop * 2 * static_cast<int64_t>(members().size());
 }
 
+duration ring_core::extinction_window() const {
+  return hop_timeout(0) * 2 * static_cast<int64_t>(members().size());
+}
+
+void ring_core::sample_round_trip(duration rtt) {
+  // An ack of a retry, or one that came after this member gave up, is measured
+  // from the first send: it may include a frozen successor's pause (SIGSTOP),
+  // not the network. One such sample (1.6 s at n = 7, seed 900123) stretched
+  // every hop and round timeout to seconds; clamped to twice the current hop
+  // timeout, the estimate still grows (at most doubling per sample) when the
+  // network really slowed down.
+  if (!rtt_.empty())
+    rtt = std::min(rtt, 2 * hop_timeout(0));
+  rtt_.sample(rtt);
+}
+
 void ring_core::allow_for_announcement(node_id leader, timestamp now) {
   // The announcement reaches the leader after the hops between here and it, and
   // its first heartbeat needs one more: at a 21 ms delay and n = 9 that silence
@@ -54,6 +70,7 @@ duration ring_core::hop_timeout(unsigned tries) const {
 
 void ring_core::begin_election(timestamp now) {
   participating_ = self_;
+  participating_since_ = now;
   round_started_ = now;
   ++round_;
   auto& r = round_of(self_);
@@ -179,7 +196,9 @@ void ring_core::on_ack(const ring_ack_msg& a, timestamp now) {
     return p.hop == a.hop && p.target == a.from;
   });
   if (i != pending_.end()) {
-    rtt_.sample(now - i->sent_at);
+    if (i->tries == 0)
+      late_sampled_ = false; // an ack in time: the next late one counts again
+    sample_round_trip(now - i->sent_at);
     pending_.erase(i);
     return;
   }
@@ -191,8 +210,12 @@ void ring_core::on_ack(const ring_ack_msg& a, timestamp now) {
     // tells of a frozen or overloaded successor, not of the network, and would
     // stretch every timeout: it is left out.
     auto rtt = now - g->sent_at;
-    if (rtt <= 4 * hop_timeout(cfg_.hop_retries))
-      rtt_.sample(rtt);
+    // A successor resumed after a pause acks every hop it missed at once: of
+    // such late acks only the first counts until an ack comes in time.
+    if (rtt <= 4 * hop_timeout(cfg_.hop_retries) && (rtt_.empty() || !late_sampled_)) {
+      sample_round_trip(rtt);
+      late_sampled_ = true;
+    }
     given_up_.erase(g);
   }
 }
@@ -234,10 +257,21 @@ void ring_core::on_election(const ring_election_msg& m, timestamp now) {
   }
   if (r.forwarded)
     return;
-  if (participating_ != no_node && m.initiator < participating_)
-    return; // extinction: a higher initiator's round is under way
+  // Extinction: a higher initiator's round is under way, and this member joined
+  // it recently. Only for extinction_window(): a round whose token was lost
+  // (its hops acked, then dropped by a partition or a crash) would otherwise
+  // swallow every lower round until its round timeout (seconds), and each
+  // member still in some dead round blocks the next (issue 11, seed 900808:
+  // no leader for 3 s after the faults healed).
+  bool fresh =
+      participating_ != no_node && now < participating_since_ + extinction_window();
+  if (fresh && m.initiator < participating_)
+    return;
   r.forwarded = true;
-  participating_ = std::max(participating_, m.initiator);
+  if (!fresh || m.initiator >= participating_) {
+    participating_ = m.initiator;
+    participating_since_ = now;
+  }
   if (!round_started_)
     round_started_ = now;
   ring_election_msg next = m;

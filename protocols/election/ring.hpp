@@ -112,12 +112,19 @@ private:
   bool duplicate(node_id from, uint64_t incarnation, uint64_t hop);
   round_seen& round_of(node_id initiator);
   duration round_timeout() const;
+  /// How long a member that joined a round drops lower initiators' tokens
+  /// (extinction): the time the round needs when no hop needs a retry.
+  duration extinction_window() const;
+  /// Feeds a hop ack's round trip to the estimator (see .cpp: clamped).
+  void sample_round_trip(duration rtt);
   /// Sends this member's current term to `to` directly (not as a ring hop).
   void tell_term(node_id to);
   /// Follower: gives the leader time to learn of its term (see .cpp).
   void allow_for_announcement(node_id leader, timestamp now);
 
   node_id participating_ = no_node; ///< highest initiator forwarded this round
+  /// When this member last joined (started or forwarded) participating_'s round.
+  timestamp participating_since_{0};
   /// When this member joined the current round; the round times out
   /// round_timeout() later, with the round-trip estimate of that moment.
   std::optional<timestamp> round_started_;
@@ -127,7 +134,9 @@ private:
   std::vector<sender_seen> last_hop_from_;
   std::vector<round_seen> rounds_seen_;
   std::vector<given_up> given_up_; ///< recent hops whose ack may still come
-  std::optional<term> announced_;  ///< the last announcement forwarded
+  /// A late ack (of a hop given up) was sampled since the last ack in time.
+  bool late_sampled_ = false;
+  std::optional<term> announced_; ///< the last announcement forwarded
 };
 
 } // namespace conclave::election

@@ -265,3 +265,106 @@ TEST(ring, a_member_that_drops_a_stale_round_tells_its_initiator_the_term) {
   EXPECT_TRUE(initiator->is_leader());
   EXPECT_EQ(initiator->current_term(), t);
 }
+
+// Issue 11, seed 900808 (`random=6,loss=0.05,dup=0.05,delay=1ms..15ms --guard`,
+// n = 5): the highest id's round lost its token (blocked by a partition after
+// its hops were acked); until its round timeout (3.7 s) it dropped every lower
+// initiator's token by extinction, as did each member still in some dead round,
+// and nobody led for 3 s after the faults healed. A member now drops lower
+// initiators' tokens only for extinction_window() (2n hop timeouts) after it
+// joined a round; later it forwards them.
+TEST(ring, extinction_drops_lower_rounds_only_while_the_higher_round_is_young) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(3), {id(1), id(2), id(4), id(5)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  auto forwarded = [&] {
+    bool any = false;
+    for (auto& o : core->outbox())
+      any |= o.to == id(4) && std::holds_alternative<el::ring_election_msg>(o.msg);
+    core->outbox().clear();
+    return any;
+  };
+  // 5's round reaches 3 (5 -> 1 -> 2 -> 3) and goes on to 4.
+  core->handle(
+      el::ring_election_msg{id(2), id(5), 1, 0, {id(5), id(1), id(2)}, {1, 1, 1}, 1, 1},
+      el::timestamp{1ms});
+  ASSERT_TRUE(forwarded());
+  // 1's round soon after: 5's round is under way, 1's dies here.
+  core->handle(el::ring_election_msg{id(2), id(1), 2, 0, {id(1), id(2)}, {1, 1}, 1, 1},
+               el::timestamp{50ms});
+  EXPECT_FALSE(forwarded());
+  // 5's round was lost after 4 acked it. Long after it should have come back
+  // (2n x 20 ms = 200 ms), 2's round is not swallowed by it.
+  core->handle(el::ring_election_msg{id(2), id(2), 3, 0, {id(2)}, {1}, 1, 1},
+               el::timestamp{400ms});
+  EXPECT_TRUE(forwarded());
+  // ... and 1's next round right after is dropped again: 2's round is young.
+  core->handle(el::ring_election_msg{id(2), id(1), 4, 0, {id(1), id(2)}, {1, 1}, 1, 2},
+               el::timestamp{410ms});
+  EXPECT_FALSE(forwarded());
+}
+
+// Issue 11, seed 900123 (same mix, n = 7): a successor frozen for 0.9 s acked
+// every hop it had missed at once when it resumed; each late ack counted as a
+// round trip of hundreds of ms, the hop timeout grew to the 2 s cap and the
+// round timeout to 28 s, so this member's (dead) round swallowed every lower
+// round for the rest of the run. Now one late ack counts until an ack comes in
+// time, clamped to twice the hop timeout.
+TEST(ring, a_burst_of_late_acks_from_a_resumed_successor_does_not_stretch_hops) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  using el::timestamp;
+  std::vector<std::pair<uint64_t, timestamp>> to_3; // hops sent to 3, first send
+  auto drain = [&](timestamp now) {
+    auto out = std::move(core->outbox());
+    core->outbox().clear();
+    for (auto& o : out) {
+      auto e = std::get_if<el::ring_election_msg>(&o.msg);
+      if (e == nullptr)
+        continue;
+      if (o.to == id(1)) // 1 acks at once
+        core->handle(el::ring_ack_msg{id(1), e->hop}, now);
+      else if (o.to == id(3) && std::none_of(to_3.begin(), to_3.end(), [&](auto& h) {
+                 return h.first == e->hop;
+               }))
+        to_3.emplace_back(e->hop, now);
+    }
+    core->outbox().clear();
+  };
+  // One ack in time from 3 (2 ms).
+  core->request_election(timestamp{1ms});
+  drain(timestamp{1ms});
+  ASSERT_EQ(to_3.size(), 1u);
+  core->handle(el::ring_ack_msg{id(3), to_3[0].first}, timestamp{3ms});
+  to_3.clear();
+  // Then 3 freezes: three rounds' hops to it are retried and given up.
+  for (auto t : {10ms, 80ms, 130ms}) {
+    core->request_election(timestamp{t});
+    drain(timestamp{t});
+    for (auto d = t + 1ms; d < t + 70ms; d += 1ms) {
+      core->tick(timestamp{d});
+      drain(timestamp{d});
+    }
+  }
+  ASSERT_EQ(to_3.size(), 3u);
+  // 3 resumes and acks all three at once (round trips of 190, 120 and 70 ms).
+  for (auto& h : to_3)
+    core->handle(el::ring_ack_msg{id(3), h.first}, timestamp{200ms});
+  core->outbox().clear();
+  to_3.clear();
+  // A new hop to 3 is retried within 60 ms (before: after about 240 ms).
+  core->request_election(timestamp{210ms});
+  drain(timestamp{210ms});
+  ASSERT_EQ(to_3.size(), 1u);
+  bool retried = false;
+  for (auto d = 211ms; d <= 270ms && !retried; d += 1ms) {
+    core->tick(timestamp{d});
+    for (auto& o : core->outbox())
+      retried |= o.to == id(3) && std::holds_alternative<el::ring_election_msg>(o.msg);
+    drain(timestamp{d});
+  }
+  EXPECT_TRUE(retried) << "the hop timeout grew beyond 60 ms";
+}

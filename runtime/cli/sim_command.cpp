@@ -29,6 +29,8 @@ struct sim_options {
   uint64_t seed = 1;
   std::string faults;
   bool json = false;
+  bool trace = false;
+  bool trace_heartbeats = false;
   std::string out;
   bool guard = false;
   bool preempt = false;
@@ -88,8 +90,9 @@ private:
 };
 
 /// The flags only the election workload reads.
-constexpr const char* election_flags[] = {"--algorithm", "--nodes", "--out",
-                                          "--detector",  "--guard", "--preempt"};
+constexpr const char* election_flags[] = {"--algorithm", "--nodes",           "--out",
+                                          "--detector",  "--guard",           "--preempt",
+                                          "--trace",     "--trace-heartbeats"};
 
 int run_sim(const sim_options& o, const CLI::App* sub) {
   if (o.workload == "replication") {
@@ -132,6 +135,12 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
         + o.nodes + "'");
   if (o.runs < 1)
     return bad_input("--runs: must be at least 1");
+  bool trace = o.trace || o.trace_heartbeats;
+  if (trace && (o.runs != 1 || algos.size() != 1 || sizes->size() != 1))
+    return bad_input("--trace: traces one run; give --runs 1, one --algorithm and one "
+                     "size in --nodes");
+  if (trace && o.json)
+    return bad_input("--trace prints on stdout; it does not mix with --json");
   auto plan = sim::parse_fault_spec(o.faults);
   if (!plan)
     return bad_input("--faults: " + plan.error());
@@ -185,6 +194,10 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
         s.plan = plan.value();
         s.seed = o.seed + k;
         s.record_timeline = !o.out.empty() && timeline_run.timeline.empty() && k == 0;
+        if (trace) {
+          s.trace = &std::cout;
+          s.trace_heartbeats = o.trace_heartbeats;
+        }
         auto r = sim::run_simulation(s);
         summary.add(r, prefix);
         if (s.record_timeline)
@@ -250,6 +263,11 @@ void add_sim_command(command_registry& reg) {
          "silence before the leader is suspected (0: the library default, 150)");
   option(sub, "--lease-ms", o->lease_ms,
          "quorum guard lease (0: the library default, 100)");
+  sub->add_flag("--trace", o->trace,
+                "print every election message of one run (delivered, lost, blocked), "
+                "every notice, candidate event and fault, heartbeats excepted");
+  sub->add_flag("--trace-heartbeats", o->trace_heartbeats,
+                "--trace with heartbeats and their acks");
   sub->add_flag("--json", o->json, "print one JSON document on stdout")
       ->envname(env_name("--json"));
   sub->add_flag("--guard", o->guard, "enable the quorum guard (leadership as a lease)")

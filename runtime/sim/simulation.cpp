@@ -3,9 +3,11 @@
 #include "protocols/election/type_ids.hpp"
 #include "runtime/sim/checkers.hpp"
 #include "runtime/sim/election_host.hpp"
+#include "runtime/sim/election_trace.hpp"
 #include "runtime/sim/world.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 namespace conclave::sim {
@@ -160,6 +162,11 @@ run_report run_simulation(const sim_settings& s) {
   ho.leader_tasks = s.leader_tasks;
   ho.notice_delay = s.down_notice;
   election_host host{w, ho};
+  std::optional<election_trace> trace;
+  if (s.trace) {
+    trace.emplace(w, *s.trace, trace_options{s.trace_heartbeats});
+    host.add_observer(&*trace);
+  }
 
   safety_checker safety{host, report};
   claimant_checker claimants{host, report};

@@ -28,6 +28,7 @@
 #include "runtime/sim/fault_plan.hpp"
 
 #include <array>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct sim_settings {
   /// How long the run goes on after stable_from, to see that the leader stays.
   /// Zero: derived from the timeouts (stable_window()).
   duration stable_window{0};
+  /// Print a message-level trace of the run here (runtime/sim/election_trace.hpp).
+  std::ostream* trace = nullptr;
+  /// With `trace`: heartbeats and their acks too.
+  bool trace_heartbeats = false;
 };
 
 struct election_record {

@@ -165,8 +165,11 @@ void world::send(node_id from, node_id to, caf::message m) {
   if (to.value < 1 || to.value > nodes_.size())
     return;
   bool faulty = now_ < net_.faults_until;
-  if (faulty && net_.loss > 0 && unit(rng_) < net_.loss)
+  if (faulty && net_.loss > 0 && unit(rng_) < net_.loss) {
+    if (tap_)
+      tap_(now_, from, to, m, fate::lost);
     return;
+  }
   auto target = static_cast<uint32_t>(to.value - 1);
   auto source = static_cast<uint32_t>(from.value - 1);
   auto first = now_ + delay();
@@ -338,12 +341,20 @@ void world::dispatch(event& e) {
   auto msg = adopt(e.msg); // released on every return, unless queued again
   e.msg = nullptr;
   auto& n = nodes_[e.to];
-  if (!n.alive)
+  auto tap = [&](fate f) {
+    if (tap_ && e.what != kind::timer)
+      tap_(now_, ids_[e.from], ids_[e.to], msg, f);
+  };
+  if (!n.alive) {
+    tap(fate::dead);
     return;
+  }
   if ((e.what == kind::timer || e.what == kind::notice) && e.incarnation != n.incarnation)
     return; // armed by, or meant for, an earlier life
-  if (e.what == kind::deliver && blocked(ids_[e.from], ids_[e.to]))
+  if (e.what == kind::deliver && blocked(ids_[e.from], ids_[e.to])) {
+    tap(fate::blocked);
     return;
+  }
   if (now_ < n.paused_until) {
     // Frozen: everything waits for SIGCONT. On resume a process's due timers
     // fire at once, while the bytes its peers sent meanwhile still have to be
@@ -357,6 +368,7 @@ void world::dispatch(event& e) {
   }
   if (e.what == kind::deliver)
     ++delivered_;
+  tap(fate::delivered);
   deliver(n, msg);
 }
 

@@ -99,6 +99,19 @@ public:
   virtual void paused(node_id, timestamp /*now*/, timestamp /*until*/) {}
 };
 
+/// What became of one message or notice (for traces, see world::set_tap).
+enum class fate : uint8_t {
+  delivered, ///< handed to the recipient's body
+  lost,      ///< dropped by the loss model when sent
+  blocked,   ///< dropped at delivery by a partition or cut
+  dead,      ///< the recipient had crashed (or restarted) by then
+};
+
+/// Sees every message (and notice) the network carries: its send or delivery
+/// time, sender (a notice: the peer it is about), recipient, content and fate.
+using message_tap =
+    std::function<void(timestamp, node_id from, node_id to, const caf::message&, fate)>;
+
 class world {
 public:
   /// `configure` registers the message types of the hosted services.
@@ -150,6 +163,10 @@ public:
   /// Closes every partition and cut that is still open at `at`.
   void end_cuts(timestamp at);
   const network_model& network() const { return net_; }
+  /// Calls `tap` for every message lost, blocked, delivered or addressed to a
+  /// dead node, and every notice delivered (a trace of one run; empty: none).
+  /// Timers are not tapped.
+  void set_tap(message_tap tap) { tap_ = std::move(tap); }
 
   // -- time -------------------------------------------------------------------
 
@@ -251,6 +268,7 @@ private:
   duration notice_delay_ = std::chrono::milliseconds(1);
   std::vector<std::function<void()>> calls_;
   std::vector<world_observer*> observers_;
+  message_tap tap_;
 
   // The queue: a min-heap of distinct instants, each with its bucket.
   std::vector<std::pair<timestamp, uint32_t>> instants_; ///< (instant, bucket)

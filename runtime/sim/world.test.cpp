@@ -4,6 +4,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/make_message.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -198,4 +199,49 @@ TEST(world, an_actor_body_handles_its_own_messages_first_and_before_the_next_eve
   EXPECT_EQ(*log, (std::vector<std::string>{"got 1", "self 1", "helper 10", "got 2",
                                             "self 2", "helper 20"}));
   EXPECT_EQ(w.messages_delivered(), 2u);
+}
+
+TEST(world, the_tap_sees_every_message_with_its_fate) {
+  sim::network_model net;
+  net.delay_min = net.delay_max = 2ms;
+  net.loss = 1.0; // every message sent before faults_until is lost
+  net.faults_until = sim::timestamp{5ms};
+  sim::world w{4, 1, net, {}, nullptr};
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  struct seen {
+    uint64_t from, to;
+    sim::timestamp at;
+    int value;
+    sim::fate f;
+  };
+  std::vector<seen> tapped;
+  w.set_tap([&](sim::timestamp at, node_id from, node_id to, const caf::message& m,
+                sim::fate f) {
+    tapped.push_back({from.value, to.value, at, m.get_as<int>(0), f});
+  });
+  w.send(node_id{1}, node_id{2}, caf::make_message(1)); // lost
+  w.run_until(sim::timestamp{10ms});
+  w.add_cut(sim::timestamp{10ms}, sim::timestamp{20ms}, {0, 0, 1, 0}, false);
+  w.send(node_id{1}, node_id{3}, caf::make_message(2)); // blocked
+  w.send(node_id{1}, node_id{2}, caf::make_message(3)); // delivered
+  w.send(node_id{1}, node_id{4}, caf::make_message(4)); // to a dead node
+  w.crash(node_id{4}, false);
+  w.run_until(sim::timestamp{30ms});
+  ASSERT_EQ(tapped.size(), 4u);
+  EXPECT_EQ(tapped[0].f, sim::fate::lost);
+  EXPECT_EQ(tapped[0].at, 0ms); // lost when sent
+  EXPECT_EQ(tapped[0].value, 1);
+  std::vector<std::pair<int, sim::fate>> rest;
+  for (size_t i = 1; i < tapped.size(); ++i) {
+    rest.emplace_back(tapped[i].value, tapped[i].f);
+    EXPECT_EQ(tapped[i].at, 12ms); // at delivery
+  }
+  std::sort(rest.begin(), rest.end());
+  EXPECT_EQ(rest, (std::vector<std::pair<int, sim::fate>>{{2, sim::fate::blocked},
+                                                          {3, sim::fate::delivered},
+                                                          {4, sim::fate::dead}}));
+  ASSERT_EQ(r.log.size(), 1u);
+  EXPECT_EQ(r.log[0].value, 3);
 }

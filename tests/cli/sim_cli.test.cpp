@@ -142,3 +142,20 @@ TEST(sim_cli, a_split_brain_is_reported_but_is_not_a_failure_without_the_guard) 
     EXPECT_GT(w.get<double>(), 0.0);
   EXPECT_EQ(doc["verdict"].get<std::string>().rfind("OK: ", 0), 0u);
 }
+
+TEST(sim_cli, trace_prints_the_messages_and_events_of_one_run) {
+  auto r = run_conclave("sim --algorithm ring --nodes 3 --runs 1 --seed 5 --trace "
+                        "--faults 'crash-leader@1s,loss=0.2'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  // The token, its acks, the announcement, a loss, the crash and its notices.
+  for (auto what :
+       {"ring_election_msg(", "ring_ack_msg(", "ring_coordinator_msg(", " LOST ",
+        " CRASHED", "el_down", "election_started term", "became_leader term"})
+    EXPECT_TRUE(r.out.find(what) != std::string::npos) << what << "\n" << r.out;
+  EXPECT_EQ(r.out.find("heartbeat_msg("), std::string::npos);
+  auto beats = run_conclave("sim --algorithm ring --nodes 3 --runs 1 --trace-heartbeats");
+  EXPECT_NE(beats.out.find("heartbeat_msg("), std::string::npos) << beats.out;
+  EXPECT_EQ(run_conclave("sim --algorithm ring --runs 2 --trace").status, 2);
+  EXPECT_EQ(run_conclave("sim --runs 1 --trace").status, 2); // two algorithms
+  EXPECT_EQ(run_conclave("sim --algorithm ring --runs 1 --trace --json").status, 2);
+}

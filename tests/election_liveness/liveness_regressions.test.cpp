@@ -85,3 +85,38 @@ TEST(election_liveness, ring_with_a_slow_network_elects_once_without_a_storm) {
     }
   }
 }
+
+// The lead's attack run (`--algorithm ring --guard --nodes 3,5,7 --runs 1000
+// --seed 900000 --faults 'random=6,loss=0.05,dup=0.05,delay=1ms..15ms'`): Ring
+// with the guard had no leader for 3 s after every fault healed. Seed 900808
+// (n = 5): a dead round of the highest id swallowed every lower round until its
+// 3.7 s round timeout (extinction without end). Seed 900123 (n = 7): a resumed
+// successor's burst of late acks stretched a member's hop timeout to the 2 s cap,
+// and its dead round swallowed every lower one for the rest of the run.
+TEST(election_liveness, ring_with_the_guard_settles_after_the_faults_of_the_attack_run) {
+  for (auto [n, seed] : {std::pair<size_t, uint64_t>{5, 900808}, {7, 900123}}) {
+    auto r = sim::run_simulation(settings(el::algorithm::ring, n,
+                                          "random=6,loss=0.05,dup=0.05,delay=1ms..15ms",
+                                          seed, /*guard=*/true));
+    EXPECT_TRUE(r.liveness_ok) << "seed " << seed << "\n" << what_failed(r);
+    EXPECT_EQ(r.safety_violations, 0u) << what_failed(r);
+    EXPECT_GT(r.leader_time_fraction_after_heal, 0.5) << "seed " << seed;
+  }
+}
+
+// Every candidate alone for 5.5 s with the guard: each pre-vote round failed and
+// doubled the next one's window (up to 64 x election_wait = 9.6 s), and after the
+// heal nobody asked again until the first window ended: no leader within the
+// bound, Bully and Ring alike (found while attacking the Ring fix above). The
+// request now goes again every election_wait within a window.
+TEST(election_liveness, a_long_partition_of_everyone_heals_into_a_leader_with_the_guard) {
+  for (auto algo : {el::algorithm::bully, el::algorithm::ring}) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      auto r = sim::run_simulation(
+          settings(algo, 5, "partition@500ms-6s:1|2|3|4|5", seed, /*guard=*/true));
+      EXPECT_TRUE(r.liveness_ok) << el::to_string(algo) << " seed " << seed << "\n"
+                                 << what_failed(r);
+      EXPECT_EQ(r.safety_violations, 0u) << what_failed(r);
+    }
+  }
+}
