@@ -190,8 +190,10 @@ candidate_actor::behavior_type candidate_impl(self_pointer self, candidate_optio
         auto& st = self->state;
         if (generation != st.timer_generation)
           return; // superseded by an earlier timer
-        st.armed.reset();
         auto now = now_of(self);
+        if (st.armed)
+          st.opts.probe->timer_fired(now - *st.armed, st.core->is_leader());
+        st.armed.reset();
         st.core->tick(now);
         flush(self, now);
       },

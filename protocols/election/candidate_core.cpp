@@ -52,6 +52,10 @@ std::string_view to_string(event_kind k) {
     return "stale_claim_rejected";
   case event_kind::heartbeat_rtt:
     return "heartbeat_rtt";
+  case event_kind::suspicion_discounted:
+    return "suspicion_discounted";
+  case event_kind::suspicion_refuted:
+    return "suspicion_refuted";
   }
   return "unknown";
 }
@@ -235,32 +239,84 @@ void candidate_core::tick(timestamp now) {
       leaderless_deadline_ = now;
   }
   if (role_ == role::leader) {
+    excuse_own_stall(now);
     update_acting(now);
     if (role_ == role::leader && now >= heartbeat_due_)
       send_heartbeats(now);
   } else if (leader_ != no_node) {
-    auto due = detector_.suspect_at();
-    if (now >= due && now - due > cfg_.heartbeat_interval
-        && late_grants_ < max_late_grants) {
-      // The timer fired a heartbeat interval or more after its time: this
-      // candidate was frozen (SIGSTOP) or starved, and the silence it would judge
-      // is its own. The leader's heartbeats may still be in its mailbox: give
-      // the leader one more timeout from now instead of suspecting it. Only
-      // once until a heartbeat arrives: a timer that always fires late (a
-      // starved host) must not postpone suspicion forever.
-      ++late_grants_;
-      detector_.reset(now);
-    } else if (now >= due) {
-      emit({event_kind::peer_suspected, term_, leader_});
-      if (auto s = status(leader_))
-        s->suspected = true;
-      leader_lost(election_reason::leader_suspected, now);
-    }
+    judge_leader_silence(now);
   } else if (leaderless_deadline_ && now >= *leaderless_deadline_ && !electing()) {
     leaderless_deadline_.reset();
     start_election(election_reason::no_leader, now);
   }
   on_algorithm_tick(now);
+}
+
+void candidate_core::judge_leader_silence(timestamp now) {
+  auto due = detector_.suspect_at();
+  if (now < due)
+    return;
+  election_event e{event_kind::peer_suspected, term_, leader_};
+  e.silence = now - detector_.last_heartbeat();
+  e.threshold = due - detector_.last_heartbeat();
+  e.lateness = now - due;
+  if (e.lateness > cfg_.heartbeat_interval / 2 && late_grants_ < max_late_grants) {
+    // The timer fired late: this candidate was not running (SIGSTOP, a starved
+    // process), and part of the silence it would judge is its own. The
+    // leader's heartbeats may still wait in its sockets or mailbox. Discount
+    // that lateness: judge again once this candidate has run as long as it
+    // was away (at least half a heartbeat interval, to read what queued up;
+    // at most one detector timeout). Only max_late_grants times until a
+    // heartbeat arrives: a timer that always fires late (a starved host) must
+    // not postpone suspicion forever; a real silence is then suspected at
+    // most max_late_grants detector timeouts late.
+    ++late_grants_;
+    ++stats_.suspicions_discounted;
+    e.kind = event_kind::suspicion_discounted;
+    emit(e);
+    detector_.postpone(now + std::min(e.lateness, cfg_.detector.timeout));
+    return;
+  }
+  ++stats_.suspicions;
+  emit(e);
+  if (auto s = status(leader_))
+    s->suspected = true;
+  suspected_ = term_;
+  refuted_ = false;
+  leader_lost(election_reason::leader_suspected, now);
+}
+
+void candidate_core::excuse_own_stall(timestamp now) {
+  // A leader whose heartbeat round is overdue by more than a heartbeat
+  // interval was not running (a starved or stopped process): the acks that
+  // would have renewed its quorum may be waiting in its mailbox. Before a
+  // quorum-lost step-down, it sends the overdue round and gives the acks as
+  // long as it was away (at most one detector timeout), once per renewal.
+  // Safety does not depend on the step-down: acting ends with the lease.
+  if (!cfg_.guard.enabled || majority() == 1 || quorum_excused_
+      || now < quorum_deadline())
+    return;
+  auto late = now - heartbeat_due_;
+  if (late <= cfg_.heartbeat_interval)
+    return;
+  // Reported like a follower's discount, about itself: how long no round was
+  // renewed, the limit, and how late its own round was.
+  election_event e{event_kind::suspicion_discounted, term_, self_};
+  e.threshold = cfg_.detector.timeout;
+  e.silence = now - (quorum_deadline() - e.threshold);
+  e.lateness = late;
+  quorum_excused_ = true;
+  quorum_excused_until_ = now + std::min(late, cfg_.detector.timeout);
+  ++stats_.suspicions_discounted;
+  emit(e);
+}
+
+void candidate_core::refute_suspicion() {
+  if (!suspected_ || refuted_)
+    return;
+  refuted_ = true;
+  ++stats_.suspicions_refuted;
+  emit({event_kind::suspicion_refuted, *suspected_, suspected_->leader});
 }
 
 bool candidate_core::resign(timestamp now) {
@@ -406,8 +462,7 @@ void candidate_core::begin_pre_vote(election_reason reason, timestamp now) {
     return; // one is under way: its replies or its deadline decide
   ++stats_.pre_votes;
   auto window = cfg_.election_wait * (int64_t{1} << std::min(pre_vote_failures_, 6u));
-  pre_vote_ = {true,         ++pre_vote_round_,        1,
-               now + window, now + cfg_.election_wait, reason};
+  pre_vote_ = {true, ++pre_vote_round_, 1, 0, now + window, now + cfg_.election_wait, reason};
   ask_pre_vote();
 }
 
@@ -431,9 +486,25 @@ void candidate_core::on_pre_vote(const pre_vote_msg& m, timestamp now) {
 
 void candidate_core::on_pre_vote_reply(const pre_vote_reply_msg& m, timestamp now) {
   observe_epoch(m.epoch);
-  if (!pre_vote_.active || m.round != pre_vote_.round || !m.granted)
+  if (!pre_vote_.active || m.round != pre_vote_.round)
     return;
   auto* s = status(m.from);
+  if (!m.granted) {
+    // The peer still hears a leader. Once so many refuse that no majority can
+    // grant this round, the suspicion that asked is refuted: the leader is
+    // alive for a majority. The round still runs to its deadline (it grants
+    // others' pre-votes meanwhile, so a failover is not slowed by peers whose
+    // detectors fire a little later), and this candidate follows the leader
+    // again on its next heartbeat. Refusals never block an election that a
+    // majority grants: a peer on the leader's side of a partition cannot stop
+    // the majority's (they need no reply from it).
+    if (s->refused_round >= m.round)
+      return; // duplicate
+    s->refused_round = m.round;
+    if (++pre_vote_.refusals + majority() > members_.size())
+      refute_suspicion();
+    return;
+  }
   if (s->granted_round >= m.round)
     return; // a duplicate must not fake a majority
   s->granted_round = m.round;
@@ -446,6 +517,8 @@ void candidate_core::on_pre_vote_reply(const pre_vote_reply_msg& m, timestamp no
 }
 
 void candidate_core::open_election(election_reason reason, timestamp now) {
+  suspected_.reset(); // confirmed (or overtaken): an election runs
+  refuted_ = false;
   pre_vote_.active = false;
   pre_vote_failures_ = 0;
   abstain_until_ = timestamp{0};
@@ -517,6 +590,7 @@ void candidate_core::become_leader(const term& t, timestamp now) {
   leader_since_ = now;
   lease_until_ = timestamp{0};
   renewed_round_sent_ = timestamp{0};
+  quorum_excused_ = false;
   rounds_.fill({});
   emit({event_kind::became_leader, t});
   emit({event_kind::leader_changed, t, self_});
@@ -533,7 +607,12 @@ void candidate_core::follow(const term& t, timestamp now) {
   pre_vote_.active = false;
   leaderless_deadline_.reset();
   abstain_until_ = timestamp{0};
-  if (leader_ != t.leader)
+  bool back = suspected_ && *suspected_ == t; // the suspected leader spoke again
+  if (back)
+    refute_suspicion();
+  suspected_.reset();
+  refuted_ = false;
+  if (leader_ != t.leader && !back)
     ++stats_.leader_changes;
   leader_ = t.leader;
   term_ = t;
@@ -586,7 +665,8 @@ timestamp candidate_core::quorum_deadline() const {
   // (issue 11, defect 2: counting from the takeover made every preempting
   // leader step down before any follower was free to renew its lease).
   auto promises_lapse = leader_since_ + cfg_.guard.lease + cfg_.guard.max_clock_drift;
-  return std::max(promises_lapse, renewed_round_sent_) + cfg_.detector.timeout;
+  auto lost = std::max(promises_lapse, renewed_round_sent_) + cfg_.detector.timeout;
+  return quorum_excused_ ? std::max(lost, quorum_excused_until_) : lost;
 }
 
 void candidate_core::send_heartbeats(timestamp now) {
@@ -689,6 +769,7 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
         loss_reason::higher_term, now - r.sent_at});
   if (++r.acks == majority() && r.sent_at >= renewed_round_sent_) {
     renewed_round_sent_ = r.sent_at;
+    quorum_excused_ = false;
     if (cfg_.guard.enabled)
       lease_until_ = std::max(lease_until_, r.sent_at + cfg_.guard.lease);
     update_acting(now);

@@ -81,6 +81,14 @@ enum class event_kind {
   peer_trusted,         ///< peer
   stale_claim_rejected, ///< peer = claimant, t = its stale term
   heartbeat_rtt,        ///< peer, rtt
+  /// Follower: the detector's timer fired late (this candidate was not
+  /// running), so the silence was not counted against the leader (peer):
+  /// silence, threshold, lateness. See tick().
+  suspicion_discounted,
+  /// Follower: a suspicion of the leader (peer) was dropped before any
+  /// election: the leader was heard again in its term, or a majority of the
+  /// peers refused the pre-vote because they still hear it.
+  suspicion_refuted,
 };
 std::string_view to_string(event_kind k);
 
@@ -95,6 +103,13 @@ struct election_event {
   election_reason reason = election_reason::requested;
   loss_reason why = loss_reason::higher_term;
   duration rtt{0};
+  /// peer_suspected (of the leader, by the detector) and suspicion_discounted:
+  /// how long the leader had been silent, the silence at which the detector
+  /// suspects (fixed timeout, or phi's threshold over the arrival history),
+  /// and how late the timer that judged it fired (0 for other causes).
+  duration silence{0};
+  duration threshold{0};
+  duration lateness{0};
 };
 
 struct outgoing {
@@ -119,6 +134,9 @@ struct core_stats {
   uint64_t pre_votes_failed = 0; ///< ... that found no majority in time
   uint64_t leader_changes = 0;
   uint64_t stale_rejected = 0;
+  uint64_t suspicions = 0;            ///< the detector suspected the leader
+  uint64_t suspicions_discounted = 0; ///< ... not counted: own timer late
+  uint64_t suspicions_refuted = 0;    ///< ... dropped: the leader was alive
 };
 
 class candidate_core {
@@ -261,11 +279,13 @@ private:
     timestamp last_heard{0};
     uint64_t last_ack_seq = 0;  ///< leader: newest heartbeat round this peer acked
     uint64_t granted_round = 0; ///< newest pre-vote round this peer granted
+    uint64_t refused_round = 0; ///< newest pre-vote round this peer refused
   };
   struct pre_vote_state {
     bool active = false;
     uint64_t round = 0;
     size_t grants = 0;
+    size_t refusals = 0;
     timestamp deadline{0};
     /// When the request goes again to the peers that have not granted (every
     /// election_wait within the window).
@@ -279,6 +299,13 @@ private:
   };
 
   void heard_from(node_id p, timestamp now);
+  /// Follower: the detector's verdict on the leader's silence at `now`.
+  void judge_leader_silence(timestamp now);
+  /// Leader: a heartbeat round overdue by more than a heartbeat interval means
+  /// this candidate did not run; postpones a quorum-lost step-down once.
+  void excuse_own_stall(timestamp now);
+  /// The suspicion of suspected_ proved wrong: count and report it, once.
+  void refute_suspicion();
   void on_heartbeat(const heartbeat_msg& m, timestamp now);
   void on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now);
   void on_resign(const resign_msg& m, timestamp now);
@@ -320,9 +347,13 @@ private:
   uint64_t max_epoch_ = 0;
 
   failure_detector detector_;
+  /// The term whose leader this candidate's detector suspected, until an
+  /// election opens or the suspicion is refuted (counted once).
+  std::optional<term> suspected_;
+  bool refuted_ = false; ///< ... and that suspicion was counted refuted
   /// Late-timer grace periods given since the leader's last heartbeat.
   unsigned late_grants_ = 0;
-  static constexpr unsigned max_late_grants = 1;
+  static constexpr unsigned max_late_grants = 2;
   std::optional<timestamp> leaderless_deadline_;
   timestamp abstain_until_{0};
   pre_vote_state pre_vote_;
@@ -342,6 +373,10 @@ private:
   timestamp leader_since_{0};
   timestamp lease_until_{0};
   timestamp renewed_round_sent_{0};
+  /// A quorum-lost step-down postponed after this leader's own stall (once per
+  /// renewal), until when.
+  bool quorum_excused_ = false;
+  timestamp quorum_excused_until_{0};
 
   // follower state (quorum guard): whose lease this candidate renewed, until when
   node_id promised_to_ = no_node;

@@ -55,6 +55,12 @@ void failure_detector::heartbeat(timestamp now) {
   last_ = std::max(last_, now);
 }
 
+void failure_detector::postpone(timestamp until) {
+  auto due = suspect_at();
+  if (until > due)
+    last_ += until - due;
+}
+
 duration failure_detector::mean_interval() const {
   if (samples_.empty())
     return expected_;

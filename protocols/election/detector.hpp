@@ -29,6 +29,12 @@ public:
   /// Forgets history and starts watching from `now` as if a heartbeat had arrived.
   void reset(timestamp now);
 
+  /// Moves suspect_at() to `until` (if later) without a sample: the silence
+  /// before it is not held against the peer (the watcher itself was not
+  /// running). The next heartbeat's inter-arrival sample is measured from the
+  /// moved point, so the phi model does not learn the watcher's stall.
+  void postpone(timestamp until);
+
   /// The time at which the peer becomes suspected if nothing arrives before.
   timestamp suspect_at() const;
 

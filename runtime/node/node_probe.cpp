@@ -9,6 +9,7 @@
 #include <prometheus/metric_family.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace conclave::node {
 
@@ -23,6 +24,17 @@ constexpr const char* replica_drop_reasons[] = {
 
 double seconds(el::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+double millis(el::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+/// "12.3 ms"
+std::string ms(el::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f ms", millis(d));
+  return buf;
 }
 
 std::string caf_version() {
@@ -66,7 +78,7 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
           static_cast<size_t>(std::find(el::message_type_names.begin(),
                                         el::message_type_names.end(), "heartbeat")
                               - el::message_type_names.begin())),
-      rtt_watch_(cfg.election) {
+      heartbeat_interval_(cfg.election.heartbeat_interval), rtt_watch_(cfg.election) {
   using namespace prometheus;
   auto& reg = *registry_;
   for (auto& [id, addr] : cfg.peers)
@@ -181,6 +193,63 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                              "excursion, each logged once)")
                        .Register(reg)
                        .Add({});
+  auto lateness_buckets = Histogram::BucketBoundaries{
+      0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1};
+  timer_lateness_ = &BuildHistogram()
+                         .Name("conclave_timer_lateness_seconds")
+                         .Help("How late the candidate's timer fired after the "
+                               "deadline it was armed for (clock thread, mailbox, "
+                               "worker thread), by role: a leader's timer sends its "
+                               "heartbeat round, a follower's judges its leader")
+                         .Register(reg);
+  timer_lateness_leader_ = &timer_lateness_->Add({{"role", "leader"}}, lateness_buckets);
+  timer_lateness_follower_ =
+      &timer_lateness_->Add({{"role", "follower"}}, lateness_buckets);
+  auto& gaps = BuildHistogram()
+                   .Name("conclave_heartbeat_gap_seconds")
+                   .Help("Time between two heartbeat rounds: sent (as leader, "
+                         "sender side) or received from the leader followed")
+                   .Register(reg);
+  gap_sent_ = &gaps.Add({{"direction", "sent"}}, lateness_buckets);
+  gap_received_ = &gaps.Add({{"direction", "received"}}, lateness_buckets);
+  suspicions_ = &BuildCounter()
+                     .Name("conclave_suspicions_total")
+                     .Help("Follower: times its failure detector suspected the leader")
+                     .Register(reg)
+                     .Add({});
+  suspicions_discounted_ = &BuildCounter()
+                                .Name("conclave_suspicions_discounted_total")
+                                .Help("Follower: silences of the leader not counted "
+                                      "against it because the judging timer fired "
+                                      "late (this node was not running)")
+                                .Register(reg)
+                                .Add({});
+  suspicions_refuted_ = &BuildCounter()
+                             .Name("conclave_suspicions_refuted_total")
+                             .Help("Follower: suspicions dropped before an election "
+                                   "because the leader proved alive (heard again in "
+                                   "its term, or a majority refused the pre-vote)")
+                             .Register(reg)
+                             .Add({});
+  suspicion_silence_ =
+      &BuildHistogram()
+           .Name("conclave_suspicion_silence_seconds")
+           .Help("Follower: the leader's silence when the detector judged it "
+                 "(suspected or discounted)")
+           .Register(reg)
+           .Add({}, lateness_buckets);
+  suspicion_threshold_ = &BuildGauge()
+                              .Name("conclave_suspicion_threshold_seconds")
+                              .Help("Follower: the detector's threshold (silence at "
+                                    "which it suspects) at the last judgement")
+                              .Register(reg)
+                              .Add({});
+  suspicion_lateness_ = &BuildGauge()
+                             .Name("conclave_suspicion_timer_lateness_seconds")
+                             .Help("Follower: how late the timer of the last "
+                                   "judgement fired")
+                             .Register(reg)
+                             .Add({});
   replica_role_ = &BuildGauge()
                        .Name("conclave_replica_role")
                        .Help("1 for the role the node's replica has (secondary, "
@@ -299,7 +368,26 @@ void node_probe::log_event(const el::election_event& e) const {
     log_->warn("stopped acting as leader of term " + el::to_string(e.t));
     break;
   case event_kind::peer_suspected:
-    log_->warn("suspects node " + el::to_string(e.peer));
+    if (e.silence > el::duration{0})
+      log_->warn("suspects node " + el::to_string(e.peer) + ": silent " + ms(e.silence)
+                 + " (threshold " + ms(e.threshold) + "), timer " + ms(e.lateness)
+                 + " late");
+    else
+      log_->warn("suspects node " + el::to_string(e.peer));
+    break;
+  case event_kind::suspicion_discounted:
+    if (e.peer.value == self_)
+      log_->info("as leader, waits for the acks of its quorum: none for " + ms(e.silence)
+                 + " (limit " + ms(e.threshold) + "), but its own heartbeat round was "
+                 + ms(e.lateness) + " late");
+    else
+      log_->info("does not suspect node " + el::to_string(e.peer) + ": silent "
+                 + ms(e.silence) + " (threshold " + ms(e.threshold)
+                 + ") but its own timer fired " + ms(e.lateness) + " late");
+    break;
+  case event_kind::suspicion_refuted:
+    log_->info("dropped its suspicion of node " + el::to_string(e.peer)
+               + ": it is alive");
     break;
   case event_kind::stale_claim_rejected:
     log_->warn("rejected a stale claim of node " + el::to_string(e.peer) + ", term "
@@ -333,9 +421,66 @@ void node_probe::event(const el::election_event& e, el::timestamp now) {
   case event_kind::heartbeat_rtt:
     rtt_->Observe(seconds(e.rtt));
     break;
+  case event_kind::peer_suspected:
+    if (e.silence > el::duration{0})
+      record_suspicion(e);
+    break;
+  case event_kind::suspicion_discounted:
+  case event_kind::suspicion_refuted:
+    record_suspicion(e);
+    break;
   default:
     break;
   }
+}
+
+void node_probe::record_suspicion(const el::election_event& e) {
+  suspicion_view v;
+  v.peer = e.peer.value;
+  v.at_us = wall_clock_us();
+  if (e.kind == el::event_kind::suspicion_refuted) {
+    v.outcome = "refuted";
+    if (auto last = status_->snapshot().last_suspicion; last && last->peer == v.peer) {
+      v.silence_ms = last->silence_ms; // what the refuted suspicion saw
+      v.threshold_ms = last->threshold_ms;
+      v.timer_late_ms = last->timer_late_ms;
+    }
+  } else {
+    v.outcome =
+        e.kind == el::event_kind::suspicion_discounted ? "discounted" : "suspected";
+    v.silence_ms = millis(e.silence);
+    v.threshold_ms = millis(e.threshold);
+    v.timer_late_ms = millis(e.lateness);
+    suspicion_silence_->Observe(seconds(e.silence));
+    suspicion_threshold_->Set(seconds(e.threshold));
+    suspicion_lateness_->Set(seconds(e.lateness));
+  }
+  status_->set_last_suspicion(v);
+}
+
+void node_probe::timer_fired(el::duration lateness, bool leader) {
+  (leader ? timer_lateness_leader_ : timer_lateness_follower_)
+      ->Observe(seconds(std::max(lateness, el::duration{0})));
+  if (lateness <= heartbeat_interval_ || !log_)
+    return;
+  auto now = now_();
+  uint64_t unlogged = 0;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (now - last_late_log_ < std::chrono::seconds(1)) {
+      ++late_unlogged_;
+      return;
+    }
+    last_late_log_ = now;
+    unlogged = late_unlogged_;
+    late_unlogged_ = 0;
+  }
+  log_->warn(std::string{"election timer fired "} + ms(lateness) + " late ("
+             + (leader ? "leader" : "follower") + ")"
+             + (unlogged > 0 ? "; " + std::to_string(unlogged)
+                                   + " more late by over a heartbeat interval since "
+                                     "the last such line"
+                             : std::string{}));
 }
 
 void node_probe::message_received(size_t type) {
@@ -362,6 +507,9 @@ void node_probe::copy_core_stats(const el::core_stats& s) {
   }
   add(*leader_changes_, s.leader_changes, copied_.leader_changes);
   add(*stale_rejected_, s.stale_rejected, copied_.stale_rejected);
+  add(*suspicions_, s.suspicions, copied_.suspicions);
+  add(*suspicions_discounted_, s.suspicions_discounted, copied_.suspicions_discounted);
+  add(*suspicions_refuted_, s.suspicions_refuted, copied_.suspicions_refuted);
   copied_ = s;
 }
 
@@ -377,6 +525,16 @@ void node_probe::state(const el::candidate_core& core, el::timestamp now) {
     phi_->Add({{"peer", std::to_string(p)}}).Set(p == leader.value ? phi : 0.0);
   {
     std::lock_guard<std::mutex> guard{mtx_};
+    auto steady = now_();
+    if (core.is_leader()
+        && core.stats().sent[heartbeat_type_] > copied_.sent[heartbeat_type_]) {
+      if (last_round_sent_)
+        gap_sent_->Observe(
+            std::chrono::duration<double>(steady - *last_round_sent_).count());
+      last_round_sent_ = steady;
+    } else if (!core.is_leader()) {
+      last_round_sent_.reset();
+    }
     copy_core_stats(core.stats());
     auto& rtt = core.round_trips();
     if (rtt.samples() != rtt_samples_seen_) {
@@ -389,8 +547,10 @@ void node_probe::state(const el::candidate_core& core, el::timestamp now) {
       }
     }
     bool following = !core.is_leader() && leader != el::no_node;
+    if (following && following_ && leader == followed_ && heartbeat_pending_)
+      gap_received_->Observe(std::chrono::duration<double>(steady - last_heard_).count());
     if (following && (!following_ || leader != followed_ || heartbeat_pending_))
-      last_heard_ = now_(); // a heartbeat, or a new leader: silence starts now
+      last_heard_ = steady; // a heartbeat, or a new leader: silence starts now
     following_ = following;
     followed_ = leader;
     heartbeat_pending_ = false;

@@ -56,6 +56,7 @@ public:
   void event(const election::election_event& e, election::timestamp now) override;
   void message_received(size_t type) override;
   void message_rejected(std::string_view reason) override;
+  void timer_fired(election::duration lateness, bool leader) override;
   void state(const election::candidate_core& core, election::timestamp now) override;
 
   // -- transport ------------------------------------------------------------
@@ -97,6 +98,7 @@ private:
   prometheus::Counter& elections(std::string_view reason);
   void log_event(const election::election_event& e) const;
   void copy_core_stats(const election::core_stats& s);
+  void record_suspicion(const election::election_event& e);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<status_writer> status_;
@@ -122,6 +124,20 @@ private:
   prometheus::Counter* stale_rejected_;
   prometheus::Gauge* rtt_smoothed_;
   prometheus::Counter* rtt_warnings_;
+  // What a suspicion saw, and how late this node's own timers and its
+  // leader's heartbeats were (issue 11: false suspicions under load).
+  election::duration heartbeat_interval_;
+  prometheus::Family<prometheus::Histogram>* timer_lateness_;
+  prometheus::Histogram* timer_lateness_leader_;
+  prometheus::Histogram* timer_lateness_follower_;
+  prometheus::Histogram* gap_sent_;
+  prometheus::Histogram* gap_received_;
+  prometheus::Counter* suspicions_;
+  prometheus::Counter* suspicions_discounted_;
+  prometheus::Counter* suspicions_refuted_;
+  prometheus::Histogram* suspicion_silence_;
+  prometheus::Gauge* suspicion_threshold_;
+  prometheus::Gauge* suspicion_lateness_;
   prometheus::Family<prometheus::Gauge>* replica_role_;
   prometheus::Gauge* commit_lsn_;
   prometheus::Gauge* applied_lsn_;
@@ -149,6 +165,11 @@ private:
   bool following_ = false; ///< a follower with a known leader
   election::node_id followed_;
   std::chrono::steady_clock::time_point last_heard_{};
+  /// Leader: when it last sent a heartbeat round (for the sender-side gap).
+  std::optional<std::chrono::steady_clock::time_point> last_round_sent_;
+  /// Late timers logged at most once a second; the others are counted.
+  std::chrono::steady_clock::time_point last_late_log_{};
+  uint64_t late_unlogged_ = 0;
 };
 
 /// Metrics of `probe` computed at scrape time (register beside its registry()):

@@ -228,3 +228,66 @@ TEST(node_probe, replica_reports_set_role_lsns_lag_and_count_shipped_records_onc
   ASSERT_TRUE(status->snapshot().replica);
   EXPECT_EQ(status->snapshot().replica->commit_lsn, 7u);
 }
+
+// Issue 11: what a suspicion saw, and how late the node's own timers fired,
+// must be visible in the metrics, the log and status.json.
+TEST(node_probe, a_suspicion_reports_silence_threshold_and_timer_lateness) {
+  auto cfg = config_of(1);
+  auto status = std::make_shared<status_writer>("", node_status{});
+  node_probe probe{cfg, status};
+  std::ostringstream out;
+  probe.set_log(std::make_shared<node_log>(1, log_format::text, &out));
+  el::election_event e{el::event_kind::peer_suspected, el::term{4, el::node_id{3}, 1},
+                       el::node_id{3}};
+  e.silence = 62ms;
+  e.threshold = 50ms;
+  e.lateness = 12ms;
+  probe.event(e, el::timestamp{0});
+  auto& reg = *probe.registry();
+  EXPECT_DOUBLE_EQ(*value_of(reg, "conclave_suspicion_threshold_seconds"), 0.05);
+  EXPECT_DOUBLE_EQ(*value_of(reg, "conclave_suspicion_timer_lateness_seconds"), 0.012);
+  auto last = status->snapshot().last_suspicion;
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->outcome, "suspected");
+  EXPECT_EQ(last->peer, 3u);
+  EXPECT_DOUBLE_EQ(last->silence_ms, 62.0);
+  EXPECT_NE(out.str().find("silent 62.0 ms (threshold 50.0 ms), timer 12.0 ms late"),
+            std::string::npos)
+      << out.str();
+  // A discount, and then a refutation keeping what the suspicion saw.
+  e.kind = el::event_kind::suspicion_discounted;
+  probe.event(e, el::timestamp{0});
+  EXPECT_EQ(status->snapshot().last_suspicion->outcome, "discounted");
+  probe.event({el::event_kind::suspicion_refuted, e.t, el::node_id{3}}, el::timestamp{0});
+  EXPECT_EQ(status->snapshot().last_suspicion->outcome, "refuted");
+  EXPECT_DOUBLE_EQ(status->snapshot().last_suspicion->threshold_ms, 50.0);
+  EXPECT_NE(to_json(status->snapshot()).find("\"last_suspicion\""), std::string::npos);
+  // Timer lateness goes to the histogram of the role; late ones are logged.
+  probe.timer_fired(3ms, true);
+  probe.timer_fired(70ms, false);
+  for (auto& f : reg.Collect())
+    if (f.name == "conclave_timer_lateness_seconds")
+      for (auto& m : f.metric)
+        EXPECT_EQ(m.histogram.sample_count, 1u);
+  EXPECT_NE(out.str().find("election timer fired 70.0 ms late (follower)"),
+            std::string::npos)
+      << out.str();
+}
+
+TEST(node_probe, suspicion_counters_follow_the_cores_counts) {
+  auto cfg = config_of(1);
+  node_probe probe{cfg, std::make_shared<status_writer>("", node_status{})};
+  auto core =
+      el::make_core(el::node_id{1}, {el::node_id{2}, el::node_id{3}}, cfg.election);
+  core->start(el::timestamp{0}, 1);
+  core->handle(el::heartbeat_msg{el::node_id{3}, {4, el::node_id{3}, 1}, 1},
+               el::timestamp{1ms});
+  auto due = *core->next_deadline();
+  core->tick(due + 100ms);            // late: discounted
+  core->tick(*core->next_deadline()); // on time: suspected
+  probe.state(*core, due + 200ms);
+  auto& reg = *probe.registry();
+  EXPECT_EQ(value_of(reg, "conclave_suspicions_discounted_total"), 1.0);
+  EXPECT_EQ(value_of(reg, "conclave_suspicions_total"), 1.0);
+  EXPECT_EQ(value_of(reg, "conclave_suspicions_refuted_total"), 0.0);
+}

@@ -125,6 +125,9 @@ public:
   }
   void message_sent(size_t type) override { inner_->message_sent(type); }
   void message_received(size_t type) override { inner_->message_received(type); }
+  void timer_fired(election::duration lateness, bool leader) override {
+    inner_->timer_fired(lateness, leader);
+  }
   void message_rejected(std::string_view reason) override {
     inner_->message_rejected(reason);
   }

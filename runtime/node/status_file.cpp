@@ -43,6 +43,15 @@ std::string to_json(const node_status& s) {
                     {"digest", std::string{digest}},
                     {"durable_storage", r.durable_storage}};
   }
+  if (s.last_suspicion) {
+    auto& v = *s.last_suspicion;
+    j["last_suspicion"] = {{"peer", v.peer},
+                           {"outcome", v.outcome},
+                           {"silence_ms", v.silence_ms},
+                           {"threshold_ms", v.threshold_ms},
+                           {"timer_late_ms", v.timer_late_ms},
+                           {"at_us", v.at_us}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -79,6 +88,13 @@ std::optional<node_status> status_from_json(const std::string& text) {
       out.digest = std::stoull(r.value("digest", std::string{"0"}), nullptr, 16);
       out.durable_storage = r.value("durable_storage", false);
       s.replica = out;
+    }
+    if (j.contains("last_suspicion") && j["last_suspicion"].is_object()) {
+      auto& v = j["last_suspicion"];
+      s.last_suspicion =
+          suspicion_view{v.value("peer", uint64_t{0}),  v.value("outcome", ""),
+                         v.value("silence_ms", 0.0),    v.value("threshold_ms", 0.0),
+                         v.value("timer_late_ms", 0.0), v.value("at_us", int64_t{0})};
     }
     return s;
   } catch (const nlohmann::json::exception&) {
@@ -159,6 +175,12 @@ void status_writer::update_replica(const replica_summary& r) {
   if (status_.replica == r)
     return;
   status_.replica = r;
+  write_locked();
+}
+
+void status_writer::set_last_suspicion(const suspicion_view& v) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  status_.last_suspicion = v;
   write_locked();
 }
 

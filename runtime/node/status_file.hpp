@@ -42,6 +42,17 @@ struct replica_summary {
   }
 };
 
+/// The last time this node's failure detector judged its leader silent, and
+/// what it saw (status.json "last_suspicion"; absent before the first).
+struct suspicion_view {
+  uint64_t peer = 0;        ///< the leader judged
+  std::string outcome;      ///< suspected, discounted (own timer late) or refuted
+  double silence_ms = 0;    ///< since the leader's last heartbeat
+  double threshold_ms = 0;  ///< the silence at which the detector suspects
+  double timer_late_ms = 0; ///< how late the judging timer fired
+  int64_t at_us = 0;        ///< wall clock
+};
+
 struct node_status {
   uint64_t id = 0;
   std::string cluster;
@@ -62,6 +73,7 @@ struct node_status {
   int64_t acting_since_us = 0;
   std::vector<peer_view> peers;
   std::optional<replica_summary> replica;
+  std::optional<suspicion_view> last_suspicion;
 };
 
 std::string to_json(const node_status& s);
@@ -87,6 +99,7 @@ public:
   void set_connected(uint64_t peer, bool connected);
   void set_running(bool running);
   void update_replica(const replica_summary& r);
+  void set_last_suspicion(const suspicion_view& v);
   node_status snapshot() const;
 
 private:

@@ -109,6 +109,11 @@ public:
 
   void heal() { world_.end_cuts(now()); }
 
+  /// Freezes `id` for `d` (SIGSTOP-like, or a starved process): nothing reaches
+  /// it meanwhile; then its due timers fire first, late, and the messages
+  /// that queued up follow 100 us later.
+  void pause(el::node_id id, el::duration d) { world_.pause(id, now() + d); }
+
   /// Drops every sent message for which `f` returns true.
   void set_drop(std::function<bool(el::node_id, el::node_id, const el::message&)> f) {
     drop_ = std::move(f);

@@ -15,7 +15,10 @@
 // one spinning process per core (at nice 19) keeps every core busy, and prints
 // the false suspicions seen meanwhile: elections the nodes started because they
 // suspected a leader that was alive all along, and leader changes (from each
-// node's /metrics, before and after).
+// node's /metrics, before and after), what the detectors saw (suspicions,
+// discounted, refuted), how late the nodes' timers fired and how far apart
+// heartbeats left and arrived, the CPU time the host stole, and how long the
+// nodes' threads waited for a CPU. --keep-logs DIR keeps the nodes' logs.
 //
 // Prints figures (medians, ratios); never asserts on time. Processes it starts
 // are tracked by pid and stopped by pid.
@@ -66,6 +69,9 @@ struct options {
   std::string up_args; ///< extra `cluster up` arguments (--insecure: no TLS)
   int idle_busy_s = 0; ///< > 0: the idle 5-node run under busy cores, this long
   bool skip_failover = false;
+  std::string keep_logs; ///< copy the idle run's node logs here (for diagnosis)
+  /// Burners in the bench's own session: with autogroups, as heavy as a node.
+  bool burners_in_session = false;
 };
 
 std::string run(const std::string& cmd) {
@@ -188,12 +194,34 @@ double sum_samples(const std::string& page, const std::string& family,
 
 struct idle_counts {
   double suspected_elections = 0, leader_changes = 0, warnings = 0;
+  /// What the detectors saw (conclave_suspicions*_total, docs/metrics.md).
+  double suspicions = 0, discounted = 0, refuted = 0;
+  /// Timer firings and heartbeat gaps, in all and above 20 / 50 ms.
+  struct tail {
+    double count = 0, over_20ms = 0, over_50ms = 0;
+  };
+  tail leader_timer, follower_timer, gap_sent, gap_received;
   bool ok = false;
 };
+
+/// count, and how many above 20 ms and 50 ms, of one labelled histogram series.
+idle_counts::tail read_tail(const std::string& page, const std::string& family,
+                            const std::string& label) {
+  idle_counts::tail t;
+  t.count = sum_samples(page, family + "_count", label);
+  t.over_20ms = t.count - sum_samples(page, family + "_bucket", label + ",le=\"0.02\"");
+  t.over_50ms = t.count - sum_samples(page, family + "_bucket", label + ",le=\"0.05\"");
+  return t;
+}
 
 idle_counts read_idle_counts(const json& status) {
   idle_counts c;
   c.ok = true;
+  auto add = [](idle_counts::tail& a, const idle_counts::tail& b) {
+    a.count += b.count;
+    a.over_20ms += b.over_20ms;
+    a.over_50ms += b.over_50ms;
+  };
   for (auto& n : status["nodes"]) {
     auto url = n.value("metrics_url", "");
     auto hostport = url.substr(7, url.find('/', 7) - 7);
@@ -208,20 +236,74 @@ idle_counts read_idle_counts(const json& status) {
         sum_samples(page, "conclave_elections_total", "reason=\"leader_suspected\"");
     c.leader_changes += sum_samples(page, "conclave_leader_changes_total");
     c.warnings += sum_samples(page, "conclave_round_trip_warnings_total");
+    c.suspicions += sum_samples(page, "conclave_suspicions_total");
+    c.discounted += sum_samples(page, "conclave_suspicions_discounted_total");
+    c.refuted += sum_samples(page, "conclave_suspicions_refuted_total");
+    add(c.leader_timer,
+        read_tail(page, "conclave_timer_lateness_seconds", "role=\"leader\""));
+    add(c.follower_timer,
+        read_tail(page, "conclave_timer_lateness_seconds", "role=\"follower\""));
+    add(c.gap_sent,
+        read_tail(page, "conclave_heartbeat_gap_seconds", "direction=\"sent\""));
+    add(c.gap_received,
+        read_tail(page, "conclave_heartbeat_gap_seconds", "direction=\"received\""));
   }
   return c;
 }
 
-/// Spins on one core at nice 19 until killed.
-pid_t spawn_burner() {
+/// CPU time stolen from this (virtual) machine by its host so far, in seconds
+/// (/proc/stat, all CPUs).
+double steal_seconds() {
+  std::ifstream in{"/proc/stat"};
+  std::string cpu;
+  double v[8] = {};
+  in >> cpu >> v[0] >> v[1] >> v[2] >> v[3] >> v[4] >> v[5] >> v[6] >> v[7];
+  return v[7] / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+/// Time the threads of process `pid` spent runnable but waiting for a CPU, in
+/// seconds (/proc/PID/task/*/schedstat, second field); -1 if unreadable.
+double run_delay_seconds(int pid) {
+  std::error_code ec;
+  double sum = 0;
+  bool any = false;
+  for (auto& t : fs::directory_iterator{"/proc/" + std::to_string(pid) + "/task", ec}) {
+    std::ifstream in{t.path() / "schedstat"};
+    double on_cpu = 0, waiting = 0;
+    if (in >> on_cpu >> waiting) {
+      sum += waiting / 1e9;
+      any = true;
+    }
+  }
+  return any ? sum : -1;
+}
+
+/// Spins on one core at nice 19 until killed. On a kernel that groups
+/// processes by session for scheduling (sched_autogroup_enabled, as here), a
+/// process's nice value only ranks it against its own session: the nodes run
+/// in sessions of their own (`cluster up` uses setsid), so a burner at nice 19
+/// in the bench's session weighs as much as a node at nice 0. Unless
+/// `in_session`, the burner therefore starts a session of its own and sets
+/// that session's group to nice 19 too (/proc/self/autogroup), which is what
+/// nice 19 means on a kernel without autogroups. Returns its pid.
+pid_t spawn_burner(bool in_session) {
   pid_t pid = ::fork();
   if (pid == 0) {
+    if (!in_session && ::setsid() >= 0)
+      std::ofstream{"/proc/self/autogroup"} << "19";
     ::setpriority(PRIO_PROCESS, 0, 19);
     volatile uint64_t x = 0;
     for (;;)
       x = x + 1;
   }
   return pid;
+}
+
+/// Whether this kernel groups processes by session for scheduling.
+bool autogroups_enabled() {
+  std::ifstream in{"/proc/sys/kernel/sched_autogroup_enabled"};
+  int on = 0;
+  return (in >> on) && on != 0;
 }
 
 void idle_busy_run(const options& o, const fs::path& dir) {
@@ -238,31 +320,74 @@ void idle_busy_run(const options& o, const fs::path& dir) {
   };
   auto s0 = status();
   auto before = read_idle_counts(s0);
+  auto delays = [&] {
+    std::vector<double> v;
+    for (auto& n : s0["nodes"])
+      v.push_back(run_delay_seconds(n.value("pid", 0)));
+    return v;
+  };
+  auto delay0 = delays();
+  auto steal0 = steal_seconds();
   std::vector<pid_t> burners;
   auto cores = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned i = 0; i < cores; ++i)
-    burners.push_back(spawn_burner());
+    burners.push_back(spawn_burner(o.burners_in_session));
   std::this_thread::sleep_for(std::chrono::seconds(o.idle_busy_s));
   auto s1 = status();
   auto after = read_idle_counts(s1);
+  auto delay1 = delays();
+  auto steal1 = steal_seconds();
   for (auto pid : burners) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
   }
   run(bin + " cluster down" + d);
+  if (!o.keep_logs.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.keep_logs, ec);
+    for (auto& e : fs::directory_iterator{dir, ec})
+      if (fs::exists(e.path() / "node.log"))
+        fs::copy_file(e.path() / "node.log",
+                      fs::path{o.keep_logs} / (e.path().filename().string() + ".log"),
+                      fs::copy_options::overwrite_existing, ec);
+  }
   if (!before.ok || !after.ok) {
     std::cerr << "idle run: could not read every node's metrics\n";
     return;
   }
   std::cout << std::fixed << std::setprecision(0) << "idle 5-node cluster, "
-            << o.idle_busy_s << " s, " << cores
-            << " spinning process(es) at nice 19: false suspicions (elections "
+            << o.idle_busy_s << " s, " << cores << " spinning process(es) at nice 19 ("
+            << (!autogroups_enabled()  ? "no autogroups"
+                : o.burners_in_session ? "in the bench's session: with autogroups, "
+                                         "each session weighs as much as a node"
+                                       : "own session, autogroup nice 19")
+            << "): false suspicions (elections "
                "started on a suspected leader) "
             << after.suspected_elections - before.suspected_elections
             << ", leader changes " << after.leader_changes - before.leader_changes
             << ", round-trip warnings " << after.warnings - before.warnings << ", term "
             << s0.value("term", json(nullptr)).dump() << " -> "
             << s1.value("term", json(nullptr)).dump() << '\n';
+  std::cout << "  detectors: suspected the leader "
+            << after.suspicions - before.suspicions
+            << " time(s), discounted (own timer late) "
+            << after.discounted - before.discounted << ", refuted (leader alive) "
+            << after.refuted - before.refuted << '\n';
+  auto tail = [](const char* what, const idle_counts::tail& a,
+                 const idle_counts::tail& b) {
+    std::cout << "  " << what << ": " << a.count - b.count << ", over 20 ms "
+              << a.over_20ms - b.over_20ms << ", over 50 ms " << a.over_50ms - b.over_50ms
+              << '\n';
+  };
+  tail("leader timer firings", after.leader_timer, before.leader_timer);
+  tail("follower timer firings", after.follower_timer, before.follower_timer);
+  tail("heartbeat rounds sent (gap)", after.gap_sent, before.gap_sent);
+  tail("heartbeats received (gap)", after.gap_received, before.gap_received);
+  std::cout << std::setprecision(2) << "  CPU stolen by the host: " << steal1 - steal0
+            << " s; nodes' threads waiting for a CPU (s):";
+  for (size_t i = 0; i < delay0.size() && i < delay1.size(); ++i)
+    std::cout << ' ' << delay1[i] - delay0[i];
+  std::cout << '\n';
 }
 
 // -- etcd ----------------------------------------------------------------------
@@ -450,13 +575,18 @@ int main(int argc, char** argv) {
       o.idle_busy_s = std::stoi(next());
     else if (a == "--skip-failover")
       o.skip_failover = true;
+    else if (a == "--keep-logs")
+      o.keep_logs = next();
+    else if (a == "--burners-in-session")
+      o.burners_in_session = true;
     else if (a == "--quick") {
       o.rounds = 1;
       o.skip_etcd = true;
     } else {
       std::cerr << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
                    "[--etcd BIN] [--skip-etcd] [--quick] [--up-args ARGS] "
-                   "[--idle-busy-s SECONDS] [--skip-failover]\n";
+                   "[--idle-busy-s SECONDS] [--skip-failover] [--keep-logs DIR] "
+                   "[--burners-in-session]\n";
       return 2;
     }
   }
