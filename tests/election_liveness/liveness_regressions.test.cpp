@@ -114,6 +114,12 @@ TEST(election_liveness, a_long_partition_of_everyone_heals_into_a_leader_with_th
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       auto r = sim::run_simulation(
           settings(algo, 5, "partition@500ms-6s:1|2|3|4|5", seed, /*guard=*/true));
+      EXPECT_TRUE(r.liveness_ok) << el::to_string(algo) << " seed " << seed << "\n"
+                                 << what_failed(r);
+      EXPECT_EQ(r.safety_violations, 0u) << what_failed(r);
+    }
+  }
+}
 
 // Issue 11, "Detecting a silent leader": on a loaded host a node's process
 // stalls for tens of milliseconds at a time (its timers fire late, what its
