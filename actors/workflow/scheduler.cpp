@@ -33,7 +33,8 @@ struct scheduler_state {
   std::string poll_from;
   /// Outcomes waiting for the outcome batch in flight (grouped, batched).
   std::vector<job_store<scheduler_actor::base>::known_item> outcomes;
-  bool outcomes_in_flight = false;
+  /// Outcome batches in flight (at most outcome_batches).
+  size_t outcomes_in_flight = 0;
   /// A flush_atom to self is queued: outcomes already in the mailbox join.
   bool flush_queued = false;
   uint64_t timer_generation = 0;
@@ -74,7 +75,8 @@ void poll(scheduler_impl self);
 /// outcome_group in all; the rest wait for its answer).
 void flush_outcomes(scheduler_impl self) {
   auto& st = self->state;
-  if (st.outcomes_in_flight || st.outcomes.empty())
+  if (st.outcomes_in_flight >= std::max<size_t>(1, st.opts.outcome_batches)
+      || st.outcomes.empty())
     return;
   auto limit = std::max<size_t>(1, st.opts.outcome_group);
   std::vector<job_store<scheduler_actor::base>::known_item> now, later;
@@ -86,9 +88,9 @@ void flush_outcomes(scheduler_impl self) {
       later.push_back(std::move(it));
   }
   st.outcomes = std::move(later);
-  st.outcomes_in_flight = true;
+  ++st.outcomes_in_flight;
   st.store->update_known_many(std::move(now), [self] {
-    self->state.outcomes_in_flight = false;
+    --self->state.outcomes_in_flight;
     flush_outcomes(self);
   });
 }

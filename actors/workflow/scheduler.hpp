@@ -59,6 +59,8 @@ struct scheduler_options {
   /// (job_store::update_known_many), up to this many jobs; 1 (or 0): one
   /// message per outcome, as before.
   size_t outcome_group = 64;
+  /// Outcome batches in flight at once; outcomes wait only when all are.
+  size_t outcome_batches = 2;
   /// Ready index entries read per poll (0: all); when a poll gets this many
   /// it polls again once they are claimed, so a poll costs O(poll_limit),
   /// not O(ready jobs).

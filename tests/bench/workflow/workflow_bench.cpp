@@ -219,6 +219,8 @@ rate throughput(bool durable, int steps, int jobs, variant how) {
   co.store = store.handle;
   co.known_kinds = {"noop"};
   co.batched = batched;
+  if (how != variant::grouped)
+    co.submit_group = 1;
   auto client = wf::spawn_client(sys, co);
   all.push_back(caf::actor_cast<caf::actor>(client));
   std::vector<wf::job_spec> specs;
