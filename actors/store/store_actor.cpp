@@ -214,6 +214,8 @@ store_actor::behavior_type make_store(store_impl self,
       },
       [self](op_batch& b, uint32_t timeout_ms) -> caf::result<batch_result> {
         auto& st = self->state;
+        if (!groups_valid(b))
+          return make_error(errc::bad_argument);
         txn_id t = b.txn;
         if (t.value == 0) {
           auto begun = st.store->begin_txn();

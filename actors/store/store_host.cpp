@@ -351,6 +351,8 @@ host_actor::behavior_type make_host(host_impl self, store_host_options opts) {
         if (auto e = check())
           return *e;
         auto& st = self->state;
+        if (!groups_valid(b))
+          return make_error(errc::bad_argument);
         txn_id t = b.txn;
         if (t.value == 0) {
           t = st.core->begin();

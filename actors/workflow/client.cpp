@@ -33,6 +33,9 @@ struct client_state {
   /// Subscriptions per job id.
   std::map<std::string, std::vector<subscription>> subscriptions;
   uint64_t next_subscription = 1;
+  /// Submissions waiting for the submission batch in flight.
+  std::vector<job_store<client_actor::base>::create_item> creating;
+  bool create_in_flight = false;
   static inline const char* name = "conclave.workflow_client";
 };
 
@@ -111,6 +114,29 @@ caf::result<T> change(client_impl self, const job_id& id, Mutate m) {
   return rp;
 }
 
+/// Sends the waiting submissions as one grouped batch (at most one per job
+/// id and submit_group in all; the rest wait for its answer).
+void flush_creates(client_impl self) {
+  auto& st = self->state;
+  if (st.create_in_flight || st.creating.empty())
+    return;
+  auto limit = std::max<size_t>(1, st.opts.submit_group);
+  std::vector<job_store<client_actor::base>::create_item> now, later;
+  std::set<std::string> ids;
+  for (auto& it : st.creating) {
+    if (now.size() < limit && ids.insert(it.view.job.id.value).second)
+      now.push_back(std::move(it));
+    else
+      later.push_back(std::move(it));
+  }
+  st.creating = std::move(later);
+  st.create_in_flight = true;
+  st.store->create_many(std::move(now), [self] {
+    self->state.create_in_flight = false;
+    flush_creates(self);
+  });
+}
+
 client_actor::behavior_type make_client(client_impl self, client_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
@@ -146,13 +172,17 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
         when_ready(self, [self, spec, rp]() mutable {
           effects e;
           auto v = make_job(spec, now_of(self), e);
-          self->state.store->create(std::move(v), std::move(e),
-                                    [rp, id = spec.id](caf::error err) mutable {
-                                      if (err)
-                                        rp.deliver(std::move(err));
-                                      else
-                                        rp.deliver(id);
-                                    });
+          auto done = [rp, id = spec.id](caf::error err) mutable {
+            if (err)
+              rp.deliver(std::move(err));
+            else
+              rp.deliver(id);
+          };
+          auto& st = self->state;
+          if (!st.opts.batched || st.opts.submit_group <= 1)
+            return st.store->create(std::move(v), std::move(e), std::move(done));
+          st.creating.push_back({std::move(v), std::move(e), std::move(done)});
+          flush_creates(self);
         });
         return rp;
       },

@@ -33,6 +33,11 @@ struct client_options {
   bool pipelined = true;
   /// true: every store round trip is one op_batch (see scheduler_options).
   bool batched = true;
+  /// Batched: submissions that arrive while a submission batch is in flight
+  /// wait and then go together, one transaction and one message for all of
+  /// them (job_store::create_many), up to this many; 1 (or 0): one message
+  /// per submission.
+  size_t submit_group = 64;
   /// Reports submissions, cancels and resubmits (job and step states).
   std::shared_ptr<workflow_probe> probe;
 };

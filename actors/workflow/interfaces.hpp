@@ -9,6 +9,7 @@
 //   agent → service      service_call -> step_outcome (a user's service actor)
 //   agent → self         (retry_atom, token)  backoff timer
 //   scheduler → self     (poll_atom, generation)  look for claimable work
+//                        (flush_atom)  send the outcomes collected so far
 //   supervisor           leadership_event  from its election candidate
 //                        (scan_atom, generation)  scan the CompleteBy index
 //                        (watch_atom, id, handle, is_scheduler) monitor an
@@ -34,7 +35,8 @@ using agent_actor =
 
 using scheduler_actor =
     caf::typed_actor<caf::reacts_to<workflow_atoms::start_atom>,
-                     caf::reacts_to<workflow_atoms::poll_atom, uint64_t>>;
+                     caf::reacts_to<workflow_atoms::poll_atom, uint64_t>,
+                     caf::reacts_to<workflow_atoms::flush_atom>>;
 
 using supervisor_actor = caf::typed_actor<
     caf::reacts_to<election::leadership_event>,

@@ -164,6 +164,109 @@ public:
     });
   }
 
+  /// One change of update_known_many(): the job as its caller knows it was
+  /// committed last, and what to do with it.
+  struct known_item {
+    std::shared_ptr<const job_view> known;
+    mutate_fn mutate;
+    change_fn done;
+  };
+
+  /// update_known() for several jobs in ONE message and one transaction
+  /// (batched; otherwise one update_known() each): a grouped op_batch with
+  /// one group per job (its checks that the job and step rows are still the
+  /// known bytes, its writes), in job id order, then the commit. A job whose
+  /// check fails changes nothing in that batch and is changed by its own
+  /// update() afterwards (mutate called again on the current view), so one
+  /// stale job never blocks the others. At most one item per job (the
+  /// checks of a batch all run before its writes). `answered` runs once the
+  /// batch's answer is in (fallbacks may still be running).
+  void update_known_many(std::vector<known_item> items,
+                         std::function<void()> answered = {}) {
+    if (!batched_) {
+      for (auto& it : items)
+        update_known(*it.known, std::move(it.mutate), std::move(it.done));
+      if (answered)
+        answered();
+      return;
+    }
+    std::sort(items.begin(), items.end(), [](const known_item& a, const known_item& b) {
+      return a.known->job.id.value < b.known->job.id.value;
+    });
+    struct pending {
+      known_item item;
+      std::shared_ptr<job_change> change; // null: nothing to write, update()
+    };
+    auto all = std::make_shared<std::vector<pending>>();
+    all->reserve(items.size());
+    store::op_batch b;
+    for (auto& it : items) {
+      auto& known = *it.known;
+      auto after = known;
+      auto eff = it.mutate(after);
+      auto ws = eff ? layout::job_writes(known, after, eff.value())
+                    : std::vector<layout::write>{};
+      pending p{std::move(it), nullptr};
+      if (!ws.empty()) {
+        store::batch_group g;
+        b.checks.push_back(store::batch_check{layout::jobs, known.job.id.value,
+                                              store::check_kind::equals,
+                                              encode(known.job)});
+        for (auto& st : known.steps)
+          b.checks.push_back(store::batch_check{layout::steps,
+                                                step_key(known.job.id, st.index),
+                                                store::check_kind::equals, encode(st)});
+        g.checks = static_cast<uint32_t>(1 + known.steps.size());
+        auto rs = write_requests(std::move(ws));
+        g.ops = static_cast<uint32_t>(rs.size());
+        b.ops.insert(b.ops.end(), std::make_move_iterator(rs.begin()),
+                     std::make_move_iterator(rs.end()));
+        b.groups.push_back(g);
+        p.change = std::make_shared<job_change>(
+            job_change{std::move(eff.value()), std::move(after)});
+      }
+      all->push_back(std::move(p));
+    }
+    auto fallback = [this](pending& p) {
+      auto hint = static_cast<uint32_t>(p.item.known->steps.size());
+      update(p.item.known->job.id, std::nullopt, std::move(p.item.mutate),
+             std::move(p.item.done), hint);
+    };
+    if (b.groups.empty()) { // an error or nothing to write: decide on the current view
+      for (auto& p : *all)
+        fallback(p);
+      if (answered)
+        answered();
+      return;
+    }
+    b.commit = true;
+    run_batch(std::move(b), [this, all, fallback,
+                             answered](caf::error e, store::batch_result r) mutable {
+      uint32_t group = 0;
+      size_t failed = 0;
+      for (auto& p : *all) {
+        if (!p.change) {
+          fallback(p);
+          continue;
+        }
+        auto g = group++;
+        if (e) {
+          p.item.done(e, {});
+          continue;
+        }
+        if (failed < r.failed_groups.size() && r.failed_groups[failed] == g) {
+          ++failed;
+          fallback(p);
+          continue;
+        }
+        committed(*p.item.known, *p.change);
+        p.item.done(caf::error{}, std::move(*p.change));
+      }
+      if (answered)
+        answered();
+    });
+  }
+
   /// One job of update_many(): its id and how many step rows to read.
   struct many_item {
     job_id id;
@@ -356,6 +459,66 @@ public:
     });
   }
 
+  /// One submission of create_many().
+  struct create_item {
+    job_view view;
+    effects eff;
+    std::function<void(caf::error)> done;
+  };
+
+  /// create() for several new jobs in ONE message and one transaction
+  /// (batched; otherwise one create() each): a grouped op_batch with one
+  /// group per job ("the job row is absent", its writes), then the commit.
+  /// A job whose id exists gets job_exists and writes nothing; the others
+  /// are written. The ids must differ (the checks all run before the
+  /// writes). `answered` runs once the batch's answer is in.
+  void create_many(std::vector<create_item> items, std::function<void()> answered = {}) {
+    if (!batched_ || items.size() <= 1) {
+      auto left = std::make_shared<size_t>(items.size());
+      if (items.empty() && answered)
+        return answered();
+      for (auto& it : items)
+        create(std::move(it.view), std::move(it.eff),
+               [left, answered, done = std::move(it.done)](caf::error e) {
+                 done(std::move(e));
+                 if (--*left == 0 && answered)
+                   answered();
+               });
+      return;
+    }
+    auto all = std::make_shared<std::vector<create_item>>(std::move(items));
+    store::op_batch b;
+    for (auto& it : *all) {
+      b.checks.push_back(store::batch_check{
+          layout::jobs, it.view.job.id.value, store::check_kind::absent, {}});
+      auto rs = write_requests(layout::job_writes(std::nullopt, it.view, it.eff));
+      b.groups.push_back(store::batch_group{1, static_cast<uint32_t>(rs.size())});
+      b.ops.insert(b.ops.end(), std::make_move_iterator(rs.begin()),
+                   std::make_move_iterator(rs.end()));
+    }
+    b.commit = true;
+    run_batch(std::move(b), [this, all, answered](caf::error e, store::batch_result r) {
+      size_t failed = 0;
+      for (uint32_t g = 0; g < all->size(); ++g) {
+        auto& it = (*all)[g];
+        if (e) {
+          it.done(e);
+          continue;
+        }
+        if (failed < r.failed_groups.size() && r.failed_groups[failed] == g) {
+          ++failed;
+          it.done(make_error(errc::job_exists));
+          continue;
+        }
+        report(nullptr, it.view);
+        publish(it.eff.events);
+        it.done(caf::error{});
+      }
+      if (answered)
+        answered();
+    });
+  }
+
   /// Reads a job as committed (snapshot, no locks).
   void read(const job_id& id, std::function<void(caf::error, job_view)> done) {
     if (batched_) {
@@ -478,12 +641,14 @@ public:
     });
   }
 
-  /// Enumerates [from, to) of a collection (snapshot; empty bound = open).
+  /// Enumerates [from, to) of a collection (snapshot; empty bound = open),
+  /// at most `limit` items, the first by key (0: all).
   void scan(const std::string& collection, std::string from, std::string to,
-            std::function<void(caf::error, kv_items)> done) {
+            std::function<void(caf::error, kv_items)> done, uint32_t limit = 0) {
     if (batched_) {
       store::op_batch b;
       b.ops.push_back(enumerate_request(collection, from, to));
+      b.ops.back().limit = limit;
       b.commit = true; // read-only: nothing is logged
       return run_batch(std::move(b), [done](caf::error e, store::batch_result r) {
         if (e)
@@ -494,10 +659,13 @@ public:
     begin([=](caf::error e, store::txn_id t) {
       if (e)
         return done(std::move(e), {});
-      enumerate(t, collection, from, to, [=](caf::error e, kv_items items) {
-        abort(t);
-        done(std::move(e), std::move(items));
-      });
+      enumerate(
+          t, collection, from, to,
+          [=](caf::error e, kv_items items) {
+            abort(t);
+            done(std::move(e), std::move(items));
+          },
+          limit);
     });
   }
 
@@ -573,9 +741,11 @@ private:
   }
 
   void enumerate(store::txn_id t, const std::string& collection, std::string from,
-                 std::string to, std::function<void(caf::error, kv_items)> f) {
+                 std::string to, std::function<void(caf::error, kv_items)> f,
+                 uint32_t limit = 0) {
     auto r = enumerate_request(collection, std::move(from), std::move(to));
     r.txn = t;
+    r.limit = limit;
     run(std::move(r),
         [f](caf::error e, store::op_result x) { f(std::move(e), std::move(x.items)); });
   }

@@ -27,6 +27,16 @@ struct scheduler_state {
   bool ready = false; // collections open, resume done
   bool polling = false;
   bool poll_again = false;
+  /// Where the next poll starts in the ready index: past the last full page,
+  /// so that entries nobody can claim (e.g. no live agent of their kind) do
+  /// not hide the ones behind them; "" after a short page.
+  std::string poll_from;
+  /// Outcomes waiting for the outcome batch in flight (grouped, batched).
+  std::vector<job_store<scheduler_actor::base>::known_item> outcomes;
+  /// Outcome batches in flight (at most outcome_batches).
+  size_t outcomes_in_flight = 0;
+  /// A flush_atom to self is queued: outcomes already in the mailbox join.
+  bool flush_queued = false;
   uint64_t timer_generation = 0;
   /// Orders each poll's claims differently per instance, so that schedulers
   /// polling the same ready index do not all queue on the same job rows.
@@ -60,6 +70,30 @@ const std::string& kind_of(const step_record& s) {
 }
 
 void poll(scheduler_impl self);
+
+/// Sends the waiting outcomes as one grouped batch (at most one per job and
+/// outcome_group in all; the rest wait for its answer).
+void flush_outcomes(scheduler_impl self) {
+  auto& st = self->state;
+  if (st.outcomes_in_flight >= std::max<size_t>(1, st.opts.outcome_batches)
+      || st.outcomes.empty())
+    return;
+  auto limit = std::max<size_t>(1, st.opts.outcome_group);
+  std::vector<job_store<scheduler_actor::base>::known_item> now, later;
+  std::set<std::string> jobs;
+  for (auto& it : st.outcomes) {
+    if (now.size() < limit && jobs.insert(it.known->job.id.value).second)
+      now.push_back(std::move(it));
+    else
+      later.push_back(std::move(it));
+  }
+  st.outcomes = std::move(later);
+  ++st.outcomes_in_flight;
+  st.store->update_known_many(std::move(now), [self] {
+    --self->state.outcomes_in_flight;
+    flush_outcomes(self);
+  });
+}
 
 void send(scheduler_impl self, const dispatch& d, const agent_entry& a,
           std::shared_ptr<const job_view> known);
@@ -113,7 +147,13 @@ void record(scheduler_impl self, dispatch d, step_outcome o,
     }
     poll(self); // the next step may be ready now
   };
-  if (known && self->state.opts.batched)
+  auto& opts = self->state.opts;
+  if (known && opts.batched && opts.outcome_group > 1) {
+    self->state.outcomes.push_back(
+        {std::move(known), std::move(mutate), std::move(done)});
+    return flush_outcomes(self);
+  }
+  if (known && opts.batched)
     self->state.store->update_known(*known, mutate, done);
   else
     self->state.store->update(d.job, std::nullopt, mutate, done,
@@ -287,25 +327,38 @@ void poll(scheduler_impl self) {
     return;
   }
   st.polling = true;
-  st.store->scan(layout::ready, std::string{}, layout::ready_bound(now_of(self)),
-                 [self](caf::error e, kv_items items) {
-                   auto jobs =
-                       std::make_shared<std::vector<std::pair<job_id, uint32_t>>>();
-                   if (!e)
-                     for (auto& [k, v] : items)
-                       if (auto j = layout::decode_ready_key(k))
-                         jobs->emplace_back(j.value(), layout::ready_step_hint(v));
-                   if (self->state.opts.pipelined)
-                     std::shuffle(jobs->begin(), jobs->end(), self->state.order);
-                   claim_all(self, jobs, false, [self] {
-                     auto& st = self->state;
-                     st.polling = false;
-                     if (st.poll_again) {
-                       st.poll_again = false;
-                       poll(self);
-                     }
-                   });
-                 });
+  auto limit = st.opts.batched ? st.opts.poll_limit : 0;
+  auto bound = layout::ready_bound(now_of(self));
+  if (st.poll_from >= bound)
+    st.poll_from.clear();
+  st.store->scan(
+      layout::ready, st.poll_from, std::move(bound),
+      [self, limit](caf::error e, kv_items items) {
+        // A full page: more may be ready behind it.
+        auto& st = self->state;
+        if (!e && limit > 0 && items.size() >= limit) {
+          st.poll_again = true;
+          st.poll_from = items.back().first + std::string(1, '\0');
+        } else {
+          st.poll_from.clear();
+        }
+        auto jobs = std::make_shared<std::vector<std::pair<job_id, uint32_t>>>();
+        if (!e)
+          for (auto& [k, v] : items)
+            if (auto j = layout::decode_ready_key(k))
+              jobs->emplace_back(j.value(), layout::ready_step_hint(v));
+        if (self->state.opts.pipelined)
+          std::shuffle(jobs->begin(), jobs->end(), self->state.order);
+        claim_all(self, jobs, false, [self] {
+          auto& st = self->state;
+          st.polling = false;
+          if (st.poll_again) {
+            st.poll_again = false;
+            poll(self);
+          }
+        });
+      },
+      limit);
 }
 
 void arm_poll(scheduler_impl self) {
@@ -364,6 +417,10 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
     start(self);
   return {
       [self](workflow_atoms::start_atom) { start(self); },
+      [self](workflow_atoms::flush_atom) {
+        self->state.flush_queued = false;
+        flush_outcomes(self);
+      },
       [self](workflow_atoms::poll_atom, uint64_t gen) {
         if (gen != self->state.timer_generation)
           return;

@@ -21,6 +21,10 @@
 //   steps its previous life had locked (from the CompleteBy index) and resumes
 //   them under a new attempt.
 // - Agents it dispatches to are monitored: a dead agent gets no more work.
+// - Grouping (batched): while one outcome batch is in flight, the outcomes
+//   that arrive wait and then go together in ONE grouped op_batch (one group
+//   per job: its checks and writes; a stale job fails only its own group and
+//   is redone alone). A poll reads at most poll_limit ready entries.
 #pragma once
 
 #include "actors/store/store_interface.hpp"
@@ -50,6 +54,17 @@ struct scheduler_options {
   size_t claims_in_flight = 16;
   /// Batched: ready jobs claimed per transaction (1: one job each).
   size_t claim_group = 8;
+  /// Batched: outcomes that arrive while an outcome batch is in flight wait
+  /// and then go together, one transaction and one message for all of them
+  /// (job_store::update_known_many), up to this many jobs; 1 (or 0): one
+  /// message per outcome, as before.
+  size_t outcome_group = 64;
+  /// Outcome batches in flight at once; outcomes wait only when all are.
+  size_t outcome_batches = 2;
+  /// Ready index entries read per poll (0: all); when a poll gets this many
+  /// it polls again once they are claimed, so a poll costs O(poll_limit),
+  /// not O(ready jobs).
+  uint32_t poll_limit = 256;
   /// How long after a deadline the scheduler stops waiting for a reply.
   duration reply_slack = std::chrono::milliseconds{1};
   std::shared_ptr<workflow_probe> probe;

@@ -55,6 +55,7 @@ CAF_ADD_TYPE_ID(conclave_workflow, (std::vector<conclave::workflow::stuck_report
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, cancel_atom, "wf_cancel")
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, events_atom, "wf_events")
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, explain_atom, "wf_why")
+CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, flush_atom, "wf_flush")
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, list_atom, "wf_list")
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, poll_atom, "wf_poll")
 CAF_ADD_ATOM(conclave_workflow, conclave::workflow_atoms, resubmit_atom, "wf_resub")

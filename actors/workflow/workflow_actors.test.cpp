@@ -692,6 +692,8 @@ namespace {
 struct store_traffic {
   int changes = 0;
   int single_ops = 0;
+  /// Batches of two or more groups (outcomes of several jobs).
+  int grouped = 0;
 };
 
 template <class T, class Self, class... Ts>
@@ -732,6 +734,7 @@ counting_store(conclave::store::store_actor::pointer self,
           change |= (op.op != st::operation::try_get && op.op != st::operation::enumerate)
                     || op.mode == st::read_mode::update;
         n->changes += change;
+        n->grouped += b.groups.size() > 1;
         return relay<st::batch_result>(self, to, std::move(b), t);
       },
       [=](sa::checkpoint_atom a) { return relay<uint64_t>(self, to, a); },
@@ -771,10 +774,109 @@ TEST_F(workflow_test, a_two_step_job_costs_five_batched_store_messages) {
 }
 
 // Ready jobs are claimed several per transaction: four pending one-step jobs
-// cost 4 submissions + 2 (one claim transaction for all four) + 4 outcomes.
+// cost 4 submissions + 2 (one claim transaction for all four) + their
+// outcomes: 4 messages one by one (outcome_group 1), 2 grouped with one
+// outcome batch in flight (the first reply is flushed alone, the three that
+// arrive while it is in flight share the next batch).
 TEST_F(workflow_test, ready_jobs_are_claimed_in_one_transaction) {
-  add_agent(1);
-  add_agent(2);
+  for (size_t group : {size_t{1}, size_t{64}}) {
+    SCOPED_TRACE(group);
+    add_agent(1);
+    add_agent(2);
+    auto traffic = std::make_shared<store_traffic>();
+    auto proxy = track(sys().spawn(counting_store, store, traffic));
+    client_options co;
+    co.store = proxy;
+    co.known_kinds = {"svc"};
+    auto counted = track(spawn_client(sys(), co));
+    run();
+    auto opened = traffic->changes;
+    std::vector<job_id> ids;
+    for (int i = 0; i < 4; ++i) {
+      auto r =
+          ask<job_id>(sys(), counted, atoms::submit_atom_v,
+                      spec("g" + std::to_string(group) + "-" + std::to_string(i), 1));
+      run();
+      ASSERT_TRUE(r->value) << caf::to_string(r->error);
+      ids.push_back(*r->value);
+    }
+    scheduler_options o;
+    o.self = scheduler_ref{group, 1};
+    o.store = proxy;
+    o.agents = agents;
+    o.outcome_group = group;
+    o.outcome_batches = 1; // the counts below assume one batch in flight
+    auto sched = track(spawn_scheduler(sys(), o));
+    run();
+    for (auto& id : ids)
+      ASSERT_TRUE(reaches(id, job_state::processed));
+    EXPECT_EQ(traffic->changes - opened, 4 + 2 + (group == 1 ? 4 : 2));
+    EXPECT_EQ(traffic->grouped, group == 1 ? 0 : 1);
+    caf::anon_send_exit(sched, caf::exit_reason::user_shutdown);
+    run();
+    agents.clear();
+  }
+  EXPECT_EQ(service->effects.size(), 8u);
+}
+
+// Outcomes of different jobs that arrive while an outcome batch is in flight
+// are recorded in ONE store batch; one of them stale (its job was cancelled
+// meanwhile) fails only its own group and is then found stale on its own,
+// the others commit.
+TEST_F(workflow_test, a_stale_outcome_in_a_group_does_not_block_the_others) {
+  auto held = std::make_shared<
+      std::vector<std::pair<dispatch, caf::typed_response_promise<step_outcome>>>>();
+  auto manual =
+      track(sys().spawn([held](agent_actor::pointer self) -> agent_actor::behavior_type {
+        return {
+            [self, held](dispatch& d) -> caf::result<step_outcome> {
+              auto rp = self->make_response_promise<step_outcome>();
+              held->emplace_back(d, rp);
+              return rp;
+            },
+            // (retry_atom, n): reply success to every held dispatch, now.
+            [held](atoms::retry_atom, uint64_t) {
+              for (auto& h : *held)
+                h.second.deliver(step_outcome{});
+            },
+        };
+      }));
+  agents.push_back(agent_entry{9, "svc", manual});
+  auto traffic = std::make_shared<store_traffic>();
+  auto proxy = track(sys().spawn(counting_store, store, traffic));
+  scheduler_options o;
+  o.self = scheduler_ref{1, 1};
+  o.store = proxy;
+  o.agents = agents;
+  o.probe = probe;
+  o.reply_slack = 10s;
+  o.outcome_batches = 1; // the counts below assume one batch in flight
+  track(spawn_scheduler(sys(), o));
+  std::vector<job_id> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(submit(spec("s" + std::to_string(i), 1)));
+  ASSERT_TRUE(advance_until([&] { return held->size() == 3; }, 50ms));
+  auto c = ask<step_state>(sys(), client, atoms::cancel_atom_v, ids[1]);
+  run();
+  ASSERT_TRUE(c->value) << caf::to_string(c->error);
+  auto before = traffic->changes;
+  caf::anon_send(manual, atoms::retry_atom_v, uint64_t{0});
+  run();
+  EXPECT_EQ(state_of(ids[0]), job_state::processed);
+  EXPECT_EQ(state_of(ids[1]), job_state::cancelled);
+  EXPECT_EQ(state_of(ids[2]), job_state::processed);
+  EXPECT_EQ(probe->stale, 1);
+  // The first outcome alone (s0), the two that arrived meanwhile in one
+  // grouped batch (s1's group skipped, s2 committed), then s1's own read
+  // with an Update lock, which finds the outcome stale and writes nothing.
+  EXPECT_EQ(traffic->changes - before, 3);
+  EXPECT_EQ(traffic->grouped, 1);
+}
+
+// Submissions that arrive while a submission batch is in flight share the
+// next one; an id that exists fails its own group only (job_exists) and the
+// others are written.
+TEST_F(workflow_test, submissions_arriving_together_share_one_store_batch) {
   auto traffic = std::make_shared<store_traffic>();
   auto proxy = track(sys().spawn(counting_store, store, traffic));
   client_options co;
@@ -782,23 +884,23 @@ TEST_F(workflow_test, ready_jobs_are_claimed_in_one_transaction) {
   co.known_kinds = {"svc"};
   auto counted = track(spawn_client(sys(), co));
   run();
-  auto opened = traffic->changes;
-  std::vector<job_id> ids;
-  for (int i = 0; i < 4; ++i) {
-    auto r = ask<job_id>(sys(), counted, atoms::submit_atom_v,
-                         spec("j" + std::to_string(i), 1));
-    run();
-    ASSERT_TRUE(r->value) << caf::to_string(r->error);
-    ids.push_back(*r->value);
-  }
-  scheduler_options o;
-  o.self = scheduler_ref{1, 1};
-  o.store = proxy;
-  o.agents = agents;
-  track(spawn_scheduler(sys(), o));
+  auto first = ask<job_id>(sys(), counted, atoms::submit_atom_v, spec("old", 1));
   run();
-  for (auto& id : ids)
-    ASSERT_TRUE(reaches(id, job_state::processed));
-  EXPECT_EQ(traffic->changes - opened, 4 + 2 + 4);
-  EXPECT_EQ(service->effects.size(), 4u);
+  ASSERT_TRUE(first->value) << caf::to_string(first->error);
+  auto before = traffic->changes;
+  std::vector<std::shared_ptr<conclave::reply<job_id>>> answers;
+  for (auto id : {"a", "b", "old", "c", "d"})
+    answers.push_back(ask<job_id>(sys(), counted, atoms::submit_atom_v, spec(id, 1)));
+  run();
+  // "a" alone, then the four that arrived while it was in flight.
+  EXPECT_EQ(traffic->changes - before, 2);
+  EXPECT_EQ(traffic->grouped, 1);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    if (i == 2) {
+      EXPECT_EQ(answers[i]->error, make_error(errc::job_exists));
+      continue;
+    }
+    ASSERT_TRUE(answers[i]->value) << caf::to_string(answers[i]->error);
+    EXPECT_EQ(state_of(*answers[i]->value), job_state::pending);
+  }
 }

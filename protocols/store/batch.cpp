@@ -14,8 +14,37 @@ bool check_holds(const batch_check& c, const op_result& read) {
   return false;
 }
 
+namespace {
+
+bool groups_cover(const std::vector<batch_group>& gs, size_t n_checks, size_t n_ops) {
+  uint64_t checks = 0, ops = 0;
+  for (auto& g : gs) {
+    checks += g.checks;
+    ops += g.ops;
+  }
+  return checks == n_checks && ops == n_ops;
+}
+
+} // namespace
+
+bool groups_valid(const op_batch& b) {
+  return b.groups.empty() || groups_cover(b.groups, b.checks.size(), b.ops.size());
+}
+
 batch_run::batch_run(op_batch b, txn_id t)
     : checks_(std::move(b.checks)), commit_(b.commit) {
+  if (!b.groups.empty() && groups_cover(b.groups, checks_.size(), b.ops.size())) {
+    // Requests are the checks, then the operations: number both by group.
+    group_of_.resize(checks_.size() + b.ops.size());
+    size_t c = 0, o = checks_.size();
+    for (uint32_t g = 0; g < b.groups.size(); ++g) {
+      for (uint32_t k = 0; k < b.groups[g].checks; ++k)
+        group_of_[c++] = g;
+      for (uint32_t k = 0; k < b.groups[g].ops; ++k)
+        group_of_[o++] = g;
+    }
+    group_failed_.assign(b.groups.size(), false);
+  }
   requests_.reserve(checks_.size() + b.ops.size());
   for (auto& c : checks_) {
     op_request r;
@@ -38,13 +67,30 @@ bool batch_run::accept(op_result r) {
   auto i = next_++;
   if (i < checks_.size()) {
     if (!check_holds(checks_[i], r)) {
-      result_.failed_check = static_cast<uint32_t>(i + 1);
-      return false;
+      if (group_of_.empty()) {
+        result_.failed_check = static_cast<uint32_t>(i + 1);
+        return false;
+      }
+      auto g = group_of_[i];
+      group_failed_[g] = true;
+      result_.failed_groups.push_back(g);
     }
+    skip_failed();
     return true;
   }
   result_.results.push_back(std::move(r));
+  skip_failed();
   return true;
+}
+
+void batch_run::skip_failed() {
+  if (group_of_.empty())
+    return;
+  while (next_ < requests_.size() && group_failed_[group_of_[next_]]) {
+    if (next_ >= checks_.size())
+      result_.results.emplace_back();
+    ++next_;
+  }
 }
 
 } // namespace conclave::store

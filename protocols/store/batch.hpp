@@ -14,6 +14,14 @@
 //      like commit_atom).
 // Any error (an operation's, the lock timeout, the commit's) aborts the
 // transaction: nothing of the batch is written and the caller gets the error.
+//
+// Groups (optional): `groups` splits the checks and the operations, in order,
+// into independent items (e.g. the outcomes of several jobs). Then a check
+// that does not hold fails only its group: the group's remaining checks and
+// all its operations are skipped (their results are empty), it is listed in
+// batch_result::failed_groups, and the other groups run and commit as usual.
+// Checks still all run first, so every check's Update lock is held before
+// any operation writes.
 // A batch without `commit` leaves its transaction open for the caller's next
 // batch, commit_atom or abort_atom.
 //
@@ -55,6 +63,18 @@ typename Inspector::result_type inspect(Inspector& f, batch_check& x) {
   return f(caf::meta::type_name("batch_check"), x.collection, x.key, x.kind, x.value);
 }
 
+/// One independent item of a grouped batch: its next `checks` checks and its
+/// next `ops` operations.
+struct batch_group {
+  uint32_t checks = 0;
+  uint32_t ops = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_group& x) {
+  return f(caf::meta::type_name("batch_group"), x.checks, x.ops);
+}
+
 struct op_batch {
   /// The transaction to continue; 0: the host begins one.
   txn_id txn;
@@ -62,12 +82,18 @@ struct op_batch {
   std::vector<op_request> ops;
   /// Commit once every operation succeeded.
   bool commit = false;
+  /// Empty: one item (a failed check aborts the batch). Otherwise the items,
+  /// whose counts must add up to checks.size() and ops.size().
+  std::vector<batch_group> groups;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_batch& x) {
-  return f(caf::meta::type_name("op_batch"), x.txn, x.checks, x.ops, x.commit);
+  return f(caf::meta::type_name("op_batch"), x.txn, x.checks, x.ops, x.commit, x.groups);
 }
+
+/// Whether a batch's groups (if any) cover exactly its checks and operations.
+bool groups_valid(const op_batch& b);
 
 struct batch_result {
   /// The batch's transaction (aborted if a check failed, committed if asked).
@@ -79,11 +105,14 @@ struct batch_result {
   std::vector<op_result> results;
   /// The commit's lsn (0: not committed, or nothing changed).
   uint64_t lsn = 0;
+  /// Grouped batches: the groups (indexes, ascending) whose check failed.
+  std::vector<uint32_t> failed_groups;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_result& x) {
-  return f(caf::meta::type_name("batch_result"), x.txn, x.failed_check, x.results, x.lsn);
+  return f(caf::meta::type_name("batch_result"), x.txn, x.failed_check, x.results, x.lsn,
+           x.failed_groups);
 }
 
 /// Whether a check holds, given what its try_get returned.
@@ -102,7 +131,8 @@ public:
   bool finished() const { return next_ >= requests_.size() || result_.failed_check; }
   /// The request to run next (valid while !finished()).
   const op_request& next() const { return requests_[next_]; }
-  /// Takes the result of next(); false if a check failed (then finished()).
+  /// Takes the result of next(); false if a check failed and aborts the batch
+  /// (then finished()). In a grouped batch a failed check skips its group.
   bool accept(op_result r);
   bool check_failed() const { return result_.failed_check != 0; }
   /// The answer (moves it out).
@@ -110,8 +140,15 @@ public:
   void set_lsn(uint64_t l) { result_.lsn = l; }
 
 private:
+  /// Moves next_ past the requests of failed groups (empty results for
+  /// their operations).
+  void skip_failed();
+
   std::vector<batch_check> checks_;
   std::vector<op_request> requests_;
+  /// Grouped: the group of each request; whether each group failed.
+  std::vector<uint32_t> group_of_;
+  std::vector<bool> group_failed_;
   size_t next_ = 0;
   bool commit_ = false;
   batch_result result_;

@@ -126,4 +126,56 @@ TEST_F(batch_run_test, a_check_holds_an_update_lock_until_the_transaction_ends) 
   EXPECT_EQ(core.take_woken().size(), 1u);
 }
 
+TEST_F(batch_run_test, a_failed_check_in_a_group_skips_only_that_group) {
+  // Three items: "a" (its check holds), "k" (its check fails: k is v1), "c"
+  // (no check). The failed item writes nothing, the others write.
+  op_batch b;
+  b.checks.push_back(batch_check{"d", "a", check_kind::absent, {}});
+  b.checks.push_back(batch_check{"d", "k", check_kind::equals, "stale"});
+  b.checks.push_back(batch_check{"d", "k", check_kind::absent, {}});
+  b.ops.push_back(put("a", "A"));
+  b.ops.push_back(put("k", "K"));
+  b.ops.push_back(put("k2", "K2"));
+  b.ops.push_back(put("c", "C"));
+  b.groups = {{1, 1}, {2, 2}, {0, 1}};
+  ASSERT_TRUE(groups_valid(b));
+  auto run = drive(core, b);
+  EXPECT_FALSE(run.check_failed());
+  EXPECT_TRUE(run.finished());
+  auto t = run.txn();
+  ASSERT_TRUE(core.commit(t));
+  auto res = run.take();
+  EXPECT_EQ(res.failed_check, 0u);
+  EXPECT_EQ(res.failed_groups, std::vector<uint32_t>{1});
+  ASSERT_EQ(res.results.size(), 4u); // one per operation, skipped ones empty
+  EXPECT_FALSE(res.results[1].found);
+  auto reader = core.begin();
+  auto value = [&](std::string k) -> std::string {
+    op_request get;
+    get.txn = reader;
+    get.op = operation::try_get;
+    get.collection = "d";
+    get.key = std::move(k);
+    auto r = core.execute(get, deadline).value();
+    return r.found ? r.value : "-";
+  };
+  EXPECT_EQ(value("a"), "A");
+  EXPECT_EQ(value("k"), "v1");
+  EXPECT_EQ(value("k2"), "-");
+  EXPECT_EQ(value("c"), "C");
+}
+
+TEST(batch_groups, counts_must_cover_the_checks_and_operations) {
+  op_batch b;
+  b.checks.push_back(check(check_kind::absent));
+  b.ops.push_back(put("a", "A"));
+  EXPECT_TRUE(groups_valid(b)); // no groups
+  b.groups = {{1, 0}};
+  EXPECT_FALSE(groups_valid(b));
+  b.groups = {{1, 0}, {0, 1}};
+  EXPECT_TRUE(groups_valid(b));
+  b.groups = {{2, 1}};
+  EXPECT_FALSE(groups_valid(b));
+}
+
 } // namespace

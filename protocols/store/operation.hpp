@@ -54,12 +54,16 @@ struct op_request {
   std::string from;
   bool has_to = false;
   std::string to;
+  /// enumerate: at most this many items, the first ones by key (0: all). A
+  /// caller pages on by setting `from` just past the last key it got, so a
+  /// poll of a large index costs O(limit), not O(items in range).
+  uint32_t limit = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_request& x) {
   return f(caf::meta::type_name("op_request"), x.txn, x.op, x.collection, x.key, x.value,
-           x.expected, x.mode, x.has_from, x.from, x.has_to, x.to);
+           x.expected, x.mode, x.has_from, x.from, x.has_to, x.to, x.limit);
 }
 
 struct op_result {

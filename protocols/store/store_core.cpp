@@ -237,31 +237,41 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     auto in_range = [&](const std::string& k) {
       return (!req.has_from || k >= req.from) && (!req.has_to || k < req.to);
     };
-    // Snapshot state merged with this transaction's own writes.
-    std::map<std::string, const std::string*> view;
-    auto first = req.has_from ? c.rows.lower_bound(req.from) : c.rows.begin();
-    for (auto r = first; r != c.rows.end() && in_range(r->first); ++r)
-      if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
-        view.emplace(r->first, &v->value);
+    // Snapshot state merged with this transaction's own writes, in key
+    // order: two cursors, so the cost is the rows passed, not the range
+    // (enumerate stops after `limit` items).
+    auto r = req.has_from ? c.rows.lower_bound(req.from) : c.rows.begin();
     auto w = t.writes.lower_bound({id, req.has_from ? req.from : std::string{}});
-    for (; w != t.writes.end() && w->first.first == id; ++w) {
-      auto& k = w->first.second;
-      if (!in_range(k)) {
-        if (req.has_to && k >= req.to)
-          break;
+    auto row_in = [&] { return r != c.rows.end() && in_range(r->first); };
+    auto own_in = [&] {
+      return w != t.writes.end() && w->first.first == id && in_range(w->first.second);
+    };
+    bool listing = req.op == operation::enumerate;
+    uint64_t limit = listing && req.limit > 0 ? req.limit : UINT64_MAX;
+    uint64_t n = 0;
+    auto take = [&](const std::string& k, const std::string& v) {
+      ++n;
+      if (listing)
+        out.items.emplace_back(k, v);
+    };
+    while (n < limit) {
+      bool has_row = row_in();
+      bool has_own = own_in();
+      if (!has_row && !has_own)
+        break;
+      if (has_own && (!has_row || w->first.second <= r->first)) {
+        if (has_row && w->first.second == r->first)
+          ++r; // the own write shadows the committed row
+        if (w->second)
+          take(w->first.second, *w->second);
+        ++w;
         continue;
       }
-      if (w->second)
-        view[k] = &*w->second;
-      else
-        view.erase(k);
+      if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
+        take(r->first, v->value);
+      ++r;
     }
-    out.count = view.size();
-    if (req.op == operation::enumerate) {
-      out.items.reserve(view.size());
-      for (auto& [k, v] : view)
-        out.items.emplace_back(k, *v);
-    }
+    out.count = n;
     return out;
   }
   default:

@@ -638,3 +638,62 @@ TEST_F(core_test, old_snapshots_survive_garbage_collection) {
   auto now = core.begin();
   EXPECT_EQ(get(now, "a", read_mode::snapshot), "50");
 }
+
+TEST_F(core_test, enumerate_with_a_limit_returns_the_first_items_of_the_merged_view) {
+  // Committed rows, then a transaction that overwrites, removes and adds
+  // around them: every (from, limit) page equals the same slice of the full,
+  // unlimited enumeration, and a page of `limit` items stops there.
+  std::mt19937 rng{7};
+  for (int round = 0; round < 50; ++round) {
+    store_core c;
+    ASSERT_TRUE(c.ensure_collection("d", collection_kind::dictionary, "str", "str"));
+    auto key = [&] { return std::string(1, static_cast<char>('a' + rng() % 20)); };
+    auto seed = c.begin();
+    for (int i = 0; i < 12; ++i) {
+      auto r = make(seed, operation::add_or_update, "d", key(), "c" + std::to_string(i));
+      ASSERT_TRUE(c.execute(r, deadline));
+    }
+    ASSERT_TRUE(c.commit(seed));
+    auto t = c.begin();
+    for (int i = 0; i < 8; ++i) {
+      auto op = rng() % 2 ? operation::add_or_update : operation::try_remove;
+      ASSERT_TRUE(c.execute(make(t, op, "d", key(), "o" + std::to_string(i)), deadline));
+    }
+    auto list = [&](std::string from, std::string to, uint32_t limit) {
+      auto r = make(t, operation::enumerate, "d");
+      r.has_from = !from.empty();
+      r.from = std::move(from);
+      r.has_to = !to.empty();
+      r.to = std::move(to);
+      r.limit = limit;
+      auto out = c.execute(r, deadline);
+      EXPECT_TRUE(out);
+      return out ? out.value() : op_result{};
+    };
+    auto full = list({}, {}, 0).items;
+    auto counted = c.execute(make(t, operation::count, "d"), deadline);
+    ASSERT_TRUE(counted);
+    EXPECT_EQ(counted.value().count, full.size());
+    for (uint32_t limit : {1u, 2u, 3u, 5u, 100u}) {
+      // Page through with from = last key + "\0".
+      std::vector<std::pair<std::string, std::string>> paged;
+      std::string from;
+      for (int pages = 0; pages < 100; ++pages) {
+        auto page = list(from, {}, limit);
+        EXPECT_LE(page.items.size(), limit);
+        paged.insert(paged.end(), page.items.begin(), page.items.end());
+        if (page.items.size() < limit)
+          break;
+        from = page.items.back().first + std::string(1, '\0');
+      }
+      EXPECT_EQ(paged, full) << "limit " << limit;
+    }
+    // A bounded range with a limit.
+    auto part = list("e", "p", 2).items;
+    std::vector<std::pair<std::string, std::string>> want;
+    for (auto& kv : full)
+      if (kv.first >= "e" && kv.first < "p" && want.size() < 2)
+        want.push_back(kv);
+    EXPECT_EQ(part, want);
+  }
+}

@@ -2,6 +2,7 @@
 //
 //   workflow_bench [--quick] [--jobs N] [--pending N] [--reps R] [--rounds K]
 //                  [--only throughput|redispatch|memory] [--claim-group G]
+//                  [--store memory|durable] [--steps 1|5] [--pipelined]
 //
 // 1. Throughput: N jobs of 1 and of 5 steps with a no-op service (two agents,
 //    two schedulers), submitted at once; steps completed per second and step
@@ -11,11 +12,14 @@
 //    p50/p99 job latency = completion time - submission time of each job;
 //    CPU = the process's user+system time (getrusage) per step transition,
 //    which other load on the machine disturbs less than wall-clock rates.
-//    Each configuration runs K rounds, "pipelined" (one store message per
-//    operation, independent ones sent together: ~10 requests per job change)
-//    and "batched" (the default: op_batch messages, a job change is 2, an
-//    outcome 1 and it claims the next step in the same transaction)
-//    alternating in the same process; the medians are printed.
+//    Each configuration runs K rounds of each variant, alternating in the
+//    same process; the medians are printed. "batched": op_batch messages, a
+//    job change is 2, an outcome 1 and it claims the next step in the same
+//    transaction, each poll reads the whole ready index; "grouped" (the
+//    default): the same, but the outcomes that arrive while an outcome batch
+//    is in flight share the next one, and a poll reads at most 256 ready
+//    entries; with --pipelined also "pipelined" (one store message per
+//    operation, independent ones sent together: ~10 requests per job change).
 // 2. Re-dispatch after a known agent death: a step hangs at its agent, the
 //    agent is killed, time until the step is dispatched again (supervisor's
 //    monitor path), median over R kills.
@@ -46,6 +50,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -167,7 +172,20 @@ struct rate {
 /// Ready jobs claimed per transaction by the batched schedulers (--claim-group).
 size_t claim_group = wf::scheduler_options{}.claim_group;
 
-rate throughput(bool durable, int steps, int jobs, bool batched) {
+/// What the schedulers and the client run: one store message per operation
+/// (pipelined), op_batch messages with one outcome per message and polls of
+/// the whole ready index (batched, before grouping), or outcomes grouped
+/// across jobs and bounded polls (grouped, the default).
+enum class variant { pipelined, batched, grouped };
+
+const char* name_of(variant v) {
+  return v == variant::pipelined ? "pipelined"
+         : v == variant::batched ? "batched"
+                                 : "grouped";
+}
+
+rate throughput(bool durable, int steps, int jobs, variant how) {
+  bool batched = how != variant::pipelined;
   caf::actor_system_config cfg;
   caf::actor_system sys{config(cfg)};
   store_under_test store{sys, durable};
@@ -191,12 +209,18 @@ rate throughput(bool durable, int steps, int jobs, bool batched) {
     o.poll_interval = 1ms;
     o.batched = batched;
     o.claim_group = claim_group;
+    if (how != variant::grouped) {
+      o.outcome_group = 1;
+      o.poll_limit = 0;
+    }
     all.push_back(caf::actor_cast<caf::actor>(wf::spawn_scheduler(sys, o)));
   }
   wf::client_options co;
   co.store = store.handle;
   co.known_kinds = {"noop"};
   co.batched = batched;
+  if (how != variant::grouped)
+    co.submit_group = 1;
   auto client = wf::spawn_client(sys, co);
   all.push_back(caf::actor_cast<caf::actor>(client));
   std::vector<wf::job_spec> specs;
@@ -248,33 +272,41 @@ rate throughput(bool durable, int steps, int jobs, bool batched) {
   return r;
 }
 
-/// K rounds of pipelined and batched, alternating; prints the medians.
+/// Include the pipelined variant in compare() (--pipelined).
+bool with_pipelined = false;
+
+/// K rounds of each variant, alternating; prints the medians.
 void compare(bool durable, int steps, int jobs, int rounds) {
-  std::vector<rate> runs[2];
+  std::vector<variant> variants{variant::batched, variant::grouped};
+  if (with_pipelined)
+    variants.insert(variants.begin(), variant::pipelined);
+  std::map<variant, std::vector<rate>> runs;
   for (int k = 0; k < rounds; ++k)
-    for (bool batched : {false, true})
-      runs[batched].push_back(throughput(durable, steps, jobs, batched));
+    for (auto v : variants)
+      runs[v].push_back(throughput(durable, steps, jobs, v));
   auto med = [](const std::vector<rate>& v, double rate::*field) {
     std::vector<double> xs;
     for (auto& r : v)
       xs.push_back(r.*field);
     return conclave::bench::median(xs);
   };
-  double tps[2];
-  for (bool batched : {false, true}) {
-    auto& v = runs[batched];
+  std::map<variant, double> tps;
+  for (auto how : variants) {
+    auto& v = runs[how];
     bool complete = std::all_of(v.begin(), v.end(), [](auto& r) { return r.complete; });
-    tps[batched] = med(v, &rate::transitions_per_s);
+    tps[how] = med(v, &rate::transitions_per_s);
     std::printf("%-8s %d-step jobs %-9s: %6d jobs x %d: %8.0f steps/s, %8.0f step "
                 "transitions/s, %5.1f us CPU/transition, job latency p50 %.1f ms "
                 "p99 %.1f ms%s\n",
-                durable ? "durable" : "memory", steps, batched ? "batched" : "pipelined",
-                jobs, rounds, med(v, &rate::steps_per_s), tps[batched],
+                durable ? "durable" : "memory", steps, name_of(how), jobs, rounds,
+                med(v, &rate::steps_per_s), tps[how],
                 med(v, &rate::cpu_us_per_transition), med(v, &rate::p50_ms),
                 med(v, &rate::p99_ms), complete ? "" : " (INCOMPLETE)");
   }
-  std::printf("%-8s %d-step jobs: batched/pipelined transitions/s = %.2f\n",
-              durable ? "durable" : "memory", steps, tps[0] > 0 ? tps[1] / tps[0] : 0);
+  auto base = tps[variant::batched];
+  std::printf("%-8s %d-step jobs: grouped/batched transitions/s = %.2f\n",
+              durable ? "durable" : "memory", steps,
+              base > 0 ? tps[variant::grouped] / base : 0);
 }
 
 void redispatch(int reps) {
@@ -451,7 +483,8 @@ void memory(int pending, bool durable) {
 int main(int argc, char** argv) {
   int jobs = 5000, pending = 100000, reps = 20, rounds = 3;
   bool quick = false;
-  std::string only;
+  std::string only, store_only;
+  int steps_only = 0;
   for (int i = 1; i < argc; ++i) {
     auto arg = [&](const char* name) {
       return !std::strcmp(argv[i], name) && i + 1 < argc;
@@ -468,6 +501,12 @@ int main(int argc, char** argv) {
       rounds = std::atoi(argv[++i]);
     else if (arg("--only"))
       only = argv[++i];
+    else if (!std::strcmp(argv[i], "--pipelined"))
+      with_pipelined = true;
+    else if (arg("--store"))
+      store_only = argv[++i];
+    else if (arg("--steps"))
+      steps_only = std::atoi(argv[++i]);
     else if (arg("--claim-group"))
       claim_group = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
     else {
@@ -485,16 +524,22 @@ int main(int argc, char** argv) {
   }
   if (jobs < 5 || pending < 1 || reps < 1 || rounds < 1
       || !(only.empty() || only == "throughput" || only == "redispatch"
-           || only == "memory")) {
-    std::fprintf(stderr, "workflow_bench: --jobs >= 5, --pending, --reps, --rounds >= "
-                         "1, --only throughput|redispatch|memory\n");
+           || only == "memory")
+      || !(store_only.empty() || store_only == "memory" || store_only == "durable")
+      || !(steps_only == 0 || steps_only == 1 || steps_only == 5)) {
+    std::fprintf(stderr,
+                 "workflow_bench: --jobs >= 5, --pending, --reps, --rounds >= "
+                 "1, --only throughput|redispatch|memory, --store memory|durable, "
+                 "--steps 1|5\n");
     return 2;
   }
   auto part = [&](const char* name) { return only.empty() || only == name; };
   if (part("throughput"))
     for (bool durable : {false, true})
       for (int steps : {1, 5})
-        compare(durable, steps, steps == 1 ? jobs : jobs / 5, rounds);
+        if ((store_only.empty() || store_only == (durable ? "durable" : "memory"))
+            && (steps_only == 0 || steps_only == steps))
+          compare(durable, steps, steps == 1 ? jobs : jobs / 5, rounds);
   if (part("redispatch"))
     redispatch(reps);
   if (part("memory")) {
