@@ -247,6 +247,10 @@ public:
     log_ = std::make_shared<sync_log>();
     econfig_.guard.enabled = true;
     rconfig_.unsafe_skip_sync = s.skip_sync;
+    // A checkpoint stream lost while its receiver was down is sent again
+    // after snapshot_retry; the default 500 ms is the whole quiet period
+    // after which replicas_converge judges, so the sim retries sooner.
+    rconfig_.snapshot_retry = std::chrono::milliseconds(100);
     for (uint64_t k = 1; k <= s.replicas; ++k)
       members_.push_back(el::node_id{k});
     nodes_.resize(s.replicas);
