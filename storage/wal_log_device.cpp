@@ -1,5 +1,6 @@
 #include "storage/wal_log_device.hpp"
 
+#include "storage/checkpoint_file.hpp"
 #include "storage/file_util.hpp"
 #include "storage/log_scan.hpp"
 
@@ -54,6 +55,27 @@ fs::path truncated_name(const fs::path& dir, const fs::path& segment, uint64_t o
   return p;
 }
 
+/// A free name in `dir` for `file` (moved aside).
+fs::path aside_name(const fs::path& dir, const fs::path& file) {
+  std::error_code ec;
+  auto p = dir / file.filename();
+  for (int n = 1; fs::exists(p, ec); ++n)
+    p = dir / (file.filename().string() + "." + std::to_string(n));
+  return p;
+}
+
+/// Reads a checkpoint file; a bad one is reported by name in `problem`.
+result<store::checkpoint_image> read_named_checkpoint(const fs::path& file,
+                                                      std::string& problem) {
+  auto ck = store::read_checkpoint(file);
+  if (!ck) {
+    problem = "checkpoint " + file.string() + " is corrupt or unreadable ("
+              + ck.error().message() + ")";
+    return errc::corrupt_data;
+  }
+  return ck;
+}
+
 } // namespace
 
 wal_log_device::wal_log_device(replica_log_options opts) : opts_(std::move(opts)) {}
@@ -77,7 +99,30 @@ wal_log_device::open(replica_log_options opts, store::wal_recovery& report) {
     return files::last_error();
   if (::flock(dev->lock_fd_, LOCK_EX | LOCK_NB) != 0)
     return errc::directory_in_use;
-  if (auto w = dev->open_wal(lsn{}, report, &dev->opened_records_); !w)
+  // A snapshot install that passed its commit point is finished first; one
+  // that did not (only a .tmp) never happened.
+  auto install_dir = dev->opts_.dir / "install";
+  if (fs::exists(install_dir, ec)) {
+    auto pending = store::list_checkpoints(install_dir);
+    if (!pending.empty()) {
+      if (auto ck = read_named_checkpoint(pending.front(), report.problem); !ck)
+        return ck.error();
+      if (auto f = dev->finish_install(pending.front()); !f)
+        return f.error();
+    } else {
+      fs::remove_all(install_dir, ec);
+      if (ec)
+        return ec;
+    }
+  }
+  if (auto cks = store::list_checkpoints(dev->opts_.dir); !cks.empty()) {
+    auto ck = read_named_checkpoint(cks.front(), report.problem);
+    if (!ck)
+      return ck.error();
+    dev->checkpoint_lsn_ = ck.value().at;
+    dev->checkpoint_image_ = std::move(ck.value().image);
+  }
+  if (auto w = dev->open_wal(dev->checkpoint_lsn_, report, &dev->opened_records_); !w)
     return w.error();
   dev->opened_records_valid_ = true;
   dev->appended_ = dev->durable_ = dev->wal_->appended_lsn();
@@ -256,8 +301,8 @@ result<void> wal_log_device::cut_files(lsn at) {
     all.pop_back();
   }
   if (all.empty())
-    return at.value == 0 ? result<void>{outcome::success()}
-                         : result<void>{errc::corrupt_data};
+    return at.value == 0 || at == checkpoint_lsn_ ? result<void>{outcome::success()}
+                                                  : result<void>{errc::corrupt_data};
   // The segment that holds record `at`: find where that record ends.
   auto& holder = all.back();
   auto data = files::read_file(holder.path);
@@ -320,13 +365,151 @@ result<void> wal_log_device::cut_files(lsn at) {
   return outcome::success();
 }
 
-result<void> wal_log_device::checkpoint(std::string, lsn) {
-  return errc::bad_argument;
+result<void> wal_log_device::checkpoint(std::string image, lsn at) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (failure_ || !wal_)
+      return errc::store_failed;
+    if (at > durable_ || at < checkpoint_lsn_)
+      return errc::bad_argument; // never checkpoint what is not durable
+  }
+  auto sync = opts_.sync ? opts_.sync : files::default_sync();
+  if (auto w = store::write_checkpoint(opts_.dir, at, image, sync); !w)
+    return w.error(); // not fatal: the log still holds every record
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    checkpoint_lsn_ = at;
+  }
+  // The next record starts a new segment, so that the segments the
+  // checkpoint covers can go now or at the next checkpoint.
+  (void)wal_->roll();
+  (void)wal_->truncate_through(at); // a failure leaves redundant files only
+  return outcome::success();
+}
+
+result<void> wal_log_device::stop_wal() {
+  lsn appended;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    appended = appended_;
+  }
+  if (auto w = wal_->wait_durable(appended); !w) {
+    fail(w.error());
+    return w.error();
+  }
+  {
+    auto s = wal_->get_stats();
+    std::lock_guard<std::mutex> guard{mtx_};
+    syncs_before_ += s.syncs;
+  }
+  wal_.reset();
+  return outcome::success();
+}
+
+result<void> wal_log_device::finish_install(const fs::path& install_file) {
+  auto sync = opts_.sync ? opts_.sync : files::default_sync();
+  auto log_dir = opts_.dir / "log";
+  auto aside_dir = log_dir / "replaced";
+  auto ck_dir = opts_.dir / "checkpoints";
+  std::error_code ec;
+  fs::create_directories(aside_dir, ec);
+  if (ec)
+    return ec;
+  if (auto s = files::sync_dir(log_dir, sync); !s)
+    return s.error();
+  // Newest first, each move synced: a crash leaves a prefix of the old log
+  // (and the install file, so the next open finishes the install).
+  auto segs = list_segments(log_dir);
+  if (!segs)
+    return segs.error();
+  auto& all = segs.value();
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    fs::rename(it->path, aside_name(aside_dir, it->path), ec);
+    if (ec)
+      return ec;
+    if (auto s = files::sync_dir(aside_dir, sync); !s)
+      return s.error();
+    if (auto s = files::sync_dir(log_dir, sync); !s)
+      return s.error();
+  }
+  fs::create_directories(ck_dir, ec);
+  if (ec)
+    return ec;
+  for (auto& old : store::list_checkpoints(opts_.dir)) {
+    fs::rename(old, aside_name(aside_dir, old), ec);
+    if (ec)
+      return ec;
+  }
+  if (auto s = files::sync_dir(aside_dir, sync); !s)
+    return s.error();
+  fs::rename(install_file, ck_dir / install_file.filename(), ec);
+  if (ec)
+    return ec;
+  if (auto s = files::sync_dir(ck_dir, sync); !s)
+    return s.error();
+  fs::remove_all(opts_.dir / "install", ec);
+  if (ec)
+    return ec;
+  return files::sync_dir(opts_.dir, sync);
+}
+
+result<void> wal_log_device::install_snapshot(std::string image, lsn at) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (failure_ || !wal_)
+      return errc::store_failed;
+  }
+  auto sync = opts_.sync ? opts_.sync : files::default_sync();
+  auto install_dir = opts_.dir / "install";
+  std::error_code ec;
+  fs::remove_all(install_dir, ec);
+  if (ec)
+    return ec;
+  // The commit point: the image durable under install/.
+  if (auto w = store::write_checkpoint(install_dir, at, image, sync); !w)
+    return w.error();
+  if (auto s = files::sync_dir(install_dir, sync); !s)
+    return s.error();
+  if (auto s = files::sync_dir(opts_.dir, sync); !s)
+    return s.error();
+  if (auto st = stop_wal(); !st)
+    return st.error();
+  auto pending = store::list_checkpoints(install_dir);
+  if (pending.empty()) {
+    fail(make_error_code(errc::corrupt_data));
+    return errc::corrupt_data;
+  }
+  if (auto f = finish_install(pending.front()); !f) {
+    fail(f.error());
+    return f.error();
+  }
+  store::wal_recovery report;
+  if (auto o = open_wal(at, report, nullptr); !o) {
+    fail(o.error());
+    return o.error();
+  }
+  std::unique_lock<std::mutex> guard{mtx_};
+  appended_ = durable_ = at;
+  checkpoint_lsn_ = at;
+  checkpoint_image_.clear();
+  opened_records_valid_ = false;
+  opened_records_.clear();
+  std::vector<pending_sync> ready;
+  ready.swap(pending_);
+  guard.unlock();
+  for (auto& p : ready)
+    p.done(std::min(p.upto, at));
+  return outcome::success();
+}
+
+lsn wal_log_device::checkpoint_lsn() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return checkpoint_lsn_;
 }
 
 result<store::log_device::recovered> wal_log_device::recover() {
   recovered out;
-  lsn appended;
+  lsn appended, base;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (failure_ || !wal_)
@@ -335,14 +518,29 @@ result<store::log_device::recovered> wal_log_device::recover() {
       opened_records_valid_ = false;
       out.records = std::move(opened_records_);
       opened_records_.clear();
+      out.checkpoint = std::move(checkpoint_image_);
+      checkpoint_image_.clear();
       return out;
     }
     appended = appended_;
+    base = checkpoint_lsn_;
+  }
+  if (base.value > 0) {
+    auto cks = store::list_checkpoints(opts_.dir);
+    if (cks.empty())
+      return errc::corrupt_data;
+    auto ck = store::read_checkpoint(cks.front());
+    if (!ck)
+      return errc::corrupt_data;
+    if (ck.value().at != base)
+      return errc::corrupt_data;
+    out.checkpoint = std::move(ck.value().image);
   }
   // Read back from the files once nothing is in flight.
   if (auto w = wal_->wait_durable(appended); !w)
     return errc::io_failure;
   store::log_scan_options so;
+  so.base = base;
   auto scanned = store::scan_log(
       opts_.dir, so, [&](const store::log_record& r, std::string_view) -> result<void> {
         if (r.lsn <= appended)
@@ -351,7 +549,7 @@ result<store::log_device::recovered> wal_log_device::recover() {
       });
   if (!scanned)
     return scanned.error();
-  if (scanned.value().fatal || out.records.size() != appended.value)
+  if (scanned.value().fatal || out.records.size() != appended.value - base.value)
     return errc::corrupt_data;
   return out;
 }
@@ -388,7 +586,7 @@ result<std::shared_ptr<store::log_device>> open_replica_log(const fs::path& dir)
   auto dev = wal_log_device::open(opts, report);
   if (!dev) {
     if (!report.problem.empty())
-      std::fprintf(stderr, "replica log %s is corrupt before its end: %s\n", dir.c_str(),
+      std::fprintf(stderr, "replica data in %s is corrupt: %s\n", dir.c_str(),
                    report.problem.c_str());
     return dev.error();
   }

@@ -34,9 +34,23 @@
 //   valid records refuses the open with corrupt_data and changes nothing;
 //   the report's `problem` names the file and byte offset.
 //
-// Not supported: checkpoint() answers bad_argument (the replica host refuses
-// a device that holds a checkpoint, and streams none); the log is never
-// truncated from the front, so it grows until checkpoints exist.
+// Checkpoints (DIR/checkpoints/ckpt-<lsn>.ckpt, storage/checkpoint_file.hpp:
+// magic, version, lsn, size, CRC-32C; written to a .tmp file, synced,
+// renamed, directory synced; the newest two kept):
+// - checkpoint(image, at) needs `at` durable; once the file is in place the
+//   WAL starts a new segment and deletes the segments whose records are all
+//   <= at (the checkpoint proves them redundant; nothing else is deleted).
+// - install_snapshot(image, at) first writes the image durably to
+//   DIR/install/checkpoints/ckpt-<at>.ckpt: that file is the commit point.
+//   Then it stops the WAL, moves every segment and every older checkpoint
+//   to DIR/log/replaced/ (kept, each move synced), renames the install file
+//   into DIR/checkpoints/ and reopens an empty log after `at`. An open that
+//   finds a complete install file finishes the install first (a crash after
+//   the commit point leaves the new state; before it, the old one, and the
+//   install's .tmp is removed).
+// - open reads the newest checkpoint and recovers the log after its lsn. A
+//   checkpoint that does not check out fails the open with corrupt_data,
+//   the report's `problem` naming the file: never read as no checkpoint.
 #pragma once
 
 #include "actors/store/log_device.hpp"
@@ -74,8 +88,8 @@ public:
   store::result<void> append(const store::log_record& r) override;
   void sync(sync_callback done) override;
   store::result<void> truncate_after(store::lsn at) override;
-  /// Not supported: bad_argument.
   store::result<void> checkpoint(std::string image, store::lsn at) override;
+  store::result<void> install_snapshot(std::string image, store::lsn at) override;
   store::result<recovered> recover() override;
 
   store::lsn appended_lsn() const;
@@ -84,6 +98,8 @@ public:
   uint64_t syncs() const;
   /// Truncations that removed records.
   uint64_t truncations() const;
+  /// The lsn of the newest checkpoint (0: none).
+  store::lsn checkpoint_lsn() const;
 
 private:
   struct pending_sync {
@@ -99,6 +115,10 @@ private:
   /// Moves the log after record `at` to log/truncated and cuts it there.
   store::result<void> cut_files(store::lsn at);
   void fail(std::error_code err);
+  /// Waits for what is in flight and stops the WAL (truncate, install).
+  store::result<void> stop_wal();
+  /// Moves the log and older checkpoints aside and promotes the install file.
+  store::result<void> finish_install(const std::filesystem::path& install_file);
 
   replica_log_options opts_;
   int lock_fd_ = -1;
@@ -115,6 +135,8 @@ private:
   /// nothing changed since.
   std::vector<store::log_record> opened_records_;
   bool opened_records_valid_ = false;
+  store::lsn checkpoint_lsn_;
+  std::string checkpoint_image_;
 };
 
 /// Opens (recovering) or creates the replicated log of a replica in `dir`

@@ -60,6 +60,31 @@ typename Inspector::result_type inspect(Inspector& f, stale_term& x) {
   return f(caf::meta::type_name("repl_stale_term"), x.from, x.t);
 }
 
+// -- checkpoint streaming (replica host to replica host) ------------------------
+
+/// One piece of a checkpoint a host streams to a peer (the core's
+/// send_snapshot effect). A stream is `count` chunks with indexes 0..count-1,
+/// sent in order; the receiver reassembles them, checks the image's checksum
+/// (checkpoint_image.hpp) and that it is the checkpoint at (at, at_term), and
+/// only then offers it to its core. `stream` tells streams of one sender apart.
+struct snapshot_chunk {
+  node_id from;
+  /// The sender's promised term when it started the stream.
+  term t;
+  lsn at;
+  term at_term;
+  uint64_t stream = 0;
+  uint32_t index = 0;
+  uint32_t count = 0;
+  std::string data;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, snapshot_chunk& x) {
+  return f(caf::meta::type_name("repl_snapshot_chunk"), x.from, x.t, x.at, x.at_term,
+           x.stream, x.index, x.count, x.data);
+}
+
 // -- leadership (from the election, later its leadership_event) ----------------
 
 /// "You are the acting leader of term t": the host starts its sync phase.
@@ -285,7 +310,8 @@ struct replica_status {
   /// records that did not decode (never applied).
   uint64_t unknown_messages = 0;
   uint64_t bad_payloads = 0;
-  /// send_snapshot effects not carried out (checkpoint streaming is not built).
+  /// send_snapshot effects not carried out: the host held no checkpoint at
+  /// the lsn the core asked for (should stay 0).
   uint64_t snapshots_unsupported = 0;
   /// Committed transactions that changed nothing: a condition failed, an
   /// unknown queue, a collection of the other kind, or an op the store
@@ -302,6 +328,20 @@ struct replica_status {
   /// at the same applied lsn have the same digest iff they applied the same
   /// records.
   uint64_t digest = 0;
+  /// Checkpoints this host wrote (and failed to write: not fatal, the log
+  /// still holds the records), and the lsn of the newest one it holds
+  /// (written or installed; 0: none).
+  uint64_t checkpoints_written = 0;
+  uint64_t checkpoint_failures = 0;
+  lsn checkpoint_lsn;
+  /// Checkpoint streams sent (one per send_snapshot effect) and their
+  /// chunks; streams received, checked and installed; chunks dropped
+  /// (garbage, stale term, out of order, non-member, too large, or a
+  /// checkpoint that did not check out).
+  uint64_t snapshots_sent = 0;
+  uint64_t snapshot_chunks_sent = 0;
+  uint64_t snapshots_installed = 0;
+  uint64_t snapshot_chunks_dropped = 0;
 };
 
 template <class Inspector>
@@ -309,7 +349,9 @@ typename Inspector::result_type inspect(Inspector& f, replica_status& x) {
   return f(caf::meta::type_name("repl_status"), x.self, x.replica_role, x.promised,
            x.serving, x.commit, x.durable, x.last, x.applied, x.dropped,
            x.unknown_messages, x.bad_payloads, x.snapshots_unsupported, x.txns_refused,
-           x.failed, x.lag, x.syncs, x.last_sync_us, x.digest);
+           x.failed, x.lag, x.syncs, x.last_sync_us, x.digest, x.checkpoints_written,
+           x.checkpoint_failures, x.checkpoint_lsn, x.snapshots_sent,
+           x.snapshot_chunks_sent, x.snapshots_installed, x.snapshot_chunks_dropped);
 }
 
 } // namespace conclave::replication

@@ -1,5 +1,6 @@
 #include "actors/replication/replica_host.hpp"
 
+#include "actors/replication/checkpoint_image.hpp"
 #include "actors/replication/record_codec.hpp"
 #include "actors/replication/txn_apply.hpp"
 #include "actors/timer/deadline_timer.hpp"
@@ -29,6 +30,16 @@ void actor_transport::deliver(node_id to, const message& m) {
     return;
   }
   std::visit([&](const auto& x) { caf::anon_send(p->second, x); }, m);
+}
+
+void actor_transport::deliver_chunk(node_id to, const snapshot_chunk& c) {
+  auto p = peers_.find(to);
+  auto d = down_.find(to);
+  if (p == peers_.end() || !p->second || (d != down_.end() && d->second)) {
+    ++lost_;
+    return;
+  }
+  caf::anon_send(p->second, c);
 }
 
 namespace {
@@ -65,6 +76,34 @@ struct host_state {
   uint64_t unknown_messages = 0;
   uint64_t bad_payloads = 0;
   uint64_t snapshots_unsupported = 0;
+  /// The newest checkpoint this host holds (written or installed), encoded
+  /// (checkpoint_image.hpp): what it streams.
+  lsn checkpoint_at;
+  std::string checkpoint_bytes;
+  uint64_t checkpoints_written = 0;
+  uint64_t checkpoint_failures = 0;
+  /// After a failed checkpoint, the next automatic one waits until the
+  /// applied lsn passes this (a failing disk is not hammered per batch).
+  lsn checkpoint_retry_after;
+  /// Ask the device for a sync even if no record is waiting (a checkpoint or
+  /// an install becomes durable with the next sync on some devices).
+  bool sync_wanted = false;
+  /// A checkpoint stream being received, per sender.
+  struct incoming {
+    term t;
+    lsn at;
+    term at_term;
+    uint64_t stream = 0;
+    uint32_t next = 0;
+    uint32_t count = 0;
+    std::string data;
+  };
+  std::map<node_id, incoming> incoming_streams;
+  uint64_t next_stream = 1;
+  uint64_t snapshots_sent = 0;
+  uint64_t snapshot_chunks_sent = 0;
+  uint64_t snapshots_installed = 0;
+  uint64_t snapshot_chunks_dropped = 0;
   uint64_t txns_refused = 0;
   uint64_t syncs = 0;
   int64_t last_sync_us = 0;
@@ -91,9 +130,11 @@ void fail(host_impl self) {
 
 void request_sync(host_impl self) {
   auto& st = self->state;
-  if (st.sync_in_flight || st.failed || st.appended <= st.core->durable_lsn())
+  if (st.sync_in_flight || st.failed
+      || (st.appended <= st.core->durable_lsn() && !st.sync_wanted))
     return;
   st.sync_in_flight = true;
+  st.sync_wanted = false;
   st.sync_cap = lsn{std::numeric_limits<uint64_t>::max()};
   auto me = caf::actor_cast<caf::actor>(self);
   st.opts.device->sync([me](store::result<lsn> r) {
@@ -152,6 +193,68 @@ void answer(host_state& st, std::map<uint64_t, host_state::waiter>::iterator w,
   w->second.promise.deliver(std::move(r));
   st.waiting_at.erase(w->second.at.value);
   st.waiting.erase(w);
+}
+
+/// Sends the checkpoint at x.at to x.to in chunks (send_snapshot effect).
+void stream_checkpoint(host_state& st, const send_snapshot& x) {
+  if (st.checkpoint_bytes.empty() || st.checkpoint_at != x.at) {
+    ++st.snapshots_unsupported;
+    return;
+  }
+  auto chunk = std::max<size_t>(st.opts.snapshot_chunk_bytes, 1);
+  auto& bytes = st.checkpoint_bytes;
+  auto count = static_cast<uint32_t>((bytes.size() + chunk - 1) / chunk);
+  auto stream = st.next_stream++;
+  for (uint32_t i = 0; i < count; ++i) {
+    snapshot_chunk c{
+        st.opts.self, st.core->promised(),           x.at, x.at_term, stream, i,
+        count,        bytes.substr(i * chunk, chunk)};
+    st.opts.transport->deliver_chunk(x.to, c);
+  }
+  ++st.snapshots_sent;
+  st.snapshot_chunks_sent += count;
+}
+
+/// Writes a checkpoint of the applied state if the log since the last one
+/// is over a threshold (or `forced`). Returns the checkpoint's lsn, or
+/// nothing if none was written.
+std::optional<lsn> maybe_checkpoint(host_impl self, bool forced) {
+  auto& st = self->state;
+  auto& log = st.core->log();
+  auto at = st.applied;
+  if (st.failed || at <= log.base() || at > st.core->durable_lsn()
+      || at > st.core->commit_lsn())
+    return std::nullopt;
+  if (!forced) {
+    if (at <= st.checkpoint_retry_after)
+      return std::nullopt;
+    auto records = at.value - log.base().value;
+    bool due =
+        (st.opts.checkpoint_every_records != 0
+         && records >= st.opts.checkpoint_every_records)
+        || (st.opts.checkpoint_every_bytes != 0
+            && log.bytes_between(log.base(), at) >= st.opts.checkpoint_every_bytes);
+    if (!due)
+      return std::nullopt;
+  }
+  auto t = log.term_at(at);
+  if (!t)
+    return std::nullopt;
+  checkpoint_image img{at, *t, st.digest, st.store->encode_checkpoint()};
+  auto bytes = encode_checkpoint_image(img);
+  if (!st.opts.device->checkpoint(bytes, at)) {
+    ++st.checkpoint_failures;
+    auto wait = st.opts.checkpoint_every_records != 0 ? st.opts.checkpoint_every_records
+                                                      : uint64_t{1024};
+    st.checkpoint_retry_after = lsn{at.value + wait};
+    return std::nullopt;
+  }
+  ++st.checkpoints_written;
+  st.checkpoint_at = at;
+  st.checkpoint_bytes = std::move(bytes);
+  st.sync_wanted = true;
+  st.core->checkpointed(at);
+  return at;
 }
 
 void arm_timer(host_impl self) {
@@ -215,7 +318,7 @@ void process(host_impl self) {
             if (auto w = st.waiting.find(x.txn.value); w != st.waiting.end())
               answer(st, w, txn_result{x.reason, lsn{}, x.primary_hint, {}});
           } else if constexpr (std::is_same_v<T, send_snapshot>) {
-            ++st.snapshots_unsupported;
+            stream_checkpoint(st, x);
           } else {
             static_assert(std::is_same_v<T, sync_finished>);
             ++st.syncs;
@@ -233,6 +336,7 @@ void process(host_impl self) {
   st.core->outbox().clear();
   for (auto& o : out)
     st.opts.transport->deliver(o.to, o.msg);
+  maybe_checkpoint(self, false);
   request_sync(self);
   arm_timer(self);
 }
@@ -245,6 +349,82 @@ auto peer_handler(host_impl self) {
     self->state.core->handle(message{std::move(m)}, now_of(self));
     process(self);
   };
+}
+
+/// Installs a checkpoint the core took from a peer: durably on the device
+/// first (the core's acknowledgement goes out after this), then as the
+/// readable state.
+void install(host_impl self, std::string bytes, const checkpoint_image& img,
+             std::unique_ptr<store::store_core> state) {
+  auto& st = self->state;
+  if (!st.opts.device->install_snapshot(bytes, img.at)) {
+    fail(self);
+    return;
+  }
+  if (!st.opts.unsafe_install_keeps_state)
+    st.store = std::move(state);
+  st.applied = img.at;
+  st.digest = img.digest;
+  st.appended = img.at;
+  if (st.sync_in_flight && st.sync_cap > img.at)
+    st.sync_cap = img.at;
+  st.checkpoint_at = img.at;
+  st.checkpoint_bytes = std::move(bytes);
+  st.sync_wanted = true;
+  ++st.snapshots_installed;
+}
+
+/// A piece of a checkpoint stream from a peer.
+void on_chunk(host_impl self, snapshot_chunk& c) {
+  auto& st = self->state;
+  if (st.failed)
+    return;
+  auto drop = [&] {
+    ++st.snapshot_chunks_dropped;
+    st.incoming_streams.erase(c.from);
+  };
+  auto& members = st.opts.members;
+  if (c.from == st.opts.self
+      || std::find(members.begin(), members.end(), c.from) == members.end()) {
+    ++st.snapshot_chunks_dropped; // not a member: keep any stream of a member
+    return;
+  }
+  if (c.t < st.core->promised() || c.count == 0 || c.index >= c.count) {
+    drop();
+    return;
+  }
+  auto& in = st.incoming_streams[c.from];
+  if (c.index != 0 && in.stream == c.stream && c.index < in.next) {
+    ++st.snapshot_chunks_dropped; // a duplicate: the stream goes on
+    return;
+  }
+  if (c.index == 0) {
+    in = host_state::incoming{c.t, c.at, c.at_term, c.stream, 0, c.count, {}};
+  } else if (in.stream != c.stream || in.next != c.index || in.count != c.count
+             || in.t != c.t || in.at != c.at || in.at_term != c.at_term) {
+    drop(); // out of order, or a piece of another stream
+    return;
+  }
+  if (in.data.size() + c.data.size() > st.opts.max_snapshot_bytes) {
+    drop();
+    return;
+  }
+  in.data += c.data;
+  ++in.next;
+  if (in.next < in.count)
+    return;
+  auto done = std::move(in);
+  st.incoming_streams.erase(c.from);
+  auto img = decode_checkpoint_image(done.data);
+  auto state = std::make_unique<store::store_core>(st.opts.limits);
+  if (!img || img.value().at != done.at || img.value().at_term != done.at_term
+      || !state->load_checkpoint(img.value().store_image)) {
+    ++st.snapshot_chunks_dropped;
+    return;
+  }
+  if (st.core->snapshot_offered(c.from, done.t, done.at, done.at_term, now_of(self)))
+    install(self, std::move(done.data), img.value(), std::move(state));
+  process(self);
 }
 
 /// The replica's position for an answer to a read: applied lsn, role (a
@@ -334,12 +514,27 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
   recovered_state rec;
   rec.promised = st.opts.terms->load();
   auto dev = st.opts.device->recover();
-  if (!dev || !dev.value().checkpoint.empty()) {
+  if (!dev) {
     st.failed = true;
-  } else {
+  } else if (!dev.value().checkpoint.empty()) {
+    // The checkpoint is the applied state through its lsn; a checkpoint that
+    // does not decode is never read as an empty state.
+    auto img = decode_checkpoint_image(dev.value().checkpoint);
+    if (!img || !st.store->load_checkpoint(img.value().store_image)) {
+      st.failed = true;
+    } else {
+      rec.base = img.value().at;
+      rec.base_term = img.value().at_term;
+      st.applied = rec.base;
+      st.digest = img.value().digest;
+      st.checkpoint_at = rec.base;
+      st.checkpoint_bytes = std::move(dev.value().checkpoint);
+    }
+  }
+  if (dev && !st.failed) {
     for (auto& r : dev.value().records) {
       auto e = from_log_record(r);
-      if (!e || e->at.value != rec.entries.size() + 1) {
+      if (!e || e->at.value != rec.base.value + rec.entries.size() + 1) {
         st.failed = true;
         rec.entries.clear();
         break;
@@ -347,7 +542,12 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
       rec.entries.push_back(std::move(*e));
     }
   }
-  st.appended = lsn{rec.entries.size()};
+  if (st.failed) {
+    rec.base = lsn{};
+    rec.base_term = term{};
+    rec.entries.clear();
+  }
+  st.appended = lsn{rec.base.value + rec.entries.size()};
   st.core = std::make_unique<replica_core>(st.opts.self, st.opts.members, st.opts.config,
                                            std::move(rec));
   self->set_default_handler([self](caf::scheduled_actor* ptr,
@@ -364,6 +564,12 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
       peer_handler<append>(self),
       peer_handler<append_reply>(self),
       peer_handler<stale_term>(self),
+      [self](snapshot_chunk& c) { on_chunk(self, c); },
+      [self](replication_atoms::checkpoint_atom) {
+        auto at = maybe_checkpoint(self, true);
+        request_sync(self);
+        return at ? at->value : uint64_t{0};
+      },
       [self](const become_primary_msg& m) {
         if (self->state.failed)
           return false;
@@ -481,6 +687,13 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         s.digest = st.digest;
         s.syncs = st.syncs;
         s.last_sync_us = st.last_sync_us;
+        s.checkpoints_written = st.checkpoints_written;
+        s.checkpoint_failures = st.checkpoint_failures;
+        s.checkpoint_lsn = st.checkpoint_at;
+        s.snapshots_sent = st.snapshots_sent;
+        s.snapshot_chunks_sent = st.snapshot_chunks_sent;
+        s.snapshots_installed = st.snapshots_installed;
+        s.snapshot_chunks_dropped = st.snapshot_chunks_dropped;
         return s;
       },
   };

@@ -45,9 +45,29 @@
 // log, so every replica decides alike, and the primary answers a strong
 // transaction with each op's output after applying it.
 //
-// Not carried out: send_snapshot (checkpoint streaming) is counted in
-// replica_status::snapshots_unsupported; a device holding a checkpoint is
-// refused at start (failed).
+// Checkpoints (checkpoint_image.hpp): once the log since the last checkpoint
+// holds checkpoint_every_records records or checkpoint_every_bytes bytes
+// (entry_bytes), or when asked (checkpoint_atom), the host encodes its
+// applied state at lsn L = its applied lsn (only when L is durable here, so
+// L <= commit and the device holds every record through L), writes it with
+// log_device::checkpoint, asks the device for a sync, and tells the core
+// checkpointed(L), which drops the records through L from its log. A failed
+// checkpoint is counted, not fatal. On start the host loads the device's
+// checkpoint (a checkpoint that does not decode stops the host: failed) and
+// the records after it.
+//
+// Snapshot streaming: on send_snapshot{to, at} the host sends its
+// checkpoint at `at` as snapshot_chunk messages of at most
+// snapshot_chunk_bytes each, in order. The receiver keeps one stream per
+// sender, drops and counts chunks that are out of order, from a
+// non-member, under a term lower than promised, or past
+// max_snapshot_bytes, checks the reassembled image (checksum, lsn and term
+// as announced) and offers it to its core (snapshot_offered). If the core
+// takes it, the host installs it durably (log_device::install_snapshot:
+// checkpoint replaced, log empty after `at`) BEFORE it sends the core's
+// acknowledgement, and replaces its store state and digest with the
+// image's. Lost chunks are recovered by the core's snapshot_retry (the
+// sender streams again).
 #pragma once
 
 #include "actors/replication/term_file.hpp"
@@ -83,6 +103,8 @@ class replica_transport {
 public:
   virtual ~replica_transport() = default;
   virtual void deliver(node_id to, const message& m) = 0;
+  /// A piece of a checkpoint stream (replica_host.hpp).
+  virtual void deliver_chunk(node_id to, const snapshot_chunk& c) = 0;
 };
 
 /// Sends to peer actors in the same actor system (or remote handles). Links
@@ -94,6 +116,7 @@ public:
   void set_peer(node_id id, caf::actor handle) { peers_[id] = std::move(handle); }
   void set_link(node_id id, bool up) { down_[id] = !up; }
   void deliver(node_id to, const message& m) override;
+  void deliver_chunk(node_id to, const snapshot_chunk& c) override;
   /// Messages lost: no handle for the peer, or its link cut.
   uint64_t lost() const { return lost_; }
 
@@ -116,6 +139,19 @@ struct replica_host_options {
   /// (at least one item is returned whatever its size).
   uint32_t max_list_items = 1000;
   size_t max_list_bytes = 1u << 20;
+  /// Checkpoint once the log since the last checkpoint holds this many
+  /// records, or this many bytes (entry_bytes); 0 disables that trigger
+  /// (both 0: only on request).
+  uint64_t checkpoint_every_records = 100000;
+  uint64_t checkpoint_every_bytes = 64u << 20;
+  /// Largest piece of a streamed checkpoint, and the largest checkpoint a
+  /// host accepts from a peer (chunks past it are dropped).
+  size_t snapshot_chunk_bytes = 256u << 10;
+  uint64_t max_snapshot_bytes = 4ull << 30;
+  /// Only for the simulator's meta-test, which shows the checkers catch a
+  /// broken install: an installed checkpoint replaces the log and the
+  /// digest but the host keeps its old store state.
+  bool unsafe_install_keeps_state = false;
 };
 
 /// Spawns a host after recovering its term file and device.

@@ -39,6 +39,7 @@ protected:
       replica r;
       r.id = node_id{i};
       r.device = std::make_shared<memory_log_device>();
+      r.device->set_checkpoints_wait_for_sync(true);
       r.terms = std::make_shared<memory_term_file>();
       r.transport = std::make_shared<actor_transport>();
       rs.push_back(r);
@@ -66,6 +67,9 @@ protected:
     o.config = config;
     o.limits = limits;
     o.max_list_items = max_list_items;
+    o.checkpoint_every_records = checkpoint_every_records;
+    o.checkpoint_every_bytes = checkpoint_every_bytes;
+    o.snapshot_chunk_bytes = snapshot_chunk_bytes;
     rs[i].host = track(spawn_replica_host(sys(), o));
     for (auto& r : rs)
       r.transport->set_peer(rs[i].id, rs[i].host);
@@ -153,6 +157,11 @@ protected:
   replica_config config;
   conclave::store::core_limits limits;
   uint32_t max_list_items = 1000;
+  /// Checkpoint triggers of every host (0: only checkpoint_atom), and the
+  /// size of a streamed checkpoint's chunks.
+  uint64_t checkpoint_every_records = 0;
+  uint64_t checkpoint_every_bytes = 0;
+  size_t snapshot_chunk_bytes = 256u << 10;
 };
 
 } // namespace conclave::replication::testing

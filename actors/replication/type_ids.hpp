@@ -23,6 +23,7 @@ CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::list_result))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::read_request))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::read_result))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::replica_status))
+CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::snapshot_chunk))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::stale_term))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::sync_reply))
 CAF_ADD_TYPE_ID(conclave_replication, (conclave::replication::sync_request))
@@ -34,5 +35,7 @@ CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, flush_atom, "rp_
 CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, synced_atom, "rp_synced")
 CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, timer_atom, "rp_timer")
 CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, retry_atom, "rp_retry")
+CAF_ADD_ATOM(conclave_replication, conclave::replication_atoms, checkpoint_atom,
+             "rp_ckpt")
 
 CAF_END_TYPE_ID_BLOCK(conclave_replication)

@@ -10,7 +10,7 @@
 // next event, can lose unsynced records on a simulated crash), and
 // storage::wal_log_device (storage/wal_log_device.hpp: the file WAL, group
 // commit on a writer thread, whose completions come back from that thread;
-// no checkpoints yet).
+// checkpoint files beside the log).
 #pragma once
 
 #include "protocols/store/errc.hpp"
@@ -48,6 +48,18 @@ public:
   /// Stores a checkpoint image covering every record up to `at` (durable
   /// ones only); records up to `at` may then be dropped.
   virtual result<void> checkpoint(std::string image, lsn at) = 0;
+
+  /// Replaces the checkpoint and the whole log with `image` at `at` (a
+  /// replica installing a checkpoint streamed by another): afterwards the
+  /// log is empty and the next append is at + 1; a sync still waiting
+  /// reports at most `at`. Atomic across a crash: recovery finds the old
+  /// checkpoint and log, or the new image and an empty log, never a mix.
+  /// Devices that cannot do it answer bad_argument.
+  virtual result<void> install_snapshot(std::string image, lsn at) {
+    (void)image;
+    (void)at;
+    return errc::bad_argument;
+  }
 
   /// What a restarted host replays: the newest checkpoint image (empty if
   /// none) and the durable records after it, in lsn order.

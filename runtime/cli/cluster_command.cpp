@@ -27,6 +27,8 @@ struct cluster_options {
   unsigned detector_timeout_ms = 0;
   std::string log_format;
   bool no_quorum_guard = false;
+  /// -1: the nodes' default.
+  int64_t checkpoint_every = -1;
 };
 
 CLI::Option* dir_option(CLI::App* sub, std::string& dir) {
@@ -50,6 +52,9 @@ int run_up(cluster_options& o) {
   }
   if (o.no_quorum_guard)
     o.up.node_settings.push_back("no-quorum-guard = true");
+  if (o.checkpoint_every >= 0)
+    o.up.node_settings.push_back("checkpoint-every = "
+                                 + std::to_string(o.checkpoint_every));
   return cluster::up(o.up, std::cout);
 }
 
@@ -99,6 +104,9 @@ void add_cluster_command(command_registry& reg) {
       ->capture_default_str();
   option(up, "--detector", o->detector, "nodes' leader failure detector: fixed or phi");
   option(up, "--heartbeat-ms", o->heartbeat_ms, "nodes' leader heartbeat interval");
+  option(up, "--checkpoint-every", o->checkpoint_every,
+         "nodes' replica checkpoint threshold in records (node --checkpoint-every; "
+         "0: never; default: the node's)");
   option(up, "--detector-timeout-ms", o->detector_timeout_ms,
          "nodes' silence before suspecting the leader");
   option(up, "--log-format", o->log_format, "nodes' log format: text or json");

@@ -89,6 +89,10 @@ void add_node_command(command_registry& reg) {
          "address; a group of one lists only this node)");
   option(sub, "--metrics", o.metrics, "HOST:PORT to serve /metrics on");
   option(sub, "--data-dir", o.data_dir, "directory for status.json");
+  option(sub, "--checkpoint-every", o.checkpoint_every,
+         "the replica checkpoints its state once the log since the last checkpoint "
+         "holds this many records or 64 MiB (0: never)")
+      ->capture_default_str();
   option(sub, "--algorithm", o.algorithm, "bully or ring")->capture_default_str();
   option(sub, "--cluster", o.cluster, "cluster name; nodes of other clusters are refused")
       ->capture_default_str();

@@ -10,8 +10,8 @@ namespace conclave::cli {
 
 namespace {
 
-constexpr const char* repl_flags[] = {"--replicas", "--clients", "--weak-share",
-                                      "--fsync-us", "--unsafe"};
+constexpr const char* repl_flags[] = {"--replicas", "--clients",          "--weak-share",
+                                      "--fsync-us", "--checkpoint-every", "--unsafe"};
 
 } // namespace
 
@@ -27,9 +27,13 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
   option(sub, "--fsync-us", o.fsync_us,
          "replication workload: virtual time a disk sync takes, in microseconds")
       ->capture_default_str();
+  option(sub, "--checkpoint-every", o.checkpoint_every,
+         "replication workload: replicas checkpoint every this many records "
+         "(0: never)")
+      ->capture_default_str();
   option(sub, "--unsafe", o.unsafe,
          "replication workload: none, or a broken fixture the checkers must catch: "
-         "skip-sync or lying-disk")
+         "skip-sync, lying-disk or bad-install")
       ->capture_default_str();
 }
 
@@ -51,9 +55,13 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
   if (o.fsync_us < 1 || o.fsync_us > 1000000)
     return bad_input("--fsync-us: expected 1 to 1000000, got "
                      + std::to_string(o.fsync_us));
-  if (o.unsafe != "none" && o.unsafe != "skip-sync" && o.unsafe != "lying-disk")
-    return bad_input("--unsafe: expected none, skip-sync or lying-disk, got '" + o.unsafe
-                     + "'");
+  if (o.unsafe != "none" && o.unsafe != "skip-sync" && o.unsafe != "lying-disk"
+      && o.unsafe != "bad-install")
+    return bad_input(
+        "--unsafe: expected none, skip-sync, lying-disk or bad-install, got '" + o.unsafe
+        + "'");
+  if (o.unsafe == "bad-install" && o.checkpoint_every == 0)
+    return bad_input("--unsafe bad-install needs --checkpoint-every N (N > 0)");
   if (runs < 1)
     return bad_input("--runs: must be at least 1");
   auto plan = sim::parse_fault_spec(faults);
@@ -69,12 +77,16 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
   s.fsync = std::chrono::microseconds{o.fsync_us};
   s.skip_sync = o.unsafe == "skip-sync";
   s.lying_disk = o.unsafe == "lying-disk";
+  s.bad_install = o.unsafe == "bad-install";
+  s.checkpoint_every = o.checkpoint_every;
   std::ostringstream weak;
   weak << o.weak_share;
   auto prefix = "conclave sim --workload replication --replicas "
                 + std::to_string(o.replicas) + " --clients " + std::to_string(o.clients)
                 + " --weak-share " + weak.str() + " --fsync-us "
                 + std::to_string(o.fsync_us);
+  if (o.checkpoint_every != 0)
+    prefix += " --checkpoint-every " + std::to_string(o.checkpoint_every);
   if (o.unsafe != "none")
     prefix += " --unsafe " + o.unsafe;
   if (!faults.empty())

@@ -16,13 +16,17 @@ struct sim_repl_options {
   size_t clients = 4;
   double weak_share = 0.25;
   unsigned fsync_us = 2000;
+  /// Replica hosts checkpoint every this many records (0: never).
+  uint64_t checkpoint_every = 0;
   /// "none", or a broken fixture the checkers must catch: "skip-sync" (new
-  /// primaries serve without a sync phase) or "lying-disk" (syncs reported
-  /// durable before they are).
+  /// primaries serve without a sync phase), "lying-disk" (syncs reported
+  /// durable before they are) or "bad-install" (a streamed checkpoint is
+  /// installed without its state).
   std::string unsafe = "none";
 };
 
-/// Adds --replicas, --clients, --weak-share, --fsync-us and --unsafe to `sub`.
+/// Adds --replicas, --clients, --weak-share, --fsync-us, --checkpoint-every and
+/// --unsafe to `sub`.
 void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o);
 
 /// True if any of those flags was given (they belong to the replication

@@ -241,6 +241,8 @@ void start_replica(caf::actor_system& sys, const node_config& c,
   o.device = storage.device;
   o.terms = storage.terms;
   o.transport = ep->transport;
+  o.checkpoint_every_records = c.checkpoint_every_records;
+  o.checkpoint_every_bytes = c.checkpoint_every_bytes;
   ep->host = replication::spawn_replica_host(sys, std::move(o));
   replica_front_options fo;
   fo.host = ep->host;

@@ -138,6 +138,8 @@ result<node_config> make_node_config(const node_options& o) {
     c.metrics = m.value();
   }
   c.data_dir = o.data_dir;
+  c.checkpoint_every_records = o.checkpoint_every;
+  c.checkpoint_every_bytes = o.checkpoint_every == 0 ? 0 : c.checkpoint_every_bytes;
   auto algo = election::parse_algorithm(o.algorithm);
   if (!algo)
     return "--algorithm: " + algo.error();

@@ -52,6 +52,9 @@ struct node_options {
   std::string peers;
   std::string metrics;
   std::string data_dir;
+  /// The replica checkpoints once its log since the last checkpoint holds
+  /// this many records or 64 MiB (0: never).
+  uint64_t checkpoint_every = 100000;
   std::string algorithm = "bully";
   std::string cluster = "conclave";
   /// Leader detection: heartbeats every 50 ms, suspicion after 150 ms of
@@ -85,6 +88,10 @@ struct node_config {
   std::map<uint64_t, address> peers; ///< the other members (never this node)
   std::optional<address> metrics;
   std::string data_dir; ///< empty: no status file
+  /// Replica checkpoint triggers (replica_host_options): records and bytes
+  /// of log since the last checkpoint; 0 disables one.
+  uint64_t checkpoint_every_records = 100000;
+  uint64_t checkpoint_every_bytes = 64u << 20;
   election::election_config election;
   /// CAF middleman: heartbeat on every connection, and the silence after which a
   /// connection is closed (every member must use the same values).

@@ -181,3 +181,21 @@ TEST(node_config, tls_needs_all_three_readable_files) {
   ASSERT_TRUE(c.value().tls);
   EXPECT_EQ(c.value().tls->key, "/etc/hostname");
 }
+
+TEST(node_config, checkpoint_every_sets_the_replica_triggers_and_zero_turns_them_off) {
+  auto c = make_node_config(three_nodes());
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c.value().checkpoint_every_records, 100000u);
+  EXPECT_EQ(c.value().checkpoint_every_bytes, 64u << 20);
+  auto o = three_nodes();
+  o.checkpoint_every = 10;
+  c = make_node_config(o);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c.value().checkpoint_every_records, 10u);
+  EXPECT_EQ(c.value().checkpoint_every_bytes, 64u << 20);
+  o.checkpoint_every = 0;
+  c = make_node_config(o);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c.value().checkpoint_every_records, 0u);
+  EXPECT_EQ(c.value().checkpoint_every_bytes, 0u);
+}

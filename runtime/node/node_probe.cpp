@@ -310,6 +310,29 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                              "reachable yet (dropped; the protocol resends)")
                        .Register(reg)
                        .Add({});
+  checkpoint_lsn_ = &BuildGauge()
+                         .Name("conclave_replica_checkpoint_lsn")
+                         .Help("Last log record covered by the replica's newest "
+                               "checkpoint (0: none)")
+                         .Register(reg)
+                         .Add({});
+  checkpoints_ = &BuildCounter()
+                      .Name("conclave_replica_checkpoints_total")
+                      .Help("Checkpoints the replica wrote")
+                      .Register(reg)
+                      .Add({});
+  snapshots_sent_ = &BuildCounter()
+                         .Name("conclave_replica_snapshots_sent_total")
+                         .Help("Checkpoints streamed to a replica whose next record "
+                               "the log no longer held")
+                         .Register(reg)
+                         .Add({});
+  snapshots_installed_ = &BuildCounter()
+                              .Name("conclave_replica_snapshots_installed_total")
+                              .Help("Checkpoints streamed from another replica and "
+                                    "installed here")
+                              .Register(reg)
+                              .Add({});
   replica_dropped_ = &BuildCounter()
                           .Name("conclave_replica_dropped_messages_total")
                           .Help("Replication messages the replica dropped unapplied, "
@@ -580,6 +603,7 @@ void node_probe::replica(const replica_report& r) {
   commit_lsn_->Set(static_cast<double>(r.summary.commit_lsn));
   applied_lsn_->Set(static_cast<double>(r.summary.applied_lsn));
   durable_lsn_->Set(static_cast<double>(r.summary.durable_lsn));
+  checkpoint_lsn_->Set(static_cast<double>(r.summary.checkpoint_lsn));
   for (auto p : peers_) {
     replica_lag l;
     for (auto& x : r.lag)
@@ -600,6 +624,14 @@ void node_probe::replica(const replica_report& r) {
       records_shipped_->Increment(static_cast<double>(r.records_shipped - shipped_seen_));
       shipped_seen_ = r.records_shipped;
     }
+    auto count = [](prometheus::Counter* c, uint64_t total, uint64_t& seen) {
+      if (total > seen)
+        c->Increment(static_cast<double>(total - seen));
+      seen = std::max(seen, total);
+    };
+    count(checkpoints_, r.summary.checkpoints_written, checkpoints_seen_);
+    count(snapshots_sent_, r.summary.snapshots_sent, snapshots_sent_seen_);
+    count(snapshots_installed_, r.summary.snapshots_installed, snapshots_installed_seen_);
     if (r.messages_lost > lost_seen_) {
       replica_lost_->Increment(static_cast<double>(r.messages_lost - lost_seen_));
       lost_seen_ = r.messages_lost;

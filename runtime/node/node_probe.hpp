@@ -148,6 +148,13 @@ private:
   prometheus::Histogram* sync_duration_;
   prometheus::Counter* records_shipped_;
   prometheus::Counter* replica_lost_;
+  prometheus::Gauge* checkpoint_lsn_;
+  prometheus::Counter* checkpoints_;
+  prometheus::Counter* snapshots_sent_;
+  prometheus::Counter* snapshots_installed_;
+  uint64_t checkpoints_seen_ = 0;
+  uint64_t snapshots_sent_seen_ = 0;
+  uint64_t snapshots_installed_seen_ = 0;
   prometheus::Histogram* commit_latency_;
   prometheus::Family<prometheus::Counter>* replica_dropped_;
   std::map<std::string, uint64_t> dropped_seen_;

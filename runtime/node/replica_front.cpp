@@ -38,6 +38,10 @@ node_probe::replica_report report_of(const rp::replica_status& s, const front_st
   r.summary.last_lsn = s.last.value;
   r.summary.digest = s.digest;
   r.summary.durable_storage = st.opts.durable_storage;
+  r.summary.checkpoint_lsn = s.checkpoint_lsn.value;
+  r.summary.checkpoints_written = s.checkpoints_written;
+  r.summary.snapshots_sent = s.snapshots_sent;
+  r.summary.snapshots_installed = s.snapshots_installed;
   for (auto& l : s.lag)
     r.lag.push_back(
         {l.peer.value, l.records, l.bytes, static_cast<double>(l.behind_us) / 1e6});

@@ -34,6 +34,21 @@ void peer_replica_transport::deliver(replication::node_id to,
   std::visit([&](const auto& x) { caf::anon_send(dest, x); }, m);
 }
 
+void peer_replica_transport::deliver_chunk(replication::node_id to,
+                                           const replication::snapshot_chunk& c) {
+  caf::actor dest;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (auto i = peers_.find(to.value); i != peers_.end())
+      dest = i->second;
+  }
+  if (!dest) {
+    ++lost_;
+    return;
+  }
+  caf::anon_send(dest, c);
+}
+
 void peer_replica_transport::set_peer(uint64_t id, caf::actor host) {
   std::lock_guard<std::mutex> guard{mtx_};
   peers_[id] = std::move(host);

@@ -35,6 +35,8 @@ namespace conclave::node {
 class peer_replica_transport final : public replication::replica_transport {
 public:
   void deliver(replication::node_id to, const replication::message& m) override;
+  void deliver_chunk(replication::node_id to,
+                     const replication::snapshot_chunk& c) override;
 
   /// The host of member `id` is `host` (replaces an older handle).
   void set_peer(uint64_t id, caf::actor host);

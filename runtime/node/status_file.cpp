@@ -41,7 +41,11 @@ std::string to_json(const node_status& s) {
                     {"durable_lsn", r.durable_lsn},
                     {"last_lsn", r.last_lsn},
                     {"digest", std::string{digest}},
-                    {"durable_storage", r.durable_storage}};
+                    {"durable_storage", r.durable_storage},
+                    {"checkpoint_lsn", r.checkpoint_lsn},
+                    {"checkpoints_written", r.checkpoints_written},
+                    {"snapshots_sent", r.snapshots_sent},
+                    {"snapshots_installed", r.snapshots_installed}};
   }
   if (s.last_suspicion) {
     auto& v = *s.last_suspicion;
@@ -87,6 +91,10 @@ std::optional<node_status> status_from_json(const std::string& text) {
       out.last_lsn = r.value("last_lsn", uint64_t{0});
       out.digest = std::stoull(r.value("digest", std::string{"0"}), nullptr, 16);
       out.durable_storage = r.value("durable_storage", false);
+      out.checkpoint_lsn = r.value("checkpoint_lsn", uint64_t{0});
+      out.checkpoints_written = r.value("checkpoints_written", uint64_t{0});
+      out.snapshots_sent = r.value("snapshots_sent", uint64_t{0});
+      out.snapshots_installed = r.value("snapshots_installed", uint64_t{0});
       s.replica = out;
     }
     if (j.contains("last_suspicion") && j["last_suspicion"].is_object()) {

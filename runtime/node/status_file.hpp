@@ -34,11 +34,22 @@ struct replica_summary {
   uint64_t digest = 0;
   /// Whether the log survives a restart of the process.
   bool durable_storage = false;
+  /// The newest checkpoint's lsn (0: none); since the process started:
+  /// checkpoints written, checkpoint streams sent to other replicas, streamed
+  /// checkpoints installed here.
+  uint64_t checkpoint_lsn = 0;
+  uint64_t checkpoints_written = 0;
+  uint64_t snapshots_sent = 0;
+  uint64_t snapshots_installed = 0;
   friend bool operator==(const replica_summary& a, const replica_summary& b) {
     return a.role == b.role && a.serving == b.serving && a.commit_lsn == b.commit_lsn
            && a.applied_lsn == b.applied_lsn && a.durable_lsn == b.durable_lsn
            && a.last_lsn == b.last_lsn && a.digest == b.digest
-           && a.durable_storage == b.durable_storage;
+           && a.durable_storage == b.durable_storage
+           && a.checkpoint_lsn == b.checkpoint_lsn
+           && a.checkpoints_written == b.checkpoints_written
+           && a.snapshots_sent == b.snapshots_sent
+           && a.snapshots_installed == b.snapshots_installed;
   }
 };
 

@@ -77,6 +77,19 @@ void repl_link::deliver(node_id to, const replication::message& m) {
     std::visit([&](const auto& x) { caf::delayed_anon_send(*h, d, x); }, m);
 }
 
+void repl_link::deliver_chunk(node_id to, const replication::snapshot_chunk& c) {
+  auto delays = net_->route(self_, to);
+  if (delays.empty())
+    return;
+  auto h = handle_of(net_->hosts, to);
+  if (!h) {
+    ++net_->lost;
+    return;
+  }
+  for (auto d : delays)
+    caf::delayed_anon_send(*h, d, c);
+}
+
 void election_link::send(caf::local_actor*, node_id to, const election::message& m) {
   auto delays = net_->route(self_, to);
   if (delays.empty())
@@ -131,7 +144,19 @@ store::result<void> sim_disk::truncate_after(store::lsn at) {
 }
 
 store::result<void> sim_disk::checkpoint(std::string image, store::lsn at) {
-  return inner_.checkpoint(std::move(image), at);
+  auto res = inner_.checkpoint(std::move(image), at);
+  if (res)
+    ++checkpoints_;
+  return res;
+}
+
+store::result<void> sim_disk::install_snapshot(std::string image, store::lsn at) {
+  auto res = inner_.install_snapshot(std::move(image), at);
+  if (res) {
+    appended_ = at;
+    ++installs_;
+  }
+  return res;
 }
 
 store::result<store::log_device::recovered> sim_disk::recover() {

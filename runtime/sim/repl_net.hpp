@@ -81,6 +81,7 @@ public:
   repl_link(election::node_id self, std::shared_ptr<repl_net> net)
       : self_(self), net_(std::move(net)) {}
   void deliver(election::node_id to, const replication::message& m) override;
+  void deliver_chunk(election::node_id to, const replication::snapshot_chunk& c) override;
 
 private:
   election::node_id self_;
@@ -108,6 +109,7 @@ public:
   /// `releaser` completes the syncs; spawn it with spawn_disk_releaser.
   sim_disk(std::chrono::nanoseconds fsync, bool lying) : fsync_(fsync), lying_(lying) {
     inner_.set_auto_sync(false);
+    inner_.set_checkpoints_wait_for_sync(true);
   }
 
   void set_releaser(caf::actor releaser) { releaser_ = std::move(releaser); }
@@ -116,6 +118,7 @@ public:
   void sync(sync_callback done) override;
   store::result<void> truncate_after(store::lsn at) override;
   store::result<void> checkpoint(std::string image, store::lsn at) override;
+  store::result<void> install_snapshot(std::string image, store::lsn at) override;
   store::result<recovered> recover() override;
 
   /// A crash: records appended but not synced are lost (returns how many);
@@ -125,6 +128,10 @@ public:
   void release(uint64_t gen);
 
   uint64_t syncs() const { return inner_.syncs(); }
+  /// Checkpoints written and snapshots installed on this disk (across the
+  /// host's restarts).
+  uint64_t checkpoints() const { return checkpoints_; }
+  uint64_t installs() const { return installs_; }
 
 private:
   store::memory_log_device inner_;
@@ -133,6 +140,8 @@ private:
   caf::actor releaser_;
   uint64_t generation_ = 0;
   store::lsn appended_;
+  uint64_t checkpoints_ = 0;
+  uint64_t installs_ = 0;
 };
 
 /// The actor that completes a sim_disk's syncs (holds it weakly).

@@ -34,6 +34,8 @@ void repl_summary::add(const repl_run_report& r) {
   messages_lost_ += r.messages_lost;
   duplicated_ += r.duplicated;
   unsynced_lost_ += r.unsynced_lost;
+  checkpoints_ += r.checkpoints;
+  installs_ += r.installs;
   sync_durations_.insert(sync_durations_.end(), r.sync_durations.begin(),
                          r.sync_durations.end());
   if (r.recovery) {
@@ -66,6 +68,8 @@ void repl_summary::print(std::ostream& out) const {
       << "), unsynced records lost in crashes " << unsynced_lost_ << ", replica samples "
       << samples_ << " (" << acting_reads_ << " on the acting primary, " << discarded_
       << " discarded: status changed while read)\n";
+  out << "checkpoints: " << checkpoints_ << " written, " << installs_
+      << " streamed to a replica and installed\n";
   verdicts_.print_failures(out, "no majority up at the end");
   out << verdict() << '\n';
 }
@@ -97,6 +101,7 @@ std::string repl_summary::to_json(uint64_t seed, const std::string& faults) cons
   doc["messages"] = {
       {"total", messages_}, {"lost", messages_lost_}, {"duplicated", duplicated_}};
   doc["unsynced_records_lost_in_crashes"] = unsynced_lost_;
+  doc["checkpoints"] = {{"written", checkpoints_}, {"installed", installs_}};
   doc["samples"] = {{"taken", samples_},
                     {"on_acting_primary", acting_reads_},
                     {"discarded", discarded_}};

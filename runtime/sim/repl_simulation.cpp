@@ -247,6 +247,10 @@ public:
     log_ = std::make_shared<sync_log>();
     econfig_.guard.enabled = true;
     rconfig_.unsafe_skip_sync = s.skip_sync;
+    // A checkpoint stream lost while its receiver was down is sent again
+    // after snapshot_retry; the default 500 ms is the whole quiet period
+    // after which replicas_converge judges, so the sim retries sooner.
+    rconfig_.snapshot_retry = std::chrono::milliseconds(100);
     for (uint64_t k = 1; k <= s.replicas; ++k)
       members_.push_back(el::node_id{k});
     nodes_.resize(s.replicas);
@@ -268,6 +272,18 @@ public:
   const sync_log& syncs() const { return *log_; }
   /// Records appended but not yet durable that crashes dropped.
   uint64_t unsynced_lost() const { return unsynced_lost_; }
+  uint64_t checkpoints() const {
+    uint64_t n = 0;
+    for (auto& x : nodes_)
+      n += x.disk->checkpoints();
+    return n;
+  }
+  uint64_t installs() const {
+    uint64_t n = 0;
+    for (auto& x : nodes_)
+      n += x.disk->installs();
+    return n;
+  }
   size_t alive() const {
     return static_cast<size_t>(
         std::count_if(nodes_.begin(), nodes_.end(), [](auto& n) { return n.alive; }));
@@ -484,6 +500,9 @@ private:
     o.device = n.disk;
     o.terms = n.terms;
     o.transport = std::make_shared<repl_link>(n.id, net_);
+    o.checkpoint_every_records = settings_.checkpoint_every;
+    o.checkpoint_every_bytes = 0;
+    o.unsafe_install_keeps_state = settings_.bad_install;
     n.host = driver_.track(rp::spawn_replica_host(sys, o));
     el::candidate_options co;
     co.id = n.id;
@@ -757,6 +776,8 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.messages_lost = w.net().lost;
   rep.duplicated = w.net().duplicated;
   rep.unsynced_lost = w.unsynced_lost();
+  rep.checkpoints = w.checkpoints();
+  rep.installs = w.installs();
   return rep;
 }
 

@@ -64,11 +64,17 @@ struct repl_settings {
   duration min_run = std::chrono::milliseconds(500);
   /// Virtual time a disk sync takes.
   duration fsync = std::chrono::milliseconds(2);
+  /// Replica hosts checkpoint every this many records (0: never), so that a
+  /// replica that was away catches up by a streamed checkpoint.
+  uint64_t checkpoint_every = 0;
   // -- broken fixtures of the checkers' meta-tests --
   /// New primaries serve without a sync phase (replica_config::unsafe_skip_sync).
   bool skip_sync = false;
   /// Disks report syncs durable before they are (ack before durable).
   bool lying_disk = false;
+  /// Installed checkpoints keep the old store state
+  /// (replica_host_options::unsafe_install_keeps_state).
+  bool bad_install = false;
 };
 
 /// What one run did and what the checkers found.
@@ -97,6 +103,9 @@ struct repl_run_report {
   uint64_t duplicated = 0;
   /// Records appended but not yet durable that crashes dropped.
   uint64_t unsynced_lost = 0;
+  /// Checkpoints written and streamed checkpoints installed, all replicas.
+  uint64_t checkpoints = 0;
+  uint64_t installs = 0;
   /// From heal to the first strong acknowledgement after it (if any).
   std::optional<duration> recovery;
   timestamp heal{0};

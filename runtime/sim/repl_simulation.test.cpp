@@ -109,7 +109,36 @@ TEST(repl_simulation, seeded_random_faults_pass) {
   }
 }
 
+TEST(repl_simulation, a_replica_down_past_a_checkpoint_catches_up_by_a_streamed_one) {
+  // Replica 3 is down while the others commit and checkpoint every 10
+  // records: it comes back behind the primary's checkpoint.
+  auto s = with_faults("crash@200ms:3,restart@600ms:3");
+  s.checkpoint_every = 10;
+  uint64_t installs = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    s.seed = seed;
+    auto r = run_repl_simulation(s);
+    EXPECT_TRUE(r.violations.empty()) << "seed " << seed << ": " << complaints(r);
+    EXPECT_GT(r.checkpoints, 0u);
+    installs += r.installs;
+  }
+  EXPECT_GT(installs, 0u);
+}
+
 // -- meta-tests: broken fixtures must be caught -----------------------------
+
+TEST(repl_simulation, an_install_that_keeps_the_old_state_is_caught) {
+  auto s = with_faults("crash@200ms:3,restart@600ms:3");
+  s.checkpoint_every = 10;
+  s.bad_install = true;
+  size_t caught = 0;
+  for (uint64_t seed = 1; seed <= 10 && caught == 0; ++seed) {
+    s.seed = seed;
+    if (run_repl_simulation(s).safety_violated())
+      ++caught;
+  }
+  EXPECT_GT(caught, 0u);
+}
 
 TEST(repl_simulation, a_primary_that_skips_the_sync_phase_is_caught) {
   auto s = with_faults("random=4,horizon=1s");

@@ -1,6 +1,7 @@
 // Multi-process tests of the replicated store: nodes launched by `cluster up`
 // (TLS), written and read through `conclave kv`, the primary killed with
-// SIGKILL or frozen past its lease with SIGSTOP. What must hold: every acknowledged write
+// SIGKILL or frozen past its lease with SIGSTOP, a secondary killed while the
+// primary checkpoints past it. What must hold: every acknowledged write
 // is on the new primary, and the replicas are equal afterwards (same applied lsn, same
 // digest of the records applied, from each node's status). Loopback only; bounded (`up`
 // 20 s, `kill --wait` 10 s, each kv call 5 s); the cluster is always brought
@@ -289,4 +290,62 @@ TEST_F(replication_test, sigstop_of_the_primary_past_its_lease_then_sigcont_rejo
   EXPECT_EQ(std::count_if(rs.begin(), rs.end(),
                           [](auto& r) { return std::get<0>(r) == "primary"; }),
             1);
+}
+
+TEST_F(
+    replication_test,
+    kill_9_of_a_secondary_then_its_return_after_the_log_was_truncated_by_a_checkpoint) {
+  // Checkpoints every 10 records: the primary's log is truncated past the
+  // dead secondary's position, so it catches up by a streamed checkpoint.
+  auto j = up(3, "--insecure --checkpoint-every 10");
+  auto leader = j["leader"].get<uint64_t>();
+  uint64_t victim = leader == 1 ? 2 : 1;
+  auto node_status = [&](uint64_t id) {
+    auto text = read_file(dir / ("node-" + std::to_string(id)) / "status.json");
+    auto s = nlohmann::json::parse(text, nullptr, false);
+    return s.is_discarded() || !s.contains("replica") ? nlohmann::json::object()
+                                                      : s["replica"];
+  };
+  std::vector<std::string> acked;
+  auto write = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto key = "c" + std::to_string(i);
+      if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0)
+        acked.push_back(key);
+    }
+  };
+  write(0, 5);
+  ASSERT_EQ(acked.size(), 5u);
+  kill(victim, "KILL");
+  write(5, 40);
+  EXPECT_EQ(acked.size(), 40u); // the other two are a majority
+  // The primary checkpointed past everything the victim had.
+  uint64_t ckpt = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = node_status(leader);
+        ckpt = r.value("checkpoint_lsn", uint64_t{0});
+        return ckpt > 10;
+      },
+      5s))
+      << node_status(leader).dump();
+  auto restart = run_conclave("cluster restart --timeout-ms 10000 --dir " + dir.string()
+                                  + " --node " + std::to_string(victim),
+                              true);
+  ASSERT_EQ(restart.status, 0) << restart.out;
+  EXPECT_TRUE(eventually([&] { return replicas_equal(3); }, 10s));
+  auto back = node_status(victim);
+  EXPECT_GE(back.value("snapshots_installed", uint64_t{0}), 1u) << back.dump();
+  EXPECT_GE(back.value("checkpoint_lsn", uint64_t{0}), ckpt) << back.dump();
+  EXPECT_GE(node_status(leader).value("snapshots_sent", uint64_t{0}), 1u);
+  // Every acknowledged write is on the primary and, once converged, on the
+  // returned secondary's own state.
+  for (auto& key : acked) {
+    auto r = run_conclave(kv("get " + key));
+    EXPECT_EQ(r.status, 0) << key;
+    EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
+  }
+  auto mine = run_conclave(kv("get c7 --at " + std::to_string(victim)));
+  EXPECT_EQ(mine.status, 0);
+  EXPECT_EQ(mine.out, "v7\n");
 }
