@@ -17,18 +17,23 @@ std::string replica_peer_refusal(const caf::actor& linked_candidate,
   return {};
 }
 
-void peer_replica_transport::deliver(replication::node_id to,
-                                     const replication::message& m) {
+caf::actor peer_replica_transport::dest_of(replication::node_id to) {
   caf::actor dest;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (auto i = peers_.find(to.value); i != peers_.end())
       dest = i->second;
   }
-  if (!dest) {
+  if (!dest)
     ++lost_;
+  return dest;
+}
+
+void peer_replica_transport::deliver(replication::node_id to,
+                                     const replication::message& m) {
+  auto dest = dest_of(to);
+  if (!dest)
     return;
-  }
   if (auto a = std::get_if<replication::append>(&m))
     shipped_ += a->entries.size();
   std::visit([&](const auto& x) { caf::anon_send(dest, x); }, m);
@@ -36,17 +41,8 @@ void peer_replica_transport::deliver(replication::node_id to,
 
 void peer_replica_transport::deliver_chunk(replication::node_id to,
                                            const replication::snapshot_chunk& c) {
-  caf::actor dest;
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (auto i = peers_.find(to.value); i != peers_.end())
-      dest = i->second;
-  }
-  if (!dest) {
-    ++lost_;
-    return;
-  }
-  caf::anon_send(dest, c);
+  if (auto dest = dest_of(to))
+    caf::anon_send(dest, c);
 }
 
 void peer_replica_transport::set_peer(uint64_t id, caf::actor host) {

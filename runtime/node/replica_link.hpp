@@ -49,6 +49,9 @@ public:
   uint64_t records_shipped() const { return shipped_.load(); }
 
 private:
+  /// The peer's replica host, or an invalid handle (counted lost) if unknown.
+  caf::actor dest_of(replication::node_id to);
+
   mutable std::mutex mtx_;
   std::map<uint64_t, caf::actor> peers_;
   std::atomic<uint64_t> lost_{0};

@@ -64,7 +64,8 @@ std::vector<caf::timespan> repl_net::route(node_id from, node_id to) {
   return out;
 }
 
-void repl_link::deliver(node_id to, const replication::message& m) {
+template <class Send>
+void repl_link::send_routed(node_id to, Send&& send) {
   auto delays = net_->route(self_, to);
   if (delays.empty())
     return;
@@ -74,20 +75,17 @@ void repl_link::deliver(node_id to, const replication::message& m) {
     return;
   }
   for (auto d : delays)
-    std::visit([&](const auto& x) { caf::delayed_anon_send(*h, d, x); }, m);
+    send(*h, d);
+}
+
+void repl_link::deliver(node_id to, const replication::message& m) {
+  send_routed(to, [&](const caf::actor& h, auto d) {
+    std::visit([&](const auto& x) { caf::delayed_anon_send(h, d, x); }, m);
+  });
 }
 
 void repl_link::deliver_chunk(node_id to, const replication::snapshot_chunk& c) {
-  auto delays = net_->route(self_, to);
-  if (delays.empty())
-    return;
-  auto h = handle_of(net_->hosts, to);
-  if (!h) {
-    ++net_->lost;
-    return;
-  }
-  for (auto d : delays)
-    caf::delayed_anon_send(*h, d, c);
+  send_routed(to, [&](const caf::actor& h, auto d) { caf::delayed_anon_send(h, d, c); });
 }
 
 void election_link::send(caf::local_actor*, node_id to, const election::message& m) {

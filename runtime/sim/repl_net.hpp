@@ -84,6 +84,10 @@ public:
   void deliver_chunk(election::node_id to, const replication::snapshot_chunk& c) override;
 
 private:
+  /// Calls send(host, delay) once per copy the network delivers to `to`.
+  template <class Send>
+  void send_routed(election::node_id to, Send&& send);
+
   election::node_id self_;
   std::shared_ptr<repl_net> net_;
 };
