@@ -462,7 +462,8 @@ void candidate_core::begin_pre_vote(election_reason reason, timestamp now) {
     return; // one is under way: its replies or its deadline decide
   ++stats_.pre_votes;
   auto window = cfg_.election_wait * (int64_t{1} << std::min(pre_vote_failures_, 6u));
-  pre_vote_ = {true, ++pre_vote_round_, 1, 0, now + window, now + cfg_.election_wait, reason};
+  pre_vote_ = {true,         ++pre_vote_round_,        1,     0,
+               now + window, now + cfg_.election_wait, reason};
   ask_pre_vote();
 }
 

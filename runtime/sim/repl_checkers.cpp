@@ -169,9 +169,8 @@ public:
     // A run that sends only weak writes (--weak-share 1) is judged on them:
     // otherwise it could never pass. replicas_converge still requires the
     // quorum to have replicated them by the end.
-    bool any_strong = std::any_of(obs.writes.begin(), obs.writes.end(), [](auto& w) {
-      return w.mode == commit_mode::strong;
-    });
+    bool any_strong = std::any_of(obs.writes.begin(), obs.writes.end(),
+                                  [](auto& w) { return w.mode == commit_mode::strong; });
     auto wanted = any_strong ? commit_mode::strong : commit_mode::weak;
     for (auto& w : obs.writes)
       if (w.mode == wanted && w.acked && *w.acked >= obs.heal && *w.acked <= limit)
