@@ -231,16 +231,8 @@ result<void> wal_log_device::truncate_after(lsn at) {
   // Nothing may be in flight while the files change: make everything durable
   // (cheaper than telling queued records from written ones), then stop the
   // writer.
-  if (auto w = wal_->wait_durable(appended); !w) {
-    fail(w.error());
-    return w.error();
-  }
-  {
-    auto s = wal_->get_stats();
-    std::lock_guard<std::mutex> guard{mtx_};
-    syncs_before_ += s.syncs;
-  }
-  wal_.reset();
+  if (auto st = stop_wal(appended); !st)
+    return st.error();
   if (auto c = cut_files(at); !c) {
     fail(c.error());
     return c.error();
@@ -393,6 +385,10 @@ result<void> wal_log_device::stop_wal() {
     std::lock_guard<std::mutex> guard{mtx_};
     appended = appended_;
   }
+  return stop_wal(appended);
+}
+
+result<void> wal_log_device::stop_wal(lsn appended) {
   if (auto w = wal_->wait_durable(appended); !w) {
     fail(w.error());
     return w.error();

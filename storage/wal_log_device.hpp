@@ -115,8 +115,11 @@ private:
   /// Moves the log after record `at` to log/truncated and cuts it there.
   store::result<void> cut_files(store::lsn at);
   void fail(std::error_code err);
-  /// Waits for what is in flight and stops the WAL (truncate, install).
+  /// Waits for what is in flight and stops the WAL (install; truncate_after
+  /// passes the lsn it read with its own bookkeeping).
   store::result<void> stop_wal();
+  /// The same, once everything through `appended` is durable.
+  store::result<void> stop_wal(store::lsn appended);
   /// Moves the log and older checkpoints aside and promotes the install file.
   store::result<void> finish_install(const std::filesystem::path& install_file);
 
