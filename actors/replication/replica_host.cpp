@@ -90,12 +90,10 @@ struct host_state {
   bool sync_wanted = false;
   /// A checkpoint stream being received, per sender.
   struct incoming {
-    term t;
-    lsn at;
-    term at_term;
-    uint64_t stream = 0;
+    /// The stream's first chunk without its data: every later chunk must
+    /// carry the same sender term, lsn, term, stream and count.
+    snapshot_chunk head;
     uint32_t next = 0;
-    uint32_t count = 0;
     std::string data;
   };
   std::map<node_id, incoming> incoming_streams;
@@ -394,14 +392,18 @@ void on_chunk(host_impl self, snapshot_chunk& c) {
     return;
   }
   auto& in = st.incoming_streams[c.from];
-  if (c.index != 0 && in.stream == c.stream && c.index < in.next) {
+  if (c.index != 0 && in.head.stream == c.stream && c.index < in.next) {
     ++st.snapshot_chunks_dropped; // a duplicate: the stream goes on
     return;
   }
+  auto& h = in.head;
   if (c.index == 0) {
-    in = host_state::incoming{c.t, c.at, c.at_term, c.stream, 0, c.count, {}};
-  } else if (in.stream != c.stream || in.next != c.index || in.count != c.count
-             || in.t != c.t || in.at != c.at || in.at_term != c.at_term) {
+    in = host_state::incoming{
+        snapshot_chunk{c.from, c.t, c.at, c.at_term, c.stream, c.index, c.count, {}},
+        0,
+        {}};
+  } else if (h.stream != c.stream || in.next != c.index || h.count != c.count
+             || h.t != c.t || h.at != c.at || h.at_term != c.at_term) {
     drop(); // out of order, or a piece of another stream
     return;
   }
@@ -411,18 +413,19 @@ void on_chunk(host_impl self, snapshot_chunk& c) {
   }
   in.data += c.data;
   ++in.next;
-  if (in.next < in.count)
+  if (in.next < h.count)
     return;
   auto done = std::move(in);
   st.incoming_streams.erase(c.from);
   auto img = decode_checkpoint_image(done.data);
   auto state = std::make_unique<store::store_core>(st.opts.limits);
-  if (!img || img.value().at != done.at || img.value().at_term != done.at_term
+  if (!img || img.value().at != done.head.at || img.value().at_term != done.head.at_term
       || !state->load_checkpoint(img.value().store_image)) {
     ++st.snapshot_chunks_dropped;
     return;
   }
-  if (st.core->snapshot_offered(c.from, done.t, done.at, done.at_term, now_of(self)))
+  if (st.core->snapshot_offered(c.from, done.head.t, done.head.at, done.head.at_term,
+                                now_of(self)))
     install(self, std::move(done.data), img.value(), std::move(state));
   process(self);
 }
