@@ -102,6 +102,19 @@ struct client_slot {
   std::string error;
 };
 
+/// One case's figures from its clients' slots, timed from `start`.
+figures gather(const std::vector<client_slot>& slots, clock_type::time_point start) {
+  figures f;
+  f.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  for (auto& s : slots) {
+    f.commits += s.latency_ms.size();
+    f.latency_ms.insert(f.latency_ms.end(), s.latency_ms.begin(), s.latency_ms.end());
+    if (f.error.empty() && !s.error.empty())
+      f.error = s.error;
+  }
+  return f;
+}
+
 struct client_loop {
   caf::actor front;
   caf::actor report_to;
@@ -226,7 +239,6 @@ public:
   }
 
   figures run(int clients, double seconds, const std::string& tag) {
-    figures f;
     caf::scoped_actor self{*sys_};
     std::vector<client_slot> slots(static_cast<size_t>(clients));
     auto start = clock_type::now();
@@ -249,14 +261,7 @@ public:
     }
     for (int c = 0; c < clients; ++c)
       self->receive([](caf::ok_atom) {});
-    f.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-    for (auto& s : slots) {
-      f.commits += s.latency_ms.size();
-      f.latency_ms.insert(f.latency_ms.end(), s.latency_ms.begin(), s.latency_ms.end());
-      if (f.error.empty() && !s.error.empty())
-        f.error = s.error;
-    }
-    return f;
+    return gather(slots, start);
   }
 
   /// Failover rounds with a resident client (see run_failover).
@@ -648,7 +653,6 @@ public:
   }
 
   figures run(int clients, double seconds, const std::string& tag) {
-    figures f;
     std::vector<client_slot> slots(static_cast<size_t>(clients));
     auto start = clock_type::now();
     auto end = start
@@ -682,14 +686,7 @@ public:
       });
     for (auto& t : threads)
       t.join();
-    f.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-    for (auto& s : slots) {
-      f.commits += s.latency_ms.size();
-      f.latency_ms.insert(f.latency_ms.end(), s.latency_ms.begin(), s.latency_ms.end());
-      if (f.error.empty() && !s.error.empty())
-        f.error = s.error;
-    }
-    return f;
+    return gather(slots, start);
   }
 
   /// Failover rounds with a resident client (see below).
