@@ -58,6 +58,10 @@ struct pending {
   /// Numbers the attempts: an answer or error of an earlier attempt, which
   /// a host's down_msg already ended, is ignored.
   uint64_t attempt = 0;
+  /// A transaction: an earlier attempt ended without an answer that settles
+  /// it (primary_changed, no answer, the host went down with it in flight),
+  /// so it may have committed.
+  bool uncertain = false;
 };
 
 using any_pending =
@@ -183,11 +187,17 @@ void on_answer(client_impl self, uint64_t id, node_id asked, txn_result r) {
                           txn_result{errc::outcome_unknown, r.at, st.primary, {}});
       return;
     }
+    p->uncertain = true;
     retry_later<txn_request>(self, id);
     return;
   default:
     if (r.code == errc::ok)
       st.primary = asked;
+    // A failed condition after an attempt that may have committed: the
+    // earlier attempt's own write may be what fails it (a compare-and-set
+    // that committed, then ran again). Nobody can tell: unknown.
+    if (r.code == errc::condition_failed && p->uncertain)
+      r.code = errc::outcome_unknown;
     finish<txn_request>(self, id, std::move(r));
   }
 }
@@ -232,6 +242,8 @@ void on_error(client_impl self, uint64_t id, node_id asked, const caf::error& er
       finish<txn_request>(self, id, txn_result{errc::outcome_unknown, {}, no_node, {}});
       return;
     }
+    if (p)
+      p->uncertain = true;
   }
   retry_later<Request>(self, id);
 }

@@ -26,6 +26,10 @@
 //   conditions are idempotent (running them twice leaves the state of running
 //   them once, when nobody else writes in between; with a condition, the
 //   second run fails the condition instead of writing twice).
+// - condition_failed from a retry of a transaction whose earlier attempt
+//   may have committed is answered outcome_unknown: the earlier attempt's
+//   own write may be what failed the condition (a compare-and-set that
+//   committed, then ran again), and the client cannot tell.
 // - Backoff doubles from backoff_first to backoff_max, with jitter (a
 //   random half of it; seeded, so runs under CAF's test coordinator repeat).
 // - Everything else (ok, condition_failed, unknown_collection, wrong_kind,
