@@ -7,6 +7,7 @@
 // scheduler.
 #include "actors/replication/client.hpp"
 
+#include "actors/replication/real_replica_set.hpp"
 #include "actors/replication/replica_set_fixture.hpp"
 
 #include <caf/scoped_actor.hpp>
@@ -211,6 +212,40 @@ TEST_F(client_test, a_host_dying_with_requests_in_flight_ends_them_at_once) {
   ASSERT_TRUE(advance_until([&] { return p->done; }, 300ms));
   EXPECT_EQ(p->value->code, errc::ok);
   EXPECT_EQ(read(0, "k").value, "v");
+}
+
+TEST_F(client_test, a_condition_failed_by_a_retry_after_an_unknown_attempt_is_unknown) {
+  make_primary(2, 1);
+  auto c = make_client(1, 1s);
+  ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
+  // A compare-and-set (k absent -> v) reaches the secondaries' logs but no
+  // quorum acknowledges it before the primary dies.
+  rs[0].device->set_auto_sync(false);
+  rs[1].device->set_auto_sync(false);
+  txn_request cas{
+      {txn_op{"d", "k", "", op_kind::expect_absent}, txn_op{"d", "k", "v", op_kind::put}},
+      {}};
+  auto r = ask<txn_result>(sys(), c, cas);
+  advance(10ms);
+  ASSERT_FALSE(r->done);
+  crash(2);
+  run();
+  EXPECT_FALSE(r->done); // idempotent: retried
+  for (auto i : {0, 1}) {
+    rs[i].device->release_syncs();
+    rs[i].device->set_auto_sync(true);
+  }
+  // The new primary's sync phase keeps the record: the first attempt
+  // committed, and the retry finds k present.
+  make_primary(0, 2);
+  ASSERT_TRUE(advance_until([&] { return r->done; }, 2s));
+  ASSERT_TRUE(r->value);
+  EXPECT_EQ(read(0, "k").value, "v");
+  // condition_failed would tell the caller "someone else holds k": wrong,
+  // it was this very request. Unknown is the truth.
+  EXPECT_EQ(r->value->code, errc::outcome_unknown);
+  // Without an unknown attempt before it, a failed condition stays what it is.
+  EXPECT_EQ(wait<txn_result>(c, cas).code, errc::condition_failed);
 }
 
 TEST_F(client_test, deposed_primary_idempotent_put_is_retried_enqueue_is_not) {
@@ -440,45 +475,10 @@ TEST(kv_client, blocking_calls_run_against_three_hosts_on_a_real_scheduler) {
   cfg.add_message_types<caf::id_block::conclave_replication>();
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
   caf::actor_system sys{cfg};
-  std::vector<node_id> ids{node_id{1}, node_id{2}, node_id{3}};
-  std::vector<std::shared_ptr<actor_transport>> transports;
-  std::vector<caf::actor> hosts;
-  // Stops the hosts however the test ends (a primary's heartbeat timer would
-  // keep ~actor_system waiting).
-  struct stopper {
-    std::vector<caf::actor>& hosts;
-    ~stopper() {
-      for (auto& h : hosts)
-        caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-    }
-  } stop_hosts{hosts};
-  for (auto id : ids) {
-    replica_host_options o;
-    o.self = id;
-    o.members = ids;
-    o.device = std::make_shared<conclave::store::memory_log_device>();
-    o.terms = std::make_shared<memory_term_file>();
-    auto t = std::make_shared<actor_transport>();
-    o.transport = t;
-    transports.push_back(t);
-    hosts.push_back(spawn_replica_host(sys, o));
-  }
-  for (auto& t : transports)
-    for (size_t i = 0; i < ids.size(); ++i)
-      t->set_peer(ids[i], hosts[i]);
+  conclave::replication::testing::real_replica_set set{sys};
+  ASSERT_TRUE(set.primary_up);
   {
-    caf::scoped_actor self{sys};
-    bool became = false;
-    self->request(hosts[1], std::chrono::seconds(5),
-                  become_primary_msg{term{1, ids[1], 0}})
-        .receive([&](bool ok) { became = ok; }, [](caf::error&) {});
-    ASSERT_TRUE(became);
-  }
-  client_options o;
-  o.members = ids;
-  o.lookup = [&](node_id id) { return hosts.at(id.value - 1); };
-  {
-    kv_client kv{sys, o};
+    kv_client kv{sys, set.options()};
     EXPECT_EQ(kv.put("d", "user/1", "ann").code, errc::ok);
     EXPECT_EQ(kv.put("d", "user/2", "bob").code, errc::ok);
     EXPECT_EQ(kv.get("d", "user/1").value, "ann");

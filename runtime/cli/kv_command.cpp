@@ -1,4 +1,4 @@
-// conclave kv get|put|delete|list|enqueue|dequeue: a client of a running
+// conclave kv get|put|delete|list|enqueue|dequeue|incr: a client of a running
 // cluster's replicated store, for scripts and operators. See docs/node.md
 // ("conclave kv").
 //
@@ -11,6 +11,7 @@
 #include "runtime/cli/commands.hpp"
 
 #include "actors/replication/client.hpp"
+#include "actors/replication/interactive.hpp"
 #include "runtime/cluster/client_connect.hpp"
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/cluster/front_directory.hpp"
@@ -23,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -55,7 +57,9 @@ struct kv_options {
   CLI::App* list = nullptr;
   CLI::App* enqueue = nullptr;
   CLI::App* dequeue = nullptr;
+  CLI::App* incr = nullptr;
   uint32_t limit = 0;
+  int64_t by = 1;
 };
 
 std::optional<std::string> settle_access(kv_options& o) {
@@ -241,6 +245,64 @@ int read_at(const kv_options& o, caf::actor_system& sys, cluster::front_director
   return status;
 }
 
+/// incr: read the integer, add --by, write it back, in one interactive
+/// transaction (actors/replication/interactive.hpp), run again on a conflict
+/// until the deadline.
+int run_incr(const kv_options& o, rp::kv_client& client, cluster::front_directory& dir,
+             clock_type::time_point deadline) {
+  std::string bad;
+  bool late = false;
+  int64_t result = 0;
+  auto r = rp::run_transaction(
+      client,
+      [&](rp::interactive_txn& t) {
+        if (clock_type::now() >= deadline) {
+          late = true;
+          return false;
+        }
+        auto v = t.get(o.collection, o.key);
+        if (v.code != rp::errc::ok)
+          return true; // commit() answers the read's code
+        int64_t current = 0;
+        if (v.found) {
+          auto* end = v.value.data() + v.value.size();
+          auto [ptr, ec] = std::from_chars(v.value.data(), end, current);
+          if (ec != std::errc{} || ptr != end || v.value.empty()) {
+            bad = "key " + o.key + " holds " + std::to_string(v.value.size())
+                  + " bytes that are not a decimal integer";
+            return false;
+          }
+        }
+        if (__builtin_add_overflow(current, o.by, &result)) {
+          bad = "key " + o.key + ": " + std::to_string(current) + " + "
+                + std::to_string(o.by) + " overflows a 64-bit integer";
+          return false;
+        }
+        t.put(o.collection, o.key, std::to_string(result));
+        return true;
+      },
+      rp::run_options{1000});
+  if (!bad.empty())
+    return fail(0, bad);
+  if (late)
+    return fail_with(o, rp::errc::timeout, 0, dir);
+  if (r.result.code == rp::errc::condition_failed)
+    return fail(0, "still conflicting after " + std::to_string(r.attempts) + " attempts");
+  if (r.result.code != rp::errc::ok)
+    return fail_with(o, r.result.code, r.result.primary.value, dir);
+  if (o.json)
+    std::cout << nlohmann::json{{"key", o.key},
+                                {"value", result},
+                                {"lsn", r.result.at.value},
+                                {"attempts", r.attempts},
+                                {"node", r.result.primary.value}}
+                     .dump()
+              << '\n';
+  else
+    std::cout << result << '\n';
+  return exit_ok;
+}
+
 int run_kv(kv_options& o) {
   if (auto err = settle_access(o))
     return bad_input(*err);
@@ -293,6 +355,8 @@ int run_kv(kv_options& o) {
     auto r = client.list(o.collection, o.key, o.limit);
     return answer(r, print_list);
   }
+  if (o.incr->parsed())
+    return run_incr(o, client, dir, deadline);
   // Put and delete are retried after an unknown outcome (running them twice
   // is harmless); enqueue and dequeue are not (outcome_unknown).
   auto r = client.transact(write_request(o));
@@ -350,6 +414,11 @@ void add_kv_command(command_registry& reg) {
   o->dequeue = kv->add_subcommand(
       "dequeue",
       "Take and print the oldest item of queue --collection (exit 1 if empty)");
+  o->incr = kv->add_subcommand(
+      "incr", "Add --by to the decimal integer at KEY (absent: 0) and print the result "
+              "(read and write in one transaction, run again on a conflict)");
+  o->incr->add_option("KEY", o->key, "the key")->required();
+  option(o->incr, "--by", o->by, "the amount (may be negative)")->capture_default_str();
 }
 
 } // namespace conclave::cli

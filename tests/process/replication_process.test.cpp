@@ -151,7 +151,8 @@ TEST_F(replication_test, a_secondary_sends_the_client_to_the_primary) {
       3s));
 }
 
-TEST_F(replication_test, kv_lists_by_prefix_and_uses_queues_in_order) {
+TEST_F(replication_test,
+       kv_lists_by_prefix_uses_queues_in_order_and_increments_atomically) {
   up(3, "--insecure");
   for (auto kvp : {"put p2 two", "put p1 one", "put q three"})
     ASSERT_EQ(run_conclave(kv(kvp), true).status, 0) << kvp;
@@ -172,6 +173,25 @@ TEST_F(replication_test, kv_lists_by_prefix_and_uses_queues_in_order) {
   auto wrong = run_conclave(jobs("get x"), true);
   EXPECT_EQ(wrong.status, 1);
   EXPECT_NE(wrong.out.find("wrong_kind"), std::string::npos) << wrong.out;
+  // incr: read-modify-write in one interactive transaction. Three processes
+  // increment one counter at once; none of the 12 increments is lost.
+  std::vector<std::thread> incrs;
+  std::atomic<int> ok{0};
+  for (int p = 0; p < 3; ++p)
+    incrs.emplace_back([&] {
+      for (int i = 0; i < 4; ++i)
+        ok += run_conclave(kv("incr hits"), true).status == 0 ? 1 : 0;
+    });
+  for (auto& t : incrs)
+    t.join();
+  EXPECT_EQ(ok.load(), 12);
+  EXPECT_EQ(run_conclave(kv("get hits")).out, "12\n");
+  EXPECT_EQ(run_conclave(kv("incr hits --by -2")).out, "10\n");
+  // Not an integer: one line, exit 1, nothing written.
+  auto text = run_conclave(kv("incr p1"), true);
+  EXPECT_EQ(text.status, 1);
+  EXPECT_NE(text.out.find("not a decimal integer"), std::string::npos) << text.out;
+  EXPECT_EQ(run_conclave(kv("get p1")).out, "one\n");
 }
 
 TEST(replication_cli, bad_kv_flags_and_a_foreign_data_dir_are_exit_2_with_one_line) {
@@ -188,6 +208,7 @@ TEST(replication_cli, bad_kv_flags_and_a_foreign_data_dir_are_exit_2_with_one_li
   expect_bad("kv --peers nonsense get a", "--peers");
   expect_bad("kv --peers 1@127.0.0.1:1 --tls-ca x get a", "--tls-key");
   expect_bad("kv --peers 1@127.0.0.1:1 frobnicate", "");
+  expect_bad("kv --peers 1@127.0.0.1:1 incr a --by x", "--by");
   // A data dir recorded for node 1 is refused to node 2 before anything starts.
   auto data = std::filesystem::temp_directory_path()
               / ("conclave-foreign-" + std::to_string(::getpid()));
