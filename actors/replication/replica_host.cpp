@@ -72,7 +72,14 @@ struct host_state {
   /// lsn -> txn ref of the waiting transactions.
   std::map<uint64_t, uint64_t> waiting_at;
   deadline_timer timer;
-  uint32_t applied_since_gc = 0;
+  /// Old versions applied transactions left since the last collect_garbage
+  /// (overwritten and removed keys, dequeued items), and the keys added
+  /// minus the keys removed since the host started: collect_garbage walks
+  /// every row, so it runs once the garbage reaches a quarter of the rows
+  /// (at least gc_min_garbage): O(1) rows walked per old version, and at
+  /// most that many old versions kept. A store that only grows never walks.
+  uint64_t garbage_since_gc = 0;
+  uint64_t rows_added = 0;
   uint64_t unknown_messages = 0;
   uint64_t bad_payloads = 0;
   uint64_t snapshots_unsupported = 0;
@@ -161,6 +168,40 @@ uint64_t chain_digest(uint64_t digest, const entry& e) {
   return h;
 }
 
+/// The least garbage (old versions) worth a collect_garbage.
+constexpr uint64_t gc_min_garbage = 1024;
+
+/// Counts what a committed transaction left to collect (host_state::
+/// garbage_since_gc): a put over a present key or a removed key leaves its
+/// old version, a dequeue its item.
+void count_garbage(host_state& st, const std::vector<txn_op>& ops,
+                   const apply_outcome& outcome) {
+  for (size_t i = 0; i < ops.size() && i < outcome.outputs.size(); ++i) {
+    bool found = outcome.outputs[i].found;
+    switch (ops[i].kind) {
+    case op_kind::put:
+      if (found)
+        ++st.garbage_since_gc;
+      else
+        ++st.rows_added;
+      break;
+    case op_kind::remove:
+      if (found) {
+        ++st.garbage_since_gc;
+        if (st.rows_added > 0)
+          --st.rows_added;
+      }
+      break;
+    case op_kind::dequeue:
+      if (found)
+        ++st.garbage_since_gc;
+      break;
+    default:
+      break;
+    }
+  }
+}
+
 /// Applies one committed transaction record to the store core
 /// (txn_apply.hpp: every replica computes the same outcome) and keeps the
 /// outcome for the client waiting for it here.
@@ -175,12 +216,14 @@ void apply_entry(host_state& st, const entry& e) {
   auto outcome = apply_txn(*st.store, *ops);
   if (outcome.code != errc::ok)
     ++st.txns_refused;
+  else
+    count_garbage(st, *ops, outcome);
   if (auto w = st.waiting_at.find(e.at.value); w != st.waiting_at.end())
     if (auto i = st.waiting.find(w->second); i != st.waiting.end())
       i->second.outcome = std::move(outcome);
   // Nothing but the host's own reads holds a snapshot: old versions can go.
-  if (++st.applied_since_gc >= 1024) {
-    st.applied_since_gc = 0;
+  if (st.garbage_since_gc >= std::max(gc_min_garbage, st.rows_added / 4)) {
+    st.garbage_since_gc = 0;
     st.store->collect_garbage();
   }
 }

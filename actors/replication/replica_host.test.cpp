@@ -450,3 +450,32 @@ TEST_F(replica_host_test, list_by_prefix_is_bounded_and_pages_in_key_order) {
 }
 
 } // namespace
+
+TEST_F(replica_host_test,
+       overwritten_and_removed_keys_read_right_across_garbage_collections) {
+  make_primary(2, 1);
+  // More old versions than the least garbage worth a collection (1,024):
+  // overwrites of one key, and a key put and removed again and again.
+  std::vector<std::shared_ptr<conclave::testing::reply<txn_result>>> replies;
+  for (int i = 0; i < 1500; ++i) {
+    replies.push_back(put(2, "k", std::to_string(i)));
+    replies.push_back(put(2, "gone", "x"));
+    replies.push_back(txn(2, one(op_kind::remove, "d", "gone")));
+  }
+  ASSERT_TRUE(advance_until(
+      [&] {
+        for (auto& r : replies)
+          if (!r->done)
+            return false;
+        return true;
+      },
+      5s));
+  for (auto& r : replies)
+    ASSERT_EQ(r->value->code, errc::ok);
+  advance(100ms); // the secondaries learn the last commit
+  for (size_t i = 0; i < rs.size(); ++i) {
+    EXPECT_EQ(read(i, "k").value, "1499") << "replica " << i;
+    EXPECT_FALSE(read(i, "gone").found) << "replica " << i;
+    EXPECT_EQ(status(i).digest, status(2).digest) << "replica " << i;
+  }
+}

@@ -333,6 +333,40 @@ TEST(replica_core, duplicated_and_reordered_appends_change_nothing) {
   EXPECT_EQ(appends, 2u);
 }
 
+/// The append_reply messages in a core's outbox (taken out).
+std::vector<append_reply> take_replies(replica_core& c) {
+  std::vector<append_reply> out;
+  for (auto& o : c.outbox())
+    if (auto* r = std::get_if<append_reply>(&o.msg))
+      out.push_back(*r);
+  c.outbox().clear();
+  return out;
+}
+
+TEST(replica_core, secondary_answers_appended_records_once_they_are_durable) {
+  auto t = term_of_epoch(1, 1);
+  replica_core c{node_id{2}, {node_id{1}, node_id{2}, node_id{3}}};
+  c.handle(append{node_id{1}, t, lsn{0}, {}, {rec(1, t), rec(2, t)}, lsn{0}},
+           timestamp{0});
+  // Not durable yet: no answer (it would not let the primary commit).
+  EXPECT_TRUE(take_replies(c).empty());
+  c.log_durable(lsn{2}, timestamp{0});
+  auto replies = take_replies(c);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_TRUE(replies[0].ok);
+  EXPECT_EQ(replies[0].matched, lsn{2});
+  EXPECT_EQ(replies[0].durable, lsn{2});
+  // A retransmission of records held (its answer was lost) and a heartbeat
+  // are answered at once.
+  c.handle(append{node_id{1}, t, lsn{0}, {}, {rec(1, t), rec(2, t)}, lsn{0}},
+           timestamp{0});
+  replies = take_replies(c);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].durable, lsn{2});
+  c.handle(append{node_id{1}, t, lsn{2}, t, {}, lsn{2}}, timestamp{0});
+  EXPECT_EQ(take_replies(c).size(), 1u);
+}
+
 TEST(replica_core, secondary_never_truncates_a_committed_record) {
   auto t = term_of_epoch(1, 1);
   replica_core c{node_id{2}, {node_id{1}, node_id{2}, node_id{3}}};

@@ -7,6 +7,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include <map>
+
 namespace conclave::node {
 
 namespace {
@@ -20,6 +22,18 @@ struct front_state {
   replica_front_options opts;
   /// A quick re-poll while syncing is armed.
   bool refresh_pending = false;
+  /// Client transactions passed to the host and not answered yet, by
+  /// arrival (ids increase): the front times them out itself on its tick
+  /// instead of giving each request a CAF timeout (a request timeout is an
+  /// event for CAF's clock thread per commit, measured at ~10 % of a busy
+  /// primary's CPU).
+  struct pending_txn {
+    caf::typed_response_promise<rp::txn_result> promise;
+    caf::actor_clock::time_point start; ///< on the actor clock (virtual in tests)
+    bool strong = false;
+  };
+  std::map<uint64_t, pending_txn> txns;
+  uint64_t next_txn = 1;
 };
 
 using front_ptr = caf::stateful_actor<front_state>*;
@@ -93,6 +107,33 @@ caf::result<Answer> checked_read(front_ptr self, Request& req) {
 
 void follow_promise(front_ptr self, const rp::replica_status& s);
 
+/// The host answered transaction `id` (or failed to): answer the client,
+/// unless the transaction timed out already.
+void settle(front_ptr self, uint64_t id, rp::txn_result r) {
+  auto& st = self->state;
+  auto i = st.txns.find(id);
+  if (i == st.txns.end())
+    return;
+  if (i->second.strong && r.code == rp::errc::ok)
+    st.opts.probe->quorum_commit(
+        std::chrono::duration<double>(self->clock().now() - i->second.start).count());
+  i->second.promise.deliver(std::move(r));
+  st.txns.erase(i);
+}
+
+/// Answers primary_changed (outcome unknown) to every transaction the host
+/// has not answered within host_timeout.
+void expire_txns(front_ptr self) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  while (!st.txns.empty()
+         && now - st.txns.begin()->second.start >= st.opts.host_timeout) {
+    st.txns.begin()->second.promise.deliver(
+        rp::txn_result{rp::errc::primary_changed, rp::lsn{}, rp::no_node, {}});
+    st.txns.erase(st.txns.begin());
+  }
+}
+
 /// Asks the host's status and reports it. While the host is syncing (a new
 /// primary's sync phase, a few milliseconds) it asks again after
 /// refresh_period, so that `primary` shows as soon as it serves.
@@ -136,30 +177,27 @@ caf::behavior front_impl(front_ptr self, replica_front_options opts) {
   return {
       [self](rp::txn_request& req) -> caf::result<rp::txn_result> {
         auto& st = self->state;
+        auto id = st.next_txn++;
         auto rpromise = self->make_response_promise<rp::txn_result>();
-        auto start = std::chrono::steady_clock::now();
-        bool strong = req.mode == rp::commit_mode::strong;
-        self->request(st.opts.host, st.opts.host_timeout, std::move(req))
-            .then(
-                [self, rpromise, start, strong](rp::txn_result& r) mutable {
-                  if (strong && r.code == rp::errc::ok)
-                    self->state.opts.probe->quorum_commit(
-                        std::chrono::duration<double>(std::chrono::steady_clock::now()
-                                                      - start)
-                            .count());
-                  rpromise.deliver(std::move(r));
-                },
-                [rpromise](caf::error&) mutable {
-                  // Outcome unknown (the host did not answer in time).
-                  rpromise.deliver(
-                      rp::txn_result{rp::errc::primary_changed, rp::lsn{}, rp::no_node});
-                });
+        st.txns.emplace(id,
+                        front_state::pending_txn{rpromise, self->clock().now(),
+                                                 req.mode == rp::commit_mode::strong});
+        // No CAF timeout: expire_txns answers those the host keeps too long.
+        self->request(st.opts.host, caf::infinite, std::move(req))
+            .then([self, id](rp::txn_result& r) { settle(self, id, std::move(r)); },
+                  [self, id](caf::error&) {
+                    // Outcome unknown (the host is gone).
+                    settle(self, id,
+                           rp::txn_result{
+                               rp::errc::primary_changed, rp::lsn{}, rp::no_node, {}});
+                  });
         return rpromise;
       },
       [self](rp::read_request& req) { return checked_read<rp::read_result>(self, req); },
       [self](rp::list_request& req) { return checked_read<rp::list_result>(self, req); },
       [self](tick_atom) {
         poll(self);
+        expire_txns(self);
         self->delayed_send(self, self->state.opts.status_period, tick_atom::value);
       },
       // The host was just told of a leadership change: report its new role

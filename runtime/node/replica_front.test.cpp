@@ -146,6 +146,33 @@ TEST_F(replica_front_test, a_strong_commit_through_the_front_is_timed_and_report
   EXPECT_NE(s.replica->digest, 0u);
 }
 
+TEST_F(replica_front_test,
+       a_transaction_the_host_keeps_past_host_timeout_is_answered_primary_changed) {
+  // A host that takes transactions and never answers.
+  auto kept =
+      std::make_shared<std::vector<caf::typed_response_promise<rp::txn_result>>>();
+  auto silent = track(sys().spawn([kept](caf::event_based_actor* self) -> caf::behavior {
+    return {[self, kept](rp::txn_request&) -> caf::result<rp::txn_result> {
+      kept->push_back(self->make_response_promise<rp::txn_result>());
+      return kept->back();
+    }};
+  }));
+  replica_front_options f;
+  f.host = silent;
+  f.probe = probe;
+  f.transport = transport;
+  f.host_timeout = 1s;
+  auto fr = track(spawn_replica_front(sys(), f));
+  auto r = ask<rp::txn_result>(sys(), fr, put("a", "1"));
+  advance(900ms);
+  EXPECT_FALSE(r->done);
+  // Answered at a status tick (every 200 ms) past host_timeout.
+  ASSERT_TRUE(advance_until([&] { return r->done; }, 500ms));
+  ASSERT_TRUE(r->value);
+  EXPECT_EQ(r->value->code, rp::errc::primary_changed);
+  EXPECT_EQ(kept->size(), 1u);
+}
+
 TEST_F(replica_front_test, the_front_refuses_leadership_and_peer_messages) {
   auto& reg = *probe->registry();
   auto before = rejected(reg, "unexpected_message");

@@ -14,12 +14,17 @@
 //
 // Per client count it prints commits/s and the p50/p99 commit latency of
 // both, and the ratios conclave/etcd; the two are measured back to back, the
-// order alternating with the client count. Nothing about speed is asserted:
+// order alternating with the client count. Each line also gives the CPU time
+// (user + system, /proc/PID/stat) per commit the servers used during the
+// case: the three members together and the primary (etcd: leader) alone, and
+// this process's own (the clients): the figure that holds up on a loaded
+// machine, where commits/s swing with what else runs. `--conclave BIN` runs
+// another conclave binary (before/after comparisons). Nothing about speed is asserted:
 // the exit status is 1 only if something did not work (a put failed, a
 // cluster did not come up).
 //
-//   repl_bench [--etcd BIN] [--skip-etcd] [--clients 1,8,32,128]
-//              [--seconds S] [--quick]
+//   repl_bench [--etcd BIN] [--skip-etcd] [--conclave BIN]
+//              [--clients 1,8,32,128] [--seconds S] [--quick]
 #include "actors/replication/client.hpp"
 #include "actors/replication/messages.hpp"
 #include "actors/replication/type_ids.hpp"
@@ -55,7 +60,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -85,8 +92,78 @@ struct figures {
   double seconds = 0;
   std::vector<double> latency_ms;
   std::string error; ///< why a put failed; empty when all succeeded
+  /// CPU seconds (user + system) the servers used during the case: all
+  /// members together, and the primary (conclave) or leader (etcd) alone;
+  /// negative when a member's /proc entry could not be read.
+  double cpu_all = -1, cpu_leader = -1;
+  /// CPU seconds of this process (the clients) during the case.
+  double cpu_clients = -1;
 
   double rate() const { return seconds > 0 ? double(commits) / seconds : 0; }
+};
+
+/// CPU seconds (user + system, every thread) process `pid` has used, from
+/// /proc/PID/stat (fields 14 and 15, in clock ticks); nullopt if unreadable.
+std::optional<double> cpu_seconds(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string text;
+  if (!std::getline(in, text))
+    return std::nullopt;
+  auto close = text.rfind(')'); // the command name may hold spaces
+  if (close == std::string::npos)
+    return std::nullopt;
+  std::istringstream rest{text.substr(close + 1)};
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14)
+      utime = std::strtoull(field.c_str(), nullptr, 10);
+    else if (i == 15)
+      stime = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  if (!rest)
+    return std::nullopt;
+  return double(utime + stime) / double(::sysconf(_SC_CLK_TCK));
+}
+
+/// CPU seconds of this process so far.
+double own_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+/// CPU use of a set of server processes over one case (cpu_seconds before
+/// and after); the first pid is the primary or leader.
+class cpu_meter {
+public:
+  explicit cpu_meter(std::vector<pid_t> pids) : pids_(std::move(pids)) {
+    for (auto p : pids_)
+      start_.push_back(cpu_seconds(p));
+    own_ = own_cpu_seconds();
+  }
+
+  /// Fills f's CPU fields (left negative if a member could not be read).
+  void finish(figures& f) const {
+    f.cpu_clients = own_cpu_seconds() - own_;
+    double all = 0;
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      auto now = cpu_seconds(pids_[i]);
+      if (!now || !start_[i])
+        return;
+      if (i == 0)
+        f.cpu_leader = *now - *start_[i];
+      all += *now - *start_[i];
+    }
+    if (!pids_.empty())
+      f.cpu_all = all;
+  }
+
+private:
+  std::vector<pid_t> pids_;
+  std::vector<std::optional<double>> start_;
+  double own_ = 0;
 };
 
 std::string value_of_256() {
@@ -94,6 +171,9 @@ std::string value_of_256() {
 }
 
 // -- conclave ----------------------------------------------------------------
+
+/// The pid a node wrote to DIR/node-ID/node.pid.
+std::optional<pid_t> pid_of(const fs::path& dir, uint64_t id);
 
 /// What one client actor measured; written by the actor, read by main after
 /// the actor's "done" message.
@@ -228,6 +308,7 @@ public:
                 [&](caf::error& e) { last = sys_->render(e); });
         if (ok) {
           front_ = a.front;
+          primary_ = id;
           return std::nullopt;
         }
         if (named != 0)
@@ -246,6 +327,7 @@ public:
                + std::chrono::duration_cast<clock_type::duration>(
                    std::chrono::duration<double>(seconds));
     auto value = value_of_256();
+    cpu_meter meter{node_pids()};
     for (int c = 0; c < clients; ++c) {
       auto l = std::make_shared<client_loop>();
       l->front = front_;
@@ -261,7 +343,9 @@ public:
     }
     for (int c = 0; c < clients; ++c)
       self->receive([](caf::ok_atom) {});
-    return gather(slots, start);
+    auto f = gather(slots, start);
+    meter.finish(f);
+    return f;
   }
 
   /// Failover rounds with a resident client (see run_failover).
@@ -278,8 +362,23 @@ public:
   }
 
 private:
+  /// The members' pids, the primary's first (empty if a node.pid is missing).
+  std::vector<pid_t> node_pids() const {
+    std::vector<pid_t> out;
+    if (auto p = pid_of(dir_, primary_))
+      out.push_back(*p);
+    for (auto& m : members_)
+      if (m.first != primary_)
+        if (auto p = pid_of(dir_, m.first))
+          out.push_back(*p);
+    if (out.size() != members_.size())
+      out.clear();
+    return out;
+  }
+
   std::string bin_;
   fs::path dir_;
+  uint64_t primary_ = 0;
   bool up_ = false;
   std::unique_ptr<caf::actor_system_config> cfg_;
   std::unique_ptr<caf::actor_system> sys_;
@@ -659,6 +758,13 @@ public:
                + std::chrono::duration_cast<clock_type::duration>(
                    std::chrono::duration<double>(seconds));
     auto value = conclave::bench::base64(value_of_256());
+    std::vector<pid_t> pids;
+    for (auto& m : members_)
+      if (m.client == leader_port_)
+        pids.insert(pids.begin(), m.pid);
+      else
+        pids.push_back(m.pid);
+    cpu_meter meter{pids};
     std::vector<std::thread> threads;
     for (int c = 0; c < clients; ++c)
       threads.emplace_back([&, c] {
@@ -686,7 +792,9 @@ public:
       });
     for (auto& t : threads)
       t.join();
-    return gather(slots, start);
+    auto f = gather(slots, start);
+    meter.finish(f);
+    return f;
   }
 
   /// Failover rounds with a resident client (see below).
@@ -871,11 +979,22 @@ int etcd_cluster::failover(int rounds, const std::string& label) {
 
 struct summary {
   double rate = 0, p50 = 0, p99 = 0;
+  /// CPU microseconds per commit: all servers, the primary (leader) alone,
+  /// the clients (this process); negative: not measured.
+  double cpu_all_us = -1, cpu_leader_us = -1, cpu_clients_us = -1;
 };
 
 summary summarize(figures f) {
   summary s;
   s.rate = f.rate();
+  if (f.commits > 0) {
+    auto per = [&](double secs) {
+      return secs < 0 ? -1 : secs * 1e6 / double(f.commits);
+    };
+    s.cpu_all_us = per(f.cpu_all);
+    s.cpu_leader_us = per(f.cpu_leader);
+    s.cpu_clients_us = per(f.cpu_clients);
+  }
   s.p50 = conclave::bench::percentile(f.latency_ms, 0.5);
   s.p99 = conclave::bench::percentile(f.latency_ms, 0.99);
   return s;
@@ -886,6 +1005,11 @@ std::string line(const char* who, int clients, const summary& s) {
   o << std::fixed << std::setprecision(0) << who << " clients=" << clients
     << " commits/s=" << s.rate << std::setprecision(2) << " p50_ms=" << s.p50
     << " p99_ms=" << s.p99;
+  if (s.cpu_all_us >= 0)
+    o << std::setprecision(0) << " cpu_us/commit servers=" << s.cpu_all_us
+      << " leader=" << s.cpu_leader_us;
+  if (s.cpu_clients_us >= 0)
+    o << std::setprecision(0) << " clients=" << s.cpu_clients_us;
   return o.str();
 }
 
@@ -910,8 +1034,8 @@ std::optional<std::vector<int>> parse_counts(const std::string& text) {
 int main(int argc, char** argv) {
   options o;
   const char* usage =
-      "usage: repl_bench [--etcd BIN] [--skip-etcd] [--clients 1,8,32,128] "
-      "[--seconds S] [--quick]\n"
+      "usage: repl_bench [--etcd BIN] [--skip-etcd] [--conclave BIN] "
+      "[--clients 1,8,32,128] [--seconds S] [--quick]\n"
       "       repl_bench --failover ROUNDS [--up-args 'CLUSTER UP ARGS'] [--skip-etcd]\n";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -942,6 +1066,8 @@ int main(int argc, char** argv) {
       o.up_args = *v;
     } else if (a == "--etcd" && (v = next())) {
       o.etcd = *v;
+    } else if (a == "--conclave" && (v = next())) {
+      o.conclave = *v;
     } else if (a == "--clients" && (v = next())) {
       auto c = parse_counts(*v);
       if (!c) {
