@@ -13,9 +13,10 @@ bool lock_manager::grantable(const resource& r, txn_id txn, lock_mode mode) cons
 
 acquire_result lock_manager::acquire(txn_id txn, const lock_key& key, lock_mode mode,
                                      timestamp deadline) {
-  auto& r = table_[key];
-  auto mine = r.granted.find(txn.value);
-  bool upgrade = mine != r.granted.end();
+  auto e = table_.try_emplace(key).first;
+  auto& r = e->second;
+  auto* mine = r.find(txn.value);
+  bool upgrade = mine != nullptr;
   if (upgrade && mine->second >= mode)
     return acquire_result::granted;
   // Upgrades only check the holders; new requests also queue behind waiters.
@@ -23,68 +24,71 @@ acquire_result lock_manager::acquire(txn_id txn, const lock_key& key, lock_mode 
     if (upgrade)
       mine->second = mode;
     else {
-      r.granted.emplace(txn.value, mode);
-      held_by_[txn.value].push_back(key);
+      r.granted.emplace_back(txn.value, mode);
+      held_by_[txn.value].push_back(e);
     }
     return acquire_result::granted;
   }
   waiter w{txn, mode, deadline};
   if (upgrade)
-    r.queue.push_front(w);
+    r.queue.insert(r.queue.begin(), w);
   else
     r.queue.push_back(w);
-  waiting_[txn.value] = {key, deadline};
+  waiting_[txn.value] = {e, deadline};
   return acquire_result::waiting;
 }
 
-void lock_manager::grant_waiters(const lock_key& key, resource& r) {
-  while (!r.queue.empty()) {
-    auto w = r.queue.front();
+void lock_manager::grant_waiters(entry e) {
+  auto& r = e->second;
+  size_t taken = 0;
+  while (taken < r.queue.size()) {
+    auto w = r.queue[taken];
     if (!grantable(r, w.txn, w.mode))
       break;
-    r.queue.pop_front();
-    auto mine = r.granted.find(w.txn.value);
-    if (mine != r.granted.end())
+    ++taken;
+    if (auto* mine = r.find(w.txn.value))
       mine->second = std::max(mine->second, w.mode);
     else {
-      r.granted.emplace(w.txn.value, w.mode);
-      held_by_[w.txn.value].push_back(key);
+      r.granted.emplace_back(w.txn.value, w.mode);
+      held_by_[w.txn.value].push_back(e);
     }
     waiting_.erase(w.txn.value);
     granted_.push_back(w.txn);
   }
+  r.queue.erase(r.queue.begin(), r.queue.begin() + static_cast<std::ptrdiff_t>(taken));
 }
 
-void lock_manager::erase_if_unused(const lock_key& key) {
-  auto i = table_.find(key);
-  if (i != table_.end() && i->second.granted.empty() && i->second.queue.empty())
-    table_.erase(i);
-}
-
-void lock_manager::regrant(const std::vector<lock_key>& touched) {
-  for (auto& key : touched) {
-    auto i = table_.find(key);
-    if (i == table_.end())
-      continue;
-    grant_waiters(key, i->second);
-    erase_if_unused(key);
+void lock_manager::regrant(const std::vector<entry>& touched) {
+  for (auto e : touched) {
+    grant_waiters(e);
+    if (e->second.granted.empty() && e->second.queue.empty())
+      table_.erase(e);
   }
 }
 
 void lock_manager::release_all(txn_id txn) {
-  std::vector<lock_key> touched;
+  std::vector<entry> touched;
+  std::optional<entry> waited;
   if (auto w = waiting_.find(txn.value); w != waiting_.end()) {
-    auto& r = table_[w->second.first];
-    r.queue.erase(std::remove_if(r.queue.begin(), r.queue.end(),
-                                 [&](const waiter& x) { return x.txn == txn; }),
-                  r.queue.end());
-    touched.push_back(w->second.first);
+    auto e = w->second.first;
+    auto& q = e->second.queue;
+    q.erase(
+        std::remove_if(q.begin(), q.end(), [&](const waiter& x) { return x.txn == txn; }),
+        q.end());
+    touched.push_back(e);
+    waited = e;
     waiting_.erase(w);
   }
   if (auto h = held_by_.find(txn.value); h != held_by_.end()) {
-    for (auto& key : h->second) {
-      table_[key].granted.erase(txn.value);
-      touched.push_back(key);
+    touched.reserve(touched.size() + h->second.size());
+    for (auto e : h->second) {
+      auto& g = e->second.granted;
+      g.erase(std::remove_if(g.begin(), g.end(),
+                             [&](const auto& x) { return x.first == txn.value; }),
+              g.end());
+      // An upgrade waited on a resource it holds: list that one once.
+      if (!waited || e != *waited)
+        touched.push_back(e);
     }
     held_by_.erase(h);
   }
@@ -93,16 +97,18 @@ void lock_manager::release_all(txn_id txn) {
 
 std::vector<txn_id> lock_manager::expire(timestamp now) {
   std::vector<txn_id> expired;
-  std::vector<lock_key> touched;
+  std::vector<entry> touched;
   for (auto i = waiting_.begin(); i != waiting_.end();) {
     if (i->second.second <= now) {
       expired.push_back(txn_id{i->first});
-      touched.push_back(i->second.first);
-      auto& r = table_[i->second.first];
+      auto e = i->second.first;
+      if (std::find(touched.begin(), touched.end(), e) == touched.end())
+        touched.push_back(e);
+      auto& q = e->second.queue;
       auto id = i->first;
-      r.queue.erase(std::remove_if(r.queue.begin(), r.queue.end(),
-                                   [&](const waiter& x) { return x.txn.value == id; }),
-                    r.queue.end());
+      q.erase(std::remove_if(q.begin(), q.end(),
+                             [&](const waiter& x) { return x.txn.value == id; }),
+              q.end());
       i = waiting_.erase(i);
     } else {
       ++i;
@@ -131,10 +137,10 @@ std::optional<lock_mode> lock_manager::held(txn_id txn, const lock_key& key) con
   auto i = table_.find(key);
   if (i == table_.end())
     return std::nullopt;
-  auto j = i->second.granted.find(txn.value);
-  if (j == i->second.granted.end())
-    return std::nullopt;
-  return j->second;
+  for (auto& [holder, mode] : i->second.granted)
+    if (holder == txn.value)
+      return mode;
+  return std::nullopt;
 }
 
 size_t lock_manager::grant_count() const {

@@ -27,7 +27,6 @@
 #include "protocols/store/types.hpp"
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -109,20 +108,35 @@ private:
     lock_mode mode;
     timestamp deadline;
   };
+  /// Holders and waiters of one resource. Small vectors, not a map and a
+  /// deque: a row lock has one holder and no waiter almost always, and an
+  /// empty std::deque allocates (these are made and dropped per operation).
   struct resource {
-    std::map<uint64_t, lock_mode> granted;
-    std::deque<waiter> queue;
+    std::vector<std::pair<uint64_t, lock_mode>> granted;
+    std::vector<waiter> queue;
+    std::pair<uint64_t, lock_mode>* find(uint64_t txn) {
+      for (auto& g : granted)
+        if (g.first == txn)
+          return &g;
+      return nullptr;
+    }
   };
+  using table = std::map<lock_key, resource>;
+  /// An entry of table_. Stable: an entry is only erased when nobody holds
+  /// or waits for it, and then no held_by_ or waiting_ entry refers to it.
+  using entry = table::iterator;
 
   bool grantable(const resource& r, txn_id txn, lock_mode mode) const;
-  void grant_waiters(const lock_key& key, resource& r);
-  void erase_if_unused(const lock_key& key);
-  /// Grants what became grantable on `touched` resources, drops unused ones.
-  void regrant(const std::vector<lock_key>& touched);
+  void grant_waiters(entry e);
+  /// Grants what became grantable on `touched` resources (each listed once),
+  /// drops unused ones.
+  void regrant(const std::vector<entry>& touched);
 
-  std::map<lock_key, resource> table_;
-  std::unordered_map<uint64_t, std::vector<lock_key>> held_by_;
-  std::unordered_map<uint64_t, std::pair<lock_key, timestamp>> waiting_;
+  table table_;
+  /// The resources each transaction holds (one lookup per acquire; release
+  /// and regrant need none).
+  std::unordered_map<uint64_t, std::vector<entry>> held_by_;
+  std::unordered_map<uint64_t, std::pair<entry, timestamp>> waiting_;
   std::vector<txn_id> granted_;
 };
 

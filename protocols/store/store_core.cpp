@@ -391,23 +391,31 @@ result<log_record> store_core::commit(txn_id txn) {
     for (auto& v : q.enqueued)
       r.ops.push_back(log_op{op_kind::enqueue, id, {}, std::move(v)});
   }
+  touched_.clear();
   if (!r.ops.empty()) {
     r.lsn = lsn{last_lsn_.value + 1};
-    if (auto applied = apply(r); !applied) {
+    if (auto applied = apply_record(r); !applied) {
       // Cannot happen for records built here; keep the state untouched.
       return applied.error();
     }
   }
   finish(txn);
+  // Prune what this record wrote at once (through the rows apply_ops found:
+  // no second lookup); a row an older snapshot still needs is listed for
+  // collect_garbage().
   auto horizon = min_snapshot();
+  for (auto& t : touched_) {
+    auto key = &t.row->first;
+    if (prune_row(*t.c, t.row, horizon))
+      list_garbage(t.c->info.id, *key);
+  }
+  touched_.clear();
   std::set<collection_id> queues;
   for (auto& op : r.ops) {
-    auto c = collections_.find(op.collection);
-    if (c == collections_.end())
-      continue;
     if (op.kind == op_kind::put || op.kind == op_kind::remove)
-      prune_row(c->second, op.key, horizon);
-    else if (queues.insert(op.collection).second)
+      continue;
+    auto c = collections_.find(op.collection);
+    if (c != collections_.end() && queues.insert(op.collection).second)
       prune_queue(c->second, horizon);
   }
   return r;
@@ -434,6 +442,20 @@ void store_core::finish(txn_id txn) {
 // -- log and checkpoints --------------------------------------------------------
 
 result<void> store_core::apply(const log_record& r) {
+  touched_.clear();
+  auto applied = apply_record(r);
+  // Replayed writes are not pruned here (a follower's readers may hold
+  // snapshots): the rows left with old versions wait for collect_garbage().
+  for (auto& t : touched_) {
+    auto& vs = t.row->second;
+    if (vs.size() > 1 || !vs.back().present)
+      list_garbage(t.c->info.id, t.row->first);
+  }
+  touched_.clear();
+  return applied;
+}
+
+result<void> store_core::apply_record(const log_record& r) {
   if (r.lsn.value != last_lsn_.value + 1)
     return errc::corrupt_data;
   if (r.type == record_type::create_collection) {
@@ -480,11 +502,15 @@ void store_core::apply_ops(const log_record& r) {
     auto& c = collections_.at(op.collection);
     switch (op.kind) {
     case op_kind::put:
-      c.rows[op.key].push_back(version{r.lsn, true, op.value});
+    case op_kind::remove: {
+      auto row = c.rows.try_emplace(op.key).first;
+      if (op.kind == op_kind::put)
+        row->second.push_back(version{r.lsn, true, op.value});
+      else
+        row->second.push_back(version{r.lsn, false, {}});
+      touched_.push_back(touched_row{&c, row});
       break;
-    case op_kind::remove:
-      c.rows[op.key].push_back(version{r.lsn, false, {}});
-      break;
+    }
     case op_kind::enqueue:
       c.items.push_back(queue_item{c.next_seq++, r.lsn, lsn{}, op.value});
       break;
@@ -515,8 +541,11 @@ lsn store_core::min_snapshot() const {
 
 void store_core::prune_row(collection& c, const std::string& key, lsn horizon) {
   auto r = c.rows.find(key);
-  if (r == c.rows.end())
-    return;
+  if (r != c.rows.end())
+    prune_row(c, r, horizon);
+}
+
+bool store_core::prune_row(collection& c, row_map::iterator r, lsn horizon) {
   auto& vs = r->second;
   // Keep the newest version at or below the horizon (what the oldest snapshot
   // sees) and everything newer.
@@ -526,8 +555,23 @@ void store_core::prune_row(collection& c, const std::string& key, lsn horizon) {
       keep_from = i;
   if (keep_from > 0)
     vs.erase(vs.begin(), vs.begin() + static_cast<std::ptrdiff_t>(keep_from));
-  if (vs.size() == 1 && !vs.front().present && vs.front().at <= horizon)
+  if (vs.size() == 1 && !vs.front().present && vs.front().at <= horizon) {
     c.rows.erase(r);
+    return false;
+  }
+  return vs.size() > 1 || !vs.back().present;
+}
+
+void store_core::list_garbage(collection_id c, const std::string& key) {
+  if (garbage_overflow_)
+    return;
+  if (garbage_.size() >= garbage_list_cap) {
+    garbage_overflow_ = true;
+    garbage_.clear();
+    garbage_.shrink_to_fit();
+    return;
+  }
+  garbage_.emplace_back(c, key);
 }
 
 void store_core::prune_queue(collection& c, lsn horizon) {
@@ -538,17 +582,47 @@ void store_core::prune_queue(collection& c, lsn horizon) {
 
 void store_core::collect_garbage() {
   auto horizon = min_snapshot();
-  for (auto& [id, c] : collections_) {
-    if (c.info.kind == collection_kind::queue) {
+  for (auto& [id, c] : collections_)
+    if (c.info.kind == collection_kind::queue)
       prune_queue(c, horizon);
+  if (garbage_overflow_) {
+    garbage_overflow_ = false;
+    return collect_all_garbage(horizon);
+  }
+  // The listed rows only; those a snapshot still needs stay listed. A key
+  // may be listed twice, or be gone already: pruning is idempotent.
+  auto listed = std::move(garbage_);
+  garbage_.clear();
+  for (auto& [id, key] : listed) {
+    auto c = collections_.find(id);
+    if (c == collections_.end())
       continue;
-    }
-    std::vector<std::string> keys;
+    auto r = c->second.rows.find(key);
+    if (r != c->second.rows.end() && prune_row(c->second, r, horizon))
+      list_garbage(id, key);
+  }
+}
+
+size_t store_core::versions_held() const {
+  size_t n = 0;
+  for (auto& [id, c] : collections_)
     for (auto& [k, vs] : c.rows)
-      if (vs.size() > 1 || !vs.back().present)
-        keys.push_back(k);
-    for (auto& k : keys)
-      prune_row(c, k, horizon);
+      n += vs.size();
+  return n;
+}
+
+void store_core::collect_all_garbage(lsn horizon) {
+  garbage_.clear();
+  for (auto& [id, c] : collections_) {
+    if (c.info.kind == collection_kind::queue)
+      continue;
+    for (auto r = c.rows.begin(); r != c.rows.end();) {
+      auto next = std::next(r);
+      auto& vs = r->second;
+      if ((vs.size() > 1 || !vs.back().present) && prune_row(c, r, horizon))
+        list_garbage(id, r->first);
+      r = next;
+    }
   }
 }
 
@@ -766,6 +840,8 @@ result<void> store_core::load_checkpoint(std::string_view image) {
   if (!r.ok() || !r.at_end())
     return errc::corrupt_data;
   collections_ = std::move(loaded);
+  garbage_.clear();
+  garbage_overflow_ = false;
   names_ = std::move(names);
   next_collection_ = next_id;
   last_lsn_ = at;

@@ -143,8 +143,18 @@ public:
   /// without transactions. corrupt_data if the image fails its checksum.
   result<void> load_checkpoint(std::string_view image);
 
-  /// Drops versions no active snapshot can see any more.
+  /// Drops versions no active snapshot can see any more. Incremental: it
+  /// visits the rows that were left with old versions or a tombstone when
+  /// they were written (a commit prunes the rows it writes at once, so only
+  /// those an older snapshot still needed), not every row; after more than
+  /// garbage_list_cap such rows between two calls it walks every row once.
   void collect_garbage();
+
+  /// Rows listed for collect_garbage() (tests and figures).
+  size_t garbage_listed() const { return garbage_.size(); }
+  /// Row versions and tombstones held, over every row: O(rows), for tests.
+  size_t versions_held() const;
+  static constexpr size_t garbage_list_cap = 16384;
 
   // -- checkpoints in steps ---------------------------------------------------
 
@@ -196,6 +206,7 @@ private:
     bool present = false;
     std::string value;
   };
+  using row_map = std::map<std::string, std::vector<version>>;
   struct queue_item {
     uint64_t seq = 0;
     lsn enqueued;
@@ -204,7 +215,7 @@ private:
   };
   struct collection {
     collection_info info;
-    std::map<std::string, std::vector<version>> rows;
+    row_map rows;
     std::deque<queue_item> items; // consecutive seqs, oldest first
     uint64_t head_seq = 1;        // first item not dequeued
     uint64_t next_seq = 1;        // seq of the next enqueue
@@ -228,9 +239,23 @@ private:
                                        timestamp deadline);
   result<op_result> execute_queue(txn_state& t, collection& c, const op_request& req,
                                   timestamp deadline);
+  /// A row a record wrote: where it is, for the pruning that follows.
+  struct touched_row {
+    collection* c;
+    row_map::iterator row;
+  };
+  /// Applies the ops; the rows written are in touched_ afterwards.
   void apply_ops(const log_record& r);
+  /// Validates and applies a record; touched_ as apply_ops.
+  result<void> apply_record(const log_record& r);
   lsn min_snapshot() const;
   void prune_row(collection& c, const std::string& key, lsn horizon);
+  /// Prunes one row (may erase it); true if it still holds old versions or a
+  /// tombstone (a snapshot older than them is open).
+  bool prune_row(collection& c, row_map::iterator r, lsn horizon);
+  /// Lists a row for collect_garbage() (or gives up the list past its cap).
+  void list_garbage(collection_id c, const std::string& key);
+  void collect_all_garbage(lsn horizon);
   void prune_queue(collection& c, lsn horizon);
   void finish(txn_id txn);
   /// The item with sequence number `seq` still in c.items, or null.
@@ -246,6 +271,12 @@ private:
   std::unordered_map<uint64_t, txn_state> txns_;
   std::multiset<uint64_t> snapshots_;
   uint64_t next_txn_ = 1;
+  /// Rows written by the last applied record (reused, not reallocated).
+  std::vector<touched_row> touched_;
+  /// Rows that may hold versions nobody needs (collect_garbage()), and
+  /// whether the list overflowed (then every row is walked once).
+  std::vector<std::pair<collection_id, std::string>> garbage_;
+  bool garbage_overflow_ = false;
   lsn last_lsn_;
   store::term term_{1};
 };

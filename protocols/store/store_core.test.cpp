@@ -639,6 +639,78 @@ TEST_F(core_test, old_snapshots_survive_garbage_collection) {
   EXPECT_EQ(get(now, "a", read_mode::snapshot), "50");
 }
 
+TEST_F(core_test, garbage_collection_visits_the_rows_a_snapshot_kept_then_frees_them) {
+  // Two rows, then a reader's snapshot; overwriting one and removing the
+  // other leaves versions the reader needs: listed, kept while it runs,
+  // dropped by the first collection after it ended. A new row leaves none.
+  commit_one("a", "0");
+  commit_one("b", "0");
+  EXPECT_EQ(core.versions_held(), 2u);
+  EXPECT_EQ(core.garbage_listed(), 0u);
+  auto old = core.begin();
+  commit_one("a", "1");
+  auto t = core.begin();
+  ok(run(t, operation::try_remove, "b"));
+  commit(t);
+  commit_one("c", "0");
+  EXPECT_EQ(core.garbage_listed(), 2u);
+  EXPECT_EQ(core.versions_held(), 5u); // a: 0, 1; b: 0, tombstone; c: 0
+  core.collect_garbage();
+  EXPECT_EQ(core.garbage_listed(), 2u);
+  EXPECT_EQ(get(old, "a", read_mode::snapshot), "0");
+  EXPECT_EQ(get(old, "b", read_mode::snapshot), "0");
+  commit(old);
+  core.collect_garbage();
+  EXPECT_EQ(core.garbage_listed(), 0u);
+  EXPECT_EQ(core.versions_held(), 2u); // a: 1; c: 0 (b is gone)
+  // Without readers, a commit prunes what it wrote at once: nothing listed.
+  commit_one("a", "2");
+  EXPECT_EQ(core.garbage_listed(), 0u);
+  EXPECT_EQ(core.versions_held(), 2u);
+}
+
+TEST_F(core_test, garbage_past_the_list_cap_is_collected_by_one_walk_of_every_row) {
+  auto rows = store_core::garbage_list_cap + 10;
+  auto seed = core.begin();
+  for (size_t i = 0; i < rows; ++i)
+    put(seed, "k" + std::to_string(i), "0");
+  commit(seed);
+  auto old = core.begin();
+  for (size_t i = 0; i < rows; ++i)
+    commit_one("k" + std::to_string(i), "1");
+  EXPECT_EQ(core.garbage_listed(), 0u); // the list overflowed: given up
+  EXPECT_EQ(core.versions_held(), 2 * rows);
+  commit(old);
+  core.collect_garbage();
+  EXPECT_EQ(core.versions_held(), rows);
+  EXPECT_EQ(core.garbage_listed(), 0u);
+}
+
+TEST_F(core_test, replayed_overwrites_are_listed_and_collected) {
+  // apply() (a follower, recovery) does not prune; collect_garbage() does.
+  std::vector<log_record> log;
+  store_core a;
+  ASSERT_TRUE(a.ensure_collection("d", collection_kind::dictionary, "str", "str"));
+  for (int i = 0; i < 5; ++i) {
+    auto t = a.begin();
+    ASSERT_TRUE(a.execute(make(t, operation::add_or_update, "d", "x", std::to_string(i)),
+                          deadline));
+    auto r = a.commit(t);
+    ASSERT_TRUE(r);
+    log.push_back(r.value());
+  }
+  store_core b;
+  ASSERT_TRUE(b.ensure_collection("d", collection_kind::dictionary, "str", "str"));
+  for (auto& r : log)
+    ASSERT_TRUE(b.apply(r));
+  EXPECT_EQ(b.versions_held(), 5u);
+  EXPECT_GE(b.garbage_listed(), 1u);
+  b.collect_garbage();
+  EXPECT_EQ(b.versions_held(), 1u);
+  EXPECT_EQ(b.garbage_listed(), 0u);
+  EXPECT_EQ(b.encode_checkpoint(), a.encode_checkpoint());
+}
+
 TEST_F(core_test, enumerate_with_a_limit_returns_the_first_items_of_the_merged_view) {
   // Committed rows, then a transaction that overwrites, removes and adds
   // around them: every (from, limit) page equals the same slice of the full,
