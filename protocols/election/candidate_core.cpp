@@ -219,6 +219,12 @@ void candidate_core::peer_up(node_id p, timestamp now) {
 void candidate_core::tick(timestamp now) {
   if (stopped_ || !started_)
     return;
+  if (auto due = next_deadline(); due && now - *due > cfg_.heartbeat_interval / 2) {
+    // The timer fired late: this candidate did not run (SIGSTOP, a starved
+    // process). Acks of what it sent before now waited for it, and their
+    // round trips would measure its own stall, not the network.
+    stall_ended_ = now;
+  }
   if (pre_vote_.active && now < pre_vote_.deadline && now >= pre_vote_.resend_at) {
     // A long window (after failed rounds) must not leave the group silent
     // once the faults heal: ask again every election_wait; replies to any of
@@ -759,8 +765,9 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
     return;
   ps->last_ack_seq = m.seq;
   // An ack slower than the detector timeout is from a frozen or overloaded
-  // follower (its lease renewal is useless anyway), not a network round trip.
-  if (now - r.sent_at < cfg_.detector.timeout) {
+  // follower (its lease renewal is useless anyway), not a network round trip;
+  // one of a round sent before this leader's own stall measures the stall.
+  if (now - r.sent_at < cfg_.detector.timeout && r.sent_at >= stall_ended_) {
     rtt_.sample(now - r.sent_at);
     // Quorum guard: a longer round trip brings the next round forward.
     auto& last = rounds_[heartbeat_seq_ % rounds_.size()];

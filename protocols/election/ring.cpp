@@ -198,7 +198,15 @@ void ring_core::on_ack(const ring_ack_msg& a, timestamp now) {
   if (i != pending_.end()) {
     if (i->tries == 0)
       late_sampled_ = false; // an ack in time: the next late one counts again
-    sample_round_trip(now - i->sent_at);
+    // A hop sent before this member's own stall (its timers fired late) is
+    // acked after it: that round trip measures the stall, not the network.
+    // Seed 900547 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms --guard`
+    // (n = 3): a member frozen for 400 ms took the ack of a hop sent just
+    // before as its first round trip (nothing clamps the first), its hop
+    // timeout grew to 1.2 s and its round timeout to 22 s, and its dead round
+    // swallowed every lower round until the run ended.
+    if (i->sent_at >= stall_ended())
+      sample_round_trip(now - i->sent_at);
     pending_.erase(i);
     return;
   }
@@ -212,7 +220,8 @@ void ring_core::on_ack(const ring_ack_msg& a, timestamp now) {
     auto rtt = now - g->sent_at;
     // A successor resumed after a pause acks every hop it missed at once: of
     // such late acks only the first counts until an ack comes in time.
-    if (rtt <= 4 * hop_timeout(cfg_.hop_retries) && (rtt_.empty() || !late_sampled_)) {
+    if (rtt <= 4 * hop_timeout(cfg_.hop_retries) && (rtt_.empty() || !late_sampled_)
+        && g->sent_at >= stall_ended()) {
       sample_round_trip(rtt);
       late_sampled_ = true;
     }

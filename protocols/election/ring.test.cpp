@@ -227,6 +227,53 @@ TEST(ring, a_restarted_member_s_tokens_are_not_taken_for_duplicates) {
   EXPECT_FALSE(forwarded_to_3());
 }
 
+// Issue 11, seed 900547 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms
+// --guard` (n = 3): a member frozen for 400 ms right after sending a hop found
+// the ack waiting when it resumed, and took the 400 ms as its first round trip
+// (the first sample is not clamped): hop timeout 1.2 s, round timeout 22 s, and
+// its dead round swallowed every lower round until the run ended. A round trip
+// measured across the member's own stall (its timer fired late) is not sampled.
+TEST(ring, an_ack_that_waited_out_the_member_s_own_stall_is_not_a_round_trip) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  using el::timestamp;
+  auto hop_to_3 = [&]() -> std::optional<uint64_t> {
+    std::optional<uint64_t> hop;
+    for (auto& o : core->outbox())
+      if (auto e = std::get_if<el::ring_election_msg>(&o.msg); e && o.to == id(3))
+        hop = e->hop;
+    core->outbox().clear();
+    return hop;
+  };
+  core->request_election(timestamp{1ms});
+  auto first = hop_to_3();
+  ASSERT_TRUE(first.has_value());
+  // Frozen from 2 ms to 400 ms: the hop's timer (due at 21 ms) fires at
+  // resume, the ack that waited is read a moment later.
+  core->tick(timestamp{400ms});
+  core->outbox().clear();
+  core->handle(el::ring_ack_msg{id(3), *first}, timestamp{400100us});
+  EXPECT_TRUE(core->round_trips().empty())
+      << "sampled " << core->round_trips().smoothed().count() << " ns";
+  // The next hop to 3 is retried after the least hop timeout (20 ms).
+  core->request_election(timestamp{410ms});
+  ASSERT_TRUE(hop_to_3().has_value());
+  bool retried = false;
+  for (auto d = 411ms; d <= 431ms && !retried; d += 1ms) {
+    core->tick(timestamp{d});
+    retried = hop_to_3().has_value();
+  }
+  EXPECT_TRUE(retried) << "the hop timeout grew beyond 20 ms";
+  // An ack in time still counts.
+  core->request_election(timestamp{500ms});
+  auto later = hop_to_3();
+  ASSERT_TRUE(later.has_value());
+  core->handle(el::ring_ack_msg{id(3), *later}, timestamp{504ms});
+  EXPECT_EQ(core->round_trips().samples(), 1u);
+}
+
 // Issue 11, defect 1 (seed 212 of `random=5,loss=0.3 --guard`, n = 5): the
 // highest id missed the announcement of the term naming it and started a round
 // of its own with an older epoch. A follower of that term dropped the round as
