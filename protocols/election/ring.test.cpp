@@ -227,6 +227,48 @@ TEST(ring, a_restarted_member_s_tokens_are_not_taken_for_duplicates) {
   EXPECT_FALSE(forwarded_to_3());
 }
 
+// Issue 11, seed 900400 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms
+// --guard` (n = 7): 3's hop 8 (7's token) was blocked by a partition, its hop 9
+// (an announcement) got through, and the retry of hop 8 arrived after it. A
+// member remembered only each sender's highest hop, so it acked the token and
+// dropped it as a copy: the round died, and with it (extinction, round
+// timeouts of seconds) every round for 4 s after the heal.
+TEST(ring, a_retried_hop_that_arrives_after_a_newer_one_is_not_a_duplicate) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  auto sent_to_3 = [&] {
+    size_t tokens = 0;
+    for (auto& o : core->outbox())
+      tokens += o.to == id(3) && std::holds_alternative<el::ring_election_msg>(o.msg);
+    core->outbox().clear();
+    return tokens;
+  };
+  // 1's hop 9: an announcement of term 1/3.
+  core->handle(el::ring_coordinator_msg{id(1), id(1), 9, el::term{1, id(3), 1}, 1},
+               el::timestamp{1ms});
+  ASSERT_EQ(core->leader(), id(3));
+  core->outbox().clear();
+  // 1's hop 8, a token of 1's later round, arrives after it and goes on to 3.
+  core->handle(el::ring_election_msg{id(1), id(1), 8, 1, {id(1)}, {1}, 1, 2},
+               el::timestamp{2ms});
+  EXPECT_EQ(sent_to_3(), 1u) << "the retried token was taken for a copy";
+  // A real copy of either hop is still dropped (and acked).
+  core->handle(el::ring_election_msg{id(1), id(1), 8, 1, {id(1)}, {1}, 1, 2},
+               el::timestamp{3ms});
+  core->handle(el::ring_election_msg{id(1), id(1), 9, 1, {id(1)}, {1}, 1, 3},
+               el::timestamp{3ms});
+  EXPECT_EQ(sent_to_3(), 0u);
+  // Hops far apart still work: 200 ahead, then one of the skipped ones.
+  core->handle(el::ring_election_msg{id(1), id(1), 209, 1, {id(1)}, {1}, 1, 4},
+               el::timestamp{4ms});
+  EXPECT_EQ(sent_to_3(), 1u);
+  core->handle(el::ring_election_msg{id(1), id(1), 208, 1, {id(1)}, {1}, 1, 5},
+               el::timestamp{5ms});
+  EXPECT_EQ(sent_to_3(), 1u);
+}
+
 // Issue 11, seed 900547 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms
 // --guard` (n = 3): a member frozen for 400 ms right after sending a hop found
 // the ack waiting when it resumed, and took the 400 ms as its first round trip
