@@ -316,6 +316,33 @@ TEST(ring, an_ack_that_waited_out_the_member_s_own_stall_is_not_a_round_trip) {
   EXPECT_EQ(core->round_trips().samples(), 1u);
 }
 
+// Issue 11, seed 900029 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms`
+// (n = 7, no guard): a member's very first hop ack came from a successor that
+// had been frozen, 90 ms after the send. Only later samples were clamped, so
+// the estimate started at 90 ms (hop timeout 270 ms, then about 400 ms), and
+// the member's dead round swallowed every lower round for 4 s after the heal.
+TEST(ring, the_first_round_trip_sample_is_clamped_too) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  using el::timestamp;
+  core->request_election(timestamp{1ms});
+  std::optional<uint64_t> hop;
+  for (auto& o : core->outbox())
+    if (auto e = std::get_if<el::ring_election_msg>(&o.msg); e && o.to == id(3))
+      hop = e->hop;
+  ASSERT_TRUE(hop.has_value());
+  // 3 is frozen: the hop is retried and given up on time.
+  for (auto d = 2ms; d <= 89ms; d += 1ms)
+    core->tick(timestamp{d});
+  core->outbox().clear();
+  // 3 resumes and acks 90 ms after the first send.
+  core->handle(el::ring_ack_msg{id(3), *hop}, timestamp{91ms});
+  ASSERT_EQ(core->round_trips().samples(), 1u);
+  EXPECT_LE(core->round_trips().smoothed(), 2 * cfg.hop_timeout);
+}
+
 // Issue 11, defect 1 (seed 212 of `random=5,loss=0.3 --guard`, n = 5): the
 // highest id missed the announcement of the term naming it and started a round
 // of its own with an older epoch. A follower of that term dropped the round as
