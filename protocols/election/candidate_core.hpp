@@ -375,6 +375,13 @@ private:
   /// Rounds in flight: up to lease / min_renew_interval of them (40 at a
   /// 400 ms lease and 10 ms rounds); an ack of an older round is dropped.
   std::array<heartbeat_round, 64> rounds_{};
+  /// The slowest heartbeat ack measured in the current bucket of up to
+  /// rtt_bucket_size acks and in the one before: the renewal interval allows
+  /// for it.
+  static constexpr size_t rtt_bucket_size = 128;
+  duration slowest_now_{0};
+  duration slowest_before_{0};
+  size_t acks_in_bucket_ = 0;
   timestamp leader_since_{0};
   timestamp lease_until_{0};
   timestamp renewed_round_sent_{0};
