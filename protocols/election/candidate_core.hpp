@@ -257,6 +257,10 @@ protected:
   /// measures silence from then.
   void expect_first_heartbeat_at(timestamp at);
   uint64_t max_epoch() const { return max_epoch_; }
+  /// When this candidate last found one of its timers more than half a
+  /// heartbeat interval late (it was not running): a round trip measured from a
+  /// send before then includes its own stall.
+  timestamp stall_ended() const { return stall_ended_; }
   bool is_down(node_id p) const;
   bool is_suspected(node_id p) const;
   void mark_suspected(node_id p);
@@ -356,6 +360,7 @@ private:
   static constexpr unsigned max_late_grants = 2;
   std::optional<timestamp> leaderless_deadline_;
   timestamp abstain_until_{0};
+  timestamp stall_ended_{0}; ///< see stall_ended()
   pre_vote_state pre_vote_;
   uint64_t pre_vote_round_ = 0;
   /// Pre-vote rounds that ended without a majority since the last election:
@@ -370,6 +375,13 @@ private:
   /// Rounds in flight: up to lease / min_renew_interval of them (40 at a
   /// 400 ms lease and 10 ms rounds); an ack of an older round is dropped.
   std::array<heartbeat_round, 64> rounds_{};
+  /// The slowest heartbeat ack measured in the current bucket of up to
+  /// rtt_bucket_size acks and in the one before: the renewal interval allows
+  /// for it.
+  static constexpr size_t rtt_bucket_size = 128;
+  duration slowest_now_{0};
+  duration slowest_before_{0};
+  size_t acks_in_bucket_ = 0;
   timestamp leader_since_{0};
   timestamp lease_until_{0};
   timestamp renewed_round_sent_{0};

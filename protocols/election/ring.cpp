@@ -39,10 +39,14 @@ void ring_core::sample_round_trip(duration rtt) {
   // not the network. One such sample (1.6 s at n = 7, seed 900123) stretched
   // every hop and round timeout to seconds; clamped to twice the current hop
   // timeout, the estimate still grows (at most doubling per sample) when the
-  // network really slowed down.
-  if (!rtt_.empty())
-    rtt = std::min(rtt, 2 * hop_timeout(0));
-  rtt_.sample(rtt);
+  // network really slowed down. The first sample too (then twice the least hop
+  // timeout): seed 900029 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms`
+  // (n = 7), a member's first ack came from a successor resumed after an 84 ms
+  // pause; the sample, unclamped, gave a 400 ms hop timeout, and the member's
+  // dead round swallowed every lower round for 4 s after the heal (extinction
+  // lasts 2n hop timeouts). Starting from 40 ms, a 120 ms round trip is
+  // reached within three samples.
+  rtt_.sample(std::min(rtt, 2 * hop_timeout(0)));
 }
 
 void ring_core::allow_for_announcement(node_id leader, timestamp now) {
@@ -162,18 +166,44 @@ void ring_core::finalize(const ring_election_msg& m, timestamp now,
 }
 
 bool ring_core::duplicate(node_id from, uint64_t incarnation, uint64_t hop) {
+  // A sender's hops do not arrive in order: a hop blocked by a partition and
+  // retried later arrives after the sender's next hop (a token after an
+  // announcement). With only the highest hop remembered, the retried token was
+  // acked but dropped as a copy, and its round died with every member waiting
+  // for it (issue 11, seed 900400 of `random=6,loss=0.05,dup=0.05,
+  // delay=1ms..30ms --guard`, n = 7: nobody led for 4 s after the heal). So the
+  // 64 hops below the highest are remembered one by one.
+  constexpr uint64_t window = 64;
   for (auto& x : last_hop_from_) {
     if (x.from != from)
       continue;
     if (incarnation < x.incarnation)
       return true; // from an earlier life of the sender
-    if (incarnation == x.incarnation && hop <= x.hop)
+    if (incarnation > x.incarnation) {
+      x = {from, incarnation, hop, 0};
+      return false;
+    }
+    if (hop > x.hop) {
+      // The old highest becomes bit shift - 1; the ones below it move up too.
+      auto shift = hop - x.hop;
+      x.below = shift >= window ? 0 : x.below << shift;
+      if (shift <= window)
+        x.below |= uint64_t{1} << (shift - 1);
+      x.hop = hop;
+      return false;
+    }
+    if (hop == x.hop)
       return true;
-    x.incarnation = incarnation;
-    x.hop = hop;
+    auto bit = x.hop - hop - 1;
+    if (bit >= window)
+      return false; // too old to tell: the round checks drop a copy
+    auto mask = uint64_t{1} << bit;
+    if ((x.below & mask) != 0)
+      return true;
+    x.below |= mask;
     return false;
   }
-  last_hop_from_.push_back({from, incarnation, hop});
+  last_hop_from_.push_back({from, incarnation, hop, 0});
   return false;
 }
 
@@ -198,7 +228,15 @@ void ring_core::on_ack(const ring_ack_msg& a, timestamp now) {
   if (i != pending_.end()) {
     if (i->tries == 0)
       late_sampled_ = false; // an ack in time: the next late one counts again
-    sample_round_trip(now - i->sent_at);
+    // A hop sent before this member's own stall (its timers fired late) is
+    // acked after it: that round trip measures the stall, not the network.
+    // Seed 900547 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms --guard`
+    // (n = 3): a member frozen for 400 ms took the ack of a hop sent just
+    // before as its first round trip (nothing clamps the first), its hop
+    // timeout grew to 1.2 s and its round timeout to 22 s, and its dead round
+    // swallowed every lower round until the run ended.
+    if (i->sent_at >= stall_ended())
+      sample_round_trip(now - i->sent_at);
     pending_.erase(i);
     return;
   }
@@ -212,7 +250,8 @@ void ring_core::on_ack(const ring_ack_msg& a, timestamp now) {
     auto rtt = now - g->sent_at;
     // A successor resumed after a pause acks every hop it missed at once: of
     // such late acks only the first counts until an ack comes in time.
-    if (rtt <= 4 * hop_timeout(cfg_.hop_retries) && (rtt_.empty() || !late_sampled_)) {
+    if (rtt <= 4 * hop_timeout(cfg_.hop_retries) && (rtt_.empty() || !late_sampled_)
+        && g->sent_at >= stall_ended()) {
       sample_round_trip(rtt);
       late_sampled_ = true;
     }

@@ -72,10 +72,15 @@ private:
     bool forwarded = false;
     bool finalized = false;
   };
+  /// The hops seen from one sender (in its latest incarnation): the highest,
+  /// and which of the 64 below it (bit i: hop - 1 - i). Hops arrive out of
+  /// order (a retry of an older hop after a newer one got through), so a
+  /// high-water mark alone would take a retried token for a copy.
   struct sender_seen {
     node_id from;
     uint64_t incarnation = 0;
     uint64_t hop = 0;
+    uint64_t below = 0;
   };
   struct given_up {
     uint64_t hop;
@@ -108,7 +113,8 @@ private:
   /// per retry.
   duration hop_timeout(unsigned tries) const;
   /// Whether (from, incarnation, hop) was seen before (or is from an earlier
-  /// life of the sender).
+  /// life of the sender). A hop more than 64 below the sender's highest is
+  /// taken as new: the round checks drop it if it is a copy.
   bool duplicate(node_id from, uint64_t incarnation, uint64_t hop);
   round_seen& round_of(node_id initiator);
   duration round_timeout() const;

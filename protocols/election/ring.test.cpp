@@ -227,6 +227,122 @@ TEST(ring, a_restarted_member_s_tokens_are_not_taken_for_duplicates) {
   EXPECT_FALSE(forwarded_to_3());
 }
 
+// Issue 11, seed 900400 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms
+// --guard` (n = 7): 3's hop 8 (7's token) was blocked by a partition, its hop 9
+// (an announcement) got through, and the retry of hop 8 arrived after it. A
+// member remembered only each sender's highest hop, so it acked the token and
+// dropped it as a copy: the round died, and with it (extinction, round
+// timeouts of seconds) every round for 4 s after the heal.
+TEST(ring, a_retried_hop_that_arrives_after_a_newer_one_is_not_a_duplicate) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  auto sent_to_3 = [&] {
+    size_t tokens = 0;
+    for (auto& o : core->outbox())
+      tokens += o.to == id(3) && std::holds_alternative<el::ring_election_msg>(o.msg);
+    core->outbox().clear();
+    return tokens;
+  };
+  // 1's hop 9: an announcement of term 1/3.
+  core->handle(el::ring_coordinator_msg{id(1), id(1), 9, el::term{1, id(3), 1}, 1},
+               el::timestamp{1ms});
+  ASSERT_EQ(core->leader(), id(3));
+  core->outbox().clear();
+  // 1's hop 8, a token of 1's later round, arrives after it and goes on to 3.
+  core->handle(el::ring_election_msg{id(1), id(1), 8, 1, {id(1)}, {1}, 1, 2},
+               el::timestamp{2ms});
+  EXPECT_EQ(sent_to_3(), 1u) << "the retried token was taken for a copy";
+  // A real copy of either hop is still dropped (and acked).
+  core->handle(el::ring_election_msg{id(1), id(1), 8, 1, {id(1)}, {1}, 1, 2},
+               el::timestamp{3ms});
+  core->handle(el::ring_election_msg{id(1), id(1), 9, 1, {id(1)}, {1}, 1, 3},
+               el::timestamp{3ms});
+  EXPECT_EQ(sent_to_3(), 0u);
+  // Hops far apart still work: 200 ahead, then one of the skipped ones.
+  core->handle(el::ring_election_msg{id(1), id(1), 209, 1, {id(1)}, {1}, 1, 4},
+               el::timestamp{4ms});
+  EXPECT_EQ(sent_to_3(), 1u);
+  core->handle(el::ring_election_msg{id(1), id(1), 208, 1, {id(1)}, {1}, 1, 5},
+               el::timestamp{5ms});
+  EXPECT_EQ(sent_to_3(), 1u);
+}
+
+// Issue 11, seed 900547 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms
+// --guard` (n = 3): a member frozen for 400 ms right after sending a hop found
+// the ack waiting when it resumed, and took the 400 ms as its first round trip
+// (the first sample is not clamped): hop timeout 1.2 s, round timeout 22 s, and
+// its dead round swallowed every lower round until the run ended. A round trip
+// measured across the member's own stall (its timer fired late) is not sampled.
+TEST(ring, an_ack_that_waited_out_the_member_s_own_stall_is_not_a_round_trip) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  using el::timestamp;
+  auto hop_to_3 = [&]() -> std::optional<uint64_t> {
+    std::optional<uint64_t> hop;
+    for (auto& o : core->outbox())
+      if (auto e = std::get_if<el::ring_election_msg>(&o.msg); e && o.to == id(3))
+        hop = e->hop;
+    core->outbox().clear();
+    return hop;
+  };
+  core->request_election(timestamp{1ms});
+  auto first = hop_to_3();
+  ASSERT_TRUE(first.has_value());
+  // Frozen from 2 ms to 400 ms: the hop's timer (due at 21 ms) fires at
+  // resume, the ack that waited is read a moment later.
+  core->tick(timestamp{400ms});
+  core->outbox().clear();
+  core->handle(el::ring_ack_msg{id(3), *first}, timestamp{400100us});
+  EXPECT_TRUE(core->round_trips().empty())
+      << "sampled " << core->round_trips().smoothed().count() << " ns";
+  // The next hop to 3 is retried after the least hop timeout (20 ms).
+  core->request_election(timestamp{410ms});
+  ASSERT_TRUE(hop_to_3().has_value());
+  bool retried = false;
+  for (auto d = 411ms; d <= 431ms && !retried; d += 1ms) {
+    core->tick(timestamp{d});
+    retried = hop_to_3().has_value();
+  }
+  EXPECT_TRUE(retried) << "the hop timeout grew beyond 20 ms";
+  // An ack in time still counts.
+  core->request_election(timestamp{500ms});
+  auto later = hop_to_3();
+  ASSERT_TRUE(later.has_value());
+  core->handle(el::ring_ack_msg{id(3), *later}, timestamp{504ms});
+  EXPECT_EQ(core->round_trips().samples(), 1u);
+}
+
+// Issue 11, seed 900029 of `random=6,loss=0.05,dup=0.05,delay=1ms..30ms`
+// (n = 7, no guard): a member's very first hop ack came from a successor that
+// had been frozen, 90 ms after the send. Only later samples were clamped, so
+// the estimate started at 90 ms (hop timeout 270 ms, then about 400 ms), and
+// the member's dead round swallowed every lower round for 4 s after the heal.
+TEST(ring, the_first_round_trip_sample_is_clamped_too) {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  using el::timestamp;
+  core->request_election(timestamp{1ms});
+  std::optional<uint64_t> hop;
+  for (auto& o : core->outbox())
+    if (auto e = std::get_if<el::ring_election_msg>(&o.msg); e && o.to == id(3))
+      hop = e->hop;
+  ASSERT_TRUE(hop.has_value());
+  // 3 is frozen: the hop is retried and given up on time.
+  for (auto d = 2ms; d <= 89ms; d += 1ms)
+    core->tick(timestamp{d});
+  core->outbox().clear();
+  // 3 resumes and acks 90 ms after the first send.
+  core->handle(el::ring_ack_msg{id(3), *hop}, timestamp{91ms});
+  ASSERT_EQ(core->round_trips().samples(), 1u);
+  EXPECT_LE(core->round_trips().smoothed(), 2 * cfg.hop_timeout);
+}
+
 // Issue 11, defect 1 (seed 212 of `random=5,loss=0.3 --guard`, n = 5): the
 // highest id missed the announcement of the term naming it and started a round
 // of its own with an older epoch. A follower of that term dropped the round as
