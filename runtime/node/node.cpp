@@ -13,6 +13,7 @@
 #include "runtime/node/replica_leadership.hpp"
 #include "runtime/node/replica_link.hpp"
 #include "runtime/node/replica_storage.hpp"
+#include "runtime/node/sched_slice.hpp"
 #include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
 #include "runtime/node/tls_metrics.hpp"
@@ -344,6 +345,8 @@ int run_node(const node_config& c) {
   if (metrics_failed)
     return exit_address_in_use;
 
+  // Before the actor system starts its threads: they inherit the slice.
+  auto slice_problem = request_cpu_slice(node_cpu_slice);
   caf::actor_system_config cfg;
   configure(cfg, c);
   caf::actor_system sys{cfg};
@@ -373,6 +376,12 @@ int run_node(const node_config& c) {
     return exit_address_in_use;
   }
   log_start(c, *links);
+  if (slice_problem.empty())
+    links->log("threads run with " + std::to_string(node_cpu_slice.count())
+               + " us CPU slices (a woken I/O thread preempts other processes sooner)");
+  else
+    links->warn("could not shorten the CPU slice of this node's threads (" + slice_problem
+                + "): heartbeats may wait behind other processes");
   if (links->replica())
     links->log(
         std::string{"hosting a replica in "} + c.data_dir

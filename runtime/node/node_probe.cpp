@@ -153,8 +153,10 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
               .Help("Follower: suspicion level of the leader (phi, or silence over "
                     "timeout for the fixed detector); 0 for other peers")
               .Register(reg);
-  for (auto p : peers_)
-    phi_->Add({{"peer", std::to_string(p)}}).Set(0);
+  for (auto p : peers_) {
+    phi_peer_.push_back(&phi_->Add({{"peer", std::to_string(p)}}));
+    phi_peer_.back()->Set(0);
+  }
   leader_changes_ = &BuildCounter()
                          .Name("conclave_leader_changes_total")
                          .Help("Times this node adopted a different leader")
@@ -193,8 +195,12 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                              "excursion, each logged once)")
                        .Register(reg)
                        .Add({});
-  auto lateness_buckets = Histogram::BucketBoundaries{
-      0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1};
+  // 30 and 40 ms: with the fast profile (heartbeat 10 ms, detector floor 50
+  // ms) a leader round more than 40 ms late is already a silence its
+  // followers' detectors must flag (issue 11).
+  auto lateness_buckets =
+      Histogram::BucketBoundaries{0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                                  0.03,   0.04,   0.05,  0.1,   0.2,   0.5,  1};
   timer_lateness_ = &BuildHistogram()
                          .Name("conclave_timer_lateness_seconds")
                          .Help("How late the candidate's timer fired after the "
@@ -544,8 +550,8 @@ void node_probe::state(const el::candidate_core& core, el::timestamp now) {
   term_leader_->Set(static_cast<double>(t.leader.value));
   auto leader = core.leader();
   double phi = core.is_leader() ? 0.0 : core.leader_phi(now);
-  for (auto p : peers_)
-    phi_->Add({{"peer", std::to_string(p)}}).Set(p == leader.value ? phi : 0.0);
+  for (size_t i = 0; i < peers_.size(); ++i)
+    phi_peer_[i]->Set(peers_[i] == leader.value ? phi : 0.0);
   {
     std::lock_guard<std::mutex> guard{mtx_};
     auto steady = now_();

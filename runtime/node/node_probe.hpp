@@ -119,6 +119,8 @@ private:
   prometheus::Family<prometheus::Gauge>* peer_up_;
   prometheus::Histogram* rtt_;
   prometheus::Family<prometheus::Gauge>* phi_;
+  /// phi_'s series, one per peer in peers_ order (looked up once, not per input).
+  std::vector<prometheus::Gauge*> phi_peer_;
   prometheus::Counter* leader_changes_;
   prometheus::Family<prometheus::Counter>* rejected_;
   prometheus::Counter* stale_rejected_;

@@ -139,11 +139,20 @@ status_writer::status_writer(std::string path, node_status initial)
   write_locked();
 }
 
-void status_writer::update_leadership(uint64_t leader, uint64_t term,
-                                      uint64_t term_leader, bool is_leader, bool acting,
-                                      const std::map<uint64_t, std::string>& states) {
+void status_writer::update_leadership(
+    uint64_t leader, uint64_t term, uint64_t term_leader, bool is_leader, bool acting,
+    const std::map<uint64_t, std::string>& peer_states) {
   std::lock_guard<std::mutex> guard{mtx_};
   auto& s = status_;
+  // Called after every input of the candidate (each heartbeat and ack): when
+  // nothing changed, skip rendering the JSON to find that out.
+  bool same = s.leader == leader && s.term == term && s.term_leader == term_leader
+              && s.is_leader == is_leader && s.acting == acting;
+  for (auto& p : s.peers)
+    if (auto i = peer_states.find(p.id); same && i != peer_states.end())
+      same = p.state == i->second;
+  if (same)
+    return;
   if (s.leader != leader || s.term != term || s.term_leader != term_leader
       || s.is_leader != is_leader)
     s.leader_since_us = wall_clock_us();
@@ -155,7 +164,7 @@ void status_writer::update_leadership(uint64_t leader, uint64_t term,
   s.is_leader = is_leader;
   s.acting = acting;
   for (auto& p : s.peers)
-    if (auto i = states.find(p.id); i != states.end())
+    if (auto i = peer_states.find(p.id); i != peer_states.end())
       p.state = i->second;
   write_locked();
 }
