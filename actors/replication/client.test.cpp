@@ -73,6 +73,19 @@ protected:
     return txn_request{{txn_op{"q", "", "", op_kind::dequeue}}, {}};
   }
 
+  /// The devices of these replicas stop completing syncs (their records stay
+  /// unsynced, so no quorum forms), or complete the held ones and go on.
+  void hold_syncs(std::initializer_list<size_t> replicas) {
+    for (auto i : replicas)
+      rs[i].device->set_auto_sync(false);
+  }
+  void release_syncs(std::initializer_list<size_t> replicas) {
+    for (auto i : replicas) {
+      rs[i].device->release_syncs();
+      rs[i].device->set_auto_sync(true);
+    }
+  }
+
   std::vector<node_id> looked_up;
   std::set<node_id> unreachable;
   /// Actors answering instead of a member's host.
@@ -131,8 +144,7 @@ TEST_F(client_test, a_read_refused_by_a_primary_without_its_lease_is_asked_elsew
 TEST_F(client_test, client_waits_out_the_sync_phase_of_a_new_primary) {
   // The secondaries' syncs are held: the new primary's sync phase cannot
   // finish (its new_primary record is durable on itself only).
-  rs[0].device->set_auto_sync(false);
-  rs[2].device->set_auto_sync(false);
+  hold_syncs({0, 2});
   auto ok = ask<bool>(sys(), rs[1].host, become_primary_msg{term{1, rs[1].id, 0}});
   advance(5ms);
   ASSERT_TRUE(ok->value && *ok->value);
@@ -189,8 +201,7 @@ TEST_F(client_test, a_host_dying_with_requests_in_flight_ends_them_at_once) {
   ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
   // The primary cannot commit (both secondaries' syncs held): a put and an
   // enqueue wait there when it dies.
-  rs[0].device->set_auto_sync(false);
-  rs[1].device->set_auto_sync(false);
+  hold_syncs({0, 1});
   auto p = ask<txn_result>(sys(), c, put_req("k", "v"));
   auto e = ask<txn_result>(sys(), c, enqueue_req("item"));
   advance(10ms);
@@ -202,10 +213,7 @@ TEST_F(client_test, a_host_dying_with_requests_in_flight_ends_them_at_once) {
   ASSERT_TRUE(e->done && e->value);
   EXPECT_EQ(e->value->code, errc::outcome_unknown);
   EXPECT_FALSE(p->done);
-  for (auto i : {0, 1}) {
-    rs[i].device->release_syncs();
-    rs[i].device->set_auto_sync(true);
-  }
+  release_syncs({0, 1});
   make_primary(0, 2);
   // The put is retried on the new primary well before the first attempt's
   // timeout would have fired.
@@ -220,8 +228,7 @@ TEST_F(client_test, a_condition_failed_by_a_retry_after_an_unknown_attempt_is_un
   ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
   // A compare-and-set (k absent -> v) reaches the secondaries' logs but no
   // quorum acknowledges it before the primary dies.
-  rs[0].device->set_auto_sync(false);
-  rs[1].device->set_auto_sync(false);
+  hold_syncs({0, 1});
   txn_request cas{
       {txn_op{"d", "k", "", op_kind::expect_absent}, txn_op{"d", "k", "v", op_kind::put}},
       {}};
@@ -231,10 +238,7 @@ TEST_F(client_test, a_condition_failed_by_a_retry_after_an_unknown_attempt_is_un
   crash(2);
   run();
   EXPECT_FALSE(r->done); // idempotent: retried
-  for (auto i : {0, 1}) {
-    rs[i].device->release_syncs();
-    rs[i].device->set_auto_sync(true);
-  }
+  release_syncs({0, 1});
   // The new primary's sync phase keeps the record: the first attempt
   // committed, and the retry finds k present.
   make_primary(0, 2);
@@ -253,8 +257,7 @@ TEST_F(client_test, deposed_primary_idempotent_put_is_retried_enqueue_is_not) {
   auto c = make_client();
   ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
   // The primary cannot commit (both secondaries' syncs held), then is deposed.
-  rs[0].device->set_auto_sync(false);
-  rs[1].device->set_auto_sync(false);
+  hold_syncs({0, 1});
   auto p = ask<txn_result>(sys(), c, put_req("k", "v"));
   auto e = ask<txn_result>(sys(), c, enqueue_req("item"));
   advance(10ms);
@@ -265,10 +268,7 @@ TEST_F(client_test, deposed_primary_idempotent_put_is_retried_enqueue_is_not) {
   ASSERT_TRUE(e->done && e->value);
   EXPECT_EQ(e->value->code, errc::outcome_unknown);
   EXPECT_FALSE(p->done); // retrying
-  rs[0].device->release_syncs();
-  rs[1].device->release_syncs();
-  rs[0].device->set_auto_sync(true);
-  rs[1].device->set_auto_sync(true);
+  release_syncs({0, 1});
   make_primary(0, 2);
   ASSERT_TRUE(advance_until([&] { return p->done; }, 2s));
   EXPECT_EQ(p->value->code, errc::ok);
