@@ -14,7 +14,7 @@ result<void> memory_log_device::append(const log_record& r) {
 
 void memory_log_device::sync(sync_callback done) {
   ++syncs_;
-  held_.push_back(held_sync{appended_, std::move(done), syncs_});
+  held_.push_back(held_sync{appended_, std::move(done), syncs_, lsn{}});
   if (auto_sync_)
     release_syncs();
 }

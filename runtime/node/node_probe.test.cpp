@@ -265,10 +265,13 @@ TEST(node_probe, a_suspicion_reports_silence_threshold_and_timer_lateness) {
   // Timer lateness goes to the histogram of the role; late ones are logged.
   probe.timer_fired(3ms, true);
   probe.timer_fired(70ms, false);
-  for (auto& f : reg.Collect())
-    if (f.name == "conclave_timer_lateness_seconds")
-      for (auto& m : f.metric)
-        EXPECT_EQ(m.histogram.sample_count, 1u);
+  for (auto& f : reg.Collect()) {
+    if (f.name != "conclave_timer_lateness_seconds")
+      continue;
+    for (auto& m : f.metric) {
+      EXPECT_EQ(m.histogram.sample_count, 1u);
+    }
+  }
   EXPECT_NE(out.str().find("election timer fired 70.0 ms late (follower)"),
             std::string::npos)
       << out.str();

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <set>
 
 namespace conclave::sim {
@@ -637,15 +638,17 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
     clients[k].target = k % settings.replicas;
   }
   uint64_t seq = 0;
-  std::optional<size_t> acting;
+  // The replica that acts and serves at the last sample (none: no_acting).
+  constexpr size_t no_acting = std::numeric_limits<size_t>::max();
+  size_t acting = no_acting;
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>{lo, hi}(crng);
   };
   auto retarget = [&](client& c, rp::node_id hint) {
     if (hint != rp::no_node && hint.value <= settings.replicas)
       c.target = hint.value - 1;
-    else if (acting)
-      c.target = *acting;
+    else if (acting != no_acting)
+      c.target = acting;
     else
       c.target = (c.target + 1) % settings.replicas;
   };
@@ -692,7 +695,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
     }
     if (now >= next_sample) {
       auto got = w.sample(discarded);
-      acting.reset();
+      acting = no_acting;
       for (auto& s : got)
         if (s.acting && s.serving)
           acting = s.node.value - 1;
