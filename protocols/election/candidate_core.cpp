@@ -247,7 +247,11 @@ void candidate_core::tick(timestamp now) {
   if (role_ == role::leader) {
     excuse_own_stall(now);
     update_acting(now);
-    if (role_ == role::leader && now >= heartbeat_due_)
+    if (role_ == role::leader && now < heartbeat_due_ && rescue_due_
+        && now >= *rescue_due_)
+      ++stats_.rescue_rounds;
+    if (role_ == role::leader
+        && (now >= heartbeat_due_ || (rescue_due_ && now >= *rescue_due_)))
       send_heartbeats(now);
   } else if (leader_ != no_node) {
     judge_leader_silence(now);
@@ -379,6 +383,8 @@ std::optional<timestamp> candidate_core::next_deadline() const {
   };
   if (role_ == role::leader) {
     consider(heartbeat_due_);
+    if (rescue_due_)
+      consider(*rescue_due_);
     if (cfg_.guard.enabled) {
       if (acting_)
         consider(lease_until_);
@@ -597,6 +603,7 @@ void candidate_core::become_leader(const term& t, timestamp now) {
   leader_since_ = now;
   lease_until_ = timestamp{0};
   renewed_round_sent_ = timestamp{0};
+  rescue_due_.reset();
   quorum_excused_ = false;
   rounds_.fill({});
   slowest_now_ = slowest_before_ = duration{0};
@@ -694,11 +701,34 @@ void candidate_core::send_heartbeats(timestamp now) {
     }
   }
   heartbeat_due_ = now + renewal_interval();
+  plan_rescue();
+}
+
+void candidate_core::plan_rescue() {
+  rescue_due_.reset();
+  auto& last = rounds_[heartbeat_seq_ % rounds_.size()];
+  if (!cfg_.guard.enabled || majority() == 1 || renewed_round_sent_ == timestamp{0}
+      || renewed_round_sent_ >= last.sent_at)
+    return; // nothing renewed yet (a new leader), or the latest round is renewed
+  // The latest round's majority ack is overdue once the round-trip bound has
+  // passed: send another (a retransmission, at most every min_renewal_interval),
+  // and in any case in time to renew the current lease before it lapses.
+  auto bound = renewal_bound();
+  auto gap = std::max(bound, min_renewal_interval(cfg_));
+  auto rescue =
+      std::min(last.sent_at + gap, renewed_round_sent_ + cfg_.guard.lease - bound);
+  rescue = std::max(rescue, last.sent_at + min_renewal_interval(cfg_));
+  if (rescue < heartbeat_due_)
+    rescue_due_ = rescue;
 }
 
 duration candidate_core::renewal_interval() const {
+  return guard_renewal_interval(cfg_, renewal_bound());
+}
+
+duration candidate_core::renewal_bound() const {
   if (!cfg_.guard.enabled || rtt_.empty())
-    return guard_renewal_interval(cfg_, duration{0});
+    return duration{0};
   // srtt + 4 x deviation is no bound on a round trip: with one-way delays of
   // 1-30 ms the deviation term fell after a few ordinary samples, rounds were
   // spaced for a 51 ms round trip, and a round whose acks both took 52 ms came
@@ -709,8 +739,7 @@ duration candidate_core::renewal_interval() const {
   // bound is at least the slowest of the latest 128 to 256 acks: a round trip
   // the network showed recently is expected again.
   auto slowest = std::max(slowest_now_, slowest_before_);
-  auto bound = std::max(rtt_.timeout(duration{0}, cfg_.guard.lease), slowest);
-  return guard_renewal_interval(cfg_, bound);
+  return std::max(rtt_.timeout(duration{0}, cfg_.guard.lease), slowest);
 }
 
 void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
@@ -775,9 +804,21 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
     return; // too old
   // Count each follower once per round: a duplicated ack must not fake a majority.
   auto* ps = status(m.from);
-  if (ps->last_ack_seq >= m.seq)
-    return;
-  ps->last_ack_seq = m.seq;
+  // An ack that a newer round's ack overtook (reordering) still counts for its
+  // own round: dropping it left rounds without a majority and the leader
+  // stopped acting while every follower answered (issue 11, `conclave sim
+  // --algorithm bully --nodes 4 --seed 66 --guard --faults
+  // 'random=6,loss=0.05,dup=0.05,delay=1ms..30ms'`).
+  if (m.seq > ps->last_ack_seq) {
+    auto shift = m.seq - ps->last_ack_seq;
+    ps->ack_window = (shift >= 64 ? 0 : ps->ack_window << shift) | 1u;
+    ps->last_ack_seq = m.seq;
+  } else {
+    auto back = ps->last_ack_seq - m.seq;
+    if (back >= 64 || ((ps->ack_window >> back) & 1u) != 0)
+      return; // a copy, or older than any round still counted
+    ps->ack_window |= uint64_t{1} << back;
+  }
   // An ack slower than the detector timeout is from a frozen or overloaded
   // follower (its lease renewal is useless anyway), not a network round trip;
   // one of a round sent before this leader's own stall measures the stall.
@@ -800,6 +841,7 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
     quorum_excused_ = false;
     if (cfg_.guard.enabled)
       lease_until_ = std::max(lease_until_, r.sent_at + cfg_.guard.lease);
+    plan_rescue();
     update_acting(now);
   }
 }

@@ -137,6 +137,9 @@ struct core_stats {
   uint64_t suspicions = 0;            ///< the detector suspected the leader
   uint64_t suspicions_discounted = 0; ///< ... not counted: own timer late
   uint64_t suspicions_refuted = 0;    ///< ... dropped: the leader was alive
+  /// Quorum guard: heartbeat rounds sent early because the majority ack of the
+  /// latest round was overdue (a lost heartbeat or ack).
+  uint64_t rescue_rounds = 0;
 };
 
 class candidate_core {
@@ -281,7 +284,10 @@ private:
     bool down = false;
     bool suspected = false;
     timestamp last_heard{0};
-    uint64_t last_ack_seq = 0;  ///< leader: newest heartbeat round this peer acked
+    uint64_t last_ack_seq = 0; ///< leader: newest heartbeat round this peer acked
+    /// Leader: bit k set = this peer acked round last_ack_seq - k (k < 64), so
+    /// an ack overtaken by a newer one still counts once for its own round.
+    uint64_t ack_window = 0;
     uint64_t granted_round = 0; ///< newest pre-vote round this peer granted
     uint64_t refused_round = 0; ///< newest pre-vote round this peer refused
   };
@@ -329,6 +335,10 @@ private:
   void send_heartbeats(timestamp now);
   /// guard_renewal_interval() for the round trips measured so far.
   duration renewal_interval() const;
+  /// The round-trip bound renewal_interval() plans for (0: nothing measured).
+  duration renewal_bound() const;
+  /// Quorum guard: sets rescue_due_ from the latest renewed round.
+  void plan_rescue();
   void update_acting(timestamp now);
   /// Quorum guard: when a leader that renewed no lease steps down.
   timestamp quorum_deadline() const;
@@ -385,6 +395,13 @@ private:
   timestamp leader_since_{0};
   timestamp lease_until_{0};
   timestamp renewed_round_sent_{0};
+  /// Quorum guard: while the latest round is not renewed by a majority, the
+  /// time by which one more round must leave to renew the current lease before
+  /// it lapses. With a bare majority reachable, one lost heartbeat or ack
+  /// stopped the leader for a round trip (a follower cut off from the leader
+  /// only: 3-14 gaps in 19.5 s at 1 % loss, n = 3); a round sent at this time
+  /// instead of a heartbeat interval after the lost one renews it in time.
+  std::optional<timestamp> rescue_due_;
   /// A quorum-lost step-down postponed after this leader's own stall (once per
   /// renewal), until when.
   bool quorum_excused_ = false;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <algorithm>
 
 #include <random>
@@ -855,4 +857,66 @@ TEST(refutation, a_peer_that_alone_hears_the_leader_cannot_stall_the_majority) {
       2s))
       << "the majority never elected";
   EXPECT_LE(net.now() - cut, 1s);
+}
+
+// -- heartbeat acks out of order (issue 11) ---------------------------------------
+
+// A follower's ack of round k that arrives after its ack of round k+1 (the
+// network reordered them) still counts for round k, once. It used to be
+// dropped as a copy: rounds lost their majority although every follower
+// answered, and the leader stopped acting (`conclave sim --algorithm bully
+// --nodes 4 --seed 66 --guard --faults 'random=6,loss=0.05,dup=0.05,delay=1ms..30ms'`).
+TEST(candidate_core, an_ack_overtaken_by_a_newer_one_still_renews_its_round) {
+  auto c =
+      el::make_core(id(5), {id(1), id(2), id(3), id(4)}, guarded(el::algorithm::bully));
+  std::map<uint64_t, el::timestamp> sent; // heartbeat round -> when it left
+  uint64_t pre_vote_round = 0;
+  auto drain = [&](el::timestamp now) {
+    for (auto& o : c->outbox()) {
+      if (auto h = std::get_if<el::heartbeat_msg>(&o.msg))
+        sent.emplace(h->seq, now);
+      if (auto p = std::get_if<el::pre_vote_msg>(&o.msg))
+        pre_vote_round = p->round;
+    }
+    c->outbox().clear();
+  };
+  el::timestamp now{0};
+  c->start(now, 1);
+  drain(now);
+  while (pre_vote_round == 0) { // no leader heard: it asks for a pre-vote
+    now = *c->next_deadline();
+    c->tick(now);
+    drain(now);
+  }
+  for (auto p : {1, 2})
+    c->handle(el::pre_vote_reply_msg{id(p), 0, pre_vote_round, true}, now);
+  drain(now);
+  ASSERT_TRUE(c->is_leader()); // the highest id wins Bully at once
+  auto t = c->current_term();
+  ASSERT_EQ(sent.size(), 1u);
+  auto first = sent.begin()->first;
+  now += 1ms;
+  for (auto p : {1, 2})
+    c->handle(el::heartbeat_ack_msg{id(p), t, first, true}, now);
+  ASSERT_TRUE(c->acting());
+  // Two more rounds leave unanswered.
+  while (sent.size() < 3) {
+    now = *c->next_deadline();
+    c->tick(now);
+    drain(now);
+  }
+  auto second = first + 1, third = first + 2;
+  ASSERT_TRUE(sent.count(second) && sent.count(third));
+  // Follower 1's acks arrive in reverse order, follower 2 acks the second only:
+  // the second round has self + 1 + 2, a majority of 5.
+  c->handle(el::heartbeat_ack_msg{id(1), t, third, true}, now);
+  c->handle(el::heartbeat_ack_msg{id(1), t, second, true}, now);
+  c->handle(el::heartbeat_ack_msg{id(1), t, second, true}, now); // a copy: no vote
+  c->handle(el::heartbeat_ack_msg{id(2), t, second, true}, now);
+  auto lease = c->config().guard.lease;
+  c->tick(sent[second] + lease - 1ms);
+  EXPECT_TRUE(c->acting());
+  // The third has self + 1 only (the copy above did not count twice).
+  c->tick(sent[second] + lease);
+  EXPECT_FALSE(c->acting());
 }
