@@ -251,3 +251,17 @@ TEST(fault_mixes, wide_delays_up_to_30ms_with_loss_and_duplication_keep_liveness
   auto f = sweep(d, 300);
   EXPECT_TRUE(f.empty()) << first(f);
 }
+
+TEST(fault_mixes, non_transitive_cuts_with_random_faults_keep_safety_and_liveness) {
+  // Links that fail one at a time: node 1 cannot reach node 3 (the leader at
+  // n = 3) nor node 3 node 1 for 3 s, while each reaches everyone else; random
+  // crashes, pauses and partitions on top (tests/election_liveness has the
+  // cut alone and what it must not disturb).
+  for (bool guard : {false, true}) {
+    mix m{"non-transitive cut",
+          "cut@300ms-3300ms:1>3,cut@300ms-3300ms:3>1,random=4,loss=0.02,delay=1ms..10ms",
+          guard};
+    auto f = sweep(m, 300);
+    EXPECT_TRUE(f.empty()) << first(f);
+  }
+}
