@@ -24,6 +24,16 @@ constexpr size_t ring_election_type = election_network::index_of<el::ring_electi
 constexpr size_t ring_coordinator_type =
     election_network::index_of<el::ring_coordinator_msg>();
 
+/// Ring tokens (ring_election_msg) `core` sent to `to` since the last call;
+/// clears its outbox.
+size_t tokens_sent_to(el::candidate_core& core, el::node_id to) {
+  size_t tokens = 0;
+  for (auto& o : core.outbox())
+    tokens += o.to == to && std::holds_alternative<el::ring_election_msg>(o.msg);
+  core.outbox().clear();
+  return tokens;
+}
+
 } // namespace
 
 TEST(ring, highest_alive_id_wins_at_startup) {
@@ -206,13 +216,7 @@ TEST(ring, a_restarted_member_s_tokens_are_not_taken_for_duplicates) {
   cfg.election_wait = std::chrono::hours(1);
   auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
   core->start(el::timestamp{0}, 1);
-  auto forwarded_to_3 = [&] {
-    bool any = false;
-    for (auto& o : core->outbox())
-      any |= o.to == id(3) && std::holds_alternative<el::ring_election_msg>(o.msg);
-    core->outbox().clear();
-    return any;
-  };
+  auto forwarded_to_3 = [&] { return tokens_sent_to(*core, id(3)) > 0; };
   // Node 1 in its first life, late in its hop numbers.
   core->handle(el::ring_election_msg{id(1), id(1), 1'000'000, 0, {id(1)}, {1}, 1, 1},
                el::timestamp{1ms});
@@ -238,13 +242,7 @@ TEST(ring, a_retried_hop_that_arrives_after_a_newer_one_is_not_a_duplicate) {
   cfg.election_wait = std::chrono::hours(1);
   auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
   core->start(el::timestamp{0}, 1);
-  auto sent_to_3 = [&] {
-    size_t tokens = 0;
-    for (auto& o : core->outbox())
-      tokens += o.to == id(3) && std::holds_alternative<el::ring_election_msg>(o.msg);
-    core->outbox().clear();
-    return tokens;
-  };
+  auto sent_to_3 = [&] { return tokens_sent_to(*core, id(3)); };
   // 1's hop 9: an announcement of term 1/3.
   core->handle(el::ring_coordinator_msg{id(1), id(1), 9, el::term{1, id(3), 1}, 1},
                el::timestamp{1ms});
