@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
 using namespace std::chrono_literals;
 using conclave::testing::election_network;
 namespace el = conclave::election;
@@ -32,6 +35,26 @@ size_t tokens_sent_to(el::candidate_core& core, el::node_id to) {
     tokens += o.to == to && std::holds_alternative<el::ring_election_msg>(o.msg);
   core.outbox().clear();
   return tokens;
+}
+
+/// The hop number of the last token `core` sent to `to` since the last call
+/// (none: no token); clears its outbox.
+std::optional<uint64_t> last_hop_to(el::candidate_core& core, el::node_id to) {
+  std::optional<uint64_t> hop;
+  for (auto& o : core.outbox())
+    if (auto e = std::get_if<el::ring_election_msg>(&o.msg); e && o.to == to)
+      hop = e->hop;
+  core.outbox().clear();
+  return hop;
+}
+
+/// Member 2 of the ring 1-2-3, started at 0, that never elects by itself.
+std::unique_ptr<el::candidate_core> middle_member() {
+  auto cfg = ring_config();
+  cfg.election_wait = std::chrono::hours(1);
+  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
+  core->start(el::timestamp{0}, 1);
+  return core;
 }
 
 } // namespace
@@ -166,17 +189,15 @@ TEST(ring, resign_hands_over_to_the_next_highest) {
 // leader on its behalf and announced that past it, so everyone followed a leader
 // that never learnt it leads; every re-election repeated the same skip.
 TEST(ring, a_member_tries_a_suspected_successor_before_skipping_it) {
-  auto cfg = ring_config();
-  cfg.election_wait = std::chrono::hours(1);
-  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
-  core->start(el::timestamp{0}, 1);
+  auto core = middle_member();
   core->handle(el::heartbeat_msg{id(3), {1, id(3), 1}, 1}, el::timestamp{1ms});
   ASSERT_EQ(core->leader(), id(3));
   core->outbox().clear();
-  core->tick(el::timestamp{1ms} + cfg.detector.timeout); // suspects its leader 3
+  core->tick(el::timestamp{1ms}
+             + core->config().detector.timeout); // suspects its leader 3
   // Node 3's own token arrives from node 1 (3 -> 1 -> 2) while 2 suspects 3.
   core->handle(el::ring_election_msg{id(1), id(3), 7, 1, {id(3), id(1)}, {1, 1}},
-               el::timestamp{1ms} + cfg.detector.timeout + 1ms);
+               el::timestamp{1ms} + core->config().detector.timeout + 1ms);
   bool told_3 = false;
   for (auto& o : core->outbox()) {
     if (o.to == id(3))
@@ -212,10 +233,7 @@ TEST(ring, a_round_completed_for_a_silent_initiator_does_not_choose_it) {
 // restarted with a lower clock had its tokens dropped as duplicates. They now
 // count per incarnation, and a newer incarnation starts afresh.
 TEST(ring, a_restarted_member_s_tokens_are_not_taken_for_duplicates) {
-  auto cfg = ring_config();
-  cfg.election_wait = std::chrono::hours(1);
-  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
-  core->start(el::timestamp{0}, 1);
+  auto core = middle_member();
   auto forwarded_to_3 = [&] { return tokens_sent_to(*core, id(3)) > 0; };
   // Node 1 in its first life, late in its hop numbers.
   core->handle(el::ring_election_msg{id(1), id(1), 1'000'000, 0, {id(1)}, {1}, 1, 1},
@@ -238,10 +256,7 @@ TEST(ring, a_restarted_member_s_tokens_are_not_taken_for_duplicates) {
 // dropped it as a copy: the round died, and with it (extinction, round
 // timeouts of seconds) every round for 4 s after the heal.
 TEST(ring, a_retried_hop_that_arrives_after_a_newer_one_is_not_a_duplicate) {
-  auto cfg = ring_config();
-  cfg.election_wait = std::chrono::hours(1);
-  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
-  core->start(el::timestamp{0}, 1);
+  auto core = middle_member();
   auto sent_to_3 = [&] { return tokens_sent_to(*core, id(3)); };
   // 1's hop 9: an announcement of term 1/3.
   core->handle(el::ring_coordinator_msg{id(1), id(1), 9, el::term{1, id(3), 1}, 1},
@@ -274,19 +289,9 @@ TEST(ring, a_retried_hop_that_arrives_after_a_newer_one_is_not_a_duplicate) {
 // its dead round swallowed every lower round until the run ended. A round trip
 // measured across the member's own stall (its timer fired late) is not sampled.
 TEST(ring, an_ack_that_waited_out_the_member_s_own_stall_is_not_a_round_trip) {
-  auto cfg = ring_config();
-  cfg.election_wait = std::chrono::hours(1);
-  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
-  core->start(el::timestamp{0}, 1);
+  auto core = middle_member();
   using el::timestamp;
-  auto hop_to_3 = [&]() -> std::optional<uint64_t> {
-    std::optional<uint64_t> hop;
-    for (auto& o : core->outbox())
-      if (auto e = std::get_if<el::ring_election_msg>(&o.msg); e && o.to == id(3))
-        hop = e->hop;
-    core->outbox().clear();
-    return hop;
-  };
+  auto hop_to_3 = [&] { return last_hop_to(*core, id(3)); };
   core->request_election(timestamp{1ms});
   auto first = hop_to_3();
   ASSERT_TRUE(first.has_value());
@@ -320,16 +325,10 @@ TEST(ring, an_ack_that_waited_out_the_member_s_own_stall_is_not_a_round_trip) {
 // the estimate started at 90 ms (hop timeout 270 ms, then about 400 ms), and
 // the member's dead round swallowed every lower round for 4 s after the heal.
 TEST(ring, the_first_round_trip_sample_is_clamped_too) {
-  auto cfg = ring_config();
-  cfg.election_wait = std::chrono::hours(1);
-  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
-  core->start(el::timestamp{0}, 1);
+  auto core = middle_member();
   using el::timestamp;
   core->request_election(timestamp{1ms});
-  std::optional<uint64_t> hop;
-  for (auto& o : core->outbox())
-    if (auto e = std::get_if<el::ring_election_msg>(&o.msg); e && o.to == id(3))
-      hop = e->hop;
+  auto hop = last_hop_to(*core, id(3));
   ASSERT_TRUE(hop.has_value());
   // 3 is frozen: the hop is retried and given up on time.
   for (auto d = 2ms; d <= 89ms; d += 1ms)
@@ -338,7 +337,7 @@ TEST(ring, the_first_round_trip_sample_is_clamped_too) {
   // 3 resumes and acks 90 ms after the first send.
   core->handle(el::ring_ack_msg{id(3), *hop}, timestamp{91ms});
   ASSERT_EQ(core->round_trips().samples(), 1u);
-  EXPECT_LE(core->round_trips().smoothed(), 2 * cfg.hop_timeout);
+  EXPECT_LE(core->round_trips().smoothed(), 2 * core->config().hop_timeout);
 }
 
 // Issue 11, defect 1 (seed 212 of `random=5,loss=0.3 --guard`, n = 5): the
@@ -426,10 +425,7 @@ TEST(ring, extinction_drops_lower_rounds_only_while_the_higher_round_is_young) {
 // round for the rest of the run. Now one late ack counts until an ack comes in
 // time, clamped to twice the hop timeout.
 TEST(ring, a_burst_of_late_acks_from_a_resumed_successor_does_not_stretch_hops) {
-  auto cfg = ring_config();
-  cfg.election_wait = std::chrono::hours(1);
-  auto core = el::make_core(id(2), {id(1), id(3)}, cfg);
-  core->start(el::timestamp{0}, 1);
+  auto core = middle_member();
   using el::timestamp;
   std::vector<std::pair<uint64_t, timestamp>> to_3; // hops sent to 3, first send
   auto drain = [&](timestamp now) {
