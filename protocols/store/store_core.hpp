@@ -45,7 +45,6 @@
 #pragma once
 
 #include "protocols/store/errc.hpp"
-#include "protocols/store/indexed_rows.hpp"
 #include "protocols/store/lock_manager.hpp"
 #include "protocols/store/log_record.hpp"
 #include "protocols/store/operation.hpp"
@@ -207,7 +206,7 @@ private:
     bool present = false;
     std::string value;
   };
-  using row_map = indexed_rows<std::vector<version>>;
+  using row_map = std::map<std::string, std::vector<version>>;
   struct queue_item {
     uint64_t seq = 0;
     lsn enqueued;
