@@ -185,24 +185,32 @@ void fail_parked(host_impl self, txn_id t, errc why) {
 }
 
 /// Commits `t` (logs its record, collects garbage now and then). Returns the
-/// lsn (0: nothing changed) or the error.
+/// lsn (0: nothing changed) or the error. The record is logged before the
+/// operations parked on its locks run again: one of them may commit at once
+/// with the next lsn, and the device must get the records in lsn order.
 result<uint64_t> commit_txn(host_impl self, txn_id t) {
   auto& st = self->state;
   st.transactions.erase(t.value);
   auto r = st.core->commit(t);
-  wake(self);
-  if (!r)
+  if (!r) {
+    wake(self);
     return r.error();
-  auto& rec = r.value();
-  if (rec.lsn.value == 0)
+  }
+  auto at = r.value().lsn.value;
+  if (at == 0) {
+    wake(self);
     return uint64_t{0};
-  if (!log(self, rec))
+  }
+  if (!log(self, r.value())) {
+    wake(self);
     return make_error_code(errc::io_failure);
+  }
   if (++st.commits_since_gc >= st.opts.gc_every_commits) {
     st.commits_since_gc = 0;
     st.core->collect_garbage();
   }
-  return rec.lsn.value;
+  wake(self);
+  return at;
 }
 
 /// Runs a batch from its next request on; `granted`: the result of the

@@ -139,16 +139,15 @@ public:
     auto before = std::make_shared<job_view>(known);
     auto after = known;
     auto eff = mutate(after);
-    auto ws = eff ? layout::job_writes(*before, after, eff.value())
+    // The known rows' bytes: what the checks expect, and what job_writes
+    // compares the new encodings with (each encoded once).
+    auto rows = stored_rows_of(known);
+    auto ws = eff ? layout::job_writes(&known, after, eff.value(), &rows)
                   : std::vector<layout::write>{};
     if (ws.empty()) // an error or nothing to write: decide on the current view
       return update(id, std::nullopt, std::move(mutate), std::move(done), hint);
     store::op_batch b;
-    b.checks.push_back(store::batch_check{layout::jobs, id.value,
-                                          store::check_kind::equals, encode(known.job)});
-    for (auto& st : known.steps)
-      b.checks.push_back(store::batch_check{layout::steps, step_key(id, st.index),
-                                            store::check_kind::equals, encode(st)});
+    add_checks(b, known, std::move(rows));
     b.ops = write_requests(std::move(ws));
     b.commit = true;
     auto change = std::make_shared<job_change>(job_change{std::move(eff.value()), after});
@@ -204,18 +203,13 @@ public:
       auto& known = *it.known;
       auto after = known;
       auto eff = it.mutate(after);
-      auto ws = eff ? layout::job_writes(known, after, eff.value())
+      auto rows = stored_rows_of(known);
+      auto ws = eff ? layout::job_writes(&known, after, eff.value(), &rows)
                     : std::vector<layout::write>{};
       pending p{std::move(it), nullptr};
       if (!ws.empty()) {
         store::batch_group g;
-        b.checks.push_back(store::batch_check{layout::jobs, known.job.id.value,
-                                              store::check_kind::equals,
-                                              encode(known.job)});
-        for (auto& st : known.steps)
-          b.checks.push_back(store::batch_check{layout::steps,
-                                                step_key(known.job.id, st.index),
-                                                store::check_kind::equals, encode(st)});
+        add_checks(b, known, std::move(rows));
         g.checks = static_cast<uint32_t>(1 + known.steps.size());
         auto rs = write_requests(std::move(ws));
         g.ops = static_cast<uint32_t>(rs.size());
@@ -347,15 +341,20 @@ public:
           later.push_back(i);
           continue;
         }
+        // The rows' bytes as read: job_writes compares with them.
+        layout::stored_rows rows;
+        rows.job = std::move(jr.value);
         bool ok = true;
         for (uint32_t k = 0; k < v.job.step_count && ok; ++k) {
           auto& sr = r.results[first_op[i] + 1 + k];
           auto st = sr.found ? decode_step(sr.value)
                              : result<step_record>{errc::corrupt_record};
-          if (!st)
+          if (!st) {
             ok = false;
-          else
+          } else {
             v.steps.push_back(std::move(st.value()));
+            rows.steps.push_back(std::move(sr.value));
+          }
         }
         if (!ok) {
           (*out)[i].first = make_error(errc::corrupt_record);
@@ -367,7 +366,7 @@ public:
           (*out)[i].first = to_caf_error(eff.error());
           continue;
         }
-        auto more = layout::job_writes(before, v, eff.value());
+        auto more = layout::job_writes(&before, v, eff.value(), &rows);
         ws.insert(ws.end(), std::make_move_iterator(more.begin()),
                   std::make_move_iterator(more.end()));
         (*befores)[i] = std::move(before);
@@ -693,6 +692,27 @@ private:
     return r;
   }
 
+  /// The bytes of `v`'s rows as they were committed (v is known to match).
+  static layout::stored_rows stored_rows_of(const job_view& v) {
+    layout::stored_rows rows;
+    rows.job = encode(v.job);
+    rows.steps.reserve(v.steps.size());
+    for (auto& st : v.steps)
+      rows.steps.push_back(encode(st));
+    return rows;
+  }
+
+  /// Checks that the job row and every step row of `v` still hold `rows`.
+  static void add_checks(store::op_batch& b, const job_view& v,
+                         layout::stored_rows rows) {
+    b.checks.push_back(store::batch_check{
+        layout::jobs, v.job.id.value, store::check_kind::equals, std::move(rows.job)});
+    for (size_t i = 0; i < v.steps.size(); ++i)
+      b.checks.push_back(
+          store::batch_check{layout::steps, step_key(v.job.id, v.steps[i].index),
+                             store::check_kind::equals, std::move(rows.steps[i])});
+  }
+
   void begin(std::function<void(caf::error, store::txn_id)> f) {
     self_->request(store_, caf::infinite, store_atoms::begin_atom_v)
         .then([f](store::txn_id t) { f(caf::error{}, t); },
@@ -920,7 +940,7 @@ private:
     if (!eff)
       return fail_update(c, to_caf_error(eff.error()));
     auto ws = std::make_shared<std::vector<layout::write>>(std::move(c->pre));
-    auto more = layout::job_writes(*before, c->view, eff.value());
+    auto more = layout::job_writes(before.get(), c->view, eff.value());
     ws->insert(ws->end(), more.begin(), more.end());
     auto change =
         std::make_shared<job_change>(job_change{std::move(eff.value()), c->view});
@@ -1038,7 +1058,7 @@ private:
     if (!eff)
       return fail_update(c, to_caf_error(eff.error()));
     auto ws = std::move(c->pre);
-    auto more = layout::job_writes(*before, c->view, eff.value());
+    auto more = layout::job_writes(before.get(), c->view, eff.value());
     ws.insert(ws.end(), std::make_move_iterator(more.begin()),
               std::make_move_iterator(more.end()));
     auto change =

@@ -38,6 +38,15 @@ struct scheduler_state {
   /// A flush_atom to self is queued: outcomes already in the mailbox join.
   bool flush_queued = false;
   uint64_t timer_generation = 0;
+  /// Dispatches waiting for their agent's reply, by the instant the scheduler
+  /// stops waiting (deadline + reply_slack) and the reply's message id. A
+  /// dispatch is sent without a CAF request timeout (in CAF 0.17 each one is
+  /// an entry in the clock thread's schedule, pushed under a mutex with a
+  /// wake-up of that thread, and never removed when the reply comes); the
+  /// poll tick answers the expired ones with sec::request_timeout itself,
+  /// which is what CAF's clock would have sent, at most one poll_interval
+  /// later.
+  std::set<std::pair<timestamp, caf::message_id>> replies;
   /// Orders each poll's claims differently per instance, so that schedulers
   /// polling the same ready index do not all queue on the same job rows.
   std::minstd_rand order;
@@ -164,29 +173,35 @@ void send(scheduler_impl self, const dispatch& d, const agent_entry& a,
           std::shared_ptr<const job_view> known) {
   auto& st = self->state;
   st.probe->dispatched(d.compensation);
-  auto wait = d.deadline - now_of(self) + st.opts.reply_slack;
-  if (wait <= duration::zero())
-    wait = st.opts.reply_slack;
-  self->request(a.handle, std::chrono::duration_cast<caf::timespan>(wait), d)
-      .then([self, d, known](step_outcome& o) { record(self, d, std::move(o), known); },
-            [self, d, known](caf::error& e) {
-              if (e != caf::sec::request_receiver_down)
-                return; // no reply by the deadline (the agent gave up, or the
-                        // message was lost): the supervisor recovers the step
-              // The agent was dead before it got the dispatch: it died after
-              // the claim picked it, possibly before the supervisor's scan of
-              // its running steps could see the claim. This attempt is lost:
-              // record it as a transient failure now (fenced by the attempt,
-              // so a supervisor that did recover it makes this stale). The
-              // handle is not marked dead here: it may be a relay whose agent
-              // comes back behind it (the down handler marks real deaths).
-              step_outcome o;
-              o.ok = false;
-              o.kind = failure_kind::transient;
-              o.error_kind = "agent_down";
-              o.message = "the agent was gone before the dispatch reached it";
-              record(self, d, std::move(o), known);
-            });
+  auto now = now_of(self);
+  auto until = std::max(d.deadline, now) + st.opts.reply_slack;
+  auto h = self->request(a.handle, caf::infinite, d);
+  auto waiting = std::make_pair(until, h.id());
+  st.replies.insert(waiting);
+  h.then(
+      [self, d, known, waiting](step_outcome& o) {
+        self->state.replies.erase(waiting);
+        record(self, d, std::move(o), known);
+      },
+      [self, d, known, waiting](caf::error& e) {
+        self->state.replies.erase(waiting);
+        if (e != caf::sec::request_receiver_down)
+          return; // no reply by the deadline (the agent gave up, or the
+                  // message was lost): the supervisor recovers the step
+        // The agent was dead before it got the dispatch: it died after
+        // the claim picked it, possibly before the supervisor's scan of
+        // its running steps could see the claim. This attempt is lost:
+        // record it as a transient failure now (fenced by the attempt,
+        // so a supervisor that did recover it makes this stale). The
+        // handle is not marked dead here: it may be a relay whose agent
+        // comes back behind it (the down handler marks real deaths).
+        step_outcome o;
+        o.ok = false;
+        o.kind = failure_kind::transient;
+        o.error_kind = "agent_down";
+        o.message = "the agent was gone before the dispatch reached it";
+        record(self, d, std::move(o), known);
+      });
 }
 
 /// Claims (or resumes) a step of `job` and dispatches it.
@@ -361,6 +376,20 @@ void poll(scheduler_impl self) {
       limit);
 }
 
+/// Answers the dispatches whose reply did not come in time with
+/// sec::request_timeout (see scheduler_state::replies): their response
+/// handlers run with that error and a later reply is dropped.
+void expire_replies(scheduler_impl self) {
+  auto& st = self->state;
+  auto now = now_of(self);
+  while (!st.replies.empty() && st.replies.begin()->first <= now) {
+    auto id = st.replies.begin()->second;
+    st.replies.erase(st.replies.begin());
+    self->eq_impl(id, self->ctrl(), self->context(),
+                  caf::make_error(caf::sec::request_timeout));
+  }
+}
+
 void arm_poll(scheduler_impl self) {
   auto& st = self->state;
   self->delayed_send(self,
@@ -424,6 +453,7 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
       [self](workflow_atoms::poll_atom, uint64_t gen) {
         if (gen != self->state.timer_generation)
           return;
+        expire_replies(self);
         poll(self);
         arm_poll(self);
       },

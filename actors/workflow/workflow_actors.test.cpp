@@ -501,6 +501,39 @@ TEST_F(workflow_test, a_late_reply_of_a_stale_attempt_is_discarded) {
   EXPECT_EQ(get(id)->steps[0].attempt.value, 2u);
 }
 
+// The scheduler stops waiting for a reply at the step's deadline plus its
+// reply slack (its own deadline list, checked on the poll tick, not a CAF
+// request timeout): a success that comes later is dropped, not recorded; the
+// step stays processing for the supervisor to recover (none here).
+TEST_F(workflow_test, a_reply_after_the_deadline_and_slack_is_dropped) {
+  auto held = std::make_shared<std::vector<caf::typed_response_promise<step_outcome>>>();
+  auto manual =
+      track(sys().spawn([held](agent_actor::pointer self) -> agent_actor::behavior_type {
+        return {
+            [self, held](dispatch&) -> caf::result<step_outcome> {
+              held->push_back(self->make_response_promise<step_outcome>());
+              return held->back();
+            },
+            [held](atoms::retry_atom, uint64_t i) { (*held)[i].deliver(step_outcome{}); },
+        };
+      }));
+  agents.push_back(agent_entry{9, "svc", manual});
+  add_scheduler(1, 1, 20ms);
+  auto id = submit(spec("j", 1)); // deadline: 100 ms after the claim
+  ASSERT_TRUE(advance_until([&] { return held->size() == 1; }, 50ms));
+  advance(110ms); // past the deadline, not past deadline + slack
+  caf::anon_send(manual, atoms::retry_atom_v, uint64_t{0});
+  run();
+  EXPECT_EQ(state_of(id), job_state::processed); // still waited for: recorded
+  auto second = submit(spec("k", 1));
+  ASSERT_TRUE(advance_until([&] { return held->size() == 2; }, 50ms));
+  advance(130ms); // past deadline + slack (+ a poll interval)
+  caf::anon_send(manual, atoms::retry_atom_v, uint64_t{1});
+  run();
+  EXPECT_EQ(state_of(second), job_state::processing);
+  EXPECT_EQ(probe->stale, 0);
+}
+
 TEST_F(workflow_test, two_schedulers_never_process_the_same_step) {
   add_agent(1);
   add_agent(2);

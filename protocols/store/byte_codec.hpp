@@ -25,9 +25,13 @@ public:
   }
 
 private:
+  // One append per field, not one push_back per byte (records are encoded
+  // on every job change and commit: the per-byte growth checks showed).
   void put(uint64_t x, int n) {
+    char buf[8];
     for (int i = 0; i < n; ++i)
-      out_.push_back(static_cast<char>((x >> (8 * i)) & 0xFF));
+      buf[i] = static_cast<char>((x >> (8 * i)) & 0xFF);
+    out_.append(buf, static_cast<size_t>(n));
   }
   std::string& out_;
 };

@@ -48,8 +48,15 @@ uint64_t encoded_body_size(const log_record& r) {
 }
 
 std::string encode_record(const log_record& r) {
-  std::string body;
-  byte_writer w{body};
+  // Header first (size and crc patched below), then the body in place: one
+  // string, sized once (encoded_body_size), no copy of the body.
+  std::string frame;
+  frame.reserve(record_header_size + encoded_body_size(r) + batch_trailer_size);
+  byte_writer w{frame};
+  w.u32(0); // body size
+  w.u32(0); // crc
+  w.u64(r.lsn.value);
+  w.u64(r.term.value);
   w.u8(static_cast<uint8_t>(r.type));
   if (r.type == record_type::commit) {
     w.u64(r.txn.value);
@@ -67,14 +74,7 @@ std::string encode_record(const log_record& r) {
     w.bytes(r.created.key_type);
     w.bytes(r.created.value_type);
   }
-  std::string frame;
-  frame.reserve(record_header_size + body.size());
-  byte_writer f{frame};
-  f.u32(static_cast<uint32_t>(body.size()));
-  f.u32(0); // crc, patched below
-  f.u64(r.lsn.value);
-  f.u64(r.term.value);
-  frame += body;
+  put_u32(frame, 0, static_cast<uint32_t>(frame.size() - record_header_size));
   auto crc = crc32c(0, frame.data() + 8, frame.size() - 8);
   put_u32(frame, 4, crc);
   if (r.batch_first.value != 0)

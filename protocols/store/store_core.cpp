@@ -152,8 +152,9 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
                                                  timestamp deadline) {
   op_result out;
   auto id = c.info.id;
-  auto own = t.writes.find({id, req.key});
-  bool has_own = own != t.writes.end();
+  auto own_key = std::make_pair(id, req.key);
+  auto own = t.writes.lower_bound(own_key); // also the hint of a new write
+  bool has_own = own != t.writes.end() && own->first == own_key;
   // The latest committed value of the key (writers hold an exclusive lock, so
   // nothing can commit over it until this transaction ends).
   auto latest = [&]() -> const version* {
@@ -162,20 +163,25 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
       return nullptr;
     return &r->second.back();
   };
-  // The value this transaction would read right now with an exclusive lock.
-  auto current = [&]() -> std::optional<std::string> {
+  // The value this transaction would read right now with an exclusive lock
+  // (null: absent); valid until write().
+  auto current = [&]() -> const std::string* {
     if (has_own)
-      return own->second;
+      return own->second ? &*own->second : nullptr;
     if (auto v = latest(); v && v->present)
-      return v->value;
-    return std::nullopt;
+      return &v->value;
+    return nullptr;
   };
   auto lock = [&](lock_mode mode) {
     return locks_.acquire(req.txn, row_lock(id, req.key), mode, deadline)
            == acquire_result::granted;
   };
   auto write = [&](std::optional<std::string> value) {
-    t.writes[{id, req.key}] = std::move(value);
+    if (has_own)
+      own->second = std::move(value);
+    else
+      own = t.writes.emplace_hint(own, std::move(own_key), std::move(value));
+    has_own = true;
   };
   switch (req.op) {
   case operation::try_get:
@@ -216,7 +222,7 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
       write(req.value);
       out.found = true;
     } else if (req.op == operation::add_or_update) {
-      out.found = now.has_value();
+      out.found = now != nullptr;
       write(req.value);
     } else if (req.op == operation::try_update) {
       if (now && *now == req.expected) {
@@ -225,7 +231,7 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
       }
     } else if (now) {
       out.found = true;
-      out.value = std::move(*now);
+      out.value = *now;
       write(std::nullopt);
     }
     return out;

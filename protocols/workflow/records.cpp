@@ -207,6 +207,11 @@ const char* to_string(event_kind k) noexcept {
 
 std::string encode(const step_record& s) {
   std::string out;
+  out.reserve(160 + s.job.value.size() + s.spec.agent_kind.size() + s.spec.payload.size()
+              + s.last_error.size()
+              + (s.spec.compensation ? s.spec.compensation->agent_kind.size()
+                                           + s.spec.compensation->payload.size()
+                                     : 0));
   byte_writer w{out};
   header(w, tag::step);
   w.bytes(s.job.value);
@@ -266,6 +271,7 @@ result<step_record> decode_step(std::string_view bytes, const record_limits& lim
 
 std::string encode(const job_record& j) {
   std::string out;
+  out.reserve(128 + j.id.value.size() + j.last_error.size());
   byte_writer w{out};
   header(w, tag::job);
   w.bytes(j.id.value);

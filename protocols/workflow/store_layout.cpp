@@ -120,13 +120,22 @@ job_event received_event(const job_record& j) {
 
 std::vector<write> job_writes(const std::optional<job_view>& before,
                               const job_view& after, const effects& e) {
+  return job_writes(before ? &*before : nullptr, after, e);
+}
+
+std::vector<write> job_writes(const job_view* before, const job_view& after,
+                              const effects& e, const stored_rows* stored) {
   std::vector<write> out;
   auto job_bytes = encode(after.job);
-  if (!before || encode(before->job) != job_bytes)
+  bool same_job =
+      before && (stored ? stored->job == job_bytes : encode(before->job) == job_bytes);
+  if (!same_job)
     out.push_back(write{jobs, after.job.id.value, false, std::move(job_bytes)});
   for (size_t i = 0; i < after.steps.size(); ++i) {
     auto bytes = encode(after.steps[i]);
-    if (before && i < before->steps.size() && encode(before->steps[i]) == bytes)
+    if (before && i < before->steps.size()
+        && (stored && i < stored->steps.size() ? stored->steps[i] == bytes
+                                               : encode(before->steps[i]) == bytes))
       continue;
     out.push_back(write{steps, step_key(after.job.id, after.steps[i].index), false,
                         std::move(bytes)});

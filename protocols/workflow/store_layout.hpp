@@ -73,9 +73,22 @@ result<job_id> decode_state_key(std::string_view key);
 /// A job's "received" event (always seq 1), derived from its record.
 job_event received_event(const job_record& j);
 
+/// The bytes of a job's rows as the store holds them (the job record, then
+/// each step record), when the caller has them at hand: job_writes then
+/// compares the new encodings with these instead of encoding `before` again.
+struct stored_rows {
+  std::string job;
+  std::vector<std::string> steps;
+};
+
 /// The writes from `before` (none: a new job) to `after`, plus the events
 /// (a new job's "received" event is not stored: see received_event()).
-/// Unchanged records are not rewritten.
+/// Unchanged records are not rewritten. `stored`, if given, holds the bytes
+/// of `before`'s rows (stored_rows); a row it lacks is encoded from `before`.
+std::vector<write> job_writes(const job_view* before, const job_view& after,
+                              const effects& e, const stored_rows* stored = nullptr);
+
+/// job_writes() for an optional `before` (no stored bytes).
 std::vector<write> job_writes(const std::optional<job_view>& before,
                               const job_view& after, const effects& e);
 

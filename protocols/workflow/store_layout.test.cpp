@@ -138,3 +138,34 @@ TEST(store_layout, a_finished_job_leaves_no_index_entries_but_its_state) {
   auto k = layout::state_key(job_state::processed, v.job.id);
   EXPECT_TRUE(from <= k && k < to);
 }
+
+// Callers that hold the rows' bytes as stored (the outcome's checks, a
+// claim's reads) pass them: a row is rewritten exactly when its new encoding
+// differs from those bytes, as it would be against encode(before).
+TEST(store_layout, stored_bytes_of_the_rows_decide_what_is_rewritten) {
+  auto v = job();
+  auto before = v;
+  auto c = claim(v, scheduler_ref{1, 1}, timestamp{0});
+  ASSERT_TRUE(c);
+  layout::stored_rows rows;
+  rows.job = encode(before.job);
+  for (auto& s : before.steps)
+    rows.steps.push_back(encode(s));
+  auto keys = [](const std::vector<layout::write>& ws) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (auto& w : ws)
+      out.emplace_back(w.collection, w.key);
+    return out;
+  };
+  auto plain = layout::job_writes(&before, v, c.value());
+  EXPECT_EQ(keys(layout::job_writes(&before, v, c.value(), &rows)), keys(plain));
+  // Step 1 did not change, but the store holds other bytes for it (say an
+  // older record version): it is rewritten.
+  rows.steps[1] = "older bytes";
+  auto ws = layout::job_writes(&before, v, c.value(), &rows);
+  size_t step_writes = 0;
+  for (auto& w : ws)
+    step_writes += w.collection == layout::steps;
+  EXPECT_EQ(step_writes, 2u);
+  EXPECT_EQ(ws.size(), plain.size() + 1);
+}
