@@ -247,12 +247,11 @@ void candidate_core::tick(timestamp now) {
   if (role_ == role::leader) {
     excuse_own_stall(now);
     update_acting(now);
-    if (role_ == role::leader && now < heartbeat_due_ && rescue_due_
-        && now >= *rescue_due_)
-      ++stats_.rescue_rounds;
-    if (role_ == role::leader
-        && (now >= heartbeat_due_ || (rescue_due_ && now >= *rescue_due_)))
+    bool rescue = rescue_due_ && now >= *rescue_due_ && now < heartbeat_due_;
+    if (role_ == role::leader && (now >= heartbeat_due_ || rescue)) {
+      stats_.rescue_rounds += rescue;
       send_heartbeats(now);
+    }
   } else if (leader_ != no_node) {
     judge_leader_silence(now);
   } else if (leaderless_deadline_ && now >= *leaderless_deadline_ && !electing()) {
@@ -809,16 +808,8 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
   // stopped acting while every follower answered (issue 11, `conclave sim
   // --algorithm bully --nodes 4 --seed 66 --guard --faults
   // 'random=6,loss=0.05,dup=0.05,delay=1ms..30ms'`).
-  if (m.seq > ps->last_ack_seq) {
-    auto shift = m.seq - ps->last_ack_seq;
-    ps->ack_window = (shift >= 64 ? 0 : ps->ack_window << shift) | 1u;
-    ps->last_ack_seq = m.seq;
-  } else {
-    auto back = ps->last_ack_seq - m.seq;
-    if (back >= 64 || ((ps->ack_window >> back) & 1u) != 0)
-      return; // a copy, or older than any round still counted
-    ps->ack_window |= uint64_t{1} << back;
-  }
+  if (ps->acked.see(m.seq) != seq_window::verdict::fresh)
+    return; // a copy, or older than any round still counted
   // An ack slower than the detector timeout is from a frozen or overloaded
   // follower (its lease renewal is useless anyway), not a network round trip;
   // one of a round sent before this leader's own stall measures the stall.

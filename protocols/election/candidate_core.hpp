@@ -45,6 +45,7 @@
 #include "protocols/election/detector.hpp"
 #include "protocols/election/messages.hpp"
 #include "protocols/election/rtt_estimator.hpp"
+#include "protocols/election/seq_window.hpp"
 
 #include <array>
 #include <map>
@@ -284,10 +285,9 @@ private:
     bool down = false;
     bool suspected = false;
     timestamp last_heard{0};
-    uint64_t last_ack_seq = 0; ///< leader: newest heartbeat round this peer acked
-    /// Leader: bit k set = this peer acked round last_ack_seq - k (k < 64), so
-    /// an ack overtaken by a newer one still counts once for its own round.
-    uint64_t ack_window = 0;
+    /// Leader: the heartbeat rounds this peer acked, so that an ack overtaken
+    /// by a newer one still counts once for its own round.
+    seq_window acked;
     uint64_t granted_round = 0; ///< newest pre-vote round this peer granted
     uint64_t refused_round = 0; ///< newest pre-vote round this peer refused
   };

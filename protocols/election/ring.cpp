@@ -172,38 +172,21 @@ bool ring_core::duplicate(node_id from, uint64_t incarnation, uint64_t hop) {
   // acked but dropped as a copy, and its round died with every member waiting
   // for it (issue 11, seed 900400 of `random=6,loss=0.05,dup=0.05,
   // delay=1ms..30ms --guard`, n = 7: nobody led for 4 s after the heal). So the
-  // 64 hops below the highest are remembered one by one.
-  constexpr uint64_t window = 64;
+  // 64 hops below the highest are remembered one by one (seq_window).
   for (auto& x : last_hop_from_) {
     if (x.from != from)
       continue;
     if (incarnation < x.incarnation)
       return true; // from an earlier life of the sender
     if (incarnation > x.incarnation) {
-      x = {from, incarnation, hop, 0};
-      return false;
+      x.incarnation = incarnation;
+      x.hops.reset();
     }
-    if (hop > x.hop) {
-      // The old highest becomes bit shift - 1; the ones below it move up too.
-      auto shift = hop - x.hop;
-      x.below = shift >= window ? 0 : x.below << shift;
-      if (shift <= window)
-        x.below |= uint64_t{1} << (shift - 1);
-      x.hop = hop;
-      return false;
-    }
-    if (hop == x.hop)
-      return true;
-    auto bit = x.hop - hop - 1;
-    if (bit >= window)
-      return false; // too old to tell: the round checks drop a copy
-    auto mask = uint64_t{1} << bit;
-    if ((x.below & mask) != 0)
-      return true;
-    x.below |= mask;
-    return false;
+    // Too old to tell: the round checks drop a copy.
+    return x.hops.see(hop) == seq_window::verdict::copy;
   }
-  last_hop_from_.push_back({from, incarnation, hop, 0});
+  last_hop_from_.push_back({from, incarnation, {}});
+  last_hop_from_.back().hops.see(hop);
   return false;
 }
 

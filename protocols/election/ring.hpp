@@ -46,6 +46,7 @@
 #pragma once
 
 #include "protocols/election/candidate_core.hpp"
+#include "protocols/election/seq_window.hpp"
 
 #include <utility>
 
@@ -72,15 +73,13 @@ private:
     bool forwarded = false;
     bool finalized = false;
   };
-  /// The hops seen from one sender (in its latest incarnation): the highest,
-  /// and which of the 64 below it (bit i: hop - 1 - i). Hops arrive out of
+  /// The hops seen from one sender (in its latest incarnation). Hops arrive out of
   /// order (a retry of an older hop after a newer one got through), so a
   /// high-water mark alone would take a retried token for a copy.
   struct sender_seen {
     node_id from;
     uint64_t incarnation = 0;
-    uint64_t hop = 0;
-    uint64_t below = 0;
+    seq_window hops;
   };
   struct given_up {
     uint64_t hop;
