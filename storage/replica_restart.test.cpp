@@ -242,14 +242,7 @@ TEST_F(replica_restart_test, committed_writes_are_readable_after_every_host_rest
   std::vector<std::shared_ptr<conclave::testing::reply<txn_result>>> acks;
   for (int i = 0; i < 20; ++i)
     acks.push_back(put(2, "k" + std::to_string(i), "v" + std::to_string(i)));
-  ASSERT_TRUE(wait_until(
-      [&] {
-        for (auto& a : acks)
-          if (!a->done)
-            return false;
-        return true;
-      },
-      1s));
+  ASSERT_TRUE(wait_until([&] { return conclave::all_done(acks); }, 1s));
   for (auto& a : acks)
     ASSERT_EQ(a->value->code, errc::ok);
   std::vector<replica_status> before;

@@ -28,6 +28,15 @@ struct reply {
   caf::error error;
 };
 
+/// Whether every reply in `replies` (pointers to reply<T>) has arrived.
+template <class Replies>
+bool all_done(const Replies& replies) {
+  for (auto& r : replies)
+    if (!r->done)
+      return false;
+  return true;
+}
+
 /// Sends `xs...` to `to` from a throw-away actor spawned in `sys`; its answer
 /// (a `T` or an error) lands in the returned slot.
 template <class T, class Handle, class... Ts>

@@ -178,14 +178,7 @@ TEST_F(client_test, crashed_primary_mid_stream_puts_retry_and_commit_on_the_new_
   crash(2);
   advance(20ms);
   make_primary(0, 2);
-  ASSERT_TRUE(advance_until(
-      [&] {
-        for (auto& p : puts)
-          if (!p->done)
-            return false;
-        return true;
-      },
-      2s));
+  ASSERT_TRUE(advance_until([&] { return conclave::all_done(puts); }, 2s));
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(puts[i]->value) << i;
     EXPECT_EQ(puts[i]->value->code, errc::ok) << i;

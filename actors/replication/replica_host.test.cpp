@@ -52,14 +52,7 @@ TEST_F(replica_host_test, failover_to_a_higher_term_keeps_every_acknowledged_com
   std::vector<std::shared_ptr<conclave::testing::reply<txn_result>>> acks;
   for (int i = 0; i < 5; ++i)
     acks.push_back(put(2, "k" + std::to_string(i), "v" + std::to_string(i)));
-  ASSERT_TRUE(advance_until(
-      [&] {
-        for (auto& a : acks)
-          if (!a->done)
-            return false;
-        return true;
-      },
-      500ms));
+  ASSERT_TRUE(advance_until([&] { return conclave::all_done(acks); }, 500ms));
   for (auto& a : acks)
     ASSERT_EQ(a->value->code, errc::ok);
   EXPECT_EQ(status(0).last, lsn{0}); // replica 0 holds none of it
@@ -462,14 +455,7 @@ TEST_F(replica_host_test,
     replies.push_back(put(2, "gone", "x"));
     replies.push_back(txn(2, one(op_kind::remove, "d", "gone")));
   }
-  ASSERT_TRUE(advance_until(
-      [&] {
-        for (auto& r : replies)
-          if (!r->done)
-            return false;
-        return true;
-      },
-      5s));
+  ASSERT_TRUE(advance_until([&] { return conclave::all_done(replies); }, 5s));
   for (auto& r : replies)
     ASSERT_EQ(r->value->code, errc::ok);
   advance(100ms); // the secondaries learn the last commit
