@@ -153,6 +153,22 @@ TEST_P(guard_timing_both, a_lost_heartbeat_to_the_only_reachable_follower_leaves
   EXPECT_GE(net.node(leader).stats().rescue_rounds, rescues + 5);
 }
 
+// The docs' promise: a healthy network never triggers a rescue round (the
+// bound they wait for is the slowest recent round trip, which every ack of a
+// steady network meets), at short and at long round trips.
+TEST_P(guard_timing_both, a_healthy_network_sends_no_rescue_round) {
+  for (auto one_way : {1ms, 30ms}) {
+    election_network net(5, guarded(GetParam()), one_way);
+    net.start_all();
+    ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 5s));
+    net.run_for(1s); // the estimator has samples (before, a 60 ms round trip
+                     // costs one 10 ms gap: rounds are spaced for none)
+    auto leader = net.agreed_leader();
+    EXPECT_EQ(acting_fraction(net, leader, 3s), 1.0) << one_way.count() << " ms";
+    EXPECT_EQ(net.node(leader).stats().rescue_rounds, 0u) << one_way.count() << " ms";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(election, guard_timing_both,
                          ::testing::Values(el::algorithm::bully, el::algorithm::ring),
                          [](const auto& info) {
