@@ -73,7 +73,16 @@ struct bench_probe : wf::workflow_probe {
   }
 };
 
+/// CAF's scheduler for the bench (--caf-threads, --caf-policy); 0 / "":
+/// CAF's defaults (work stealing, one thread per core, at least 4).
+int caf_threads = 0;
+std::string caf_policy;
+
 caf::actor_system_config& config(caf::actor_system_config& cfg) {
+  if (caf_threads > 0)
+    cfg.set("scheduler.max-threads", caf_threads);
+  if (caf_policy == "sharing")
+    cfg.set("scheduler.policy", caf::atom("sharing"));
   st::add_store_types(cfg);
   wf::add_workflow_types(cfg);
   cfg.add_message_types<caf::id_block::conclave_election>();
@@ -507,6 +516,10 @@ int main(int argc, char** argv) {
       store_only = argv[++i];
     else if (arg("--steps"))
       steps_only = std::atoi(argv[++i]);
+    else if (arg("--caf-threads"))
+      caf_threads = std::atoi(argv[++i]);
+    else if (arg("--caf-policy"))
+      caf_policy = argv[++i];
     else if (arg("--claim-group"))
       claim_group = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
     else {
