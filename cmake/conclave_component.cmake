@@ -43,9 +43,10 @@ function(conclave_add_test name)
                        PROPERTIES TIMEOUT 300)
 endfunction()
 
-# conclave_add_program(NAME SOURCES ... DEPS ...): an executable in build/bin.
+# conclave_add_program(NAME SOURCES ... DEPS ...): an executable in build/bin,
+# linked with the allocator chosen by CONCLAVE_ALLOCATOR (CMakeLists.txt).
 function(conclave_add_program name)
   cmake_parse_arguments(P "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${P_SOURCES})
-  target_link_libraries(${name} PRIVATE ${P_DEPS} conclave_options)
+  target_link_libraries(${name} PRIVATE ${P_DEPS} conclave_options ${CONCLAVE_ALLOCATOR_LIB})
 endfunction()

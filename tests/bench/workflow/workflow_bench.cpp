@@ -24,7 +24,8 @@
 //    agent is killed, time until the step is dispatched again (supervisor's
 //    monitor path), median over R kills.
 // 3. Memory per pending 1-step job (no scheduler, so every job stays pending):
-//    the growth of the allocator's bytes in use (glibc mallinfo2) and of the
+//    the growth of the allocator's bytes in use (jemalloc's stats.allocated,
+//    or glibc's mallinfo2 without jemalloc) and of the
 //    resident set, divided by the number of jobs; with the memory host (which
 //    also keeps its log in memory) and with the durable store (log on disk).
 #include "actors/store/memory_log_device.hpp"
@@ -422,8 +423,26 @@ void redispatch(int reps) {
   caf::anon_send_exit(svc, caf::exit_reason::kill);
 }
 
-/// Bytes the allocator has handed out and not taken back (glibc).
+} // namespace
+
+// jemalloc's control interface, when the program is linked with it
+// (CONCLAVE_ALLOCATOR): a weak reference, null under glibc's allocator.
+extern "C" int mallctl(const char*, void*, size_t*, void*, size_t) __attribute__((weak));
+
+namespace {
+
+/// Bytes the allocator has handed out and not taken back (jemalloc's
+/// stats.allocated when linked with it, else glibc's mallinfo2).
 double heap_bytes() {
+  if (mallctl) {
+    uint64_t epoch = 1;
+    size_t len = sizeof(epoch);
+    mallctl("epoch", &epoch, &len, &epoch, len);
+    size_t allocated = 0;
+    len = sizeof(allocated);
+    if (mallctl("stats.allocated", &allocated, &len, nullptr, 0) == 0)
+      return static_cast<double>(allocated);
+  }
   auto m = mallinfo2();
   return static_cast<double>(m.uordblks) + static_cast<double>(m.hblkhd);
 }
@@ -490,6 +509,7 @@ void memory(int pending, bool durable) {
 } // namespace
 
 int main(int argc, char** argv) {
+  std::printf("allocator: %s\n", mallctl ? "jemalloc" : "system (glibc)");
   int jobs = 5000, pending = 100000, reps = 20, rounds = 3;
   bool quick = false;
   std::string only, store_only;
