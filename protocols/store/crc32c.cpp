@@ -1,6 +1,12 @@
 #include "protocols/store/crc32c.hpp"
 
 #include <array>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define CONCLAVE_CRC32C_X86 1
+#endif
 
 namespace conclave::store {
 
@@ -27,9 +33,50 @@ const tables& get_tables() {
   return instance;
 }
 
+#ifdef CONCLAVE_CRC32C_X86
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const void* data,
+                                                        size_t size) noexcept {
+  auto p = static_cast<const unsigned char*>(data);
+  uint64_t c = ~crc;
+  while (size >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = _mm_crc32_u64(c, word);
+    p += 8;
+    size -= 8;
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  while (size-- > 0)
+    c32 = _mm_crc32_u8(c32, *p++);
+  return ~c32;
+}
+#endif
+
+bool detect_hardware() noexcept {
+#ifdef CONCLAVE_CRC32C_X86
+  return __builtin_cpu_supports("sse4.2");
+#else
+  return false;
+#endif
+}
+
+const bool use_hardware = detect_hardware();
+
 } // namespace
 
+bool crc32c_hardware() noexcept {
+  return use_hardware;
+}
+
 uint32_t crc32c(uint32_t crc, const void* data, size_t size) noexcept {
+#ifdef CONCLAVE_CRC32C_X86
+  if (use_hardware)
+    return crc32c_sse42(crc, data, size);
+#endif
+  return crc32c_portable(crc, data, size);
+}
+
+uint32_t crc32c_portable(uint32_t crc, const void* data, size_t size) noexcept {
   const auto& t = get_tables().t;
   auto p = static_cast<const unsigned char*>(data);
   crc = ~crc;
