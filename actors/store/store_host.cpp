@@ -135,7 +135,7 @@ void wake(host_impl self) {
   for (auto t : st.core->take_woken()) {
     if (auto b = st.parked_batches.find(t.value); b != st.parked_batches.end()) {
       auto job = b->second;
-      auto res = st.core->execute(job->run.next(), job->deadline);
+      auto res = st.core->execute_consuming(job->run.next(), job->deadline);
       if (res && res.value().waiting)
         continue;
       st.parked_batches.erase(b);
@@ -230,7 +230,7 @@ void run_batch(host_impl self, std::shared_ptr<batch_job> b,
   if (granted)
     b->run.accept(std::move(*granted));
   while (!b->run.finished()) {
-    auto res = st.core->execute(b->run.next(), b->deadline);
+    auto res = st.core->execute_consuming(b->run.next(), b->deadline);
     if (!res)
       return fail(to_caf_error(res.error()));
     if (res.value().waiting) {

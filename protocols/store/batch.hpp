@@ -131,6 +131,9 @@ public:
   bool finished() const { return next_ >= requests_.size() || result_.failed_check; }
   /// The request to run next (valid while !finished()).
   const op_request& next() const { return requests_[next_]; }
+  /// The same, for store_core::execute_consuming() (the run never needs a
+  /// completed request again).
+  op_request& next() { return requests_[next_]; }
   /// Takes the result of next(); false if a check failed and aborts the batch
   /// (then finished()). In a grouped batch a failed check skips its group.
   bool accept(op_result r);

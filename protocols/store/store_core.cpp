@@ -110,6 +110,15 @@ result<store_core::collection*> store_core::find_for(const op_request& req) {
 }
 
 result<op_result> store_core::execute(const op_request& req, timestamp deadline) {
+  return execute(req, deadline, nullptr);
+}
+
+result<op_result> store_core::execute_consuming(op_request& req, timestamp deadline) {
+  return execute(req, deadline, &req.value);
+}
+
+result<op_result> store_core::execute(const op_request& req, timestamp deadline,
+                                      std::string* movable_value) {
   auto t = find_txn(req.txn);
   if (!t)
     return t.error();
@@ -126,7 +135,7 @@ result<op_result> store_core::execute(const op_request& req, timestamp deadline)
     return errc::too_large;
   auto res = is_queue_operation(req.op)
                  ? execute_queue(*t.value(), *c.value(), req, deadline)
-                 : execute_dictionary(*t.value(), *c.value(), req, deadline);
+                 : execute_dictionary(*t.value(), *c.value(), req, deadline, movable_value);
   // What it saw is at most everything applied so far (a failure such as
   // key_exists tells something about the state too).
   if (!res || !res.value().waiting)
@@ -148,8 +157,8 @@ const store_core::version* store_core::at_snapshot(const std::vector<version>& v
 }
 
 result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
-                                                 const op_request& req,
-                                                 timestamp deadline) {
+                                                 const op_request& req, timestamp deadline,
+                                                 std::string* movable_value) {
   op_result out;
   auto id = c.info.id;
   auto own_key = std::make_pair(id, req.key);
@@ -182,6 +191,10 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     else
       own = t.writes.emplace_hint(own, std::move(own_key), std::move(value));
     has_own = true;
+  };
+  // The request's value, moved when the caller lets it go.
+  auto new_value = [&]() -> std::string {
+    return movable_value ? std::move(*movable_value) : req.value;
   };
   switch (req.op) {
   case operation::try_get:
@@ -219,14 +232,14 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     if (req.op == operation::add) {
       if (now)
         return errc::key_exists;
-      write(req.value);
+      write(new_value());
       out.found = true;
     } else if (req.op == operation::add_or_update) {
       out.found = now != nullptr;
-      write(req.value);
+      write(new_value());
     } else if (req.op == operation::try_update) {
       if (now && *now == req.expected) {
-        write(req.value);
+        write(new_value());
         out.found = true;
       }
     } else if (now) {

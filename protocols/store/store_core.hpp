@@ -98,6 +98,12 @@ public:
   /// Runs one operation. `deadline` bounds a lock wait.
   result<op_result> execute(const op_request& req, timestamp deadline);
 
+  /// execute() for a caller that runs `req` once: a dictionary write that
+  /// completes (does not wait for a lock) moves req.value into the
+  /// transaction instead of copying it. A waiting request keeps its value
+  /// and may be run again.
+  result<op_result> execute_consuming(op_request& req, timestamp deadline);
+
   /// Commits: assigns the next lsn, applies, releases the locks. Returns the
   /// record to log; a transaction that changed nothing returns a record with
   /// lsn 0 that needs no logging.
@@ -235,8 +241,12 @@ private:
 
   result<txn_state*> find_txn(txn_id txn);
   result<collection*> find_for(const op_request& req);
+  result<op_result> execute(const op_request& req, timestamp deadline,
+                            std::string* movable_value);
+  /// `movable_value`: req.value's storage when the caller lets it go (else
+  /// null: the value is copied).
   result<op_result> execute_dictionary(txn_state& t, collection& c, const op_request& req,
-                                       timestamp deadline);
+                                       timestamp deadline, std::string* movable_value);
   result<op_result> execute_queue(txn_state& t, collection& c, const op_request& req,
                                   timestamp deadline);
   /// A row a record wrote: where it is, for the pruning that follows.

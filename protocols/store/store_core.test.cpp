@@ -121,6 +121,48 @@ TEST_F(core_test, repeatable_read_blocks_writers_until_the_reader_ends) {
   EXPECT_EQ(get(core.begin(), "a"), "2");
 }
 
+TEST_F(core_test, a_consuming_write_keeps_its_value_while_it_waits_and_stores_it_after) {
+  commit_one("a", "1");
+  auto reader = core.begin();
+  EXPECT_EQ(get(reader, "a"), "1");
+  auto writer = core.begin();
+  for (auto op : {operation::add_or_update, operation::try_update}) {
+    SCOPED_TRACE(static_cast<int>(op));
+    op_request w;
+    w.txn = writer;
+    w.op = op;
+    w.collection = "d";
+    w.key = "a";
+    w.value = std::string(300, op == operation::try_update ? 'u' : 'w');
+    w.expected = std::string(300, 'w');
+    auto want = w.value;
+    if (op == operation::add_or_update) {
+      // Waits for the reader's lock: the value must still be there to run
+      // the request again.
+      ASSERT_TRUE(ok(core.execute_consuming(w, deadline)).waiting);
+      EXPECT_EQ(w.value, want);
+      commit(reader);
+      EXPECT_EQ(core.take_woken(), std::vector<txn_id>{writer});
+    }
+    auto done = ok(core.execute_consuming(w, deadline));
+    EXPECT_FALSE(done.waiting);
+    EXPECT_TRUE(done.found);
+    EXPECT_EQ(get(writer, "a"), want); // read your own (moved) write
+  }
+  // A try_update whose expectation fails writes nothing and keeps the value.
+  op_request miss;
+  miss.txn = writer;
+  miss.op = operation::try_update;
+  miss.collection = "d";
+  miss.key = "a";
+  miss.value = "never";
+  miss.expected = "not the current value";
+  EXPECT_FALSE(ok(core.execute_consuming(miss, deadline)).found);
+  EXPECT_EQ(miss.value, "never");
+  commit(writer);
+  EXPECT_EQ(get(core.begin(), "a"), std::string(300, 'u'));
+}
+
 TEST_F(core_test, a_waiting_transaction_is_busy_and_resumes_when_the_lock_is_free) {
   commit_one("a", "1");
   auto reader = core.begin();
