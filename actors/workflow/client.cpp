@@ -6,7 +6,9 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <map>
+#include <set>
 
 namespace conclave::workflow {
 
@@ -34,7 +36,7 @@ struct client_state {
   std::map<std::string, std::vector<subscription>> subscriptions;
   uint64_t next_subscription = 1;
   /// Submissions waiting for the submission batch in flight.
-  std::vector<job_store<client_actor::base>::create_item> creating;
+  std::deque<job_store<client_actor::base>::create_item> creating;
   bool create_in_flight = false;
   static inline const char* name = "conclave.workflow_client";
 };
@@ -121,15 +123,20 @@ void flush_creates(client_impl self) {
   if (st.create_in_flight || st.creating.empty())
     return;
   auto limit = std::max<size_t>(1, st.opts.submit_group);
-  std::vector<job_store<client_actor::base>::create_item> now, later;
+  // Taken from the front: O(batch + skipped), not O(waiting) (a flood of
+  // submissions made every flush move all of them).
+  std::vector<job_store<client_actor::base>::create_item> now, skipped;
   std::set<std::string> ids;
-  for (auto& it : st.creating) {
-    if (now.size() < limit && ids.insert(it.view.job.id.value).second)
+  while (now.size() < limit && !st.creating.empty()) {
+    auto& it = st.creating.front();
+    if (ids.insert(it.view.job.id.value).second)
       now.push_back(std::move(it));
     else
-      later.push_back(std::move(it));
+      skipped.push_back(std::move(it)); // the same id as one in this batch
+    st.creating.pop_front();
   }
-  st.creating = std::move(later);
+  for (auto i = skipped.rbegin(); i != skipped.rend(); ++i)
+    st.creating.push_front(std::move(*i));
   st.create_in_flight = true;
   st.store->create_many(std::move(now), [self] {
     self->state.create_in_flight = false;
