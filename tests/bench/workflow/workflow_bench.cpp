@@ -51,6 +51,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -145,17 +146,51 @@ wf::job_spec job(const std::string& id, int steps, const std::string& kind = "no
 }
 
 /// Submits all jobs from one actor, returns when every submission is answered.
+/// Requests one actor keeps outstanding in submit_all() and the latency
+/// reads. CAF 0.17 keeps an actor's awaited responses in a flat map (a
+/// vector: each response is found and erased in O(outstanding)), so one
+/// actor with 20,000 requests in flight spends most of its time there; a
+/// client with a bounded window, as real ones have, does not.
+constexpr size_t request_window = 512;
+
+/// Sends request i of n (i < n) from `self` with `send_one(self, i, next)`,
+/// keeping at most request_window outstanding; `next` is what each reply
+/// handler calls.
+template <class Send>
+void windowed(caf::event_based_actor* self, size_t n, Send send_one) {
+  auto next_i = std::make_shared<size_t>(0);
+  auto next = std::make_shared<std::function<void()>>();
+  *next = [self, n, next_i, send_one, weak = std::weak_ptr<std::function<void()>>(next)] {
+    if (*next_i >= n)
+      return;
+    auto i = (*next_i)++;
+    send_one(self, i, weak.lock());
+  };
+  // The handlers keep `next` alive through their captures.
+  for (size_t k = 0; k < std::min(n, request_window); ++k)
+    (*next)();
+}
+
 void submit_all(caf::actor_system& sys, const wf::client_actor& client,
                 std::vector<wf::job_spec> specs) {
   auto left = std::make_shared<std::atomic<size_t>>(specs.size());
-  sys.spawn([client, specs, left](caf::event_based_actor* self) {
-    for (auto& s : specs)
-      self->request(client, caf::infinite, atoms::submit_atom_v, s)
-          .then([left](wf::job_id&) { --*left; },
-                [left](caf::error& e) {
-                  std::fprintf(stderr, "submit: %s\n", caf::to_string(e).c_str());
-                  --*left;
-                });
+  auto all = std::make_shared<std::vector<wf::job_spec>>(std::move(specs));
+  sys.spawn([client, all, left](caf::event_based_actor* self) {
+    windowed(self, all->size(),
+             [client, all, left](caf::event_based_actor* self, size_t i,
+                                 std::shared_ptr<std::function<void()>> next) {
+               self->request(client, caf::infinite, atoms::submit_atom_v, (*all)[i])
+                   .then(
+                       [left, next](wf::job_id&) {
+                         --*left;
+                         (*next)();
+                       },
+                       [left, next](caf::error& e) {
+                         std::fprintf(stderr, "submit: %s\n", caf::to_string(e).c_str());
+                         --*left;
+                         (*next)();
+                       });
+             });
   });
   while (*left > 0)
     std::this_thread::sleep_for(100us);
@@ -178,6 +213,9 @@ struct rate {
   double cpu_us_per_transition = 0;
   bool complete = true;
 };
+
+/// Scheduler instances in the throughput runs (--schedulers).
+uint64_t schedulers = 2;
 
 /// Ready jobs claimed per transaction by the batched schedulers (--claim-group).
 size_t claim_group = wf::scheduler_options{}.claim_group;
@@ -210,7 +248,7 @@ rate throughput(bool durable, int steps, int jobs, variant how) {
     agents.push_back({i, "noop", a});
     all.push_back(caf::actor_cast<caf::actor>(a));
   }
-  for (uint64_t i = 1; i <= 2; ++i) {
+  for (uint64_t i = 1; i <= schedulers; ++i) {
     wf::scheduler_options o;
     o.self = {i, 1};
     o.store = store.handle;
@@ -251,20 +289,27 @@ rate throughput(bool durable, int steps, int jobs, variant how) {
   auto out = std::make_shared<std::vector<double>>();
   auto mtx = std::make_shared<std::mutex>();
   sys.spawn([client, jobs, left, out, mtx](caf::event_based_actor* self) {
-    for (int i = 0; i < jobs; ++i)
-      self->request(client, caf::infinite, caf::get_atom::value,
-                    wf::job_id{"j" + std::to_string(i)})
-          .then(
-              [left, out, mtx](wf::job_view& v) {
-                if (v.job.state == wf::job_state::processed) {
-                  std::lock_guard<std::mutex> g{*mtx};
-                  out->push_back(std::chrono::duration<double, std::milli>(
-                                     v.job.updated - v.job.created)
-                                     .count());
-                }
-                --*left;
-              },
-              [left](caf::error&) { --*left; });
+    windowed(self, static_cast<size_t>(jobs),
+             [client, left, out, mtx](caf::event_based_actor* self, size_t i,
+                                      std::shared_ptr<std::function<void()>> next) {
+               self->request(client, caf::infinite, caf::get_atom::value,
+                             wf::job_id{"j" + std::to_string(i)})
+                   .then(
+                       [left, out, mtx, next](wf::job_view& v) {
+                         if (v.job.state == wf::job_state::processed) {
+                           std::lock_guard<std::mutex> g{*mtx};
+                           out->push_back(std::chrono::duration<double, std::milli>(
+                                              v.job.updated - v.job.created)
+                                              .count());
+                         }
+                         --*left;
+                         (*next)();
+                       },
+                       [left, next](caf::error&) {
+                         --*left;
+                         (*next)();
+                       });
+             });
   });
   while (*left > 0)
     std::this_thread::sleep_for(100us);
@@ -536,6 +581,8 @@ int main(int argc, char** argv) {
       store_only = argv[++i];
     else if (arg("--steps"))
       steps_only = std::atoi(argv[++i]);
+    else if (arg("--schedulers"))
+      schedulers = static_cast<uint64_t>(std::max(1, std::atoi(argv[++i])));
     else if (arg("--caf-threads"))
       caf_threads = std::atoi(argv[++i]);
     else if (arg("--caf-policy"))
