@@ -214,6 +214,9 @@ struct rate {
   bool complete = true;
 };
 
+/// Jobs each scheduler claims at once (--claims-in-flight; 0: its default).
+size_t claims_in_flight = 0;
+
 /// Scheduler instances in the throughput runs (--schedulers).
 uint64_t schedulers = 2;
 
@@ -257,6 +260,8 @@ rate throughput(bool durable, int steps, int jobs, variant how) {
     o.poll_interval = 1ms;
     o.batched = batched;
     o.claim_group = claim_group;
+    if (claims_in_flight > 0)
+      o.claims_in_flight = claims_in_flight;
     if (how != variant::grouped) {
       o.outcome_group = 1;
       o.poll_limit = 0;
@@ -581,6 +586,8 @@ int main(int argc, char** argv) {
       store_only = argv[++i];
     else if (arg("--steps"))
       steps_only = std::atoi(argv[++i]);
+    else if (arg("--claims-in-flight"))
+      claims_in_flight = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
     else if (arg("--schedulers"))
       schedulers = static_cast<uint64_t>(std::max(1, std::atoi(argv[++i])));
     else if (arg("--caf-threads"))
