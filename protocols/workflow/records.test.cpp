@@ -3,6 +3,7 @@
 // never crash.
 #include "protocols/workflow/records.hpp"
 
+#include "protocols/store/store_core.hpp"
 #include "protocols/workflow/lifecycle.hpp"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,24 @@ job_view sample_view() {
 }
 
 auto all_known = [](const std::string&) { return true; };
+
+/// sample_view() with events in its document, as the job store keeps them.
+job_view sample_doc() {
+  auto v = sample_view();
+  for (uint64_t seq = 2; seq < 6; ++seq) {
+    job_event e;
+    e.job = v.job.id;
+    e.seq = seq;
+    e.kind = static_cast<event_kind>(seq % event_kind_count);
+    e.step = step_index{static_cast<uint32_t>(seq % 2)};
+    e.attempt = attempt{static_cast<uint32_t>(seq)};
+    e.at = timestamp{std::chrono::milliseconds(seq)};
+    e.detail = "detail " + std::to_string(seq);
+    v.events.push_back(e);
+  }
+  v.job.next_event = 6;
+  return v;
+}
 
 } // namespace
 
@@ -199,4 +218,137 @@ TEST(records, bad_submissions_get_clear_errors) {
   bad = s;
   bad.steps[0].retry.max_attempts = 0;
   EXPECT_EQ(validate(bad, lim, all_known).error(), errc::bad_argument);
+}
+
+// -- documents -------------------------------------------------------------------------
+
+TEST(records, documents_round_trip) {
+  auto v = sample_doc();
+  auto bytes = encode_doc(v);
+  auto d = decode_doc(bytes);
+  ASSERT_TRUE(d) << d.error().message();
+  EXPECT_EQ(encode_doc(d.value()), bytes);
+  EXPECT_EQ(encode(d.value().job), encode(v.job));
+  ASSERT_EQ(d.value().steps.size(), v.steps.size());
+  for (size_t i = 0; i < v.steps.size(); ++i) // the id and index come from the doc
+    EXPECT_EQ(encode(d.value().steps[i]), encode(v.steps[i]));
+  ASSERT_EQ(d.value().events.size(), v.events.size());
+  for (size_t i = 0; i < v.events.size(); ++i)
+    EXPECT_EQ(encode(d.value().events[i]), encode(v.events[i]));
+  // Without events (a pending job), and refused as any other record kind.
+  auto plain = sample_view();
+  EXPECT_TRUE(decode_doc(encode_doc(plain)));
+  EXPECT_EQ(decode_doc(encode(plain.job)).error(), errc::corrupt_record);
+  EXPECT_EQ(decode_job(bytes).error(), errc::corrupt_record);
+  bytes[1] = 2;
+  EXPECT_EQ(decode_doc(bytes).error(), errc::unsupported_version);
+}
+
+TEST(records, a_document_breaking_its_invariants_is_corrupt) {
+  auto v = sample_doc();
+  auto bad = v;
+  bad.events[2].seq = bad.events[1].seq; // not increasing
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad = v;
+  bad.job.next_event = bad.events.back().seq; // an event not issued yet
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad = v;
+  while (bad.events.size() <= job_doc_events) { // one event too many
+    auto e = bad.events.back();
+    ++e.seq;
+    bad.events.push_back(e);
+  }
+  bad.job.next_event = bad.events.back().seq + 1;
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad.events.pop_back();
+  EXPECT_TRUE(decode_doc(encode_doc(bad)));
+  bad = v;
+  bad.steps.pop_back(); // fewer steps than step_count
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad = v;
+  bad.events[0].kind = static_cast<event_kind>(event_kind_count);
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  record_limits small;
+  small.max_spec_bytes = spec_bytes(v.steps[0].spec); // step 1 does not fit
+  EXPECT_EQ(decode_doc(encode_doc(v), small).error(), errc::corrupt_record);
+}
+
+TEST(records, every_truncation_and_random_flips_of_a_document_decode_or_fail) {
+  auto bytes = encode_doc(sample_doc());
+  for (size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_EQ(decode_doc(bytes.substr(0, n)).error(), errc::corrupt_record) << n;
+  std::mt19937_64 rng{2026};
+  size_t decoded = 0, refused = 0;
+  for (int round = 0; round < 5000; ++round) {
+    auto b = bytes;
+    auto n = 1 + rng() % 3;
+    for (size_t k = 0; k < n; ++k) {
+      auto at = rng() % b.size();
+      if (rng() % 4 == 0 && at + 4 <= b.size()) // a huge length or count
+        b[at] = b[at + 1] = b[at + 2] = b[at + 3] = '\xff';
+      else
+        b[at] = static_cast<char>(rng());
+    }
+    auto d = decode_doc(b);
+    if (d) {
+      ++decoded;
+      EXPECT_EQ(encode_doc(d.value()), b); // nothing half-parsed
+    } else {
+      ++refused;
+      EXPECT_TRUE(d.error() == errc::corrupt_record
+                  || d.error() == errc::unsupported_version);
+    }
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(decoded, 0u); // flips inside text or counters stay valid documents
+}
+
+// The largest document a valid job can reach fits the store's value limit:
+// max_steps steps sharing max_spec_bytes of spec, the longest id and last
+// errors, job_doc_events events with the longest detail.
+TEST(records, the_largest_document_fits_a_store_value) {
+  record_limits lim;
+  job_spec spec;
+  spec.id.value.assign(lim.max_id_bytes, 'i');
+  for (size_t i = 0; i < lim.max_steps; ++i) {
+    step_spec st;
+    st.agent_kind.assign(lim.max_kind_bytes, 'k');
+    st.retry.non_retryable.assign(lim.max_non_retryable,
+                                  std::string(lim.max_kind_bytes, 'n'));
+    st.compensation = compensation_spec{std::string(lim.max_kind_bytes, 'c'), ""};
+    spec.steps.push_back(st);
+  }
+  size_t left = lim.max_spec_bytes;
+  for (auto& st : spec.steps)
+    left -= spec_bytes(st);
+  for (auto& st : spec.steps) { // the rest of the bound as payloads
+    for (auto* p : {&st.payload, &st.compensation->payload}) {
+      auto n = std::min(left, lim.max_payload_bytes);
+      p->assign(n, 'p');
+      left -= n;
+    }
+  }
+  ASSERT_EQ(left, 0u);
+  ASSERT_TRUE(validate(spec, lim, all_known));
+  auto over = spec;
+  over.steps.back().payload += "x";
+  EXPECT_EQ(validate(over, lim, all_known).error(), errc::too_large);
+  effects e;
+  auto v = make_job(spec, timestamp{1}, e);
+  v.job.last_error.assign(lim.max_text_bytes, 'e');
+  for (auto& s : v.steps) {
+    s.last_error.assign(lim.max_text_bytes, 'e');
+    s.complete_by = timestamp{5};
+  }
+  for (size_t i = 0; i < job_doc_events; ++i) {
+    job_event ev;
+    ev.job = v.job.id;
+    ev.seq = v.job.next_event++;
+    ev.detail.assign(lim.max_text_bytes, 'd');
+    v.events.push_back(ev);
+  }
+  auto bytes = encode_doc(v);
+  ASSERT_TRUE(decode_doc(bytes, lim));
+  EXPECT_LE(bytes.size(), conclave::store::core_limits{}.max_value_bytes);
+  EXPECT_GT(bytes.size(), lim.max_spec_bytes); // the bound is what matters
 }
