@@ -12,7 +12,8 @@ using store::byte_writer;
 
 namespace {
 
-enum class tag : uint8_t { step = 1, job = 2, event = 3, term = 4, doc = 5 };
+// 1 and 2 were the step and job rows of the layout before documents.
+enum class tag : uint8_t { event = 3, term = 4, doc = 5 };
 
 void put_i64(byte_writer& w, int64_t x) {
   w.u64(static_cast<uint64_t>(x));
@@ -319,52 +320,6 @@ size_t spec_bytes(const step_spec& s) {
   return n;
 }
 
-std::string encode(const step_record& s) {
-  std::string out;
-  out.reserve(step_size(s) + s.job.value.size());
-  byte_writer w{out};
-  header(w, tag::step);
-  w.bytes(s.job.value);
-  w.u32(s.index.value);
-  put_step_body(w, s);
-  return out;
-}
-
-result<step_record> decode_step(std::string_view bytes, const record_limits& lim) {
-  checked_reader r{bytes};
-  if (auto h = check_header(r, tag::step); !h)
-    return h.error();
-  step_record s;
-  s.job.value = r.bytes(lim.max_id_bytes);
-  s.index.value = r.u32();
-  if (s.index.value >= lim.max_steps)
-    r.fail();
-  get_step_body(r, s, lim);
-  if (s.job.value.empty())
-    r.fail();
-  return finish(r, std::move(s));
-}
-
-// -- job -------------------------------------------------------------------------------
-
-std::string encode(const job_record& j) {
-  std::string out;
-  out.reserve(128 + j.id.value.size() + j.last_error.size());
-  byte_writer w{out};
-  header(w, tag::job);
-  put_job_body(w, j);
-  return out;
-}
-
-result<job_record> decode_job(std::string_view bytes, const record_limits& lim) {
-  checked_reader r{bytes};
-  if (auto h = check_header(r, tag::job); !h)
-    return h.error();
-  job_record j;
-  get_job_body(r, j, lim);
-  return finish(r, std::move(j));
-}
-
 // -- event -----------------------------------------------------------------------------
 
 std::string encode(const job_event& e) {
@@ -472,13 +427,6 @@ result<term> decode_term(std::string_view bytes) {
 }
 
 // -- keys ------------------------------------------------------------------------------
-
-std::string step_key(const job_id& j, step_index s) {
-  std::string k = j.value;
-  k.push_back('\0');
-  put_be(k, s.value, 4);
-  return k;
-}
 
 std::string event_key(const job_id& j, uint64_t seq) {
   std::string k = j.value;

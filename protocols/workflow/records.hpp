@@ -199,15 +199,11 @@ struct job_view {
 
 constexpr uint8_t record_version = 1;
 
-std::string encode(const step_record& r);
-std::string encode(const job_record& r);
 std::string encode(const job_event& e);
 std::string encode_term(const term& t);
 /// A job's document: job record, step records, v.events.
 std::string encode_doc(const job_view& v);
 
-result<step_record> decode_step(std::string_view bytes, const record_limits& lim = {});
-result<job_record> decode_job(std::string_view bytes, const record_limits& lim = {});
 result<job_event> decode_event(std::string_view bytes, const record_limits& lim = {});
 result<term> decode_term(std::string_view bytes);
 /// corrupt_record for garbage: sizes bounded by `lim`, at most
@@ -215,9 +211,6 @@ result<term> decode_term(std::string_view bytes);
 /// steps' spec bytes within max_spec_bytes.
 result<job_view> decode_doc(std::string_view bytes, const record_limits& lim = {});
 
-/// Store key of a step record: "job id | u32 big-endian step", so a job's steps
-/// are one key range.
-std::string step_key(const job_id& j, step_index s);
 /// Store key of an event: "job id | u64 big-endian seq".
 std::string event_key(const job_id& j, uint64_t seq);
 /// [from, to) covering every key that starts with "job id |".
