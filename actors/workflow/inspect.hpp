@@ -73,14 +73,14 @@ typename Inspector::result_type inspect(Inspector& f, job_record& x) {
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, job_view& x) {
-  return f(caf::meta::type_name("job_view"), x.job, x.steps);
-}
-
-template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_event& x) {
   return f(caf::meta::type_name("job_event"), x.job, x.seq, x.kind, x.step, x.attempt,
            x.at, x.detail);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_view& x) {
+  return f(caf::meta::type_name("job_view"), x.job, x.steps, x.events);
 }
 
 template <class Inspector>

@@ -3,31 +3,30 @@
 // on the test coordinator). One job change is one store transaction:
 //
 //   begin → [fenced: read the term row with an Update lock; a higher recorded
-//   term aborts with stale_term, a lower one is raised] → read the job record
-//   with an Update lock (every writer of a job queues on that row) → read its
-//   steps (latest committed) → mutate the view with a lifecycle function →
-//   write the records, events and index entries that changed
+//   term aborts with stale_term, a lower one is raised] → read the job's
+//   document (job record, step records, newest events; ONE row, see
+//   store_layout.hpp) with an Update lock (every writer of a job queues on
+//   that row) → mutate the view with a lifecycle function → write the
+//   document, the events moved out of it and the index entries that changed
 //   (layout::job_writes) → commit.
 //
 // Any failure aborts the transaction and reports a caf::error (workflow or
 // store errors); nothing is written then.
 //
 // Round trips (batched, the default): each round trip is one op_batch message
-// (protocols/store/batch.hpp). A change is two: begin + [term row] + job row +
-// the hinted step rows, then every write + commit. A submission is one (an
-// "absent" check on the job row, writes, commit); update_known() is one (checks
-// that the job and step rows are still the bytes the caller knows, writes,
-// commit) and falls back to update() when they are not; reads and scans are
-// one.
+// (protocols/store/batch.hpp). A change is two: begin + [term row] + the
+// document, then every write + commit. A submission is one (an "absent" check
+// on the job row, writes, commit); update_known() is one (one check that the
+// document is still the bytes the caller knows, writes, commit) and falls back
+// to update() when it is not; reads and scans are one.
 //
 // Not batched: requests that do not depend on each other's answers are sent
-// together (pipelined): the term row and the job row, then every step row,
-// then every write; the commit follows once every write was answered. A store
-// runs one actor's requests in the order sent, and every key a job change
-// touches is guarded by the job row's Update lock, so nothing in a batch waits
-// for a lock; should one op wait anyway, the next op of the same transaction
-// fails with transaction_busy and the whole change aborts (nothing written).
-// 1 + 1 + 1 + 1 + 1 round trips per change instead of 3 + steps + writes.
+// together (pipelined): the term row and the document, then every write; the
+// commit follows once every write was answered. A store runs one actor's
+// requests in the order sent, and every key a job change touches is guarded by
+// the document's Update lock, so nothing in a batch waits for a lock; should
+// one op wait anyway, the next op of the same transaction fails with
+// transaction_busy and the whole change aborts (nothing written).
 #pragma once
 
 #include "actors/store/store_interface.hpp"
@@ -105,18 +104,16 @@ public:
   }
 
   /// Changes one job in one transaction (see the header comment). `fence`:
-  /// the supervisor term the write is stamped with. `step_hint`: how many
-  /// step rows to read together with the job row (batched; a wrong hint only
-  /// costs a round trip or a few reads).
+  /// the supervisor term the write is stamped with.
   void update(const job_id& id, std::optional<term> fence, mutate_fn mutate,
-              change_fn done, uint32_t step_hint = 0) {
+              change_fn done) {
     auto c = std::make_shared<update_ctx>();
     c->id = id;
     c->fence = fence;
     c->mutate = std::move(mutate);
     c->done = std::move(done);
     if (batched_)
-      return read_job_batched(c, step_hint);
+      return read_job_batched(c);
     begin([this, c](caf::error e, store::txn_id t) {
       if (e)
         return c->done(std::move(e), {});
@@ -126,41 +123,40 @@ public:
   }
 
   /// Like update(), for a caller that knows the job as it was committed last
-  /// (`known`, e.g. the view its own claim wrote): ONE message that checks in
-  /// the store that the job row and every step row are still exactly those
-  /// bytes (Update locks), writes and commits. If anything changed since, the
-  /// batch runs no write and the change is made by update() instead, which
-  /// calls `mutate` again on the current view.
+  /// (`known`, e.g. the view its own claim wrote, with its document's events):
+  /// ONE message that checks in the store that the job's document is still
+  /// exactly those bytes (Update lock), writes and commits. If it changed
+  /// since, the batch runs no write and the change is made by update()
+  /// instead, which calls `mutate` again on the current view.
   void update_known(const job_view& known, mutate_fn mutate, change_fn done) {
     auto id = known.job.id;
-    auto hint = static_cast<uint32_t>(known.steps.size());
     if (!batched_)
-      return update(id, std::nullopt, std::move(mutate), std::move(done), hint);
+      return update(id, std::nullopt, std::move(mutate), std::move(done));
     auto before = std::make_shared<job_view>(known);
     auto after = known;
     auto eff = mutate(after);
-    // The known rows' bytes: what the checks expect, and what job_writes
-    // compares the new encodings with (each encoded once).
-    auto rows = stored_rows_of(known);
-    auto ws = eff ? layout::job_writes(&known, after, eff.value(), &rows)
+    // The known document's bytes: what the check expects, and what
+    // job_writes compares the new encoding with (encoded once).
+    auto doc = encode_doc(known);
+    auto ws = eff ? layout::job_writes(&known, after, eff.value(), &doc)
                   : std::vector<layout::write>{};
     if (ws.empty()) // an error or nothing to write: decide on the current view
-      return update(id, std::nullopt, std::move(mutate), std::move(done), hint);
+      return update(id, std::nullopt, std::move(mutate), std::move(done));
     store::op_batch b;
-    add_checks(b, known, std::move(rows));
+    add_check(b, known, std::move(doc));
     b.ops = write_requests(std::move(ws));
     b.commit = true;
     auto change = std::make_shared<job_change>(job_change{std::move(eff.value()), after});
-    run_batch(std::move(b), [this, id, hint, before, change, mutate = std::move(mutate),
-                             done = std::move(done)](caf::error e,
-                                                     store::batch_result r) mutable {
-      if (e)
-        return done(std::move(e), {});
-      if (r.failed_check)
-        return update(id, std::nullopt, std::move(mutate), std::move(done), hint);
-      committed(*before, *change);
-      done(caf::error{}, std::move(*change));
-    });
+    run_batch(std::move(b),
+              [this, id, before, change, mutate = std::move(mutate),
+               done = std::move(done)](caf::error e, store::batch_result r) mutable {
+                if (e)
+                  return done(std::move(e), {});
+                if (r.failed_check)
+                  return update(id, std::nullopt, std::move(mutate), std::move(done));
+                committed(*before, *change);
+                done(caf::error{}, std::move(*change));
+              });
   }
 
   /// One change of update_known_many(): the job as its caller knows it was
@@ -173,8 +169,8 @@ public:
 
   /// update_known() for several jobs in ONE message and one transaction
   /// (batched; otherwise one update_known() each): a grouped op_batch with
-  /// one group per job (its checks that the job and step rows are still the
-  /// known bytes, its writes), in job id order, then the commit. A job whose
+  /// one group per job (its check that the document is still the known
+  /// bytes, its writes), in job id order, then the commit. A job whose
   /// check fails changes nothing in that batch and is changed by its own
   /// update() afterwards (mutate called again on the current view), so one
   /// stale job never blocks the others. At most one item per job (the
@@ -203,14 +199,14 @@ public:
       auto& known = *it.known;
       auto after = known;
       auto eff = it.mutate(after);
-      auto rows = stored_rows_of(known);
-      auto ws = eff ? layout::job_writes(&known, after, eff.value(), &rows)
+      auto doc = encode_doc(known);
+      auto ws = eff ? layout::job_writes(&known, after, eff.value(), &doc)
                     : std::vector<layout::write>{};
       pending p{std::move(it), nullptr};
       if (!ws.empty()) {
         store::batch_group g;
-        add_checks(b, known, std::move(rows));
-        g.checks = static_cast<uint32_t>(1 + known.steps.size());
+        add_check(b, known, std::move(doc));
+        g.checks = 1;
         auto rs = write_requests(std::move(ws));
         g.ops = static_cast<uint32_t>(rs.size());
         b.ops.insert(b.ops.end(), std::make_move_iterator(rs.begin()),
@@ -222,9 +218,8 @@ public:
       all->push_back(std::move(p));
     }
     auto fallback = [this](pending& p) {
-      auto hint = static_cast<uint32_t>(p.item.known->steps.size());
       update(p.item.known->job.id, std::nullopt, std::move(p.item.mutate),
-             std::move(p.item.done), hint);
+             std::move(p.item.done));
     };
     if (b.groups.empty()) { // an error or nothing to write: decide on the current view
       for (auto& p : *all)
@@ -261,22 +256,16 @@ public:
     });
   }
 
-  /// One job of update_many(): its id and how many step rows to read.
-  struct many_item {
-    job_id id;
-    uint32_t step_hint = 0;
-  };
   using many_fn = std::function<void(std::vector<std::pair<caf::error, job_change>>)>;
 
   /// Changes several jobs in ONE transaction and two messages (batched only;
-  /// otherwise one update() per job): every job row with an Update lock, in
-  /// id order (so that two such transactions cannot deadlock), with its hinted
-  /// step rows; `mutate` on each view; every write and the commit. A job whose
-  /// `mutate` fails, or that is gone, changes nothing and gets its error; a
-  /// job with more steps than hinted is changed by its own update() after the
-  /// others. `done` gets one result per item, in the items' order.
-  void update_many(std::vector<many_item> items, mutate_fn mutate, many_fn done) {
-    auto n = items.size();
+  /// otherwise one update() per job): every job's document with an Update
+  /// lock, in id order (so that two such transactions cannot deadlock);
+  /// `mutate` on each view; every write and the commit. A job whose `mutate`
+  /// fails, or that is gone, changes nothing and gets its error. `done` gets
+  /// one result per id, in the ids' order.
+  void update_many(std::vector<job_id> ids, mutate_fn mutate, many_fn done) {
+    auto n = ids.size();
     using results = std::vector<std::pair<caf::error, job_change>>;
     auto out = std::make_shared<results>(n);
     if (!batched_ || n <= 1) {
@@ -284,129 +273,82 @@ public:
         return done({});
       auto left = std::make_shared<size_t>(n);
       for (size_t i = 0; i < n; ++i)
-        update(
-            items[i].id, std::nullopt, mutate,
-            [out, left, i, done](caf::error e, job_change c) {
-              (*out)[i] = {std::move(e), std::move(c)};
-              if (--*left == 0)
-                done(std::move(*out));
-            },
-            items[i].step_hint);
+        update(ids[i], std::nullopt, mutate,
+               [out, left, i, done](caf::error e, job_change c) {
+                 (*out)[i] = {std::move(e), std::move(c)};
+                 if (--*left == 0)
+                   done(std::move(*out));
+               });
       return;
     }
     std::vector<size_t> order(n);
     for (size_t i = 0; i < n; ++i)
       order[i] = i;
     std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return items[a].id.value < items[b].id.value; });
+              [&](size_t a, size_t b) { return ids[a].value < ids[b].value; });
     store::op_batch b;
-    std::vector<size_t> first_op(n);
+    std::vector<size_t> op_of(n);
     for (auto i : order) {
-      auto r = request({}, store::operation::try_get, layout::jobs, items[i].id.value);
+      auto r = request({}, store::operation::try_get, layout::jobs, ids[i].value);
       r.mode = store::read_mode::update;
-      first_op[i] = b.ops.size();
+      op_of[i] = b.ops.size();
       b.ops.push_back(std::move(r));
-      for (uint32_t k = 0; k < items[i].step_hint; ++k) {
-        auto sr = request({}, store::operation::try_get, layout::steps,
-                          step_key(items[i].id, step_index{k}));
-        sr.mode = store::read_mode::repeatable;
-        b.ops.push_back(std::move(sr));
-      }
     }
-    run_batch(std::move(b), [this, items, first_op, out, mutate,
-                             done](caf::error e, store::batch_result r) {
-      auto n = items.size();
-      if (e) {
-        for (auto& x : *out)
-          x.first = e;
-        return done(std::move(*out));
-      }
-      std::vector<layout::write> ws;
-      auto befores = std::make_shared<std::vector<std::optional<job_view>>>(n);
-      std::vector<size_t> later; // more steps than hinted
-      for (size_t i = 0; i < n; ++i) {
-        auto& jr = r.results[first_op[i]];
-        if (!jr.found) {
-          (*out)[i].first = make_error(errc::unknown_job);
-          continue;
-        }
-        auto j = decode_job(jr.value);
-        if (!j) {
-          (*out)[i].first = make_error(errc::corrupt_record);
-          continue;
-        }
-        job_view v;
-        v.job = std::move(j.value());
-        if (v.job.step_count > items[i].step_hint) {
-          later.push_back(i);
-          continue;
-        }
-        // The rows' bytes as read: job_writes compares with them.
-        layout::stored_rows rows;
-        rows.job = std::move(jr.value);
-        bool ok = true;
-        for (uint32_t k = 0; k < v.job.step_count && ok; ++k) {
-          auto& sr = r.results[first_op[i] + 1 + k];
-          auto st = sr.found ? decode_step(sr.value)
-                             : result<step_record>{errc::corrupt_record};
-          if (!st) {
-            ok = false;
-          } else {
-            v.steps.push_back(std::move(st.value()));
-            rows.steps.push_back(std::move(sr.value));
-          }
-        }
-        if (!ok) {
-          (*out)[i].first = make_error(errc::corrupt_record);
-          continue;
-        }
-        auto before = v;
-        auto eff = mutate(v);
-        if (!eff) {
-          (*out)[i].first = to_caf_error(eff.error());
-          continue;
-        }
-        auto more = layout::job_writes(&before, v, eff.value(), &rows);
-        ws.insert(ws.end(), std::make_move_iterator(more.begin()),
-                  std::make_move_iterator(more.end()));
-        (*befores)[i] = std::move(before);
-        (*out)[i].second = job_change{std::move(eff.value()), std::move(v)};
-      }
-      auto finish = [this, items, out, mutate, done, later](caf::error) {
-        if (later.empty())
-          return done(std::move(*out));
-        auto left = std::make_shared<size_t>(later.size());
-        for (auto i : later)
-          update(
-              items[i].id, std::nullopt, mutate,
-              [out, left, i, done](caf::error e, job_change c) {
-                (*out)[i] = {std::move(e), std::move(c)};
-                if (--*left == 0)
-                  done(std::move(*out));
-              },
-              0);
-      };
-      if (ws.empty()) {
-        abort(r.txn);
-        return finish(caf::error{});
-      }
-      store::op_batch w;
-      w.txn = r.txn;
-      w.ops = write_requests(std::move(ws));
-      w.commit = true;
-      run_batch(std::move(w),
-                [this, out, befores, finish](caf::error e, store::batch_result) {
-                  for (size_t i = 0; i < out->size(); ++i) {
-                    if (!(*befores)[i])
-                      continue;
-                    if (e)
-                      (*out)[i].first = e;
-                    else
-                      committed(*(*befores)[i], (*out)[i].second);
+    run_batch(std::move(b),
+              [this, n, op_of, out, mutate, done](caf::error e, store::batch_result r) {
+                if (e) {
+                  for (auto& x : *out)
+                    x.first = e;
+                  return done(std::move(*out));
+                }
+                std::vector<layout::write> ws;
+                auto befores = std::make_shared<std::vector<std::optional<job_view>>>(n);
+                for (size_t i = 0; i < n; ++i) {
+                  auto& jr = r.results[op_of[i]];
+                  if (!jr.found) {
+                    (*out)[i].first = make_error(errc::unknown_job);
+                    continue;
                   }
-                  finish(e);
-                });
-    });
+                  auto d = decode_doc(jr.value);
+                  if (!d) {
+                    (*out)[i].first = make_error(errc::corrupt_record);
+                    continue;
+                  }
+                  auto& v = d.value();
+                  auto before = v;
+                  auto eff = mutate(v);
+                  if (!eff) {
+                    (*out)[i].first = to_caf_error(eff.error());
+                    continue;
+                  }
+                  // The document's bytes as read: job_writes compares with them.
+                  auto more = layout::job_writes(&before, v, eff.value(), &jr.value);
+                  ws.insert(ws.end(), std::make_move_iterator(more.begin()),
+                            std::make_move_iterator(more.end()));
+                  (*befores)[i] = std::move(before);
+                  (*out)[i].second = job_change{std::move(eff.value()), std::move(v)};
+                }
+                if (ws.empty()) {
+                  abort(r.txn);
+                  return done(std::move(*out));
+                }
+                store::op_batch w;
+                w.txn = r.txn;
+                w.ops = write_requests(std::move(ws));
+                w.commit = true;
+                run_batch(std::move(w),
+                          [this, out, befores, done](caf::error e, store::batch_result) {
+                            for (size_t i = 0; i < out->size(); ++i) {
+                              if (!(*befores)[i])
+                                continue;
+                              if (e)
+                                (*out)[i].first = e;
+                              else
+                                committed(*(*befores)[i], (*out)[i].second);
+                            }
+                            done(std::move(*out));
+                          });
+              });
   }
 
   /// Writes a new job (submission) unless its id exists: one transaction.
@@ -518,34 +460,31 @@ public:
     });
   }
 
-  /// Reads a job as committed (snapshot, no locks).
+  /// Reads a job as committed (snapshot, no locks): its document, without
+  /// the document's events (events() has them).
   void read(const job_id& id, std::function<void(caf::error, job_view)> done) {
+    auto finish = [done](caf::error e, const store::op_result& r) {
+      if (!e && !r.found)
+        e = make_error(errc::unknown_job);
+      if (e)
+        return done(std::move(e), {});
+      auto d = decode_doc(r.value);
+      if (!d)
+        return done(make_error(errc::corrupt_record), {});
+      auto v = std::move(d.value());
+      v.events.clear();
+      done(caf::error{}, std::move(v));
+    };
     if (batched_) {
-      // One message: the job row and its steps, from one snapshot.
       store::op_batch b;
       auto jr = request({}, store::operation::try_get, layout::jobs, id.value);
       jr.mode = store::read_mode::snapshot;
       b.ops.push_back(std::move(jr));
-      auto [from, to] = job_key_range(id);
-      b.ops.push_back(enumerate_request(layout::steps, from, to));
       b.commit = true; // read-only: nothing is logged
-      return run_batch(std::move(b), [done](caf::error e, store::batch_result r) {
+      return run_batch(std::move(b), [finish](caf::error e, store::batch_result r) {
         if (e)
-          return done(std::move(e), {});
-        if (!r.results[0].found)
-          return done(make_error(errc::unknown_job), {});
-        job_view v;
-        auto j = decode_job(r.results[0].value);
-        if (!j)
-          return done(make_error(errc::corrupt_record), {});
-        v.job = std::move(j.value());
-        for (auto& [k, val] : r.results[1].items) {
-          auto s = decode_step(val);
-          if (!s)
-            return done(make_error(errc::corrupt_record), {});
-          v.steps.push_back(std::move(s.value()));
-        }
-        done(caf::error{}, std::move(v));
+          return finish(std::move(e), {});
+        finish(caf::error{}, r.results[0]);
       });
     }
     begin([=](caf::error e, store::txn_id t) {
@@ -553,41 +492,16 @@ public:
         return done(std::move(e), {});
       get(t, layout::jobs, id.value, store::read_mode::snapshot,
           [=](caf::error e, store::op_result r) {
-            if (!e && !r.found)
-              e = make_error(errc::unknown_job);
-            job_view v;
-            if (!e) {
-              auto j = decode_job(r.value);
-              if (!j)
-                e = make_error(errc::corrupt_record);
-              else
-                v.job = std::move(j.value());
-            }
-            if (e) {
-              abort(t);
-              return done(std::move(e), {});
-            }
-            auto [from, to] = job_key_range(id);
-            enumerate(t, layout::steps, from, to, [=](caf::error e, kv_items items) {
-              abort(t);
-              if (e)
-                return done(std::move(e), {});
-              auto out = v;
-              for (auto& [k, val] : items) {
-                auto s = decode_step(val);
-                if (!s)
-                  return done(make_error(errc::corrupt_record), {});
-                out.steps.push_back(std::move(s.value()));
-              }
-              done(caf::error{}, std::move(out));
-            });
+            abort(t);
+            finish(std::move(e), r);
           });
     });
   }
 
   /// A job's events from sequence `from` on, as committed (one snapshot): the
-  /// stored ones, and the "received" event derived from the job record
-  /// (layout::received_event). An unknown job has none.
+  /// wf.events rows, the document's events, and the "received" event derived
+  /// from the job record (layout::received_event), in seq order, each once.
+  /// An unknown job has none.
   void events(const job_id& id, uint64_t from,
               std::function<void(caf::error, std::vector<job_event>)> done) {
     auto range = job_key_range(id);
@@ -595,21 +509,24 @@ public:
                                const kv_items& items) {
       if (e)
         return done(std::move(e), {});
-      std::vector<job_event> out;
+      std::vector<job_event> rows;
+      rows.reserve(items.size());
       for (auto& [k, v] : items) {
         auto ev = decode_event(v);
         if (!ev)
           return done(make_error(errc::corrupt_record), {});
-        out.push_back(std::move(ev.value()));
+        rows.push_back(std::move(ev.value()));
       }
+      if (!job.found)
+        return done(caf::error{}, std::move(rows));
+      auto d = decode_doc(job.value);
+      if (!d)
+        return done(make_error(errc::corrupt_record), {});
+      auto out = layout::merge_events(std::move(rows), d.value().events, from);
       // Stores written before the received event was derived keep it stored.
       bool stored = !out.empty() && out.front().seq == 1;
-      if (job.found && from <= 1 && !stored) {
-        auto j = decode_job(job.value);
-        if (!j)
-          return done(make_error(errc::corrupt_record), {});
-        out.insert(out.begin(), layout::received_event(j.value()));
-      }
+      if (from <= 1 && !stored)
+        out.insert(out.begin(), layout::received_event(d.value().job));
       done(caf::error{}, std::move(out));
     };
     auto jr = request({}, store::operation::try_get, layout::jobs, id.value);
@@ -677,6 +594,7 @@ private:
     store::txn_id txn;
     std::vector<layout::write> pre; // the term row, if raised
     job_view view;
+    std::string stored; // the document's bytes as read
   };
   using ctx_ptr = std::shared_ptr<update_ctx>;
 
@@ -692,25 +610,10 @@ private:
     return r;
   }
 
-  /// The bytes of `v`'s rows as they were committed (v is known to match).
-  static layout::stored_rows stored_rows_of(const job_view& v) {
-    layout::stored_rows rows;
-    rows.job = encode(v.job);
-    rows.steps.reserve(v.steps.size());
-    for (auto& st : v.steps)
-      rows.steps.push_back(encode(st));
-    return rows;
-  }
-
-  /// Checks that the job row and every step row of `v` still hold `rows`.
-  static void add_checks(store::op_batch& b, const job_view& v,
-                         layout::stored_rows rows) {
-    b.checks.push_back(store::batch_check{
-        layout::jobs, v.job.id.value, store::check_kind::equals, std::move(rows.job)});
-    for (size_t i = 0; i < v.steps.size(); ++i)
-      b.checks.push_back(
-          store::batch_check{layout::steps, step_key(v.job.id, v.steps[i].index),
-                             store::check_kind::equals, std::move(rows.steps[i])});
+  /// Checks that the document of `v` still holds `doc`.
+  static void add_check(store::op_batch& b, const job_view& v, std::string doc) {
+    b.checks.push_back(store::batch_check{layout::jobs, v.job.id.value,
+                                          store::check_kind::equals, std::move(doc)});
   }
 
   void begin(std::function<void(caf::error, store::txn_id)> f) {
@@ -868,8 +771,47 @@ private:
     c->done(std::move(e), {});
   }
 
-  /// The term row (fenced changes) and the job row, both with an Update lock,
-  /// in one round trip; then every step row in one more.
+  /// The recorded term (`tr`) against the change's fence: stale_term if
+  /// higher (false, the change failed), raised if lower.
+  bool take_term(const ctx_ptr& c, const store::op_result& tr) {
+    term recorded;
+    if (tr.found) {
+      auto t = decode_term(tr.value);
+      if (!t) {
+        fail_update(c, make_error(errc::corrupt_record));
+        return false;
+      }
+      recorded = t.value();
+    }
+    if (*c->fence < recorded) {
+      fail_update(c, make_error(errc::stale_term));
+      return false;
+    }
+    if (recorded < *c->fence || !tr.found)
+      c->pre.push_back(
+          layout::write{layout::meta, layout::term_key, false, encode_term(*c->fence)});
+    return true;
+  }
+
+  /// Decodes the job's document into c->view; false (and the change failed)
+  /// if it is missing or corrupt.
+  bool take_doc(const ctx_ptr& c, store::op_result& jr) {
+    if (!jr.found) {
+      fail_update(c, make_error(errc::unknown_job));
+      return false;
+    }
+    auto d = decode_doc(jr.value);
+    if (!d) {
+      fail_update(c, make_error(errc::corrupt_record));
+      return false;
+    }
+    c->view = std::move(d.value());
+    c->stored = std::move(jr.value);
+    return true;
+  }
+
+  /// The term row (fenced changes) and the document, both with an Update
+  /// lock, in one round trip.
   void read_job(const ctx_ptr& c) {
     std::vector<store::op_request> rs;
     if (c->fence) {
@@ -883,54 +825,10 @@ private:
     run_all(std::move(rs), [this, c](caf::error e, std::vector<store::op_result> out) {
       if (e)
         return fail_update(c, std::move(e));
-      if (c->fence) {
-        auto& tr = out.front();
-        term recorded;
-        if (tr.found) {
-          auto t = decode_term(tr.value);
-          if (!t)
-            return fail_update(c, make_error(errc::corrupt_record));
-          recorded = t.value();
-        }
-        if (*c->fence < recorded)
-          return fail_update(c, make_error(errc::stale_term));
-        if (recorded < *c->fence || !tr.found)
-          c->pre.push_back(layout::write{layout::meta, layout::term_key, false,
-                                         encode_term(*c->fence)});
-      }
-      auto& jr = out.back();
-      if (!jr.found)
-        return fail_update(c, make_error(errc::unknown_job));
-      auto j = decode_job(jr.value);
-      if (!j)
-        return fail_update(c, make_error(errc::corrupt_record));
-      c->view.job = std::move(j.value());
-      read_steps(c);
-    });
-  }
-
-  void read_steps(const ctx_ptr& c) {
-    std::vector<store::op_request> rs;
-    rs.reserve(c->view.job.step_count);
-    for (uint32_t i = 0; i < c->view.job.step_count; ++i) {
-      auto r = request(c->txn, store::operation::try_get, layout::steps,
-                       step_key(c->id, step_index{i}));
-      r.mode = store::read_mode::repeatable;
-      rs.push_back(std::move(r));
-    }
-    run_all(std::move(rs), [this, c](caf::error e, std::vector<store::op_result> out) {
-      if (e)
-        return fail_update(c, std::move(e));
-      c->view.steps.reserve(out.size());
-      for (auto& r : out) {
-        if (!r.found)
-          return fail_update(c, make_error(errc::corrupt_record));
-        auto s = decode_step(r.value);
-        if (!s)
-          return fail_update(c, make_error(errc::corrupt_record));
-        c->view.steps.push_back(std::move(s.value()));
-      }
-      apply(c);
+      if (c->fence && !take_term(c, out.front()))
+        return;
+      if (take_doc(c, out.back()))
+        apply(c);
     });
   }
 
@@ -940,7 +838,7 @@ private:
     if (!eff)
       return fail_update(c, to_caf_error(eff.error()));
     auto ws = std::make_shared<std::vector<layout::write>>(std::move(c->pre));
-    auto more = layout::job_writes(before.get(), c->view, eff.value());
+    auto more = layout::job_writes(before.get(), c->view, eff.value(), &c->stored);
     ws->insert(ws->end(), more.begin(), more.end());
     auto change =
         std::make_shared<job_change>(job_change{std::move(eff.value()), c->view});
@@ -954,11 +852,7 @@ private:
       commit(c->txn, [this, c, change, before](caf::error e) {
         if (e)
           return c->done(std::move(e), {});
-        report(before.get(), change->view);
-        for (auto& ev : change->eff.events)
-          if (ev.kind == event_kind::compensating)
-            probe_->compensation_started();
-        publish(change->eff.events);
+        committed(*before, *change);
         c->done(caf::error{}, std::move(*change));
       });
     });
@@ -966,9 +860,9 @@ private:
 
   // -- batched job changes: two messages --
 
-  /// Message 1: begin, [term row], job row (both with an Update lock), and
-  /// the first `hint` step rows; the transaction stays open.
-  void read_job_batched(const ctx_ptr& c, uint32_t hint) {
+  /// Message 1: begin, [term row], the document (both with an Update lock);
+  /// the transaction stays open.
+  void read_job_batched(const ctx_ptr& c) {
     store::op_batch b;
     if (c->fence) {
       auto r = request({}, store::operation::try_get, layout::meta, layout::term_key);
@@ -978,77 +872,15 @@ private:
     auto r = request({}, store::operation::try_get, layout::jobs, c->id.value);
     r.mode = store::read_mode::update;
     b.ops.push_back(std::move(r));
-    add_step_reads(c, b, 0, hint);
-    auto first_step = b.ops.size() - hint;
-    run_batch(
-        std::move(b), [this, c, hint, first_step](caf::error e, store::batch_result r) {
-          if (e)
-            return c->done(std::move(e), {});
-          c->txn = r.txn;
-          auto& out = r.results;
-          if (c->fence) {
-            auto& tr = out.front();
-            term recorded;
-            if (tr.found) {
-              auto t = decode_term(tr.value);
-              if (!t)
-                return fail_update(c, make_error(errc::corrupt_record));
-              recorded = t.value();
-            }
-            if (*c->fence < recorded)
-              return fail_update(c, make_error(errc::stale_term));
-            if (recorded < *c->fence || !tr.found)
-              c->pre.push_back(layout::write{layout::meta, layout::term_key, false,
-                                             encode_term(*c->fence)});
-          }
-          auto& jr = out[first_step - 1];
-          if (!jr.found)
-            return fail_update(c, make_error(errc::unknown_job));
-          auto j = decode_job(jr.value);
-          if (!j)
-            return fail_update(c, make_error(errc::corrupt_record));
-          c->view.job = std::move(j.value());
-          auto count = c->view.job.step_count;
-          if (!take_steps(c, out, first_step, std::min(count, hint)))
-            return;
-          if (count <= hint)
-            return apply_batched(c);
-          // More steps than hinted: one more round trip for the rest.
-          store::op_batch more;
-          more.txn = c->txn;
-          add_step_reads(c, more, hint, count - hint);
-          run_batch(std::move(more), [this, c](caf::error e, store::batch_result r) {
-            if (e)
-              return c->done(std::move(e), {});
-            if (take_steps(c, r.results, 0, r.results.size()))
-              apply_batched(c);
-          });
-        });
-  }
-
-  void add_step_reads(const ctx_ptr& c, store::op_batch& b, uint32_t from, uint32_t n) {
-    for (uint32_t i = from; i < from + n; ++i) {
-      auto r = request({}, store::operation::try_get, layout::steps,
-                       step_key(c->id, step_index{i}));
-      r.mode = store::read_mode::repeatable;
-      b.ops.push_back(std::move(r));
-    }
-  }
-
-  /// Decodes `n` step rows from out[at]; false (and the change failed) on a
-  /// missing or corrupt row.
-  bool take_steps(const ctx_ptr& c, std::vector<store::op_result>& out, size_t at,
-                  size_t n) {
-    for (size_t i = at; i < at + n; ++i) {
-      auto s = out[i].found ? decode_step(out[i].value)
-                            : result<step_record>{errc::corrupt_record};
-      if (!s) {
-        fail_update(c, make_error(errc::corrupt_record));
-        return false;
-      }
-      c->view.steps.push_back(std::move(s.value()));
-    }
-    return true;
+    run_batch(std::move(b), [this, c](caf::error e, store::batch_result r) {
+      if (e)
+        return c->done(std::move(e), {});
+      c->txn = r.txn;
+      if (c->fence && !take_term(c, r.results.front()))
+        return;
+      if (take_doc(c, r.results.back()))
+        apply_batched(c);
+    });
   }
 
   /// Message 2: every write and the commit.
@@ -1058,7 +890,7 @@ private:
     if (!eff)
       return fail_update(c, to_caf_error(eff.error()));
     auto ws = std::move(c->pre);
-    auto more = layout::job_writes(before.get(), c->view, eff.value());
+    auto more = layout::job_writes(before.get(), c->view, eff.value(), &c->stored);
     ws.insert(ws.end(), std::make_move_iterator(more.begin()),
               std::make_move_iterator(more.end()));
     auto change =

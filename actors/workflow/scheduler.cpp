@@ -165,8 +165,7 @@ void record(scheduler_impl self, dispatch d, step_outcome o,
   if (known && opts.batched)
     self->state.store->update_known(*known, mutate, done);
   else
-    self->state.store->update(d.job, std::nullopt, mutate, done,
-                              known ? static_cast<uint32_t>(known->steps.size()) : 0);
+    self->state.store->update(d.job, std::nullopt, mutate, done);
 }
 
 void send(scheduler_impl self, const dispatch& d, const agent_entry& a,
@@ -206,7 +205,7 @@ void send(scheduler_impl self, const dispatch& d, const agent_entry& a,
 
 /// Claims (or resumes) a step of `job` and dispatches it.
 void claim_job(scheduler_impl self, const job_id& job, bool resuming,
-               std::function<void()> next, uint32_t step_hint) {
+               std::function<void()> next) {
   auto chosen = std::make_shared<std::optional<agent_entry>>();
   auto mutate = [self, chosen, resuming](job_view& v) -> result<effects> {
     auto now = now_of(self);
@@ -231,15 +230,13 @@ void claim_job(scheduler_impl self, const job_id& job, bool resuming,
     return e;
   };
   self->state.store->update(
-      job, std::nullopt, mutate,
-      [self, chosen, next](caf::error e, job_change c) {
+      job, std::nullopt, mutate, [self, chosen, next](caf::error e, job_change c) {
         if (!e && c.eff.dispatched && *chosen) {
           auto d = *c.eff.dispatched;
           send(self, d, **chosen, std::make_shared<const job_view>(std::move(c.view)));
         }
         next();
-      },
-      step_hint);
+      });
 }
 
 /// The agent of `kind` with `id`, if the scheduler knows it.
@@ -256,7 +253,7 @@ std::optional<agent_entry> agent_by_id(scheduler_impl self, const std::string& k
 
 /// Claims a step of each job of `group` in ONE transaction (job_store::
 /// update_many) and dispatches them; jobs with nothing claimable are skipped.
-void claim_group(scheduler_impl self, std::vector<std::pair<job_id, uint32_t>> group,
+void claim_group(scheduler_impl self, std::vector<job_id> group,
                  std::function<void()> next) {
   auto mutate = [self](job_view& v) -> result<effects> {
     auto now = now_of(self);
@@ -271,12 +268,8 @@ void claim_group(scheduler_impl self, std::vector<std::pair<job_id, uint32_t>> g
       v.steps[target->value].agent = agent->id;
     return e;
   };
-  std::vector<job_store<scheduler_actor::base>::many_item> items;
-  items.reserve(group.size());
-  for (auto& [id, hint] : group)
-    items.push_back({id, hint});
   self->state.store->update_many(
-      std::move(items), mutate,
+      std::move(group), mutate,
       [self, next](std::vector<std::pair<caf::error, job_change>> results) {
         for (auto& [e, c] : results) {
           if (e || !c.eff.dispatched)
@@ -294,8 +287,7 @@ void claim_group(scheduler_impl self, std::vector<std::pair<job_id, uint32_t>> g
 /// of `claim_group` jobs per transaction (resumes: one per transaction);
 /// `done` runs when all are answered. Transactions of different groups lock
 /// job rows in id order, so they can wait for each other but not deadlock.
-void claim_all(scheduler_impl self,
-               std::shared_ptr<std::vector<std::pair<job_id, uint32_t>>> jobs,
+void claim_all(scheduler_impl self, std::shared_ptr<std::vector<job_id>> jobs,
                bool resuming, std::function<void()> done) {
   if (jobs->empty())
     return done();
@@ -321,7 +313,7 @@ void claim_all(scheduler_impl self,
       }
     };
     if (to - from == 1)
-      return claim_job(self, (*jobs)[from].first, resuming, after, (*jobs)[from].second);
+      return claim_job(self, (*jobs)[from], resuming, after);
     claim_group(self,
                 {jobs->begin() + static_cast<std::ptrdiff_t>(from),
                  jobs->begin() + static_cast<std::ptrdiff_t>(to)},
@@ -357,11 +349,11 @@ void poll(scheduler_impl self) {
         } else {
           st.poll_from.clear();
         }
-        auto jobs = std::make_shared<std::vector<std::pair<job_id, uint32_t>>>();
+        auto jobs = std::make_shared<std::vector<job_id>>();
         if (!e)
-          for (auto& [k, v] : items)
-            if (auto j = layout::decode_ready_key(k))
-              jobs->emplace_back(j.value(), layout::ready_step_hint(v));
+          for (auto& kv : items)
+            if (auto j = layout::decode_ready_key(kv.first))
+              jobs->push_back(j.value());
         if (self->state.opts.pipelined)
           std::shuffle(jobs->begin(), jobs->end(), self->state.order);
         claim_all(self, jobs, false, [self] {
@@ -406,21 +398,21 @@ void start(scheduler_impl self) {
     if (e)
       return self->quit(e);
     // Resume what a previous life of this instance had locked.
-    self->state.store->scan(
-        layout::due, std::string{}, std::string{}, [self](caf::error e, kv_items items) {
-          auto jobs = std::make_shared<std::vector<std::pair<job_id, uint32_t>>>();
-          std::set<std::string> seen;
-          if (!e)
-            for (auto& [k, v] : items)
-              if (auto d = decode_due_key(k);
-                  d && seen.insert(d.value().job.value).second)
-                jobs->emplace_back(d.value().job, 0);
-          claim_all(self, jobs, true, [self] {
-            self->state.ready = true;
-            poll(self);
-            arm_poll(self);
-          });
-        });
+    self->state.store->scan(layout::due, std::string{}, std::string{},
+                            [self](caf::error e, kv_items items) {
+                              auto jobs = std::make_shared<std::vector<job_id>>();
+                              std::set<std::string> seen;
+                              if (!e)
+                                for (auto& [k, v] : items)
+                                  if (auto d = decode_due_key(k);
+                                      d && seen.insert(d.value().job.value).second)
+                                    jobs->push_back(d.value().job);
+                              claim_all(self, jobs, true, [self] {
+                                self->state.ready = true;
+                                poll(self);
+                                arm_poll(self);
+                              });
+                            });
   });
 }
 

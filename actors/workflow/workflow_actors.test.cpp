@@ -593,16 +593,59 @@ TEST_F(workflow_test, bad_input_gets_typed_errors_and_writes_nothing) {
   auto big = spec("d", 1);
   big.steps[0].payload.assign(record_limits{}.max_payload_bytes + 1, 'x');
   EXPECT_EQ(to_errc(submit_error(big)), errc::too_large);
+  // Every payload within its limit, but the job's document would exceed
+  // max_spec_bytes: refused as a whole.
+  auto huge = spec("f", 9);
+  for (auto& st : huge.steps)
+    st.payload.assign(record_limits{}.max_payload_bytes, 'x');
+  EXPECT_EQ(to_errc(submit_error(huge)), errc::too_large);
+  auto f = ask<job_view>(sys(), client, caf::get_atom::value, job_id{"f"});
   auto g = ask<job_view>(sys(), client, caf::get_atom::value, job_id{"missing"});
   auto c = ask<step_state>(sys(), client, atoms::cancel_atom_v, job_id{"missing"});
   auto w = ask<stuck_report>(sys(), client, atoms::explain_atom_v, job_id{"missing"});
   run();
+  EXPECT_EQ(to_errc(f->error), errc::unknown_job);
   EXPECT_EQ(to_errc(g->error), errc::unknown_job);
   EXPECT_EQ(to_errc(c->error), errc::unknown_job);
   EXPECT_EQ(to_errc(w->error), errc::unknown_job);
   EXPECT_EQ(device->record_count(), records);
   submit(spec("e", 1));
   EXPECT_EQ(to_errc(submit_error(spec("e", 1))), errc::job_exists);
+}
+
+// A job's document keeps its newest job_doc_events events, older ones are
+// rows of their own: events(id, from) still gives every event once, in
+// order, from any `from`. A pending job (no scheduler) cancelled and
+// resubmitted gets one event per call.
+TEST_F(workflow_test, events_moved_out_of_the_document_are_read_back_once_in_order) {
+  const size_t k = job_doc_events;
+  for (size_t n : {k - 1, k, k + 1, 3 * k}) {
+    auto id = submit(spec("e" + std::to_string(n), 1));
+    for (size_t i = 0; i < n; ++i) {
+      auto r = i % 2 ? ask<step_state>(sys(), client, atoms::resubmit_atom_v, id)
+                     : ask<step_state>(sys(), client, atoms::cancel_atom_v, id);
+      run();
+      ASSERT_TRUE(r->value) << caf::to_string(r->error);
+    }
+    for (uint64_t from :
+         {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{n / 2},
+          uint64_t{n + 2 > k ? n + 2 - k : 1}, uint64_t{n + 1}, uint64_t{n + 2}}) {
+      auto r = ask<std::vector<job_event>>(sys(), client, atoms::events_atom_v, id, from);
+      run();
+      ASSERT_TRUE(r->value) << caf::to_string(r->error);
+      std::vector<uint64_t> got, want;
+      for (auto& e : *r->value) {
+        got.push_back(e.seq);
+        EXPECT_EQ(e.job, id);
+        EXPECT_EQ(e.kind, e.seq == 1  ? event_kind::received
+                          : e.seq % 2 ? event_kind::resubmitted
+                                      : event_kind::cancelled);
+      }
+      for (uint64_t seq = std::max<uint64_t>(from, 1); seq <= n + 1; ++seq)
+        want.push_back(seq);
+      EXPECT_EQ(got, want) << "n " << n << " from " << from;
+    }
+  }
 }
 
 TEST_F(workflow_test, why_stuck_names_the_step_lock_and_deadline) {

@@ -121,12 +121,12 @@ TEST(lifecycle, a_late_reply_of_an_older_attempt_changes_nothing) {
   ASSERT_TRUE(recover(v, step_index{0}, c1, recovery_cause::deadline, timestamp{100ms}));
   auto c2 = claim(v, sched_b, timestamp{101ms}).value().dispatched->attempt;
   EXPECT_EQ(c2.value, 2u);
-  auto before = encode(v.steps[0]);
+  auto before = encode_doc(v);
   auto late = complete(v, step_index{0}, c1, ok(), timestamp{102ms});
   ASSERT_TRUE(late);
   EXPECT_TRUE(late.value().stale);
   EXPECT_TRUE(late.value().events.empty());
-  EXPECT_EQ(encode(v.steps[0]), before);
+  EXPECT_EQ(encode_doc(v), before);
   EXPECT_EQ(v.steps[0].state, step_state::processing);
   // The current attempt still completes.
   auto cur = complete(v, step_index{0}, c2, ok(), timestamp{103ms});

@@ -12,7 +12,8 @@ using store::byte_writer;
 
 namespace {
 
-enum class tag : uint8_t { step = 1, job = 2, event = 3, term = 4 };
+// 1 and 2 were the step and job rows of the layout before documents.
+enum class tag : uint8_t { event = 3, term = 4, doc = 5 };
 
 void put_i64(byte_writer& w, int64_t x) {
   w.u64(static_cast<uint64_t>(x));
@@ -205,17 +206,17 @@ const char* to_string(event_kind k) noexcept {
 
 // -- step ------------------------------------------------------------------------------
 
-std::string encode(const step_record& s) {
-  std::string out;
-  out.reserve(160 + s.job.value.size() + s.spec.agent_kind.size() + s.spec.payload.size()
-              + s.last_error.size()
-              + (s.spec.compensation ? s.spec.compensation->agent_kind.size()
-                                           + s.spec.compensation->payload.size()
-                                     : 0));
-  byte_writer w{out};
-  header(w, tag::step);
-  w.bytes(s.job.value);
-  w.u32(s.index.value);
+namespace {
+
+size_t step_size(const step_record& s) {
+  return 160 + s.spec.agent_kind.size() + s.spec.payload.size() + s.last_error.size()
+         + (s.spec.compensation ? s.spec.compensation->agent_kind.size()
+                                      + s.spec.compensation->payload.size()
+                                : 0);
+}
+
+/// Everything of a step but its job id and index.
+void put_step_body(byte_writer& w, const step_record& s) {
   put_spec(w, s.spec);
   w.u8(static_cast<uint8_t>(s.state));
   w.u64(s.locked_by.instance);
@@ -231,18 +232,9 @@ std::string encode(const step_record& s) {
   put_i64(w, s.updated.count());
   put_i64(w, s.not_before.count());
   w.u64(s.completed_seq);
-  return out;
 }
 
-result<step_record> decode_step(std::string_view bytes, const record_limits& lim) {
-  checked_reader r{bytes};
-  if (auto h = check_header(r, tag::step); !h)
-    return h.error();
-  step_record s;
-  s.job.value = r.bytes(lim.max_id_bytes);
-  s.index.value = r.u32();
-  if (s.index.value >= lim.max_steps)
-    r.fail();
+void get_step_body(checked_reader& r, step_record& s, const record_limits& lim) {
   s.spec = get_spec(r, lim);
   s.state = r.enumeration<step_state>(step_state_count);
   s.locked_by.instance = r.u64();
@@ -262,18 +254,10 @@ result<step_record> decode_step(std::string_view bytes, const record_limits& lim
   s.updated = timestamp{r.i64()};
   s.not_before = timestamp{r.i64()};
   s.completed_seq = r.u64();
-  if (s.job.value.empty())
-    r.fail();
-  return finish(r, std::move(s));
 }
 
-// -- job -------------------------------------------------------------------------------
-
-std::string encode(const job_record& j) {
-  std::string out;
-  out.reserve(128 + j.id.value.size() + j.last_error.size());
-  byte_writer w{out};
-  header(w, tag::job);
+/// Everything of a job record.
+void put_job_body(byte_writer& w, const job_record& j) {
   w.bytes(j.id.value);
   w.u8(static_cast<uint8_t>(j.state));
   w.u32(j.step_count);
@@ -285,14 +269,9 @@ std::string encode(const job_record& j) {
   w.u64(j.completions);
   w.u64(j.next_event);
   w.bytes(j.last_error);
-  return out;
 }
 
-result<job_record> decode_job(std::string_view bytes, const record_limits& lim) {
-  checked_reader r{bytes};
-  if (auto h = check_header(r, tag::job); !h)
-    return h.error();
-  job_record j;
+void get_job_body(checked_reader& r, job_record& j, const record_limits& lim) {
   j.id.value = r.bytes(lim.max_id_bytes);
   j.state = r.enumeration<job_state>(step_state_count);
   j.step_count = r.u32();
@@ -309,22 +288,47 @@ result<job_record> decode_job(std::string_view bytes, const record_limits& lim) 
       || j.failure_threshold > lim.max_failure_threshold
       || j.recovery_backoff < duration::zero())
     r.fail();
-  return finish(r, std::move(j));
 }
 
-// -- event -----------------------------------------------------------------------------
-
-std::string encode(const job_event& e) {
-  std::string out;
-  byte_writer w{out};
-  header(w, tag::event);
-  w.bytes(e.job.value);
+/// Everything of an event but its job id.
+void put_event_body(byte_writer& w, const job_event& e) {
   w.u64(e.seq);
   w.u8(static_cast<uint8_t>(e.kind));
   w.u32(e.step.value);
   w.u32(e.attempt.value);
   put_i64(w, e.at.count());
   w.bytes(e.detail);
+}
+
+void get_event_body(checked_reader& r, job_event& e, const record_limits& lim) {
+  e.seq = r.u64();
+  e.kind = r.enumeration<event_kind>(event_kind_count);
+  e.step.value = r.u32();
+  e.attempt.value = r.u32();
+  e.at = timestamp{r.i64()};
+  e.detail = r.bytes(lim.max_text_bytes);
+}
+
+} // namespace
+
+size_t spec_bytes(const step_spec& s) {
+  size_t n = s.agent_kind.size() + s.payload.size();
+  for (auto& k : s.retry.non_retryable)
+    n += k.size();
+  if (s.compensation)
+    n += s.compensation->agent_kind.size() + s.compensation->payload.size();
+  return n;
+}
+
+// -- event -----------------------------------------------------------------------------
+
+std::string encode(const job_event& e) {
+  std::string out;
+  out.reserve(48 + e.job.value.size() + e.detail.size());
+  byte_writer w{out};
+  header(w, tag::event);
+  w.bytes(e.job.value);
+  put_event_body(w, e);
   return out;
 }
 
@@ -334,15 +338,69 @@ result<job_event> decode_event(std::string_view bytes, const record_limits& lim)
     return h.error();
   job_event e;
   e.job.value = r.bytes(lim.max_id_bytes);
-  e.seq = r.u64();
-  e.kind = r.enumeration<event_kind>(event_kind_count);
-  e.step.value = r.u32();
-  e.attempt.value = r.u32();
-  e.at = timestamp{r.i64()};
-  e.detail = r.bytes(lim.max_text_bytes);
+  get_event_body(r, e, lim);
   if (e.job.value.empty())
     r.fail();
   return finish(r, std::move(e));
+}
+
+// -- document --------------------------------------------------------------------------
+
+std::string encode_doc(const job_view& v) {
+  size_t n = 128 + v.job.id.value.size() + v.job.last_error.size();
+  for (auto& s : v.steps)
+    n += step_size(s);
+  for (auto& e : v.events)
+    n += 40 + e.detail.size();
+  std::string out;
+  out.reserve(n);
+  byte_writer w{out};
+  header(w, tag::doc);
+  put_job_body(w, v.job);
+  // job.step_count steps follow (a view always has that many).
+  for (auto& s : v.steps)
+    put_step_body(w, s);
+  w.u32(static_cast<uint32_t>(v.events.size()));
+  for (auto& e : v.events)
+    put_event_body(w, e);
+  return out;
+}
+
+result<job_view> decode_doc(std::string_view bytes, const record_limits& lim) {
+  checked_reader r{bytes};
+  if (auto h = check_header(r, tag::doc); !h)
+    return h.error();
+  job_view v;
+  get_job_body(r, v.job, lim);
+  if (!r.ok()) // step_count is bounded only if the job body was valid
+    return errc::corrupt_record;
+  v.steps.reserve(v.job.step_count);
+  size_t spec_total = 0;
+  for (uint32_t i = 0; i < v.job.step_count && r.ok(); ++i) {
+    step_record s;
+    s.job = v.job.id;
+    s.index = step_index{i};
+    get_step_body(r, s, lim);
+    spec_total += spec_bytes(s.spec);
+    v.steps.push_back(std::move(s));
+  }
+  if (spec_total > lim.max_spec_bytes)
+    r.fail();
+  auto n = r.u32();
+  if (!r.ok() || n > job_doc_events)
+    return errc::corrupt_record;
+  v.events.reserve(n);
+  uint64_t last = 0;
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    job_event e;
+    e.job = v.job.id;
+    get_event_body(r, e, lim);
+    if (e.seq <= last || e.seq >= v.job.next_event)
+      r.fail(); // increasing, and issued already
+    last = e.seq;
+    v.events.push_back(std::move(e));
+  }
+  return finish(r, std::move(v));
 }
 
 // -- term ------------------------------------------------------------------------------
@@ -369,13 +427,6 @@ result<term> decode_term(std::string_view bytes) {
 }
 
 // -- keys ------------------------------------------------------------------------------
-
-std::string step_key(const job_id& j, step_index s) {
-  std::string k = j.value;
-  k.push_back('\0');
-  put_be(k, s.value, 4);
-  return k;
-}
 
 std::string event_key(const job_id& j, uint64_t seq) {
   std::string k = j.value;

@@ -4,8 +4,13 @@
 // One job record (state, current step, failure threshold, counters) and one
 // record per step (state, LockedBy, CompleteBy, FailureCount, attempt, last
 // error, timestamps) — the pattern's ProcessState record, per step. Events
-// (received, step started, ..., compensated) are records of their own, in
-// order of their sequence number per job.
+// (received, step started, ..., compensated) are numbered per job.
+//
+// The store keeps a job as ONE document (encode_doc): the job record, every
+// step record and the job's newest events (at most job_doc_events), so a job
+// change reads, checks and writes one row. The job id is stored once: step
+// and event bodies in a document omit it (and the step index, which is the
+// position). Older events are event records of their own (encode(job_event)).
 //
 // Encoding: u8 record tag, u8 version (1), then the fields with the store's
 // byte codec (little endian, u32-length-prefixed bytes). Every size is bounded
@@ -78,7 +83,20 @@ struct record_limits {
   size_t max_steps = 64;
   size_t max_non_retryable = 16;
   uint32_t max_failure_threshold = 1000;
+  /// Sum of spec_bytes() over a job's steps. Bounds the job's document: with
+  /// max_steps steps (ids, last errors) and job_doc_events events of
+  /// max_text_bytes, a document stays below 800 KiB, under the store's 1 MiB
+  /// value limit (records.test.cpp builds the worst case).
+  size_t max_spec_bytes = 512 * 1024;
 };
+
+/// Events a job's document keeps (the newest); older ones are rows of their
+/// own (store_layout.hpp).
+inline constexpr size_t job_doc_events = 32;
+
+/// The variable-length bytes of a step's spec (kinds, payloads, non-retryable
+/// error kinds): what record_limits::max_spec_bytes bounds per job.
+size_t spec_bytes(const step_spec& s);
 
 /// Checks a submission: empty_job, too_large, zero_timeout, bad_argument
 /// (an id with a NUL byte, bad retry policy, threshold 0). An empty id is
@@ -170,25 +188,29 @@ struct job_event {
 struct job_view {
   job_record job;
   std::vector<step_record> steps;
+  /// The newest events as the job's document holds them (oldest first, at
+  /// most job_doc_events, consecutive seqs; never "received"). Kept by the
+  /// job store so that a view it returns re-encodes to the stored document;
+  /// the lifecycle functions ignore them. Empty in views read for clients.
+  std::vector<job_event> events;
 };
 
 // -- encoding ------------------------------------------------------------------------
 
 constexpr uint8_t record_version = 1;
 
-std::string encode(const step_record& r);
-std::string encode(const job_record& r);
 std::string encode(const job_event& e);
 std::string encode_term(const term& t);
+/// A job's document: job record, step records, v.events.
+std::string encode_doc(const job_view& v);
 
-result<step_record> decode_step(std::string_view bytes, const record_limits& lim = {});
-result<job_record> decode_job(std::string_view bytes, const record_limits& lim = {});
 result<job_event> decode_event(std::string_view bytes, const record_limits& lim = {});
 result<term> decode_term(std::string_view bytes);
+/// corrupt_record for garbage: sizes bounded by `lim`, at most
+/// job_doc_events events with increasing seqs below job.next_event, the
+/// steps' spec bytes within max_spec_bytes.
+result<job_view> decode_doc(std::string_view bytes, const record_limits& lim = {});
 
-/// Store key of a step record: "job id | u32 big-endian step", so a job's steps
-/// are one key range.
-std::string step_key(const job_id& j, step_index s);
 /// Store key of an event: "job id | u64 big-endian seq".
 std::string event_key(const job_id& j, uint64_t seq);
 /// [from, to) covering every key that starts with "job id |".
@@ -220,6 +242,11 @@ result<void> validate(const job_spec& spec, const record_limits& lim,
   if (spec.failure_threshold == 0 || spec.failure_threshold > lim.max_failure_threshold
       || spec.recovery_backoff < duration::zero())
     return errc::bad_argument;
+  size_t total = 0;
+  for (auto& s : spec.steps)
+    total += spec_bytes(s);
+  if (total > lim.max_spec_bytes)
+    return errc::too_large; // the job's document would not fit
   for (auto& s : spec.steps) {
     if (s.agent_kind.empty() || s.agent_kind.size() > lim.max_kind_bytes)
       return errc::bad_argument;

@@ -3,6 +3,7 @@
 // never crash.
 #include "protocols/workflow/records.hpp"
 
+#include "protocols/store/store_core.hpp"
 #include "protocols/workflow/lifecycle.hpp"
 
 #include <gtest/gtest.h>
@@ -43,32 +44,34 @@ job_view sample_view() {
 
 auto all_known = [](const std::string&) { return true; };
 
-} // namespace
-
-TEST(records, step_records_round_trip) {
+/// sample_view() with events in its document, as the job store keeps them.
+job_view sample_doc() {
   auto v = sample_view();
-  for (auto& s : v.steps) {
-    auto d = decode_step(encode(s));
-    ASSERT_TRUE(d) << d.error().message();
-    EXPECT_EQ(encode(d.value()), encode(s));
-    EXPECT_EQ(d.value().spec, s.spec);
-    EXPECT_EQ(d.value().complete_by, s.complete_by);
-    EXPECT_EQ(d.value().locked_by, s.locked_by);
+  for (uint64_t seq = 2; seq < 6; ++seq) {
+    job_event e;
+    e.job = v.job.id;
+    e.seq = seq;
+    e.kind = static_cast<event_kind>(seq % event_kind_count);
+    e.step = step_index{static_cast<uint32_t>(seq % 2)};
+    e.attempt = attempt{static_cast<uint32_t>(seq)};
+    e.at = timestamp{std::chrono::milliseconds(seq)};
+    e.detail = "detail " + std::to_string(seq);
+    v.events.push_back(e);
   }
+  v.job.next_event = 6;
+  return v;
 }
 
-TEST(records, job_records_and_events_round_trip) {
+} // namespace
+
+TEST(records, events_and_terms_round_trip) {
   effects e;
-  auto v = make_job(sample_spec(), timestamp{3ms}, e);
-  v.job.last_error = "why";
-  auto j = decode_job(encode(v.job));
-  ASSERT_TRUE(j);
-  EXPECT_EQ(encode(j.value()), encode(v.job));
-  EXPECT_EQ(j.value().recovery_backoff, 20ms);
+  make_job(sample_spec(), timestamp{3ms}, e);
   auto ev = decode_event(encode(e.events[0]));
   ASSERT_TRUE(ev);
+  EXPECT_EQ(encode(ev.value()), encode(e.events[0]));
   EXPECT_EQ(ev.value().kind, event_kind::received);
-  EXPECT_EQ(ev.value().job, v.job.id);
+  EXPECT_EQ(ev.value().job, job_id{"order-17"});
   conclave::election::term t{3, conclave::election::node_id{2}, 5};
   auto dt = decode_term(encode_term(t));
   ASSERT_TRUE(dt);
@@ -76,31 +79,35 @@ TEST(records, job_records_and_events_round_trip) {
 }
 
 TEST(records, a_record_of_another_kind_or_version_is_refused) {
-  auto v = sample_view();
-  auto bytes = encode(v.steps[0]);
-  EXPECT_EQ(decode_job(bytes).error(), errc::corrupt_record);
+  auto bytes = encode_doc(sample_view());
+  EXPECT_EQ(decode_event(bytes).error(), errc::corrupt_record);
+  EXPECT_EQ(decode_doc(encode_term(conclave::election::term{})).error(),
+            errc::corrupt_record);
+  EXPECT_EQ(decode_doc("").error(), errc::corrupt_record);
+  EXPECT_EQ(decode_doc(bytes + "x").error(), errc::corrupt_record);
   bytes[1] = 2;
-  EXPECT_EQ(decode_step(bytes).error(), errc::unsupported_version);
-  EXPECT_EQ(decode_step("").error(), errc::corrupt_record);
-  EXPECT_EQ(decode_step(encode(v.steps[0]) + "x").error(), errc::corrupt_record);
+  EXPECT_EQ(decode_doc(bytes).error(), errc::unsupported_version);
 }
 
 TEST(records, decode_enforces_the_same_bounds_as_submission) {
   auto v = sample_view();
   record_limits small;
   small.max_payload_bytes = 4;
-  EXPECT_EQ(decode_step(encode(v.steps[0]), small).error(), errc::corrupt_record);
-  auto s = v.steps[1];
-  s.spec.timeout = 0ms;
-  EXPECT_EQ(decode_step(encode(s)).error(), errc::corrupt_record);
-  s = v.steps[1];
-  s.spec.retry.jitter = 2.0;
-  EXPECT_EQ(decode_step(encode(s)).error(), errc::corrupt_record);
+  EXPECT_EQ(decode_doc(encode_doc(v), small).error(), errc::corrupt_record);
+  auto bad = v;
+  bad.steps[1].spec.timeout = 0ms;
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad = v;
+  bad.steps[1].spec.retry.jitter = 2.0;
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad = v;
+  bad.job.failure_threshold = 0;
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
 }
 
 TEST(records, random_mutations_decode_to_a_value_or_an_error) {
   auto v = sample_view();
-  std::vector<std::string> inputs{encode(v.steps[0]), encode(v.steps[1]), encode(v.job)};
+  std::vector<std::string> inputs{encode_doc(v), encode_doc(sample_doc())};
   effects e;
   make_job(sample_spec(), timestamp{0}, e);
   inputs.push_back(encode(e.events[0]));
@@ -129,17 +136,16 @@ TEST(records, random_mutations_decode_to_a_value_or_an_error) {
       if (bytes.empty())
         bytes = "\x01";
     }
-    for (auto r : {decode_step(bytes).has_value(), decode_job(bytes).has_value(),
-                   decode_event(bytes).has_value(), decode_term(bytes).has_value(),
-                   decode_due_key(bytes).has_value()})
+    for (auto r : {decode_doc(bytes).has_value(), decode_event(bytes).has_value(),
+                   decode_term(bytes).has_value(), decode_due_key(bytes).has_value()})
       (r ? decoded : refused) += 1;
-    // A decoded step re-encodes to the same bytes: nothing half-parsed.
-    if (auto s = decode_step(bytes)) {
-      EXPECT_EQ(encode(s.value()), bytes);
+    // A decoded document re-encodes to the same bytes: nothing half-parsed.
+    if (auto d = decode_doc(bytes)) {
+      EXPECT_EQ(encode_doc(d.value()), bytes);
     }
   }
   EXPECT_GT(refused, 0u);
-  EXPECT_EQ(decoded + refused, 20000u * 5);
+  EXPECT_EQ(decoded + refused, 20000u * 4);
 }
 
 TEST(records, due_keys_sort_by_deadline_then_job_then_step) {
@@ -164,14 +170,13 @@ TEST(records, due_keys_sort_by_deadline_then_job_then_step) {
   EXPECT_EQ(decode_due_key(keys[0]).value().complete_by, timestamp{1s});
 }
 
-TEST(records, step_keys_of_a_job_fall_in_its_range_only) {
+TEST(records, event_keys_of_a_job_fall_in_its_range_only) {
   auto [from, to] = job_key_range(job_id{"ab"});
-  auto in = step_key(job_id{"ab"}, step_index{5});
-  auto other = step_key(job_id{"abc"}, step_index{0});
+  auto in = event_key(job_id{"ab"}, 5);
+  auto other = event_key(job_id{"abc"}, 0);
   EXPECT_TRUE(from <= in && in < to);
   EXPECT_FALSE(from <= other && other < to);
-  EXPECT_LT(step_key(job_id{"ab"}, step_index{1}),
-            step_key(job_id{"ab"}, step_index{256}));
+  EXPECT_LT(event_key(job_id{"ab"}, 1), event_key(job_id{"ab"}, 256));
   EXPECT_LT(event_key(job_id{"ab"}, 2), event_key(job_id{"ab"}, 10));
 }
 
@@ -199,4 +204,140 @@ TEST(records, bad_submissions_get_clear_errors) {
   bad = s;
   bad.steps[0].retry.max_attempts = 0;
   EXPECT_EQ(validate(bad, lim, all_known).error(), errc::bad_argument);
+}
+
+// -- documents -------------------------------------------------------------------------
+
+TEST(records, documents_round_trip) {
+  auto v = sample_doc();
+  auto bytes = encode_doc(v);
+  auto d = decode_doc(bytes);
+  ASSERT_TRUE(d) << d.error().message();
+  EXPECT_EQ(encode_doc(d.value()), bytes);
+  EXPECT_EQ(d.value().job.recovery_backoff, 20ms);
+  ASSERT_EQ(d.value().steps.size(), v.steps.size());
+  for (size_t i = 0; i < v.steps.size(); ++i) { // the id and index come from the doc
+    auto& s = d.value().steps[i];
+    EXPECT_EQ(s.job, v.job.id);
+    EXPECT_EQ(s.index.value, i);
+    EXPECT_EQ(s.spec, v.steps[i].spec);
+    EXPECT_EQ(s.complete_by, v.steps[i].complete_by);
+    EXPECT_EQ(s.locked_by, v.steps[i].locked_by);
+    EXPECT_EQ(s.last_error, v.steps[i].last_error);
+  }
+  ASSERT_EQ(d.value().events.size(), v.events.size());
+  for (size_t i = 0; i < v.events.size(); ++i)
+    EXPECT_EQ(encode(d.value().events[i]), encode(v.events[i]));
+  // Without events (a pending job), and refused as any other record kind.
+  auto plain = sample_view();
+  EXPECT_TRUE(decode_doc(encode_doc(plain)));
+}
+
+TEST(records, a_document_breaking_its_invariants_is_corrupt) {
+  auto v = sample_doc();
+  auto bad = v;
+  bad.events[2].seq = bad.events[1].seq; // not increasing
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad = v;
+  bad.job.next_event = bad.events.back().seq; // an event not issued yet
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad = v;
+  while (bad.events.size() <= job_doc_events) { // one event too many
+    auto e = bad.events.back();
+    ++e.seq;
+    bad.events.push_back(e);
+  }
+  bad.job.next_event = bad.events.back().seq + 1;
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad.events.pop_back();
+  EXPECT_TRUE(decode_doc(encode_doc(bad)));
+  bad = v;
+  bad.steps.pop_back(); // fewer steps than step_count
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  bad = v;
+  bad.events[0].kind = static_cast<event_kind>(event_kind_count);
+  EXPECT_EQ(decode_doc(encode_doc(bad)).error(), errc::corrupt_record);
+  record_limits small;
+  small.max_spec_bytes = spec_bytes(v.steps[0].spec); // step 1 does not fit
+  EXPECT_EQ(decode_doc(encode_doc(v), small).error(), errc::corrupt_record);
+}
+
+TEST(records, every_truncation_and_random_flips_of_a_document_decode_or_fail) {
+  auto bytes = encode_doc(sample_doc());
+  for (size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_EQ(decode_doc(bytes.substr(0, n)).error(), errc::corrupt_record) << n;
+  std::mt19937_64 rng{2026};
+  size_t decoded = 0, refused = 0;
+  for (int round = 0; round < 5000; ++round) {
+    auto b = bytes;
+    auto n = 1 + rng() % 3;
+    for (size_t k = 0; k < n; ++k) {
+      auto at = rng() % b.size();
+      if (rng() % 4 == 0 && at + 4 <= b.size()) // a huge length or count
+        b[at] = b[at + 1] = b[at + 2] = b[at + 3] = '\xff';
+      else
+        b[at] = static_cast<char>(rng());
+    }
+    auto d = decode_doc(b);
+    if (d) {
+      ++decoded;
+      EXPECT_EQ(encode_doc(d.value()), b); // nothing half-parsed
+    } else {
+      ++refused;
+      EXPECT_TRUE(d.error() == errc::corrupt_record
+                  || d.error() == errc::unsupported_version);
+    }
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(decoded, 0u); // flips inside text or counters stay valid documents
+}
+
+// The largest document a valid job can reach fits the store's value limit:
+// max_steps steps sharing max_spec_bytes of spec, the longest id and last
+// errors, job_doc_events events with the longest detail.
+TEST(records, the_largest_document_fits_a_store_value) {
+  record_limits lim;
+  job_spec spec;
+  spec.id.value.assign(lim.max_id_bytes, 'i');
+  for (size_t i = 0; i < lim.max_steps; ++i) {
+    step_spec st;
+    st.agent_kind.assign(lim.max_kind_bytes, 'k');
+    st.retry.non_retryable.assign(lim.max_non_retryable,
+                                  std::string(lim.max_kind_bytes, 'n'));
+    st.compensation = compensation_spec{std::string(lim.max_kind_bytes, 'c'), ""};
+    spec.steps.push_back(st);
+  }
+  size_t left = lim.max_spec_bytes;
+  for (auto& st : spec.steps)
+    left -= spec_bytes(st);
+  for (auto& st : spec.steps) { // the rest of the bound as payloads
+    for (auto* p : {&st.payload, &st.compensation->payload}) {
+      auto n = std::min(left, lim.max_payload_bytes);
+      p->assign(n, 'p');
+      left -= n;
+    }
+  }
+  ASSERT_EQ(left, 0u);
+  ASSERT_TRUE(validate(spec, lim, all_known));
+  auto over = spec;
+  over.steps.back().payload += "x";
+  EXPECT_EQ(validate(over, lim, all_known).error(), errc::too_large);
+  effects e;
+  auto v = make_job(spec, timestamp{1}, e);
+  v.job.last_error.assign(lim.max_text_bytes, 'e');
+  for (auto& s : v.steps) {
+    s.last_error.assign(lim.max_text_bytes, 'e');
+    s.complete_by = timestamp{5};
+  }
+  for (size_t i = 0; i < job_doc_events; ++i) {
+    job_event ev;
+    ev.job = v.job.id;
+    ev.seq = v.job.next_event++;
+    ev.detail.assign(lim.max_text_bytes, 'd');
+    v.events.push_back(ev);
+  }
+  auto bytes = encode_doc(v);
+  ASSERT_TRUE(decode_doc(bytes, lim));
+  EXPECT_LE(bytes.size(), conclave::store::core_limits{}.max_value_bytes);
+  EXPECT_GT(bytes.size(), lim.max_spec_bytes); // the bound is what matters
 }

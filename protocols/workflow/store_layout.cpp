@@ -70,23 +70,6 @@ result<job_id> decode_ready_key(std::string_view key) {
   return job_id{std::string{key.substr(8)}};
 }
 
-std::string ready_value(const job_view& v) {
-  return std::to_string(v.steps.size());
-}
-
-uint32_t ready_step_hint(std::string_view value) {
-  // At most 3 digits: a hint above the record limits is no hint.
-  if (value.empty() || value.size() > 3)
-    return 0;
-  uint32_t n = 0;
-  for (char c : value) {
-    if (c < '0' || c > '9')
-      return 0;
-    n = n * 10 + static_cast<uint32_t>(c - '0');
-  }
-  return n;
-}
-
 std::string ready_bound(timestamp now) {
   std::string k;
   put_be64(k, order_preserving(now + timestamp{1}));
@@ -118,40 +101,58 @@ job_event received_event(const job_record& j) {
   return e;
 }
 
-std::vector<write> job_writes(const std::optional<job_view>& before,
-                              const job_view& after, const effects& e) {
+std::vector<write> job_writes(const std::optional<job_view>& before, job_view& after,
+                              const effects& e) {
   return job_writes(before ? &*before : nullptr, after, e);
 }
 
-std::vector<write> job_writes(const job_view* before, const job_view& after,
-                              const effects& e, const stored_rows* stored) {
+std::vector<write> job_writes(const job_view* before, job_view& after, const effects& e,
+                              const std::string* stored) {
   std::vector<write> out;
-  auto job_bytes = encode(after.job);
-  bool same_job =
-      before && (stored ? stored->job == job_bytes : encode(before->job) == job_bytes);
-  if (!same_job)
-    out.push_back(write{jobs, after.job.id.value, false, std::move(job_bytes)});
-  for (size_t i = 0; i < after.steps.size(); ++i) {
-    auto bytes = encode(after.steps[i]);
-    if (before && i < before->steps.size()
-        && (stored && i < stored->steps.size() ? stored->steps[i] == bytes
-                                               : encode(before->steps[i]) == bytes))
-      continue;
-    out.push_back(write{steps, step_key(after.job.id, after.steps[i].index), false,
-                        std::move(bytes)});
-  }
   for (auto& ev : e.events)
     if (before || ev.kind != event_kind::received)
-      out.push_back(write{events, event_key(ev.job, ev.seq), false, encode(ev)});
+      after.events.push_back(ev);
+  if (after.events.size() > job_doc_events) {
+    auto spill = after.events.size() - job_doc_events;
+    for (size_t i = 0; i < spill; ++i)
+      out.push_back(write{events, event_key(after.job.id, after.events[i].seq), false,
+                          encode(after.events[i])});
+    after.events.erase(after.events.begin(),
+                       after.events.begin() + static_cast<std::ptrdiff_t>(spill));
+  }
+  auto doc = encode_doc(after);
+  bool same = before && (stored ? *stored == doc : encode_doc(*before) == doc);
+  if (!same)
+    out.push_back(write{jobs, after.job.id.value, false, std::move(doc)});
   diff_keys(due, before ? due_keys(*before) : std::set<std::string>{}, due_keys(after),
             out);
   diff_keys(ready, as_set(before ? ready_of(*before) : std::nullopt),
-            as_set(ready_of(after)), out, ready_value(after));
+            as_set(ready_of(after)), out);
   diff_keys(state,
             as_set(before ? std::optional<std::string>{state_key(before->job.state,
                                                                  before->job.id)}
                           : std::nullopt),
             as_set(state_key(after.job.state, after.job.id)), out);
+  return out;
+}
+
+std::vector<job_event> merge_events(std::vector<job_event> rows,
+                                    const std::vector<job_event>& doc, uint64_t from) {
+  // One snapshot holds each event in one place; a row at or after the
+  // document's first event (none is written so) is dropped, not doubled.
+  uint64_t last = 0;
+  std::vector<job_event> out;
+  out.reserve(rows.size() + doc.size());
+  for (auto& ev : rows)
+    if (ev.seq >= from && ev.seq > last && (doc.empty() || ev.seq < doc.front().seq)) {
+      last = ev.seq;
+      out.push_back(std::move(ev));
+    }
+  for (auto& ev : doc)
+    if (ev.seq >= from && ev.seq > last) {
+      last = ev.seq;
+      out.push_back(ev);
+    }
   return out;
 }
 

@@ -4,19 +4,27 @@
 // source of truth; indexes are updated in the same transactions as records).
 //
 // Collections (dictionaries of bytes):
-//   wf.jobs    job id                      -> job_record
-//   wf.steps   step_key(job, step)         -> step_record
-//   wf.events  event_key(job, seq)         -> job_event (all but "received",
-//                                             which received_event() derives
-//                                             from the job record: one row less
-//                                             per pending job)
+//   wf.jobs    job id                      -> the job's document (encode_doc:
+//                                             job record, every step record,
+//                                             its newest events; ONE row per job)
+//   wf.events  event_key(job, seq)         -> job_event: the events that no
+//                                             longer fit in the document (it
+//                                             keeps job_doc_events = 32); never
+//                                             "received", which received_event()
+//                                             derives from the job record
 //   wf.due     due_key(CompleteBy, job, step) -> ""   running steps, by deadline
-//   wf.ready   ready_key(claimable at, job)   -> step count (a read hint)
-//                                                  jobs with a claimable step
+//   wf.ready   ready_key(claimable at, job)   -> ""   jobs with a claimable step
 //   wf.state   state_key(state, job)          -> ""   jobs by state (list)
 //   wf.meta    "term"                      -> the highest supervisor term
 // A scheduler finds work by enumerating wf.ready up to now, a supervisor finds
 // expired steps by enumerating wf.due up to now: neither scans every job.
+//
+// A job change reads, locks and checks one row (the document) and writes it
+// once, plus the index rows that changed and, when the document would hold
+// more than job_doc_events events, one wf.events row per event moved out
+// (the oldest). A job's events are the wf.events rows followed by the
+// document's events: consecutive seqs, each in exactly one place.
+// The document's size is bounded by record_limits (max_spec_bytes).
 #pragma once
 
 #include "protocols/workflow/lifecycle.hpp"
@@ -28,7 +36,6 @@
 namespace conclave::workflow::layout {
 
 inline constexpr const char* jobs = "wf.jobs";
-inline constexpr const char* steps = "wf.steps";
 inline constexpr const char* events = "wf.events";
 inline constexpr const char* due = "wf.due";
 inline constexpr const char* ready = "wf.ready";
@@ -38,8 +45,7 @@ inline constexpr const char* term_key = "term";
 
 /// Every collection, for hosts that create them at start.
 inline const std::vector<std::string>& all() {
-  static const std::vector<std::string> names{jobs,  steps, events, due,
-                                              ready, state, meta};
+  static const std::vector<std::string> names{jobs, events, due, ready, state, meta};
   return names;
 }
 
@@ -58,10 +64,6 @@ std::optional<timestamp> ready_at(const job_view& v);
 std::string ready_key(timestamp at, const job_id& j);
 /// The job id in a ready key; corrupt_record for garbage.
 result<job_id> decode_ready_key(std::string_view key);
-/// The value of a ready entry: the job's step count, a hint for how many
-/// step rows to read with the job row ("" or garbage: 0, no hint).
-std::string ready_value(const job_view& v);
-uint32_t ready_step_hint(std::string_view value);
 /// Upper bound of ready keys claimable at `now`.
 std::string ready_bound(timestamp now);
 
@@ -73,23 +75,26 @@ result<job_id> decode_state_key(std::string_view key);
 /// A job's "received" event (always seq 1), derived from its record.
 job_event received_event(const job_record& j);
 
-/// The bytes of a job's rows as the store holds them (the job record, then
-/// each step record), when the caller has them at hand: job_writes then
-/// compares the new encodings with these instead of encoding `before` again.
-struct stored_rows {
-  std::string job;
-  std::vector<std::string> steps;
-};
-
 /// The writes from `before` (none: a new job) to `after`, plus the events
-/// (a new job's "received" event is not stored: see received_event()).
-/// Unchanged records are not rewritten. `stored`, if given, holds the bytes
-/// of `before`'s rows (stored_rows); a row it lacks is encoded from `before`.
-std::vector<write> job_writes(const job_view* before, const job_view& after,
-                              const effects& e, const stored_rows* stored = nullptr);
+/// of `e` (a new job's "received" event is not stored: see received_event()).
+/// Appends e's events to after.events, the document's events; if more than
+/// job_doc_events are there then, the oldest move out to wf.events rows
+/// (after.events keeps the newest job_doc_events). Call it once per change.
+/// The document is rewritten only if its bytes change: `stored`, if given,
+/// holds the bytes the store has for `before` (what a caller read or checks),
+/// else encode_doc(*before) is compared.
+std::vector<write> job_writes(const job_view* before, job_view& after, const effects& e,
+                              const std::string* stored = nullptr);
 
 /// job_writes() for an optional `before` (no stored bytes).
-std::vector<write> job_writes(const std::optional<job_view>& before,
-                              const job_view& after, const effects& e);
+std::vector<write> job_writes(const std::optional<job_view>& before, job_view& after,
+                              const effects& e);
+
+/// A job's events from `from` on, given the wf.events rows read from
+/// event_key(id, from) on (decoded, in key order) and its document's events
+/// (`doc`, oldest first): in seq order, each once. The "received" event is
+/// not added (the caller derives it).
+std::vector<job_event> merge_events(std::vector<job_event> rows,
+                                    const std::vector<job_event>& doc, uint64_t from);
 
 } // namespace conclave::workflow::layout

@@ -1,5 +1,6 @@
-// The writes that move a job from one version to the next: records only when
-// changed, and the due, ready and state indexes kept in step.
+// The writes that move a job from one version to the next: its one document
+// only when changed, events moved out of the document beyond job_doc_events,
+// and the due, ready and state indexes kept in step.
 #include "protocols/workflow/store_layout.hpp"
 
 #include <gtest/gtest.h>
@@ -43,7 +44,7 @@ size_t count(const fake_store& st, const std::string& collection) {
 
 } // namespace
 
-TEST(store_layout, a_new_job_writes_records_ready_and_state_but_not_its_received_event) {
+TEST(store_layout, a_new_job_writes_one_document_ready_and_state_not_its_received_event) {
   effects e;
   job_spec s;
   s.id = job_id{"j"};
@@ -54,26 +55,24 @@ TEST(store_layout, a_new_job_writes_records_ready_and_state_but_not_its_received
   fake_store store;
   apply_writes(store, layout::job_writes(std::nullopt, v, e));
   EXPECT_EQ(count(store, layout::jobs), 1u);
-  EXPECT_EQ(count(store, layout::steps), 3u);
   EXPECT_EQ(count(store, layout::events), 0u); // derived from the job record
   EXPECT_EQ(count(store, layout::ready), 1u);
   EXPECT_EQ(count(store, layout::due), 0u);
   EXPECT_TRUE(
       store.count({layout::state, layout::state_key(job_state::pending, v.job.id)}));
-  // The ready entry carries the step count (a read hint for claims).
-  auto ready = store.lower_bound({layout::ready, ""});
-  EXPECT_EQ(layout::ready_step_hint(ready->second), 3u);
+  // The document holds the job and its three steps, and no event.
+  auto doc = decode_doc(store.at({layout::jobs, "j"}));
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc.value().steps.size(), 3u);
+  EXPECT_TRUE(doc.value().events.empty());
+  EXPECT_TRUE(v.events.empty());
+  EXPECT_EQ(encode_doc(doc.value()), encode_doc(v));
+  // The ready entry carries nothing (no read hint: one row per job).
+  EXPECT_EQ(store.lower_bound({layout::ready, ""})->second, "");
   // The event the submission produced is the one derived from the record.
   ASSERT_EQ(e.events.size(), 1u);
   auto derived = layout::received_event(v.job);
   EXPECT_EQ(encode(derived), encode(e.events.front()));
-}
-
-TEST(store_layout, ready_hints_ignore_garbage) {
-  EXPECT_EQ(layout::ready_step_hint(""), 0u);
-  EXPECT_EQ(layout::ready_step_hint("5"), 5u);
-  EXPECT_EQ(layout::ready_step_hint("x1"), 0u);
-  EXPECT_EQ(layout::ready_step_hint("12345"), 0u);
 }
 
 TEST(store_layout, indexes_follow_the_lifecycle) {
@@ -86,15 +85,20 @@ TEST(store_layout, indexes_follow_the_lifecycle) {
   ASSERT_TRUE(c);
   auto ws = layout::job_writes(before, v, c.value());
   apply_writes(store, ws);
-  // Claimed: not ready any more, due at CompleteBy, only step 0 rewritten.
+  // Claimed: not ready any more, due at CompleteBy, the document rewritten
+  // once with the step_started event in it.
   EXPECT_EQ(count(store, layout::ready), 0u);
   ASSERT_EQ(count(store, layout::due), 1u);
   EXPECT_TRUE(
       store.count({layout::due, due_key(timestamp{100ms}, v.job.id, step_index{0})}));
-  size_t step_writes = 0;
+  size_t doc_writes = 0;
   for (auto& w : ws)
-    step_writes += w.collection == layout::steps;
-  EXPECT_EQ(step_writes, 1u);
+    doc_writes += w.collection == layout::jobs;
+  EXPECT_EQ(doc_writes, 1u);
+  EXPECT_EQ(count(store, layout::events), 0u);
+  ASSERT_EQ(v.events.size(), 1u);
+  EXPECT_EQ(v.events[0].kind, event_kind::step_started);
+  EXPECT_EQ(store.at({layout::jobs, "j"}), encode_doc(v));
   EXPECT_TRUE(
       store.count({layout::state, layout::state_key(job_state::processing, v.job.id)}));
   EXPECT_EQ(count(store, layout::state), 1u);
@@ -132,40 +136,112 @@ TEST(store_layout, a_finished_job_leaves_no_index_entries_but_its_state) {
   EXPECT_EQ(count(store, layout::due), 0u);
   EXPECT_TRUE(
       store.count({layout::state, layout::state_key(job_state::processed, v.job.id)}));
-  // 2 x (started, completed) + completed; job() keeps "received" to itself.
-  EXPECT_EQ(count(store, layout::events), 5u);
+  // 2 x (started, completed) + completed, all in the document; job() keeps
+  // "received" to itself.
+  EXPECT_EQ(count(store, layout::events), 0u);
+  auto doc = decode_doc(store.at({layout::jobs, "j"}));
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc.value().events.size(), 5u);
   auto [from, to] = layout::state_range(job_state::processed);
   auto k = layout::state_key(job_state::processed, v.job.id);
   EXPECT_TRUE(from <= k && k < to);
 }
 
-// Callers that hold the rows' bytes as stored (the outcome's checks, a
-// claim's reads) pass them: a row is rewritten exactly when its new encoding
-// differs from those bytes, as it would be against encode(before).
-TEST(store_layout, stored_bytes_of_the_rows_decide_what_is_rewritten) {
-  auto v = job();
-  auto before = v;
-  auto c = claim(v, scheduler_ref{1, 1}, timestamp{0});
-  ASSERT_TRUE(c);
-  layout::stored_rows rows;
-  rows.job = encode(before.job);
-  for (auto& s : before.steps)
-    rows.steps.push_back(encode(s));
+// Callers that hold the document's bytes as stored (the outcome's check, a
+// claim's read) pass them: the document is rewritten exactly when its new
+// encoding differs from those bytes, as it would be against encode_doc(before).
+TEST(store_layout, stored_bytes_of_the_document_decide_whether_it_is_rewritten) {
   auto keys = [](const std::vector<layout::write>& ws) {
     std::vector<std::pair<std::string, std::string>> out;
     for (auto& w : ws)
       out.emplace_back(w.collection, w.key);
     return out;
   };
-  auto plain = layout::job_writes(&before, v, c.value());
-  EXPECT_EQ(keys(layout::job_writes(&before, v, c.value(), &rows)), keys(plain));
-  // Step 1 did not change, but the store holds other bytes for it (say an
-  // older record version): it is rewritten.
-  rows.steps[1] = "older bytes";
-  auto ws = layout::job_writes(&before, v, c.value(), &rows);
-  size_t step_writes = 0;
-  for (auto& w : ws)
-    step_writes += w.collection == layout::steps;
-  EXPECT_EQ(step_writes, 2u);
-  EXPECT_EQ(ws.size(), plain.size() + 1);
+  auto before = job();
+  auto stored = encode_doc(before);
+  auto v = before;
+  auto c = claim(v, scheduler_ref{1, 1}, timestamp{0});
+  ASSERT_TRUE(c);
+  auto w = v; // claimed, events not appended yet
+  auto plain = layout::job_writes(&before, w, c.value());
+  auto x = v;
+  EXPECT_EQ(keys(layout::job_writes(&before, x, c.value(), &stored)), keys(plain));
+  // Nothing changed (a stale outcome): nothing is written, unless the store
+  // holds other bytes for the document (say an older record version).
+  auto same = before;
+  EXPECT_TRUE(layout::job_writes(&before, same, effects{}, &stored).empty());
+  std::string older = "older bytes";
+  auto ws = layout::job_writes(&before, same, effects{}, &older);
+  ASSERT_EQ(ws.size(), 1u);
+  EXPECT_EQ(ws[0].collection, layout::jobs);
+  EXPECT_EQ(ws[0].value, stored);
+}
+
+namespace {
+
+/// A pending one-step job cancelled and resubmitted until it has `n` events
+/// besides "received" (seqs 2 .. n+1), its writes applied to `store`
+/// change by change as the job store would.
+job_view job_with_events(fake_store& store, size_t n) {
+  auto v = job();
+  effects e0;
+  apply_writes(store, layout::job_writes(std::nullopt, v, e0));
+  for (size_t made = 0; made < n; ++made) {
+    auto before = v;
+    auto e = v.job.state == job_state::cancelled ? resubmit(v, timestamp{1ms})
+                                                 : cancel(v, timestamp{1ms});
+    EXPECT_TRUE(e);
+    EXPECT_EQ(e.value().events.size(), 1u);
+    apply_writes(
+        store, layout::job_writes(&before, v, e.value(), &store.at({layout::jobs, "j"})));
+    EXPECT_EQ(store.at({layout::jobs, "j"}), encode_doc(v));
+  }
+  return v;
+}
+
+/// What the job store's events() reads: wf.events rows from `from` on, and
+/// the document's events.
+std::vector<uint64_t> seqs_from(const fake_store& store, uint64_t from) {
+  std::vector<job_event> rows;
+  auto first = store.lower_bound({layout::events, event_key(job_id{"j"}, from)});
+  auto [lo, hi] = job_key_range(job_id{"j"});
+  for (auto i = first;
+       i != store.end() && i->first.first == layout::events && i->first.second < hi;
+       ++i) {
+    auto ev = decode_event(i->second);
+    EXPECT_TRUE(ev);
+    rows.push_back(ev.value());
+  }
+  auto doc = decode_doc(store.at({layout::jobs, "j"}));
+  EXPECT_TRUE(doc);
+  std::vector<uint64_t> out;
+  for (auto& ev : layout::merge_events(std::move(rows), doc.value().events, from))
+    out.push_back(ev.seq);
+  return out;
+}
+
+} // namespace
+
+// The document keeps the newest job_doc_events events; older ones move to
+// wf.events in the change that pushes them out. Every event is in exactly one
+// place, and a read from any `from` gets each once, in order, without gaps.
+TEST(store_layout, events_beyond_the_document_move_to_rows_each_kept_once) {
+  const size_t k = job_doc_events;
+  for (size_t n : {k - 1, k, k + 1, 3 * k}) {
+    fake_store store;
+    auto v = job_with_events(store, n);
+    EXPECT_EQ(v.events.size(), std::min(n, k)) << n;
+    EXPECT_EQ(count(store, layout::events), n > k ? n - k : 0) << n;
+    EXPECT_EQ(v.job.next_event, n + 2);
+    for (uint64_t from : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{3},
+                          uint64_t{n / 2}, uint64_t{n - k + 1}, uint64_t{n - k + 2},
+                          uint64_t{n}, uint64_t{n + 1}, uint64_t{n + 2}}) {
+      if (from > n + 2)
+        continue; // n - k + 1 wrapped round for n < k
+      std::vector<uint64_t> want;
+      for (uint64_t seq = std::max<uint64_t>(from, 2); seq <= n + 1; ++seq)
+        want.push_back(seq);
+      EXPECT_EQ(seqs_from(store, from), want) << "n " << n << " from " << from;
+    }
+  }
 }
