@@ -43,10 +43,15 @@ function(conclave_add_test name)
                        PROPERTIES TIMEOUT 300)
 endfunction()
 
-# conclave_add_program(NAME SOURCES ... DEPS ...): an executable in build/bin,
-# linked with the allocator chosen by CONCLAVE_ALLOCATOR (CMakeLists.txt).
+# conclave_add_program(NAME SOURCES ... DEPS ...): an executable in build/bin;
+# the benchmarks (tests/bench) link the allocator chosen by
+# CONCLAVE_BENCH_ALLOCATOR (CMakeLists.txt).
 function(conclave_add_program name)
   cmake_parse_arguments(P "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${P_SOURCES})
-  target_link_libraries(${name} PRIVATE ${P_DEPS} conclave_options ${CONCLAVE_ALLOCATOR_LIB})
+  set(alloc "")
+  if(CMAKE_CURRENT_SOURCE_DIR MATCHES "/tests/bench(/|$)")
+    set(alloc ${CONCLAVE_ALLOCATOR_LIB})
+  endif()
+  target_link_libraries(${name} PRIVATE ${P_DEPS} conclave_options ${alloc})
 endfunction()

@@ -17,7 +17,7 @@ packages=(
   prometheus            # server for the metrics integration test (tests/process)
   openssl               # `cluster up` makes a throwaway CA and node certificates
   libssl-dev            # identity proofs between nodes (X509/EVP), TLS handshake counters
-  libjemalloc-dev       # the programs' allocator (CMakeLists.txt, CONCLAVE_ALLOCATOR)
+  libjemalloc-dev       # the benchmarks' allocator (CMakeLists.txt, CONCLAVE_BENCH_ALLOCATOR)
 )
 
 missing=()
