@@ -6,6 +6,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 
@@ -49,7 +50,6 @@ struct scheduler_state {
   std::set<std::pair<timestamp, caf::message_id>> replies;
   /// Orders each poll's claims differently per instance, so that schedulers
   /// polling the same ready index do not all queue on the same job rows.
-  std::minstd_rand order;
   static inline const char* name = "conclave.scheduler";
 };
 
@@ -354,8 +354,20 @@ void poll(scheduler_impl self) {
           for (auto& kv : items)
             if (auto j = layout::decode_ready_key(kv.first))
               jobs->push_back(j.value());
-        if (self->state.opts.pipelined)
-          std::shuffle(jobs->begin(), jobs->end(), self->state.order);
+        if (self->state.opts.pipelined && !jobs->empty()) {
+          // Every scheduler reads the same page; each starts claiming at its
+          // own offset (instance x golden ratio, mod 1) and goes on in
+          // order, so two schedulers' groups meet only where their runs
+          // join instead of colliding throughout (a random order overlapped
+          // on every group, and a claim waits for the other's Update locks
+          // only to find the job taken).
+          auto frac = std::fmod(static_cast<double>(self->state.opts.self.instance)
+                                    * 0.6180339887498949,
+                                1.0);
+          auto at = static_cast<size_t>(frac * static_cast<double>(jobs->size()));
+          std::rotate(jobs->begin(), jobs->begin() + static_cast<std::ptrdiff_t>(at),
+                      jobs->end());
+        }
         claim_all(self, jobs, false, [self] {
           auto& st = self->state;
           st.polling = false;
@@ -420,7 +432,6 @@ scheduler_actor::behavior_type make_scheduler(scheduler_impl self,
                                               scheduler_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
-  st.order.seed(static_cast<std::minstd_rand::result_type>(st.opts.self.instance + 1));
   // Unexpected messages are dropped, not printed (stdout may carry --json).
   self->set_default_handler(caf::drop);
   if (st.opts.probe)

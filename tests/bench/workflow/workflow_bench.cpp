@@ -214,6 +214,9 @@ struct rate {
   bool complete = true;
 };
 
+/// Submissions per client store batch (--submit-group; 0: its default).
+size_t submit_group = 0;
+
 /// Jobs each scheduler claims at once (--claims-in-flight; 0: its default).
 size_t claims_in_flight = 0;
 
@@ -272,6 +275,8 @@ rate throughput(bool durable, int steps, int jobs, variant how) {
   co.store = store.handle;
   co.known_kinds = {"noop"};
   co.batched = batched;
+  if (submit_group > 0)
+    co.submit_group = submit_group;
   if (how != variant::grouped)
     co.submit_group = 1;
   auto client = wf::spawn_client(sys, co);
@@ -586,6 +591,8 @@ int main(int argc, char** argv) {
       store_only = argv[++i];
     else if (arg("--steps"))
       steps_only = std::atoi(argv[++i]);
+    else if (arg("--submit-group"))
+      submit_group = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
     else if (arg("--claims-in-flight"))
       claims_in_flight = static_cast<size_t>(std::max(1, std::atoi(argv[++i])));
     else if (arg("--schedulers"))
