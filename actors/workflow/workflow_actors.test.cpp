@@ -980,3 +980,32 @@ TEST_F(workflow_test, submissions_arriving_together_share_one_store_batch) {
     EXPECT_EQ(state_of(*answers[i]->value), job_state::pending);
   }
 }
+
+// A batch takes at most submit_group submissions, from the front; a second
+// submission of an id already in the batch waits for the next one (then
+// fails with job_exists), and none is lost or reordered.
+TEST_F(workflow_test, a_repeated_id_waits_for_the_next_submission_batch_in_order) {
+  auto traffic = std::make_shared<store_traffic>();
+  auto proxy = track(sys().spawn(counting_store, store, traffic));
+  client_options co;
+  co.store = proxy;
+  co.known_kinds = {"svc"};
+  co.submit_group = 2;
+  auto counted = track(spawn_client(sys(), co));
+  run();
+  auto before = traffic->changes;
+  std::vector<std::shared_ptr<conclave::reply<job_id>>> answers;
+  // "a" goes alone; then [x, b] (the second x waits), then [x, c], then [d].
+  for (auto id : {"a", "x", "x", "b", "c", "d"})
+    answers.push_back(ask<job_id>(sys(), counted, atoms::submit_atom_v, spec(id, 1)));
+  run();
+  EXPECT_EQ(traffic->changes - before, 4);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    if (i == 2) {
+      EXPECT_EQ(answers[i]->error, make_error(errc::job_exists));
+      continue;
+    }
+    ASSERT_TRUE(answers[i]->value) << i << ": " << caf::to_string(answers[i]->error);
+    EXPECT_EQ(state_of(*answers[i]->value), job_state::pending);
+  }
+}
