@@ -172,6 +172,7 @@ void send(scheduler_impl self, const dispatch& d, const agent_entry& a,
           std::shared_ptr<const job_view> known) {
   auto& st = self->state;
   st.probe->dispatched(d.compensation);
+  st.probe->dispatched_attempt(d);
   auto now = now_of(self);
   auto until = std::max(d.deadline, now) + st.opts.reply_slack;
   auto h = self->request(a.handle, caf::infinite, d);

@@ -19,11 +19,16 @@
 
 namespace conclave::workflow {
 
+struct dispatch;
+
 class workflow_probe {
 public:
   virtual ~workflow_probe() = default;
   /// A scheduler claimed a step and dispatched it.
   virtual void dispatched(bool /*compensation*/) {}
+  /// The same dispatch with what it names (job, step, attempt), for checkers
+  /// (the simulation's one_dispatch_per_attempt).
+  virtual void dispatched_attempt(const dispatch& /*d*/) {}
   /// A step's outcome was recorded; duration from claim to outcome.
   virtual void step_finished(step_state /*new state*/, std::chrono::nanoseconds) {}
   /// An outcome for an older attempt arrived and changed nothing.

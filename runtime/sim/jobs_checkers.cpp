@@ -148,6 +148,16 @@ public:
   }
 };
 
+class one_dispatch_per_attempt final : public jobs_checker {
+public:
+  const char* name() const override { return "one_dispatch_per_attempt"; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    for (auto& [what, n] : obs.dispatches)
+      if (n > 1)
+        out.push_back(what + " dispatched " + std::to_string(n) + " times");
+  }
+};
+
 } // namespace
 
 std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers() {
@@ -157,6 +167,7 @@ std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers() {
   v.push_back(std::make_unique<no_stale_completion>());
   v.push_back(std::make_unique<reverse_compensation>());
   v.push_back(std::make_unique<one_effect_per_key>());
+  v.push_back(std::make_unique<one_dispatch_per_attempt>());
   return v;
 }
 

@@ -18,6 +18,11 @@
 //   one_effect_per_key        the service applied at most one effect per
 //                             idempotency key, and every step recorded
 //                             completed took effect
+//   one_dispatch_per_attempt  no attempt of a step is dispatched twice (each
+//                             claim or resume makes a new attempt, so two
+//                             dispatches of one attempt are two schedulers
+//                             holding one claim: a lost update). With an
+//                             idempotent service no other checker sees it
 #pragma once
 
 #include "protocols/workflow/records.hpp"
@@ -44,6 +49,9 @@ struct jobs_observation {
   std::vector<job_trace> jobs;
   /// Per idempotency key: how often the service applied it.
   std::map<std::string, int> effects;
+  /// Per dispatched attempt ("JOB step|undo N attempt A"): how often a
+  /// scheduler sent it.
+  std::map<std::string, int> dispatches;
   /// Run time at which faults healed, and the time the jobs then have.
   workflow::timestamp heal{0};
   workflow::duration bound{0};
@@ -74,7 +82,7 @@ public:
                      std::vector<std::string>& out) const = 0;
 };
 
-/// The five checkers above, in that order.
+/// The six checkers above, in that order.
 std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers();
 
 /// Runs every checker on `obs`.

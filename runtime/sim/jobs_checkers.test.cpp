@@ -50,6 +50,11 @@ sim::jobs_observation clean() {
   t.view = v;
   obs.jobs.push_back(t);
   obs.effects = {{"j1/0", 1}, {"j1/1", 1}, {"j1/1/undo", 1}, {"j1/0/undo", 1}};
+  obs.dispatches = {{"j1 step 0 attempt 1", 1},
+                    {"j1 step 1 attempt 1", 1},
+                    {"j1 step 1 attempt 2", 1},
+                    {"j1 undo 1 attempt 3", 1},
+                    {"j1 undo 0 attempt 2", 1}};
   obs.origin = wf::timestamp{5ms};
   obs.heal = wf::timestamp{100ms};
   obs.bound = 500ms;
@@ -70,8 +75,8 @@ std::set<std::string> who(const std::vector<sim::jobs_violation>& vs) {
 
 } // namespace
 
-TEST(jobs_checkers, a_clean_trace_passes_all_five) {
-  EXPECT_EQ(sim::standard_jobs_checkers().size(), 5u);
+TEST(jobs_checkers, a_clean_trace_passes_all_six) {
+  EXPECT_EQ(sim::standard_jobs_checkers().size(), 6u);
   auto vs = check(clean());
   for (auto& v : vs)
     ADD_FAILURE() << v.checker << ": " << v.what;
@@ -142,4 +147,17 @@ TEST(jobs_checkers, a_key_applied_twice_or_never_is_caught) {
   vs = check(obs);
   EXPECT_EQ(who(vs), std::set<std::string>{"one_effect_per_key"});
   EXPECT_NE(vs[0].what.find("never took effect"), std::string::npos) << vs[0].what;
+}
+
+TEST(jobs_checkers, one_attempt_dispatched_twice_is_caught) {
+  // Two schedulers that both hold one claim (a lost update on the job row)
+  // dispatch the same attempt; with an idempotent service nothing else shows.
+  auto obs = clean();
+  obs.dispatches["j1 step 1 attempt 2"] = 2;
+  auto vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"one_dispatch_per_attempt"});
+  ASSERT_FALSE(vs.empty());
+  EXPECT_NE(vs[0].what.find("j1 step 1 attempt 2 dispatched 2 times"), std::string::npos)
+      << vs[0].what;
+  EXPECT_TRUE(vs[0].safety);
 }

@@ -15,6 +15,7 @@
 #include <caf/send.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace conclave::sim {
@@ -29,6 +30,10 @@ using namespace std::chrono_literals;
 class counting_probe final : public wf::workflow_probe {
 public:
   void dispatched(bool) override { ++dispatches; }
+  void dispatched_attempt(const wf::dispatch& d) override {
+    ++attempts[d.job.value + (d.compensation ? " undo " : " step ")
+               + std::to_string(d.step.value) + " attempt " + std::to_string(d.attempt.value)];
+  }
   void stale_reply() override { ++stale; }
   void fenced_off() override { ++fenced; }
   void recovered(wf::recovery_cause c) override {
@@ -45,6 +50,8 @@ public:
     }
   }
   uint64_t dispatches = 0, stale = 0, fenced = 0, deadline = 0, monitor = 0, failure = 0;
+  /// How often each (job, step or undo, attempt) was dispatched.
+  std::map<std::string, int> attempts;
 };
 
 constexpr auto scan_interval = 10ms;
@@ -206,6 +213,7 @@ public:
       obs.jobs.push_back(std::move(t));
     }
     obs.effects = service_->effects;
+    obs.dispatches = probe_->attempts;
     obs.origin = origin();
     obs.now = origin() + driver_.elapsed();
     auto any_alive = [](auto& v) {
