@@ -133,9 +133,10 @@ result<op_result> store_core::execute(const op_request& req, timestamp deadline,
   if (req.value.size() > limits_.max_value_bytes
       || req.expected.size() > limits_.max_value_bytes)
     return errc::too_large;
-  auto res = is_queue_operation(req.op)
-                 ? execute_queue(*t.value(), *c.value(), req, deadline)
-                 : execute_dictionary(*t.value(), *c.value(), req, deadline, movable_value);
+  auto res =
+      is_queue_operation(req.op)
+          ? execute_queue(*t.value(), *c.value(), req, deadline)
+          : execute_dictionary(*t.value(), *c.value(), req, deadline, movable_value);
   // What it saw is at most everything applied so far (a failure such as
   // key_exists tells something about the state too).
   if (!res || !res.value().waiting)
@@ -157,7 +158,8 @@ const store_core::version* store_core::at_snapshot(const std::vector<version>& v
 }
 
 result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
-                                                 const op_request& req, timestamp deadline,
+                                                 const op_request& req,
+                                                 timestamp deadline,
                                                  std::string* movable_value) {
   op_result out;
   auto id = c.info.id;

@@ -32,7 +32,8 @@ public:
   void dispatched(bool) override { ++dispatches; }
   void dispatched_attempt(const wf::dispatch& d) override {
     ++attempts[d.job.value + (d.compensation ? " undo " : " step ")
-               + std::to_string(d.step.value) + " attempt " + std::to_string(d.attempt.value)];
+               + std::to_string(d.step.value) + " attempt "
+               + std::to_string(d.attempt.value)];
   }
   void stale_reply() override { ++stale; }
   void fenced_off() override { ++fenced; }

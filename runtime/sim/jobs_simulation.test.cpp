@@ -116,8 +116,8 @@ TEST(jobs_simulation, grouped_claims_of_four_schedulers_keep_every_invariant) {
     auto r = sim::run_jobs_simulation(s);
     ASSERT_TRUE(r.violations.empty())
         << "seed " << seed << complaints(r) << "\nreplay: conclave sim --workload jobs "
-        << "--jobs 80 --steps 2 --schedulers 4 --faults '" << spec
-        << "' --runs 1 --seed " << seed;
+        << "--jobs 80 --steps 2 --schedulers 4 --faults '" << spec << "' --runs 1 --seed "
+        << seed;
     dispatches += r.dispatches;
     processed += ended(r, wf::step_state::processed);
   }
