@@ -43,6 +43,19 @@ protected:
     return core.execute(r, deadline);
   }
 
+  /// A dictionary request on "d", to run with execute() or execute_consuming().
+  static op_request request(txn_id t, operation op, std::string key, std::string value,
+                            std::string expected = {}) {
+    op_request r;
+    r.txn = t;
+    r.op = op;
+    r.collection = "d";
+    r.key = std::move(key);
+    r.value = std::move(value);
+    r.expected = std::move(expected);
+    return r;
+  }
+
   op_result ok(result<op_result> r) {
     EXPECT_TRUE(r) << (r ? "" : r.error().message());
     return r ? r.value() : op_result{};
@@ -128,13 +141,9 @@ TEST_F(core_test, a_consuming_write_keeps_its_value_while_it_waits_and_stores_it
   auto writer = core.begin();
   for (auto op : {operation::add_or_update, operation::try_update}) {
     SCOPED_TRACE(static_cast<int>(op));
-    op_request w;
-    w.txn = writer;
-    w.op = op;
-    w.collection = "d";
-    w.key = "a";
-    w.value = std::string(300, op == operation::try_update ? 'u' : 'w');
-    w.expected = std::string(300, 'w');
+    auto w = request(writer, op, "a",
+                     std::string(300, op == operation::try_update ? 'u' : 'w'),
+                     std::string(300, 'w'));
     auto want = w.value;
     if (op == operation::add_or_update) {
       // Waits for the reader's lock: the value must still be there to run
@@ -150,13 +159,8 @@ TEST_F(core_test, a_consuming_write_keeps_its_value_while_it_waits_and_stores_it
     EXPECT_EQ(get(writer, "a"), want); // read your own (moved) write
   }
   // A try_update whose expectation fails writes nothing and keeps the value.
-  op_request miss;
-  miss.txn = writer;
-  miss.op = operation::try_update;
-  miss.collection = "d";
-  miss.key = "a";
-  miss.value = "never";
-  miss.expected = "not the current value";
+  auto miss =
+      request(writer, operation::try_update, "a", "never", "not the current value");
   EXPECT_FALSE(ok(core.execute_consuming(miss, deadline)).found);
   EXPECT_EQ(miss.value, "never");
   commit(writer);
