@@ -268,6 +268,7 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
       return w != t.writes.end() && w->first.first == id && in_range(w->first.second);
     };
     bool listing = req.op == operation::enumerate;
+    auto horizon = min_snapshot();
     uint64_t limit = listing && req.limit > 0 ? req.limit : UINT64_MAX;
     uint64_t n = 0;
     auto take = [&](const std::string& k, const std::string& v) {
@@ -288,9 +289,19 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
         ++w;
         continue;
       }
-      if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
+      if (auto v = at_snapshot(r->second, t.snapshot); v && v->present) {
         take(r->first, v->value);
-      ++r;
+        ++r;
+        continue;
+      }
+      // A row this snapshot cannot see: a tombstone (or older versions) that
+      // a commit could not prune because an older snapshot was open then.
+      // Prune it now that it is passed anyway (what collect_garbage would
+      // do later), so the next scan over this range does not walk it again.
+      auto next = std::next(r);
+      if (!r->second.empty())
+        prune_row(c, r, horizon);
+      r = next;
     }
     out.count = n;
     return out;
