@@ -54,6 +54,11 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const void
 
 bool detect_hardware() noexcept {
 #ifdef CONCLAVE_CRC32C_X86
+  // Runs during static initialisation, possibly before libgcc's own CPU
+  // probe: initialise it first. (Should another static initialiser call
+  // crc32c() before this one ran, use_hardware is still false: the table
+  // version, the same value.)
+  __builtin_cpu_init();
   return __builtin_cpu_supports("sse4.2");
 #else
   return false;
