@@ -4,6 +4,7 @@
 #include "actors/store/store_actor.hpp"
 
 #include "storage/collections.hpp"
+#include "tests/support/store_requests.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <caf/actor_system.hpp>
@@ -75,13 +76,7 @@ protected:
   }
 
   op_request req(txn_id t, operation op, std::string key, std::string value = {}) {
-    op_request r;
-    r.txn = t;
-    r.op = op;
-    r.collection = "d";
-    r.key = std::move(key);
-    r.value = std::move(value);
-    return r;
+    return conclave::test::dictionary_request(t, op, std::move(key), std::move(value));
   }
 
   std::mutex mtx;

@@ -6,6 +6,7 @@
 #include "actors/store/memory_log_device.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
+#include "tests/support/store_requests.hpp"
 
 using namespace conclave::store;
 using namespace std::chrono_literals;
@@ -44,13 +45,7 @@ protected:
   }
 
   op_request req(txn_id t, operation op, std::string key, std::string value = {}) {
-    op_request r;
-    r.txn = t;
-    r.op = op;
-    r.collection = "d";
-    r.key = std::move(key);
-    r.value = std::move(value);
-    return r;
+    return conclave::test::dictionary_request(t, op, std::move(key), std::move(value));
   }
 
   /// Writes key=value in its own committed transaction.

@@ -1,5 +1,7 @@
 #include "protocols/store/store_core.hpp"
 
+#include "tests/support/store_requests.hpp"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -46,14 +48,8 @@ protected:
   /// A dictionary request on "d", to run with execute() or execute_consuming().
   static op_request request(txn_id t, operation op, std::string key, std::string value,
                             std::string expected = {}) {
-    op_request r;
-    r.txn = t;
-    r.op = op;
-    r.collection = "d";
-    r.key = std::move(key);
-    r.value = std::move(value);
-    r.expected = std::move(expected);
-    return r;
+    return conclave::test::dictionary_request(t, op, std::move(key), std::move(value),
+                                              std::move(expected));
   }
 
   op_result ok(result<op_result> r) {
