@@ -819,6 +819,17 @@ counting_store(conclave::store::store_actor::pointer self,
   };
 }
 
+/// A client of the "svc" kind whose store requests go through `proxy` (a
+/// counting_store).
+client_options counted_options(const conclave::store::store_actor& proxy,
+                               size_t submit_group = client_options{}.submit_group) {
+  client_options co;
+  co.store = proxy;
+  co.known_kinds = {"svc"};
+  co.submit_group = submit_group;
+  return co;
+}
+
 } // namespace
 
 // Batched job changes: submit is one message (absent check, writes, commit),
@@ -829,10 +840,7 @@ TEST_F(workflow_test, a_two_step_job_costs_five_batched_store_messages) {
   add_agent(1);
   auto traffic = std::make_shared<store_traffic>();
   auto proxy = track(sys().spawn(counting_store, store, traffic));
-  client_options co;
-  co.store = proxy;
-  co.known_kinds = {"svc"};
-  auto counted = track(spawn_client(sys(), co));
+  auto counted = track(spawn_client(sys(), counted_options(proxy)));
   scheduler_options o;
   o.self = scheduler_ref{1, 1};
   o.store = proxy;
@@ -861,10 +869,7 @@ TEST_F(workflow_test, ready_jobs_are_claimed_in_one_transaction) {
     add_agent(2);
     auto traffic = std::make_shared<store_traffic>();
     auto proxy = track(sys().spawn(counting_store, store, traffic));
-    client_options co;
-    co.store = proxy;
-    co.known_kinds = {"svc"};
-    auto counted = track(spawn_client(sys(), co));
+    auto counted = track(spawn_client(sys(), counted_options(proxy)));
     run();
     auto opened = traffic->changes;
     std::vector<job_id> ids;
@@ -955,10 +960,7 @@ TEST_F(workflow_test, a_stale_outcome_in_a_group_does_not_block_the_others) {
 TEST_F(workflow_test, submissions_arriving_together_share_one_store_batch) {
   auto traffic = std::make_shared<store_traffic>();
   auto proxy = track(sys().spawn(counting_store, store, traffic));
-  client_options co;
-  co.store = proxy;
-  co.known_kinds = {"svc"};
-  auto counted = track(spawn_client(sys(), co));
+  auto counted = track(spawn_client(sys(), counted_options(proxy)));
   run();
   auto first = ask<job_id>(sys(), counted, atoms::submit_atom_v, spec("old", 1));
   run();
@@ -987,11 +989,7 @@ TEST_F(workflow_test, submissions_arriving_together_share_one_store_batch) {
 TEST_F(workflow_test, a_repeated_id_waits_for_the_next_submission_batch_in_order) {
   auto traffic = std::make_shared<store_traffic>();
   auto proxy = track(sys().spawn(counting_store, store, traffic));
-  client_options co;
-  co.store = proxy;
-  co.known_kinds = {"svc"};
-  co.submit_group = 2;
-  auto counted = track(spawn_client(sys(), co));
+  auto counted = track(spawn_client(sys(), counted_options(proxy, 2)));
   run();
   auto before = traffic->changes;
   std::vector<std::shared_ptr<conclave::reply<job_id>>> answers;
