@@ -11,9 +11,9 @@ bool lock_manager::grantable(const resource& r, txn_id txn, lock_mode mode) cons
   return true;
 }
 
-acquire_result lock_manager::acquire(txn_id txn, const lock_key& key, lock_mode mode,
+acquire_result lock_manager::acquire(txn_id txn, lock_key key, lock_mode mode,
                                      timestamp deadline) {
-  auto e = table_.try_emplace(key).first;
+  auto e = &*table_.try_emplace(std::move(key)).first;
   auto& r = e->second;
   auto* mine = r.find(txn.value);
   bool upgrade = mine != nullptr;
@@ -62,7 +62,7 @@ void lock_manager::regrant(const std::vector<entry>& touched) {
   for (auto e : touched) {
     grant_waiters(e);
     if (e->second.granted.empty() && e->second.queue.empty())
-      table_.erase(e);
+      table_.erase(table_.find(e->first));
   }
 }
 

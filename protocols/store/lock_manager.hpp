@@ -30,6 +30,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -70,14 +71,24 @@ struct lock_key {
   }
 };
 
+/// Hash of a lock_key: the lock table is a hash table, as every lookup is by
+/// the whole key (an ordered map compared long, shared-prefix row keys about
+/// 17 times per lookup at 100,000 rows).
+struct lock_key_hash {
+  size_t operator()(const lock_key& k) const noexcept {
+    auto h = std::hash<std::string_view>{}(k.row);
+    return h ^ ((static_cast<size_t>(k.collection) << 2 | static_cast<size_t>(k.space))
+                * 0x9E3779B97F4A7C15ull);
+  }
+};
+
 enum class acquire_result { granted, waiting };
 
 class lock_manager {
 public:
   /// Grants `mode` on `key` to `txn` at once, or queues the request until
   /// `deadline`. A transaction may wait for at most one lock at a time.
-  acquire_result acquire(txn_id txn, const lock_key& key, lock_mode mode,
-                         timestamp deadline);
+  acquire_result acquire(txn_id txn, lock_key key, lock_mode mode, timestamp deadline);
 
   /// Releases every lock of `txn` and drops its waiting request, if any.
   /// Waiters that become grantable are reported by take_granted().
@@ -121,10 +132,11 @@ private:
       return nullptr;
     }
   };
-  using table = std::map<lock_key, resource>;
-  /// An entry of table_. Stable: an entry is only erased when nobody holds
-  /// or waits for it, and then no held_by_ or waiting_ entry refers to it.
-  using entry = table::iterator;
+  using table = std::unordered_map<lock_key, resource, lock_key_hash>;
+  /// An entry of table_ (a node: its address survives rehashing). Stable: an
+  /// entry is only erased when nobody holds or waits for it, and then no
+  /// held_by_ or waiting_ entry refers to it.
+  using entry = table::value_type*;
 
   bool grantable(const resource& r, txn_id txn, lock_mode mode) const;
   void grant_waiters(entry e);
