@@ -210,18 +210,39 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
         auto rp = self->make_response_promise<std::vector<job_id>>();
         when_ready(self, [self, s, rp]() mutable {
           auto [from, to] = layout::state_range(s);
-          self->state.store->scan(layout::state, from, to,
-                                  [rp](caf::error e, kv_items items) mutable {
-                                    if (e) {
-                                      rp.deliver(std::move(e));
-                                      return;
-                                    }
-                                    std::vector<job_id> out;
-                                    for (auto& [k, v] : items)
-                                      if (auto j = layout::decode_state_key(k))
-                                        out.push_back(j.value());
-                                    rp.deliver(std::move(out));
-                                  });
+          self->state.store->scan(
+              layout::state, from, to,
+              [self, s, rp](caf::error e, kv_items items) mutable {
+                if (e) {
+                  rp.deliver(std::move(e));
+                  return;
+                }
+                std::vector<job_id> ids;
+                for (auto& [k, v] : items)
+                  if (auto j = layout::decode_state_key(k))
+                    ids.push_back(j.value());
+                if (layout::class_is_exact(s) || ids.empty()) {
+                  rp.deliver(std::move(ids));
+                  return;
+                }
+                // The active class (pending, processing, compensating): keep
+                // the jobs whose document is in state `s`, in key order.
+                auto keep = std::make_shared<std::vector<std::optional<job_id>>>(ids.size());
+                auto left = std::make_shared<size_t>(ids.size());
+                for (size_t i = 0; i < ids.size(); ++i)
+                  self->state.store->read(
+                      ids[i], [rp, s, keep, left, i](caf::error e, job_view v) mutable {
+                        if (!e && v.job.state == s)
+                          (*keep)[i] = std::move(v.job.id);
+                        if (--*left > 0)
+                          return;
+                        std::vector<job_id> out;
+                        for (auto& k : *keep)
+                          if (k)
+                            out.push_back(std::move(*k));
+                        rp.deliver(std::move(out));
+                      });
+              });
         });
         return rp;
       },
@@ -319,37 +340,31 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
       [self](workflow_atoms::explain_atom) -> caf::result<std::vector<stuck_report>> {
         auto rp = self->make_response_promise<std::vector<stuck_report>>();
         when_ready(self, [self, rp]() mutable {
-          // Every job in a non-final state: pending, processing, compensating.
+          // Every job in a non-final state: pending, processing, compensating
+          // (one index class).
           auto out = std::make_shared<std::vector<stuck_report>>();
-          auto states = std::make_shared<std::vector<step_state>>(std::vector<step_state>{
-              step_state::pending, step_state::processing, step_state::compensating});
-          auto ids = std::make_shared<std::vector<job_id>>();
-          auto left = std::make_shared<size_t>(states->size());
-          for (auto s : *states) {
-            auto [from, to] = layout::state_range(s);
-            self->state.store->scan(
-                layout::state, from, to,
-                [self, rp, out, ids, left](caf::error, kv_items items) mutable {
-                  for (auto& [k, v] : items)
-                    if (auto j = layout::decode_state_key(k))
-                      ids->push_back(j.value());
-                  if (--*left > 0)
-                    return;
-                  if (ids->empty()) {
-                    rp.deliver(std::vector<stuck_report>{});
-                    return;
-                  }
-                  auto pending = std::make_shared<size_t>(ids->size());
-                  for (auto& id : *ids)
-                    self->state.store->read(
-                        id, [self, rp, out, pending](caf::error e, job_view v) mutable {
-                          if (!e)
-                            out->push_back(explain(v, now_of(self)));
-                          if (--*pending == 0)
-                            rp.deliver(std::move(*out));
-                        });
-                });
-          }
+          auto [from, to] = layout::state_range(step_state::pending);
+          self->state.store->scan(
+              layout::state, from, to, [self, rp, out](caf::error, kv_items items) mutable {
+                std::vector<job_id> ids;
+                for (auto& [k, v] : items)
+                  if (auto j = layout::decode_state_key(k))
+                    ids.push_back(j.value());
+                if (ids.empty()) {
+                  rp.deliver(std::vector<stuck_report>{});
+                  return;
+                }
+                auto pending = std::make_shared<size_t>(ids.size());
+                for (auto& id : ids)
+                  self->state.store->read(
+                      id, [self, rp, out, pending](caf::error e, job_view v) mutable {
+                        // A job that ended since the scan is not stuck.
+                        if (!e && !is_final(v.job.state))
+                          out->push_back(explain(v, now_of(self)));
+                        if (--*pending == 0)
+                          rp.deliver(std::move(*out));
+                      });
+              });
         });
         return rp;
       },

@@ -671,6 +671,47 @@ TEST_F(workflow_test, why_stuck_names_the_step_lock_and_deadline) {
   EXPECT_EQ(*list->value, std::vector<job_id>{id});
 }
 
+// Pending, processing and compensating share one index class (the claim
+// writes no index row): list reads the class's documents and must still
+// answer each state exactly.
+TEST_F(workflow_test, list_tells_apart_the_states_that_share_the_active_class) {
+  add_agent(1); // "svc" only: a job of kind "undo" stays pending
+  add_scheduler(1);
+  sup = add_supervisor();
+  caf::anon_send(sup, leader_event(1, 1));
+  run();
+  service->script = {test_behavior::hang};
+  auto hung = spec("h", 1);
+  hung.steps[0].timeout = 10s;
+  auto h = submit(hung);
+  advance(5ms);
+  auto d = submit(spec("d", 1));
+  auto waiting = spec("p", 1);
+  waiting.steps[0].agent_kind = "undo";
+  auto p = submit(waiting);
+  ASSERT_TRUE(reaches(d, job_state::processed));
+  ASSERT_EQ(state_of(h), job_state::processing);
+  ASSERT_EQ(state_of(p), job_state::pending);
+  auto list = [&](step_state s) {
+    auto r = ask<std::vector<job_id>>(sys(), client, atoms::list_atom_v, s);
+    run();
+    EXPECT_TRUE(r->value) << caf::to_string(r->error);
+    return r->value ? *r->value : std::vector<job_id>{};
+  };
+  EXPECT_EQ(list(step_state::pending), std::vector<job_id>{p});
+  EXPECT_EQ(list(step_state::processing), std::vector<job_id>{h});
+  EXPECT_EQ(list(step_state::processed), std::vector<job_id>{d});
+  EXPECT_TRUE(list(step_state::compensating).empty());
+  EXPECT_TRUE(list(step_state::error).empty());
+  // The why-stuck view covers the whole class, in key order.
+  auto all = ask<std::vector<stuck_report>>(sys(), client, atoms::explain_atom_v);
+  run();
+  ASSERT_TRUE(all->value);
+  ASSERT_EQ(all->value->size(), 2u);
+  EXPECT_EQ((*all->value)[0].job, h);
+  EXPECT_EQ((*all->value)[1].job, p);
+}
+
 TEST_F(workflow_test, a_subscriber_is_pushed_every_event_of_its_job_in_order) {
   add_agent(1);
   add_agent(2);

@@ -76,14 +76,28 @@ std::string ready_bound(timestamp now) {
   return k;
 }
 
+uint8_t state_class(job_state s) {
+  // The final states keep their own numbers; the active class is 0 (pending's
+  // number), which no final state has.
+  return is_final(s) ? static_cast<uint8_t>(s) : uint8_t{0};
+}
+
+bool class_is_exact(job_state s) {
+  return is_final(s);
+}
+
 std::string state_key(job_state s, const job_id& j) {
-  std::string k(1, static_cast<char>(s));
-  return k + j.value;
+  std::string k;
+  k.reserve(1 + j.value.size());
+  k.push_back(static_cast<char>(state_class(s)));
+  k.append(j.value);
+  return k;
 }
 
 std::pair<std::string, std::string> state_range(job_state s) {
-  return {std::string(1, static_cast<char>(s)),
-          std::string(1, static_cast<char>(static_cast<uint8_t>(s) + 1))};
+  auto c = state_class(s);
+  return {std::string(1, static_cast<char>(c)),
+          std::string(1, static_cast<char>(c + 1))};
 }
 
 result<job_id> decode_state_key(std::string_view key) {

@@ -14,7 +14,11 @@
 //                                             derives from the job record
 //   wf.due     due_key(CompleteBy, job, step) -> ""   running steps, by deadline
 //   wf.ready   ready_key(claimable at, job)   -> ""   jobs with a claimable step
-//   wf.state   state_key(state, job)          -> ""   jobs by state (list)
+//   wf.state   state_key(state, job)          -> ""   jobs by state class (list):
+//                                             one class per final state, one
+//                                             ("active") for pending, processing
+//                                             and compensating, so a job's
+//                                             first claim writes no index row
 //   wf.meta    "term"                      -> the highest supervisor term
 // A scheduler finds work by enumerating wf.ready up to now, a supervisor finds
 // expired steps by enumerating wf.due up to now: neither scans every job.
@@ -67,8 +71,16 @@ result<job_id> decode_ready_key(std::string_view key);
 /// Upper bound of ready keys claimable at `now`.
 std::string ready_bound(timestamp now);
 
+/// The index class of a state: the state itself if final, else "active"
+/// (pending, processing and compensating share one class: a job moves between
+/// them on every claim and outcome, and an index row per move cost two writes
+/// per job; `list` of such a state reads the class's documents instead).
+uint8_t state_class(job_state s);
+/// True if the class of `s` holds only jobs in state `s`.
+bool class_is_exact(job_state s);
+
 std::string state_key(job_state s, const job_id& j);
-/// [from, to) of the state keys of `s`.
+/// [from, to) of the state keys of the class of `s`.
 std::pair<std::string, std::string> state_range(job_state s);
 result<job_id> decode_state_key(std::string_view key);
 

@@ -102,6 +102,11 @@ TEST(store_layout, indexes_follow_the_lifecycle) {
   EXPECT_TRUE(
       store.count({layout::state, layout::state_key(job_state::processing, v.job.id)}));
   EXPECT_EQ(count(store, layout::state), 1u);
+  // Pending and processing share the active class: the claim wrote no row.
+  size_t state_writes = 0;
+  for (auto& w : ws)
+    state_writes += w.collection == layout::state;
+  EXPECT_EQ(state_writes, 0u);
   // Recovered with backoff: ready again at not_before, not due.
   v.job.recovery_backoff = 30ms;
   before = v;
@@ -145,6 +150,23 @@ TEST(store_layout, a_finished_job_leaves_no_index_entries_but_its_state) {
   auto [from, to] = layout::state_range(job_state::processed);
   auto k = layout::state_key(job_state::processed, v.job.id);
   EXPECT_TRUE(from <= k && k < to);
+}
+
+TEST(store_layout, every_final_state_has_its_own_class_and_the_others_share_one) {
+  job_id j{"j"};
+  for (uint8_t s = 0; s < step_state_count; ++s) {
+    auto st = static_cast<job_state>(s);
+    auto [from, to] = layout::state_range(st);
+    EXPECT_EQ(layout::class_is_exact(st), is_final(st)) << to_string(st);
+    for (uint8_t o = 0; o < step_state_count; ++o) {
+      auto other = static_cast<job_state>(o);
+      auto k = layout::state_key(other, j);
+      bool in_range = from <= k && k < to;
+      EXPECT_EQ(in_range, st == other || (!is_final(st) && !is_final(other)))
+          << to_string(st) << " / " << to_string(other);
+      EXPECT_EQ(layout::decode_state_key(k).value(), j);
+    }
+  }
 }
 
 // Callers that hold the document's bytes as stored (the outcome's check, a
