@@ -45,22 +45,22 @@ batch_run::batch_run(op_batch b, txn_id t)
     }
     group_failed_.assign(b.groups.size(), false);
   }
-  requests_.reserve(checks_.size() + b.ops.size());
+  reads_.reserve(checks_.size());
   for (auto& c : checks_) {
     op_request r;
     r.txn = t;
     r.op = operation::try_get;
-    r.collection = c.collection;
-    r.key = c.key;
+    r.collection = std::move(c.collection); // a check needs only its value
+    r.key = std::move(c.key);
     r.mode = read_mode::update;
-    requests_.push_back(std::move(r));
+    reads_.push_back(std::move(r));
   }
-  for (auto& op : b.ops) {
+  // The operations stay in the batch's vector (no move per request).
+  ops_ = std::move(b.ops);
+  for (auto& op : ops_)
     op.txn = t;
-    requests_.push_back(std::move(op));
-  }
   result_.txn = t;
-  result_.results.reserve(b.ops.size());
+  result_.results.reserve(ops_.size());
 }
 
 bool batch_run::accept(op_result r) {
@@ -86,7 +86,7 @@ bool batch_run::accept(op_result r) {
 void batch_run::skip_failed() {
   if (group_of_.empty())
     return;
-  while (next_ < requests_.size() && group_failed_[group_of_[next_]]) {
+  while (next_ < size() && group_failed_[group_of_[next_]]) {
     if (next_ >= checks_.size())
       result_.results.emplace_back();
     ++next_;

@@ -128,12 +128,16 @@ public:
   txn_id txn() const { return result_.txn; }
   bool commit_requested() const { return commit_; }
   /// True once every request ran (or a check failed).
-  bool finished() const { return next_ >= requests_.size() || result_.failed_check; }
+  bool finished() const { return next_ >= size() || result_.failed_check; }
   /// The request to run next (valid while !finished()).
-  const op_request& next() const { return requests_[next_]; }
+  const op_request& next() const {
+    return next_ < reads_.size() ? reads_[next_] : ops_[next_ - reads_.size()];
+  }
   /// The same, for store_core::execute_consuming() (the run never needs a
   /// completed request again).
-  op_request& next() { return requests_[next_]; }
+  op_request& next() {
+    return next_ < reads_.size() ? reads_[next_] : ops_[next_ - reads_.size()];
+  }
   /// Takes the result of next(); false if a check failed and aborts the batch
   /// (then finished()). In a grouped batch a failed check skips its group.
   bool accept(op_result r);
@@ -148,7 +152,10 @@ private:
   void skip_failed();
 
   std::vector<batch_check> checks_;
-  std::vector<op_request> requests_;
+  /// Requests run in this order: the checks' reads, then the operations.
+  std::vector<op_request> reads_;
+  std::vector<op_request> ops_;
+  size_t size() const { return reads_.size() + ops_.size(); }
   /// Grouped: the group of each request; whether each group failed.
   std::vector<uint32_t> group_of_;
   std::vector<bool> group_failed_;

@@ -114,11 +114,11 @@ result<op_result> store_core::execute(const op_request& req, timestamp deadline)
 }
 
 result<op_result> store_core::execute_consuming(op_request& req, timestamp deadline) {
-  return execute(req, deadline, &req.value);
+  return execute(req, deadline, &req);
 }
 
 result<op_result> store_core::execute(const op_request& req, timestamp deadline,
-                                      std::string* movable_value) {
+                                      op_request* movable) {
   auto t = find_txn(req.txn);
   if (!t)
     return t.error();
@@ -136,7 +136,7 @@ result<op_result> store_core::execute(const op_request& req, timestamp deadline,
   auto res =
       is_queue_operation(req.op)
           ? execute_queue(*t.value(), *c.value(), req, deadline)
-          : execute_dictionary(*t.value(), *c.value(), req, deadline, movable_value);
+          : execute_dictionary(*t.value(), *c.value(), req, deadline, movable);
   // What it saw is at most everything applied so far (a failure such as
   // key_exists tells something about the state too).
   if (!res || !res.value().waiting)
@@ -160,12 +160,13 @@ const store_core::version* store_core::at_snapshot(const std::vector<version>& v
 result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
                                                  const op_request& req,
                                                  timestamp deadline,
-                                                 std::string* movable_value) {
+                                                 op_request* movable) {
   op_result out;
   auto id = c.info.id;
-  auto own_key = std::make_pair(id, req.key);
+  auto own_key = std::make_pair(id, std::string_view{req.key});
   auto own = t.writes.lower_bound(own_key); // also the hint of a new write
-  bool has_own = own != t.writes.end() && own->first == own_key;
+  bool has_own = own != t.writes.end() && own->first.first == id
+                 && own->first.second == req.key;
   // The latest committed value of the key (writers hold an exclusive lock, so
   // nothing can commit over it until this transaction ends).
   auto latest = [&]() -> const version* {
@@ -191,12 +192,14 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     if (has_own)
       own->second = std::move(value);
     else
-      own = t.writes.emplace_hint(own, std::move(own_key), std::move(value));
+      own = t.writes.emplace_hint(
+          own, std::make_pair(id, movable ? std::move(movable->key) : req.key),
+          std::move(value));
     has_own = true;
   };
   // The request's value, moved when the caller lets it go.
   auto new_value = [&]() -> std::string {
-    return movable_value ? std::move(*movable_value) : req.value;
+    return movable ? std::move(movable->value) : req.value;
   };
   switch (req.op) {
   case operation::try_get:
@@ -262,7 +265,8 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     // order: two cursors, so the cost is the rows passed, not the range
     // (enumerate stops after `limit` items).
     auto r = req.has_from ? c.rows.lower_bound(req.from) : c.rows.begin();
-    auto w = t.writes.lower_bound({id, req.has_from ? req.from : std::string{}});
+    auto w = t.writes.lower_bound(
+        std::make_pair(id, req.has_from ? std::string_view{req.from} : std::string_view{}));
     auto row_in = [&] { return r != c.rows.end() && in_range(r->first); };
     auto own_in = [&] {
       return w != t.writes.end() && w->first.first == id && in_range(w->first.second);
@@ -407,6 +411,7 @@ result<log_record> store_core::commit(txn_id txn) {
   log_record r;
   r.term = term_;
   r.txn = txn;
+  r.ops.reserve(t.value()->writes.size());
   for (auto& [where, value] : t.value()->writes) {
     log_op op;
     op.kind = value ? op_kind::put : op_kind::remove;

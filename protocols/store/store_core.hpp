@@ -99,8 +99,8 @@ public:
   result<op_result> execute(const op_request& req, timestamp deadline);
 
   /// execute() for a caller that runs `req` once: a dictionary write that
-  /// completes (does not wait for a lock) moves req.value into the
-  /// transaction instead of copying it. A waiting request keeps its value
+  /// completes (does not wait for a lock) moves req.key and req.value into
+  /// the transaction instead of copying them. A waiting request keeps both
   /// and may be run again.
   result<op_result> execute_consuming(op_request& req, timestamp deadline);
 
@@ -232,21 +232,35 @@ private:
     uint64_t taken = 0;
     std::deque<std::string> enqueued; // own items not yet taken back
   };
+  /// Orders (collection, key) pairs whatever the key's string type.
+  struct write_key_less {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      if (a.first != b.first)
+        return a.first < b.first;
+      return std::string_view{a.second} < std::string_view{b.second};
+    }
+  };
   struct txn_state {
     lsn snapshot;
     lsn observed; // last_lsn_ when the latest operation ran
-    std::map<std::pair<collection_id, std::string>, std::optional<std::string>> writes;
+    /// Own writes by (collection, key); looked up with a string_view key, so
+    /// a read or a scan copies no key.
+    std::map<std::pair<collection_id, std::string>, std::optional<std::string>,
+             write_key_less>
+        writes;
     std::map<collection_id, pending_queue> queues;
   };
 
   result<txn_state*> find_txn(txn_id txn);
   result<collection*> find_for(const op_request& req);
   result<op_result> execute(const op_request& req, timestamp deadline,
-                            std::string* movable_value);
-  /// `movable_value`: req.value's storage when the caller lets it go (else
-  /// null: the value is copied).
+                            op_request* movable);
+  /// `movable`: req itself when the caller lets it go (else null: its key
+  /// and value are copied); a write moves the key and value out of it.
   result<op_result> execute_dictionary(txn_state& t, collection& c, const op_request& req,
-                                       timestamp deadline, std::string* movable_value);
+                                       timestamp deadline, op_request* movable);
   result<op_result> execute_queue(txn_state& t, collection& c, const op_request& req,
                                   timestamp deadline);
   /// A row a record wrote: where it is, for the pruning that follows.
