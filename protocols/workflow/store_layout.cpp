@@ -1,7 +1,7 @@
 #include "protocols/workflow/store_layout.hpp"
 
+#include <algorithm>
 #include <limits>
-#include <set>
 
 namespace conclave::workflow::layout {
 
@@ -16,11 +16,15 @@ uint64_t order_preserving(timestamp t) {
   return static_cast<uint64_t>(t.count()) ^ (uint64_t{1} << 63);
 }
 
-std::set<std::string> due_keys(const job_view& v) {
-  std::set<std::string> out;
+/// Index keys of one kind for one job version: a few at most (one per
+/// running step), so a vector, not a set (job_writes runs on every change).
+using key_list = std::vector<std::string>;
+
+key_list due_keys(const job_view& v) {
+  key_list out;
   for (auto& s : v.steps)
     if (!s.locked_by.empty() && s.complete_by)
-      out.insert(due_key(*s.complete_by, v.job.id, s.index));
+      out.push_back(due_key(*s.complete_by, v.job.id, s.index));
   return out;
 }
 
@@ -30,22 +34,25 @@ std::optional<std::string> ready_of(const job_view& v) {
   return std::nullopt;
 }
 
+bool contains(const key_list& ks, const std::string& k) {
+  return std::find(ks.begin(), ks.end(), k) != ks.end();
+}
+
 /// Index keys of one kind: removes what went, adds what came.
-void diff_keys(const char* collection, const std::set<std::string>& old_keys,
-               const std::set<std::string>& new_keys, std::vector<write>& out,
-               const std::string& value = {}) {
+void diff_keys(const char* collection, const key_list& old_keys, const key_list& new_keys,
+               std::vector<write>& out, const std::string& value = {}) {
   for (auto& k : old_keys)
-    if (!new_keys.count(k))
+    if (!contains(new_keys, k))
       out.push_back(write{collection, k, true, {}});
   for (auto& k : new_keys)
-    if (!old_keys.count(k))
+    if (!contains(old_keys, k))
       out.push_back(write{collection, k, false, value});
 }
 
-std::set<std::string> as_set(std::optional<std::string> k) {
-  std::set<std::string> out;
+key_list as_list(std::optional<std::string> k) {
+  key_list out;
   if (k)
-    out.insert(std::move(*k));
+    out.push_back(std::move(*k));
   return out;
 }
 
@@ -138,15 +145,14 @@ std::vector<write> job_writes(const job_view* before, job_view& after, const eff
   bool same = before && (stored ? *stored == doc : encode_doc(*before) == doc);
   if (!same)
     out.push_back(write{jobs, after.job.id.value, false, std::move(doc)});
-  diff_keys(due, before ? due_keys(*before) : std::set<std::string>{}, due_keys(after),
-            out);
-  diff_keys(ready, as_set(before ? ready_of(*before) : std::nullopt),
-            as_set(ready_of(after)), out);
+  diff_keys(due, before ? due_keys(*before) : key_list{}, due_keys(after), out);
+  diff_keys(ready, as_list(before ? ready_of(*before) : std::nullopt),
+            as_list(ready_of(after)), out);
   diff_keys(state,
-            as_set(before ? std::optional<std::string>{state_key(before->job.state,
-                                                                 before->job.id)}
-                          : std::nullopt),
-            as_set(state_key(after.job.state, after.job.id)), out);
+            as_list(before ? std::optional<std::string>{state_key(before->job.state,
+                                                                  before->job.id)}
+                           : std::nullopt),
+            as_list(state_key(after.job.state, after.job.id)), out);
   return out;
 }
 
