@@ -3,6 +3,13 @@
 //   workflow_bench [--quick] [--jobs N] [--pending N] [--reps R] [--rounds K]
 //                  [--only throughput|redispatch|memory] [--claim-group G]
 //                  [--store memory|durable] [--steps 1|5] [--pipelined]
+//                  [--caf-threads N] [--caf-policy sharing|stealing]
+//                  [--schedulers N] [--claims-in-flight N] [--submit-group N]
+//
+// CAF's scheduler runs as in `conclave node` unless told otherwise: 2 threads,
+// work sharing (runtime/node/node.cpp). `--caf-threads 0 --caf-policy
+// stealing` gives CAF's own default (work stealing, max(4, cores) threads:
+// 4 threads on this 2-core machine, which costs 10-25 % here).
 //
 // 1. Throughput: N jobs of 1 and of 5 steps with a no-op service (two agents,
 //    two schedulers), submitted at once; steps completed per second and step
@@ -75,10 +82,11 @@ struct bench_probe : wf::workflow_probe {
   }
 };
 
-/// CAF's scheduler for the bench (--caf-threads, --caf-policy); 0 / "":
-/// CAF's defaults (work stealing, one thread per core, at least 4).
-int caf_threads = 0;
-std::string caf_policy;
+/// CAF's scheduler for the bench (--caf-threads, --caf-policy): by default
+/// that of `conclave node` (2 threads, sharing); 0 threads: CAF's default
+/// count (max(4, cores)); "stealing": CAF's default policy.
+int caf_threads = 2;
+std::string caf_policy = "sharing";
 
 caf::actor_system_config& config(caf::actor_system_config& cfg) {
   if (caf_threads > 0)
@@ -565,6 +573,13 @@ void memory(int pending, bool durable) {
 
 int main(int argc, char** argv) {
   std::printf("allocator: %s\n", mallctl ? "jemalloc" : "system (glibc)");
+  auto print_scheduler = [] {
+    auto threads = caf_threads > 0 ? std::to_string(caf_threads) + " threads"
+                                   : std::string{"CAF's default thread count"};
+    std::printf("CAF scheduler: %s, %s%s\n", threads.c_str(),
+                caf_policy == "sharing" ? "work sharing" : "work stealing",
+                caf_threads == 2 && caf_policy == "sharing" ? " (as conclave node)" : "");
+  };
   int jobs = 5000, pending = 100000, reps = 20, rounds = 3;
   bool quick = false;
   std::string only, store_only;
@@ -620,13 +635,15 @@ int main(int argc, char** argv) {
       || !(only.empty() || only == "throughput" || only == "redispatch"
            || only == "memory")
       || !(store_only.empty() || store_only == "memory" || store_only == "durable")
-      || !(steps_only == 0 || steps_only == 1 || steps_only == 5)) {
+      || !(steps_only == 0 || steps_only == 1 || steps_only == 5) || caf_threads < 0
+      || !(caf_policy == "sharing" || caf_policy == "stealing")) {
     std::fprintf(stderr,
                  "workflow_bench: --jobs >= 5, --pending, --reps, --rounds >= "
                  "1, --only throughput|redispatch|memory, --store memory|durable, "
-                 "--steps 1|5\n");
+                 "--steps 1|5, --caf-threads >= 0, --caf-policy sharing|stealing\n");
     return 2;
   }
+  print_scheduler();
   auto part = [&](const char* name) { return only.empty() || only == name; };
   if (part("throughput"))
     for (bool durable : {false, true})
