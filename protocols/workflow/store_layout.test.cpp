@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
+#include <set>
 
 using namespace conclave::workflow;
 using namespace std::chrono_literals;
@@ -266,4 +268,119 @@ TEST(store_layout, events_beyond_the_document_move_to_rows_each_kept_once) {
       EXPECT_EQ(seqs_from(store, from), want) << "n " << n << " from " << from;
     }
   }
+}
+
+// Attack on the indexes: random jobs (1-3 steps, some compensating, threshold
+// 2, with and without recovery backoff) driven through random lifecycle
+// operations, each applied to a fake store as job_writes' diff from the
+// version before. After every operation the index rows in the store must be
+// exactly those a fresh write of every job's current version would make, and
+// `list` must come out right: each job has one wf.state row, in the class of
+// its state (its own for a final state, the shared active class otherwise).
+TEST(store_layout, random_lifecycles_keep_every_index_exactly_in_step) {
+  std::mt19937_64 rng{20261123};
+  auto pick = [&](uint64_t n) { return rng() % n; };
+  std::map<uint64_t, uint64_t> applied; // by kind of operation
+  for (int round = 0; round < 40; ++round) {
+    fake_store store;
+    std::vector<job_view> jobs;
+    timestamp now{0};
+    for (int j = 0; j < 5; ++j) {
+      job_spec s;
+      s.id = job_id{"job-" + std::to_string(j)};
+      s.failure_threshold = 2;
+      s.recovery_backoff = pick(2) ? duration{10ms} : duration{0};
+      auto steps = 1 + pick(3);
+      for (uint64_t k = 0; k < steps; ++k) {
+        step_spec st;
+        st.agent_kind = "svc";
+        st.timeout = 50ms;
+        if (pick(2))
+          st.compensation = compensation_spec{"undo", "u"};
+        s.steps.push_back(st);
+      }
+      effects e;
+      jobs.push_back(make_job(s, now, e));
+      apply_writes(store, layout::job_writes(std::nullopt, jobs.back(), e));
+    }
+    for (int op = 0; op < 300; ++op) {
+      now += duration{std::chrono::milliseconds{pick(30)}};
+      auto& v = jobs[pick(jobs.size())];
+      std::optional<step_index> running;
+      for (auto& s : v.steps)
+        if (!s.locked_by.empty())
+          running = s.index;
+      auto before = v;
+      result<effects> e = errc::not_claimable;
+      auto kind = pick(7);
+      switch (kind) {
+      case 0:
+      case 1:
+        e = claim(v, scheduler_ref{1 + pick(2), 1}, now);
+        break;
+      case 2:
+      case 3:
+        if (running) {
+          step_outcome o;
+          auto k = pick(4);
+          o.ok = k < 2;
+          o.kind = k == 2 ? failure_kind::transient : failure_kind::permanent;
+          e = complete(v, *running, v.steps[running->value].attempt, o, now);
+        }
+        break;
+      case 4:
+        if (running)
+          e = recover(v, *running, v.steps[running->value].attempt,
+                      recovery_cause::monitor, now);
+        break;
+      case 5:
+        e = cancel(v, now);
+        break;
+      case 6:
+        e = resubmit(v, now);
+        break;
+      }
+      if (!e) {
+        v = before; // a refused operation changes nothing
+        continue;
+      }
+      ++applied[kind];
+      apply_writes(store, layout::job_writes(before, v, e.value()));
+      // What a fresh write of every current version would hold.
+      std::set<std::pair<std::string, std::string>> want, have;
+      for (auto& job : jobs) {
+        auto copy = job;
+        copy.events.clear();
+        for (auto& w : layout::job_writes(nullptr, copy, effects{}))
+          if (w.collection != layout::jobs && w.collection != layout::events)
+            want.insert({w.collection, w.key});
+        EXPECT_EQ(store.at({layout::jobs, job.job.id.value}), encode_doc(job));
+      }
+      for (auto& [k, val] : store)
+        if (k.first != layout::jobs && k.first != layout::events)
+          have.insert(k);
+      ASSERT_EQ(have, want) << "round " << round << " op " << op;
+      // list: the class rows, filtered by the documents' states.
+      for (uint8_t s = 0; s < step_state_count; ++s) {
+        auto st = static_cast<job_state>(s);
+        auto [from, to] = layout::state_range(st);
+        std::set<std::string> listed, expected;
+        for (auto i = store.lower_bound({layout::state, from});
+             i != store.end() && i->first.first == layout::state && i->first.second < to;
+             ++i) {
+          auto id = layout::decode_state_key(i->first.second).value();
+          auto doc = decode_doc(store.at({layout::jobs, id.value})).value();
+          if (layout::class_is_exact(st) || doc.job.state == st)
+            listed.insert(id.value);
+        }
+        for (auto& job : jobs)
+          if (job.job.state == st)
+            expected.insert(job.job.id.value);
+        ASSERT_EQ(listed, expected) << to_string(st) << ", round " << round;
+      }
+    }
+  }
+  // The random walk applied every kind of operation many times.
+  for (uint64_t k = 0; k < 7; ++k)
+    EXPECT_GT(applied[k], 100u) << "operation " << k;
 }
