@@ -116,7 +116,7 @@ TEST_F(core_test, repeatable_read_blocks_writers_until_the_reader_ends) {
   EXPECT_EQ(get(core.begin(), "a"), "2");
 }
 
-TEST_F(core_test, a_consuming_write_keeps_its_value_while_it_waits_and_stores_it_after) {
+TEST_F(core_test, a_consuming_write_keeps_its_key_and_value_while_it_waits_and_stores_them_after) {
   commit_one("a", "1");
   auto reader = core.begin();
   EXPECT_EQ(get(reader, "a"), "1");
@@ -132,6 +132,7 @@ TEST_F(core_test, a_consuming_write_keeps_its_value_while_it_waits_and_stores_it
       // the request again.
       ASSERT_TRUE(ok(core.execute_consuming(w, deadline)).waiting);
       EXPECT_EQ(w.value, want);
+      EXPECT_EQ(w.key, "a");
       commit(reader);
       EXPECT_EQ(core.take_woken(), std::vector<txn_id>{writer});
     }
@@ -145,8 +146,14 @@ TEST_F(core_test, a_consuming_write_keeps_its_value_while_it_waits_and_stores_it
                                                  "never", "not the current value");
   EXPECT_FALSE(ok(core.execute_consuming(miss, deadline)).found);
   EXPECT_EQ(miss.value, "never");
+  // The key is taken too (a long one, on the heap): the write is under it.
+  std::string long_key(40, 'k');
+  auto lk = conclave::test::dictionary_request(writer, operation::add, long_key, "v");
+  EXPECT_TRUE(ok(core.execute_consuming(lk, deadline)).found);
+  EXPECT_EQ(get(writer, long_key), "v");
   commit(writer);
   EXPECT_EQ(get(core.begin(), "a"), std::string(300, 'u'));
+  EXPECT_EQ(get(core.begin(), long_key), "v");
 }
 
 TEST_F(core_test, a_waiting_transaction_is_busy_and_resumes_when_the_lock_is_free) {
