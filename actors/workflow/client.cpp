@@ -227,7 +227,8 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
                 }
                 // The active class (pending, processing, compensating): keep
                 // the jobs whose document is in state `s`, in key order.
-                auto keep = std::make_shared<std::vector<std::optional<job_id>>>(ids.size());
+                auto keep =
+                    std::make_shared<std::vector<std::optional<job_id>>>(ids.size());
                 auto left = std::make_shared<size_t>(ids.size());
                 for (size_t i = 0; i < ids.size(); ++i)
                   self->state.store->read(
@@ -345,7 +346,8 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
           auto out = std::make_shared<std::vector<stuck_report>>();
           auto [from, to] = layout::state_range(step_state::pending);
           self->state.store->scan(
-              layout::state, from, to, [self, rp, out](caf::error, kv_items items) mutable {
+              layout::state, from, to,
+              [self, rp, out](caf::error, kv_items items) mutable {
                 std::vector<job_id> ids;
                 for (auto& [k, v] : items)
                   if (auto j = layout::decode_state_key(k))

@@ -77,8 +77,9 @@ struct lock_key {
 struct lock_key_hash {
   size_t operator()(const lock_key& k) const noexcept {
     auto h = std::hash<std::string_view>{}(k.row);
-    return h ^ ((static_cast<size_t>(k.collection) << 2 | static_cast<size_t>(k.space))
-                * 0x9E3779B97F4A7C15ull);
+    return h
+           ^ ((static_cast<size_t>(k.collection) << 2 | static_cast<size_t>(k.space))
+              * 0x9E3779B97F4A7C15ull);
   }
 };
 

@@ -133,10 +133,9 @@ result<op_result> store_core::execute(const op_request& req, timestamp deadline,
   if (req.value.size() > limits_.max_value_bytes
       || req.expected.size() > limits_.max_value_bytes)
     return errc::too_large;
-  auto res =
-      is_queue_operation(req.op)
-          ? execute_queue(*t.value(), *c.value(), req, deadline)
-          : execute_dictionary(*t.value(), *c.value(), req, deadline, movable);
+  auto res = is_queue_operation(req.op)
+                 ? execute_queue(*t.value(), *c.value(), req, deadline)
+                 : execute_dictionary(*t.value(), *c.value(), req, deadline, movable);
   // What it saw is at most everything applied so far (a failure such as
   // key_exists tells something about the state too).
   if (!res || !res.value().waiting)
@@ -165,8 +164,8 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
   auto id = c.info.id;
   auto own_key = std::make_pair(id, std::string_view{req.key});
   auto own = t.writes.lower_bound(own_key); // also the hint of a new write
-  bool has_own = own != t.writes.end() && own->first.first == id
-                 && own->first.second == req.key;
+  bool has_own =
+      own != t.writes.end() && own->first.first == id && own->first.second == req.key;
   // The latest committed value of the key (writers hold an exclusive lock, so
   // nothing can commit over it until this transaction ends).
   auto latest = [&]() -> const version* {
@@ -265,8 +264,8 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     // order: two cursors, so the cost is the rows passed, not the range
     // (enumerate stops after `limit` items).
     auto r = req.has_from ? c.rows.lower_bound(req.from) : c.rows.begin();
-    auto w = t.writes.lower_bound(
-        std::make_pair(id, req.has_from ? std::string_view{req.from} : std::string_view{}));
+    auto w = t.writes.lower_bound(std::make_pair(
+        id, req.has_from ? std::string_view{req.from} : std::string_view{}));
     auto row_in = [&] { return r != c.rows.end() && in_range(r->first); };
     auto own_in = [&] {
       return w != t.writes.end() && w->first.first == id && in_range(w->first.second);

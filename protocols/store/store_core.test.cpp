@@ -116,7 +116,8 @@ TEST_F(core_test, repeatable_read_blocks_writers_until_the_reader_ends) {
   EXPECT_EQ(get(core.begin(), "a"), "2");
 }
 
-TEST_F(core_test, a_consuming_write_keeps_its_key_and_value_while_it_waits_and_stores_them_after) {
+TEST_F(core_test,
+       a_consuming_write_keeps_its_key_and_value_while_it_waits_and_stores_them_after) {
   commit_one("a", "1");
   auto reader = core.begin();
   EXPECT_EQ(get(reader, "a"), "1");

@@ -103,8 +103,7 @@ std::string state_key(job_state s, const job_id& j) {
 
 std::pair<std::string, std::string> state_range(job_state s) {
   auto c = state_class(s);
-  return {std::string(1, static_cast<char>(c)),
-          std::string(1, static_cast<char>(c + 1))};
+  return {std::string(1, static_cast<char>(c)), std::string(1, static_cast<char>(c + 1))};
 }
 
 result<job_id> decode_state_key(std::string_view key) {
