@@ -1,8 +1,10 @@
 #include "runtime/sim/jobs_checkers.hpp"
 
 #include "protocols/workflow/explain.hpp"
+#include "protocols/workflow/store_layout.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 namespace conclave::sim {
@@ -158,6 +160,77 @@ public:
   }
 };
 
+/// `list` by state must answer each state exactly: every job read at the
+/// end under the state its document holds, once, and under no other (the
+/// index keeps one "active" class for pending, processing and compensating,
+/// so list filters that class by the documents).
+class list_by_state final : public jobs_checker {
+public:
+  const char* name() const override { return "list_by_state"; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    if (!obs.listed)
+      return;
+    std::map<std::string, step_state> state_of;
+    std::set<std::string> unread; // jobs of the run whose document was not read
+    for (auto& j : obs.jobs)
+      if (j.view)
+        state_of[j.id.value] = j.view->job.state;
+      else
+        unread.insert(j.id.value);
+    for (uint8_t s = 0; s < step_state_count; ++s) {
+      auto st = static_cast<step_state>(s);
+      std::map<std::string, int> listed;
+      if (auto i = obs.listed->find(s); i != obs.listed->end())
+        for (auto& id : i->second)
+          ++listed[id.value];
+      for (auto& [id, n] : listed) {
+        auto k = state_of.find(id);
+        if (n > 1)
+          out.push_back(id + " listed " + std::to_string(n) + " times as "
+                        + to_string(st));
+        if (unread.count(id))
+          continue;
+        if (k == state_of.end())
+          out.push_back(id + " listed as " + std::string{to_string(st)}
+                        + " but not a job of the run");
+        else if (k->second != st)
+          out.push_back(id + " listed as " + std::string{to_string(st)} + " but is "
+                        + to_string(k->second));
+      }
+      for (auto& [id, js] : state_of)
+        if (js == st && !listed.count(id))
+          out.push_back(id + " is " + std::string{to_string(st)}
+                        + " but not listed as such");
+    }
+    // The index itself: one row per job, in the class of its state (a stale
+    // row of the active class would be filtered out of every list, so only
+    // the rows show it).
+    if (!obs.state_rows)
+      return;
+    std::map<std::string, std::vector<uint8_t>> rows;
+    for (auto& k : *obs.state_rows) {
+      auto id = layout::decode_state_key(k);
+      if (!id) {
+        out.push_back("undecodable wf.state row");
+        continue;
+      }
+      rows[id.value().value].push_back(static_cast<uint8_t>(k[0]));
+    }
+    for (auto& [id, js] : state_of) {
+      auto r = rows.find(id);
+      auto want = layout::state_class(js);
+      if (r == rows.end())
+        out.push_back(id + " has no wf.state row");
+      else if (r->second != std::vector<uint8_t>{want})
+        out.push_back(id + " has " + std::to_string(r->second.size())
+                      + " wf.state row(s), not one of class " + std::to_string(want));
+    }
+    for (auto& [id, cs] : rows)
+      if (!state_of.count(id) && !unread.count(id))
+        out.push_back(id + " has a wf.state row but is not a job of the run");
+  }
+};
+
 } // namespace
 
 std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers() {
@@ -168,6 +241,7 @@ std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers() {
   v.push_back(std::make_unique<reverse_compensation>());
   v.push_back(std::make_unique<one_effect_per_key>());
   v.push_back(std::make_unique<one_dispatch_per_attempt>());
+  v.push_back(std::make_unique<list_by_state>());
   return v;
 }
 

@@ -23,6 +23,10 @@
 //                             dispatches of one attempt are two schedulers
 //                             holding one claim: a lost update). With an
 //                             idempotent service no other checker sees it
+//   list_by_state             the client's list of every state names each job
+//                             under its document's state, once, and the
+//                             wf.state index holds one row per job, in the
+//                             class of its state
 #pragma once
 
 #include "protocols/workflow/records.hpp"
@@ -63,6 +67,12 @@ struct jobs_observation {
   /// live scheduler and a live supervisor (a crash without a restart never
   /// heals).
   bool judge_liveness = true;
+  /// The client's `list` for each state (by step_state value) at the end of
+  /// the run; unset if the run did not read it.
+  std::optional<std::map<uint8_t, std::vector<workflow::job_id>>> listed;
+  /// Every key of the wf.state index at the end of the run; unset if the run
+  /// did not read it.
+  std::optional<std::vector<std::string>> state_rows;
 };
 
 struct jobs_violation {
@@ -82,7 +92,7 @@ public:
                      std::vector<std::string>& out) const = 0;
 };
 
-/// The six checkers above, in that order.
+/// The seven checkers above, in that order.
 std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers();
 
 /// Runs every checker on `obs`.

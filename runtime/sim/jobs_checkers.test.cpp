@@ -1,9 +1,13 @@
 // Each checker of the jobs workload against a hand-made trace: a clean one
-// passes all five, and a trace broken in one way makes exactly the checker of
+// passes all seven, and a trace broken in one way makes exactly the checker of
 // that property complain — so every checker can fail.
 #include "runtime/sim/jobs_checkers.hpp"
 
+#include "protocols/workflow/store_layout.hpp"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 using namespace std::chrono_literals;
 namespace sim = conclave::sim;
@@ -58,6 +62,10 @@ sim::jobs_observation clean() {
   obs.origin = wf::timestamp{5ms};
   obs.heal = wf::timestamp{100ms};
   obs.bound = 500ms;
+  obs.listed.emplace();
+  (*obs.listed)[static_cast<uint8_t>(wf::job_state::compensated)] = {t.id};
+  obs.state_rows =
+      std::vector<std::string>{wf::layout::state_key(wf::job_state::compensated, t.id)};
   return obs;
 }
 
@@ -75,8 +83,8 @@ std::set<std::string> who(const std::vector<sim::jobs_violation>& vs) {
 
 } // namespace
 
-TEST(jobs_checkers, a_clean_trace_passes_all_six) {
-  EXPECT_EQ(sim::standard_jobs_checkers().size(), 6u);
+TEST(jobs_checkers, a_clean_trace_passes_all_seven) {
+  EXPECT_EQ(sim::standard_jobs_checkers().size(), 7u);
   auto vs = check(clean());
   for (auto& v : vs)
     ADD_FAILURE() << v.checker << ": " << v.what;
@@ -85,6 +93,10 @@ TEST(jobs_checkers, a_clean_trace_passes_all_six) {
 TEST(jobs_checkers, a_job_not_final_at_heal_plus_bound_is_a_liveness_failure) {
   auto obs = clean();
   obs.jobs[0].view->job.state = wf::job_state::processing;
+  (*obs.listed)[static_cast<uint8_t>(wf::job_state::compensated)].clear();
+  (*obs.listed)[static_cast<uint8_t>(wf::job_state::processing)] = {obs.jobs[0].id};
+  obs.state_rows = std::vector<std::string>{
+      wf::layout::state_key(wf::job_state::processing, obs.jobs[0].id)};
   auto vs = check(obs);
   ASSERT_EQ(vs.size(), 1u);
   EXPECT_EQ(vs[0].checker, "final_within_bound");
@@ -160,4 +172,72 @@ TEST(jobs_checkers, one_attempt_dispatched_twice_is_caught) {
   EXPECT_NE(vs[0].what.find("j1 step 1 attempt 2 dispatched 2 times"), std::string::npos)
       << vs[0].what;
   EXPECT_TRUE(vs[0].safety);
+}
+
+TEST(jobs_checkers, a_list_by_state_that_disagrees_with_the_documents_is_caught) {
+  auto listed_as = [](wf::job_state s) { return static_cast<uint8_t>(s); };
+  // Missing from its own state's list.
+  auto obs = clean();
+  (*obs.listed)[listed_as(wf::job_state::compensated)].clear();
+  auto vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"list_by_state"});
+  ASSERT_FALSE(vs.empty());
+  EXPECT_NE(vs[0].what.find("j1 is compensated but not listed"), std::string::npos)
+      << vs[0].what;
+  EXPECT_TRUE(vs[0].safety);
+  // Also listed under another state of its class (an unfiltered active class).
+  obs = clean();
+  obs.jobs[0].view->job.state = wf::job_state::pending;
+  obs.judge_liveness = false;
+  (*obs.listed)[listed_as(wf::job_state::compensated)].clear();
+  (*obs.listed)[listed_as(wf::job_state::pending)] = {obs.jobs[0].id};
+  (*obs.listed)[listed_as(wf::job_state::processing)] = {obs.jobs[0].id};
+  obs.state_rows = std::vector<std::string>{
+      wf::layout::state_key(wf::job_state::pending, obs.jobs[0].id)};
+  vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"list_by_state"});
+  ASSERT_EQ(vs.size(), 1u);
+  EXPECT_NE(vs[0].what.find("j1 listed as processing but is pending"), std::string::npos)
+      << vs[0].what;
+  // Twice in one list, and a job the run never submitted.
+  obs = clean();
+  (*obs.listed)[listed_as(wf::job_state::compensated)] = {obs.jobs[0].id, obs.jobs[0].id,
+                                                          wf::job_id{"ghost"}};
+  vs = check(obs);
+  ASSERT_EQ(vs.size(), 2u);
+  auto said = vs[0].what + " | " + vs[1].what;
+  EXPECT_NE(said.find("j1 listed 2 times"), std::string::npos) << said;
+  EXPECT_NE(said.find("ghost listed as compensated but not a job of the run"),
+            std::string::npos)
+      << said;
+  // Not read: nothing to judge.
+  obs = clean();
+  obs.listed.reset();
+  obs.state_rows.reset();
+  EXPECT_TRUE(check(obs).empty());
+}
+
+// A stale row of the active class is filtered out of every list, so only the
+// index rows show it: one row per job, in the class of its state.
+TEST(jobs_checkers, a_state_index_row_too_many_or_missing_is_caught) {
+  auto obs = clean();
+  auto id = obs.jobs[0].id;
+  obs.state_rows->push_back(wf::layout::state_key(wf::job_state::pending, id));
+  std::sort(obs.state_rows->begin(), obs.state_rows->end());
+  auto vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"list_by_state"});
+  ASSERT_EQ(vs.size(), 1u);
+  EXPECT_NE(vs[0].what.find("j1 has 2 wf.state row(s)"), std::string::npos) << vs[0].what;
+  obs.state_rows->clear();
+  vs = check(obs);
+  ASSERT_EQ(vs.size(), 1u);
+  EXPECT_NE(vs[0].what.find("j1 has no wf.state row"), std::string::npos) << vs[0].what;
+  obs.state_rows = std::vector<std::string>{
+      wf::layout::state_key(wf::job_state::compensated, id),
+      wf::layout::state_key(wf::job_state::processed, wf::job_id{"ghost"})};
+  vs = check(obs);
+  ASSERT_EQ(vs.size(), 1u);
+  EXPECT_NE(vs[0].what.find("ghost has a wf.state row but is not a job of the run"),
+            std::string::npos)
+      << vs[0].what;
 }

@@ -9,6 +9,7 @@
 #include "actors/workflow/scheduler.hpp"
 #include "actors/workflow/supervisor.hpp"
 #include "actors/workflow/test_service.hpp"
+#include "protocols/workflow/store_layout.hpp"
 #include "runtime/sim/coordinator_driver.hpp"
 #include "runtime/sim/jobs_links.hpp"
 
@@ -212,6 +213,36 @@ public:
               client_, conclave::workflow_atoms::events_atom_v, id, uint64_t{0}))
         t.events = std::move(*ev);
       obs.jobs.push_back(std::move(t));
+    }
+    // The client's list for every state (the checker compares it with the
+    // documents read above).
+    std::map<uint8_t, std::vector<wf::job_id>> listed;
+    bool read_all = true;
+    for (uint8_t st = 0; st < wf::step_state_count; ++st) {
+      auto l = driver_.ask_now<std::vector<wf::job_id>>(
+          client_, conclave::workflow_atoms::list_atom_v,
+          static_cast<wf::step_state>(st));
+      if (!l)
+        read_all = false;
+      else
+        listed[st] = std::move(*l);
+    }
+    if (read_all)
+      obs.listed = std::move(listed);
+    // The raw wf.state index, read in a transaction of its own.
+    if (auto t =
+            driver_.ask_now<store::txn_id>(store_, conclave::store_atoms::begin_atom_v)) {
+      store::op_request r;
+      r.txn = *t;
+      r.op = store::operation::enumerate;
+      r.collection = wf::layout::state;
+      if (auto res = driver_.ask_now<store::op_result>(store_, r, uint32_t{1000})) {
+        std::vector<std::string> keys;
+        for (auto& [k, v] : res->items)
+          keys.push_back(k);
+        obs.state_rows = std::move(keys);
+      }
+      driver_.ask_now<bool>(store_, conclave::store_atoms::abort_atom_v, *t);
     }
     obs.effects = service_->effects;
     obs.dispatches = probe_->attempts;
