@@ -41,6 +41,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -287,8 +288,20 @@ public:
     std::sort(order.begin(), order.end(),
               [&](size_t a, size_t b) { return ids[a].value < ids[b].value; });
     store::op_batch b;
+    // One read (and one change) per job: a job named twice would be changed
+    // twice from the same read, e.g. claimed twice under one attempt (two
+    // ready rows for one job, which only index damage makes). Its later
+    // copies get bad_argument.
+    constexpr auto repeated = std::numeric_limits<size_t>::max();
     std::vector<size_t> op_of(n);
+    const job_id* last = nullptr;
     for (auto i : order) {
+      if (last && *last == ids[i]) {
+        op_of[i] = repeated;
+        (*out)[i].first = make_error(errc::bad_argument);
+        continue;
+      }
+      last = &ids[i];
       auto r = request({}, store::operation::try_get, layout::jobs, ids[i].value);
       r.mode = store::read_mode::update;
       op_of[i] = b.ops.size();
@@ -304,6 +317,8 @@ public:
                 std::vector<layout::write> ws;
                 auto befores = std::make_shared<std::vector<std::optional<job_view>>>(n);
                 for (size_t i = 0; i < n; ++i) {
+                  if (op_of[i] == std::numeric_limits<size_t>::max())
+                    continue; // a repeated id, answered already
                   auto& jr = r.results[op_of[i]];
                   if (!jr.found) {
                     (*out)[i].first = make_error(errc::unknown_job);

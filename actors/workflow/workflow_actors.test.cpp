@@ -9,6 +9,7 @@
 #include "actors/workflow/scheduler.hpp"
 #include "actors/workflow/supervisor.hpp"
 #include "actors/workflow/test_service.hpp"
+#include "protocols/workflow/store_layout.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 
@@ -710,6 +711,35 @@ TEST_F(workflow_test, list_tells_apart_the_states_that_share_the_active_class) {
   ASSERT_EQ(all->value->size(), 2u);
   EXPECT_EQ((*all->value)[0].job, h);
   EXPECT_EQ((*all->value)[1].job, p);
+}
+
+// Found by the simulation's index checker under a broken ready-row diff: a
+// job with two rows in the ready index (index damage) lands twice in one
+// claim group, and both copies were claimed from the same read: one attempt
+// dispatched twice. update_many now claims a job once per transaction.
+TEST_F(workflow_test, a_job_twice_in_one_claim_group_is_claimed_once) {
+  add_agent(1);
+  auto id = submit(spec("j", 1)); // no scheduler yet: both rows wait together
+  auto t =
+      ask<conclave::store::txn_id>(sys(), store, conclave::store_atoms::begin_atom_v);
+  run();
+  ASSERT_TRUE(t->value);
+  conclave::store::op_request r;
+  r.txn = *t->value;
+  r.op = conclave::store::operation::add_or_update;
+  r.collection = layout::ready;
+  r.key = layout::ready_key(timestamp{1}, id); // a second, older row
+  auto put = ask<conclave::store::op_result>(sys(), store, r, uint32_t{1000});
+  run();
+  ASSERT_TRUE(put->value);
+  auto c = ask<uint64_t>(sys(), store, conclave::store_atoms::commit_atom_v, *t->value);
+  run();
+  ASSERT_TRUE(c->value);
+  add_scheduler(1);
+  ASSERT_TRUE(reaches(id, job_state::processed));
+  EXPECT_EQ(probe->dispatches, 1);
+  EXPECT_EQ(service->calls["j/0"], 1);
+  EXPECT_EQ(get(id)->steps[0].attempt.value, 1u);
 }
 
 TEST_F(workflow_test, a_subscriber_is_pushed_every_event_of_its_job_in_order) {
