@@ -202,32 +202,44 @@ public:
           out.push_back(id + " is " + std::string{to_string(st)}
                         + " but not listed as such");
     }
-    // The index itself: one row per job, in the class of its state (a stale
-    // row of the active class would be filtered out of every list, so only
-    // the rows show it).
-    if (!obs.state_rows)
+  }
+};
+
+/// The index rows must be exactly those a fresh write of every job's final
+/// document would make: a stale row of the shared "active" state class is
+/// filtered out of every list, a stale ready or due row only costs polls and
+/// scans, so only the rows themselves show such a leak.
+class indexes_in_step final : public jobs_checker {
+public:
+  const char* name() const override { return "indexes_in_step"; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    if (!obs.index_rows)
       return;
-    std::map<std::string, std::vector<uint8_t>> rows;
-    for (auto& k : *obs.state_rows) {
-      auto id = layout::decode_state_key(k);
-      if (!id) {
-        out.push_back("undecodable wf.state row");
-        continue;
-      }
-      rows[id.value().value].push_back(static_cast<uint8_t>(k[0]));
+    std::map<std::string, std::set<std::string>> want;
+    for (auto& j : obs.jobs) {
+      if (!j.view)
+        return; // a job not read: nothing to compare with
+      auto copy = *j.view;
+      copy.events.clear();
+      for (auto& w : layout::job_writes(nullptr, copy, effects{}))
+        if (w.collection != layout::jobs && w.collection != layout::events)
+          want[w.collection].insert(w.key);
     }
-    for (auto& [id, js] : state_of) {
-      auto r = rows.find(id);
-      auto want = layout::state_class(js);
-      if (r == rows.end())
-        out.push_back(id + " has no wf.state row");
-      else if (r->second != std::vector<uint8_t>{want})
-        out.push_back(id + " has " + std::to_string(r->second.size())
-                      + " wf.state row(s), not one of class " + std::to_string(want));
+    for (const char* c : {layout::state, layout::ready, layout::due}) {
+      std::set<std::string> have;
+      if (auto i = obs.index_rows->find(c); i != obs.index_rows->end())
+        have.insert(i->second.begin(), i->second.end());
+      auto& w = want[c];
+      size_t stale = 0, missing = 0;
+      for (auto& k : have)
+        stale += !w.count(k);
+      for (auto& k : w)
+        missing += !have.count(k);
+      if (stale + missing > 0)
+        out.push_back(std::string{c} + ": " + std::to_string(stale) + " stale row(s), "
+                      + std::to_string(missing) + " missing, of "
+                      + std::to_string(w.size()) + " the documents imply");
     }
-    for (auto& [id, cs] : rows)
-      if (!state_of.count(id) && !unread.count(id))
-        out.push_back(id + " has a wf.state row but is not a job of the run");
   }
 };
 
@@ -242,6 +254,7 @@ std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers() {
   v.push_back(std::make_unique<one_effect_per_key>());
   v.push_back(std::make_unique<one_dispatch_per_attempt>());
   v.push_back(std::make_unique<list_by_state>());
+  v.push_back(std::make_unique<indexes_in_step>());
   return v;
 }
 

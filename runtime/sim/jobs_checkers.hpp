@@ -24,9 +24,11 @@
 //                             holding one claim: a lost update). With an
 //                             idempotent service no other checker sees it
 //   list_by_state             the client's list of every state names each job
-//                             under its document's state, once, and the
-//                             wf.state index holds one row per job, in the
-//                             class of its state
+//                             under its document's state, once
+//   indexes_in_step           the wf.state, wf.ready and wf.due rows are
+//                             exactly those a fresh write of every job's
+//                             final document would make (no stale row, none
+//                             missing)
 #pragma once
 
 #include "protocols/workflow/records.hpp"
@@ -70,9 +72,9 @@ struct jobs_observation {
   /// The client's `list` for each state (by step_state value) at the end of
   /// the run; unset if the run did not read it.
   std::optional<std::map<uint8_t, std::vector<workflow::job_id>>> listed;
-  /// Every key of the wf.state index at the end of the run; unset if the run
-  /// did not read it.
-  std::optional<std::vector<std::string>> state_rows;
+  /// Every key of the index collections (wf.state, wf.ready, wf.due) at the
+  /// end of the run, by collection; unset if the run did not read them.
+  std::optional<std::map<std::string, std::vector<std::string>>> index_rows;
 };
 
 struct jobs_violation {
@@ -92,7 +94,7 @@ public:
                      std::vector<std::string>& out) const = 0;
 };
 
-/// The seven checkers above, in that order.
+/// The eight checkers above, in that order.
 std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers();
 
 /// Runs every checker on `obs`.

@@ -229,19 +229,26 @@ public:
     }
     if (read_all)
       obs.listed = std::move(listed);
-    // The raw wf.state index, read in a transaction of its own.
+    // The raw index rows, read in a transaction of their own.
     if (auto t =
             driver_.ask_now<store::txn_id>(store_, conclave::store_atoms::begin_atom_v)) {
-      store::op_request r;
-      r.txn = *t;
-      r.op = store::operation::enumerate;
-      r.collection = wf::layout::state;
-      if (auto res = driver_.ask_now<store::op_result>(store_, r, uint32_t{1000})) {
-        std::vector<std::string> keys;
-        for (auto& [k, v] : res->items)
-          keys.push_back(k);
-        obs.state_rows = std::move(keys);
+      std::map<std::string, std::vector<std::string>> rows;
+      bool read = true;
+      for (const char* c : {wf::layout::state, wf::layout::ready, wf::layout::due}) {
+        store::op_request r;
+        r.txn = *t;
+        r.op = store::operation::enumerate;
+        r.collection = c;
+        auto res = driver_.ask_now<store::op_result>(store_, r, uint32_t{1000});
+        if (!res) {
+          read = false;
+          break;
+        }
+        for (auto& kv : res->items)
+          rows[c].push_back(kv.first);
       }
+      if (read)
+        obs.index_rows = std::move(rows);
       driver_.ask_now<bool>(store_, conclave::store_atoms::abort_atom_v, *t);
     }
     obs.effects = service_->effects;
