@@ -227,22 +227,15 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
                 }
                 // The active class (pending, processing, compensating): keep
                 // the jobs whose document is in state `s`, in key order.
-                auto keep =
-                    std::make_shared<std::vector<std::optional<job_id>>>(ids.size());
-                auto left = std::make_shared<size_t>(ids.size());
-                for (size_t i = 0; i < ids.size(); ++i)
-                  self->state.store->read(
-                      ids[i], [rp, s, keep, left, i](caf::error e, job_view v) mutable {
-                        if (!e && v.job.state == s)
-                          (*keep)[i] = std::move(v.job.id);
-                        if (--*left > 0)
-                          return;
-                        std::vector<job_id> out;
-                        for (auto& k : *keep)
-                          if (k)
-                            out.push_back(std::move(*k));
-                        rp.deliver(std::move(out));
-                      });
+                self->state.store->read_many(
+                    std::move(ids),
+                    [rp, s](std::vector<std::optional<job_view>> vs) mutable {
+                      std::vector<job_id> out;
+                      for (auto& v : vs)
+                        if (v && v->job.state == s)
+                          out.push_back(std::move(v->job.id));
+                      rp.deliver(std::move(out));
+                    });
               });
         });
         return rp;
@@ -356,16 +349,16 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
                   rp.deliver(std::vector<stuck_report>{});
                   return;
                 }
-                auto pending = std::make_shared<size_t>(ids.size());
-                for (auto& id : ids)
-                  self->state.store->read(
-                      id, [self, rp, out, pending](caf::error e, job_view v) mutable {
-                        // A job that ended since the scan is not stuck.
-                        if (!e && !is_final(v.job.state))
-                          out->push_back(explain(v, now_of(self)));
-                        if (--*pending == 0)
-                          rp.deliver(std::move(*out));
-                      });
+                self->state.store->read_many(
+                    std::move(ids),
+                    [self, rp](std::vector<std::optional<job_view>> vs) mutable {
+                      std::vector<stuck_report> out;
+                      // A job that ended since the scan is not stuck.
+                      for (auto& v : vs)
+                        if (v && !is_final(v->job.state))
+                          out.push_back(explain(*v, now_of(self)));
+                      rp.deliver(std::move(out));
+                    });
               });
         });
         return rp;

@@ -477,6 +477,60 @@ public:
 
   /// Reads a job as committed (snapshot, no locks): its document, without
   /// the document's events (events() has them).
+  /// The documents of `ids` (snapshot reads, events dropped as read() does),
+  /// `per_batch` per op_batch message, one message in flight at a time:
+  /// `done` gets one entry per id, empty for a job that is gone or does not
+  /// decode. For queries over many jobs (list, explain): one request per job
+  /// cost O(jobs in flight) per reply in CAF 0.17's response table, so
+  /// 100,000 jobs took ≈ 5 s.
+  void read_many(std::vector<job_id> ids,
+                 std::function<void(std::vector<std::optional<job_view>>)> done,
+                 size_t per_batch = 512) {
+    struct state {
+      std::vector<job_id> ids;
+      std::vector<std::optional<job_view>> out;
+      size_t next = 0;
+      std::function<void(std::vector<std::optional<job_view>>)> done;
+    };
+    auto st = std::make_shared<state>();
+    st->out.resize(ids.size());
+    st->ids = std::move(ids);
+    st->done = std::move(done);
+    per_batch = std::max<size_t>(1, per_batch);
+    // The function holds itself weakly; the batch in flight holds it.
+    auto step = std::make_shared<std::function<void()>>();
+    std::weak_ptr<std::function<void()>> weak = step;
+    *step = [this, st, weak, per_batch] {
+      if (st->next >= st->ids.size())
+        return st->done(std::move(st->out));
+      auto step = weak.lock();
+      auto from = st->next;
+      auto to = std::min(st->ids.size(), from + per_batch);
+      st->next = to;
+      store::op_batch b;
+      for (auto i = from; i < to; ++i) {
+        auto r = request({}, store::operation::try_get, layout::jobs, st->ids[i].value);
+        r.mode = store::read_mode::snapshot;
+        b.ops.push_back(std::move(r));
+      }
+      b.commit = true; // read-only: nothing is logged
+      run_batch(std::move(b), [st, step, from](caf::error e, store::batch_result r) {
+        if (!e)
+          for (size_t k = 0; k < r.results.size(); ++k) {
+            auto& x = r.results[k];
+            if (!x.found)
+              continue;
+            if (auto d = decode_doc(x.value)) {
+              d.value().events.clear();
+              st->out[from + k] = std::move(d.value());
+            }
+          }
+        (*step)();
+      });
+    };
+    (*step)();
+  }
+
   void read(const job_id& id, std::function<void(caf::error, job_view)> done) {
     auto finish = [done](caf::error e, const store::op_result& r) {
       if (!e && !r.found)

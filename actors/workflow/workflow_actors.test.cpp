@@ -713,6 +713,35 @@ TEST_F(workflow_test, list_tells_apart_the_states_that_share_the_active_class) {
   EXPECT_EQ((*all->value)[1].job, p);
 }
 
+// list and explain read the active class's documents 512 per message: more
+// jobs than that come back complete, once each and in key order, across the
+// message boundaries (1,100 jobs: three messages).
+TEST_F(workflow_test, list_and_explain_over_more_jobs_than_one_read_message_holds) {
+  add_agent(1); // no scheduler: every job stays pending
+  std::vector<job_id> want;
+  for (int i = 0; i < 1100; ++i) {
+    auto sp = spec("j" + std::to_string(10000 + i), 1);
+    ask<job_id>(sys(), client, atoms::submit_atom_v, sp);
+    want.push_back(sp.id);
+  }
+  run();
+  std::sort(want.begin(), want.end());
+  auto pending =
+      ask<std::vector<job_id>>(sys(), client, atoms::list_atom_v, step_state::pending);
+  auto processing =
+      ask<std::vector<job_id>>(sys(), client, atoms::list_atom_v, step_state::processing);
+  auto all = ask<std::vector<stuck_report>>(sys(), client, atoms::explain_atom_v);
+  run();
+  ASSERT_TRUE(pending->value);
+  EXPECT_EQ(*pending->value, want);
+  ASSERT_TRUE(processing->value);
+  EXPECT_TRUE(processing->value->empty());
+  ASSERT_TRUE(all->value);
+  ASSERT_EQ(all->value->size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ((*all->value)[i].job, want[i]);
+}
+
 // Found by the simulation's index checker under a broken ready-row diff: a
 // job with two rows in the ready index (index damage) lands twice in one
 // claim group, and both copies were claimed from the same read: one attempt

@@ -35,6 +35,9 @@
 //    or glibc's mallinfo2 without jemalloc) and of the
 //    resident set, divided by the number of jobs; with the memory host (which
 //    also keeps its log in memory) and with the durable store (log on disk).
+//    Then the time of the queries over all those jobs: list of a final state
+//    (an index scan), list of an active state and explain (an index scan plus
+//    every active job's document, read 512 per message).
 #include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_actor.hpp"
 #include "actors/store/store_host.hpp"
@@ -47,6 +50,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -566,6 +570,38 @@ void memory(int pending, bool durable) {
               rss0, rss1,
               durable ? " (store state only: the log is on disk)"
                       : " (store state plus the in-memory log of every commit)");
+  // The queries over every pending job: list of an active state reads the
+  // documents of the active class, explain reads every non-final job.
+  caf::scoped_actor self{sys};
+  auto timed = [&](const char* what, auto request) {
+    auto t0 = steady::now();
+    std::string got;
+    request(got);
+    std::printf("  %-18s over %d pending jobs: %8.1f ms (%s)\n", what, pending,
+                std::chrono::duration<double, std::milli>(steady::now() - t0).count(),
+                got.c_str());
+  };
+  auto list = [&](wf::step_state s) {
+    return [&, s](std::string& got) {
+      self->request(client, caf::infinite, atoms::list_atom_v, s)
+          .receive(
+              [&](std::vector<wf::job_id>& ids) {
+                got = std::to_string(ids.size()) + " jobs";
+              },
+              [&](caf::error& e) { got = caf::to_string(e); });
+    };
+  };
+  timed("list(processed)", list(wf::step_state::processed));
+  timed("list(pending)", list(wf::step_state::pending));
+  timed("list(processing)", list(wf::step_state::processing));
+  timed("explain()", [&](std::string& got) {
+    self->request(client, caf::infinite, atoms::explain_atom_v)
+        .receive(
+            [&](std::vector<wf::stuck_report>& rs) {
+              got = std::to_string(rs.size()) + " reports";
+            },
+            [&](caf::error& e) { got = caf::to_string(e); });
+  });
   caf::anon_send_exit(client, caf::exit_reason::kill);
 }
 
