@@ -92,6 +92,20 @@ timestamp now_of(client_impl self) {
   return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
 }
 
+/// The jobs with a wf.state row in the class of `s`, in key order.
+void class_members(client_impl self, step_state s,
+                   std::function<void(caf::error, std::vector<job_id>)> done) {
+  auto [from, to] = layout::state_range(s);
+  self->state.store->scan(layout::state, from, to, [done](caf::error e, kv_items items) {
+    std::vector<job_id> ids;
+    if (!e)
+      for (auto& [k, v] : items)
+        if (auto j = layout::decode_state_key(k))
+          ids.push_back(j.value());
+    done(std::move(e), std::move(ids));
+  });
+}
+
 /// Runs f once the collections exist.
 void when_ready(client_impl self, std::function<void()> f) {
   if (self->state.ready)
@@ -209,34 +223,28 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
              step_state s) -> caf::result<std::vector<job_id>> {
         auto rp = self->make_response_promise<std::vector<job_id>>();
         when_ready(self, [self, s, rp]() mutable {
-          auto [from, to] = layout::state_range(s);
-          self->state.store->scan(
-              layout::state, from, to,
-              [self, s, rp](caf::error e, kv_items items) mutable {
-                if (e) {
-                  rp.deliver(std::move(e));
-                  return;
-                }
-                std::vector<job_id> ids;
-                for (auto& [k, v] : items)
-                  if (auto j = layout::decode_state_key(k))
-                    ids.push_back(j.value());
-                if (layout::class_is_exact(s) || ids.empty()) {
-                  rp.deliver(std::move(ids));
-                  return;
-                }
-                // The active class (pending, processing, compensating): keep
-                // the jobs whose document is in state `s`, in key order.
-                self->state.store->read_many(
-                    std::move(ids),
-                    [rp, s](std::vector<std::optional<job_view>> vs) mutable {
-                      std::vector<job_id> out;
-                      for (auto& v : vs)
-                        if (v && v->job.state == s)
-                          out.push_back(std::move(v->job.id));
-                      rp.deliver(std::move(out));
-                    });
-              });
+          class_members(self, s,
+                        [self, s, rp](caf::error e, std::vector<job_id> ids) mutable {
+                          if (e) {
+                            rp.deliver(std::move(e));
+                            return;
+                          }
+                          if (layout::class_is_exact(s) || ids.empty()) {
+                            rp.deliver(std::move(ids));
+                            return;
+                          }
+                          // The active class (pending, processing, compensating): keep
+                          // the jobs whose document is in state `s`, in key order.
+                          self->state.store->read_many(
+                              std::move(ids),
+                              [rp, s](std::vector<std::optional<job_view>> vs) mutable {
+                                std::vector<job_id> out;
+                                for (auto& v : vs)
+                                  if (v && v->job.state == s)
+                                    out.push_back(std::move(v->job.id));
+                                rp.deliver(std::move(out));
+                              });
+                        });
         });
         return rp;
       },
@@ -336,17 +344,11 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
         when_ready(self, [self, rp]() mutable {
           // Every job in a non-final state: pending, processing, compensating
           // (one index class).
-          auto out = std::make_shared<std::vector<stuck_report>>();
-          auto [from, to] = layout::state_range(step_state::pending);
-          self->state.store->scan(
-              layout::state, from, to,
-              [self, rp, out](caf::error, kv_items items) mutable {
-                std::vector<job_id> ids;
-                for (auto& [k, v] : items)
-                  if (auto j = layout::decode_state_key(k))
-                    ids.push_back(j.value());
-                if (ids.empty()) {
-                  rp.deliver(std::vector<stuck_report>{});
+          class_members(
+              self, step_state::pending,
+              [self, rp](caf::error e, std::vector<job_id> ids) mutable {
+                if (e) {
+                  rp.deliver(std::move(e));
                   return;
                 }
                 self->state.store->read_many(

@@ -742,6 +742,25 @@ TEST_F(workflow_test, list_and_explain_over_more_jobs_than_one_read_message_hold
     EXPECT_EQ((*all->value)[i].job, want[i]);
 }
 
+// With the store gone, list and explain answer an error, not an empty list
+// (explain answered "nothing is stuck" before).
+TEST_F(workflow_test, list_and_explain_report_a_store_failure) {
+  add_agent(1);
+  submit(spec("j", 1));
+  caf::anon_send_exit(store, caf::exit_reason::kill);
+  run();
+  auto pending =
+      ask<std::vector<job_id>>(sys(), client, atoms::list_atom_v, step_state::pending);
+  auto all = ask<std::vector<stuck_report>>(sys(), client, atoms::explain_atom_v);
+  run();
+  ASSERT_TRUE(pending->done);
+  EXPECT_FALSE(pending->value);
+  EXPECT_TRUE(pending->error);
+  ASSERT_TRUE(all->done);
+  EXPECT_FALSE(all->value);
+  EXPECT_TRUE(all->error);
+}
+
 // Found by the simulation's index checker under a broken ready-row diff: a
 // job with two rows in the ready index (index damage) lands twice in one
 // claim group, and both copies were claimed from the same read: one attempt
