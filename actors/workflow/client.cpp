@@ -237,7 +237,12 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
                           // the jobs whose document is in state `s`, in key order.
                           self->state.store->read_many(
                               std::move(ids),
-                              [rp, s](std::vector<std::optional<job_view>> vs) mutable {
+                              [rp, s](caf::error e,
+                                      std::vector<std::optional<job_view>> vs) mutable {
+                                if (e) {
+                                  rp.deliver(std::move(e));
+                                  return;
+                                }
                                 std::vector<job_id> out;
                                 for (auto& v : vs)
                                   if (v && v->job.state == s)
@@ -353,7 +358,12 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
                 }
                 self->state.store->read_many(
                     std::move(ids),
-                    [self, rp](std::vector<std::optional<job_view>> vs) mutable {
+                    [self, rp](caf::error e,
+                               std::vector<std::optional<job_view>> vs) mutable {
+                      if (e) {
+                        rp.deliver(std::move(e));
+                        return;
+                      }
                       std::vector<stuck_report> out;
                       // A job that ended since the scan is not stuck.
                       for (auto& v : vs)

@@ -177,6 +177,27 @@ protected:
     return out;
   }
 
+  /// Writes one row straight into the store, behind the workflow's back (to
+  /// plant damage): true once committed.
+  bool put_row(const std::string& collection, std::string key, std::string value) {
+    namespace st = conclave::store;
+    auto t = ask<st::txn_id>(sys(), store, conclave::store_atoms::begin_atom_v);
+    run();
+    if (!t->value)
+      return false;
+    st::op_request r;
+    r.txn = *t->value;
+    r.op = st::operation::add_or_update;
+    r.collection = collection;
+    r.key = std::move(key);
+    r.value = std::move(value);
+    auto put = ask<st::op_result>(sys(), store, r, uint32_t{1000});
+    run();
+    auto c = ask<uint64_t>(sys(), store, conclave::store_atoms::commit_atom_v, *t->value);
+    run();
+    return put->value && c->value;
+  }
+
   std::shared_ptr<conclave::store::memory_log_device> device;
   conclave::store::store_actor store;
   std::shared_ptr<test_service_state> service, undo_state;
@@ -761,6 +782,40 @@ TEST_F(workflow_test, list_and_explain_report_a_store_failure) {
   EXPECT_TRUE(all->error);
 }
 
+// A pending job whose document is damaged in the store: list of an active
+// state and explain report corrupt_record instead of leaving the job out (a
+// list without it would look complete); a final state's list, which reads
+// only the index, still answers.
+TEST_F(workflow_test, list_and_explain_report_a_damaged_document) {
+  add_agent(1); // no scheduler: both jobs stay pending
+  auto good = submit(spec("a", 1));
+  auto bad = submit(spec("b", 1));
+  auto pending = [&] {
+    auto r =
+        ask<std::vector<job_id>>(sys(), client, atoms::list_atom_v, step_state::pending);
+    run();
+    return r;
+  };
+  ASSERT_TRUE(pending()->value);
+  EXPECT_EQ(*pending()->value, (std::vector<job_id>{good, bad}));
+  for (std::string garbage :
+       {std::string{}, std::string(1, '\x01'), std::string(200, '\xff')}) {
+    ASSERT_TRUE(put_row(layout::jobs, bad.value, garbage));
+    auto p = pending();
+    ASSERT_TRUE(p->done);
+    EXPECT_FALSE(p->value);
+    EXPECT_EQ(p->error, make_error(errc::corrupt_record));
+    auto all = ask<std::vector<stuck_report>>(sys(), client, atoms::explain_atom_v);
+    auto done = ask<std::vector<job_id>>(sys(), client, atoms::list_atom_v,
+                                         step_state::processed);
+    run();
+    EXPECT_EQ(all->error, make_error(errc::corrupt_record));
+    ASSERT_TRUE(done->value);
+    EXPECT_TRUE(done->value->empty());
+    EXPECT_EQ(get(good)->job.state, job_state::pending);
+  }
+}
+
 // Found by the simulation's index checker under a broken ready-row diff: a
 // job with two rows in the ready index (index damage) lands twice in one
 // claim group, and both copies were claimed from the same read: one attempt
@@ -768,21 +823,8 @@ TEST_F(workflow_test, list_and_explain_report_a_store_failure) {
 TEST_F(workflow_test, a_job_twice_in_one_claim_group_is_claimed_once) {
   add_agent(1);
   auto id = submit(spec("j", 1)); // no scheduler yet: both rows wait together
-  auto t =
-      ask<conclave::store::txn_id>(sys(), store, conclave::store_atoms::begin_atom_v);
-  run();
-  ASSERT_TRUE(t->value);
-  conclave::store::op_request r;
-  r.txn = *t->value;
-  r.op = conclave::store::operation::add_or_update;
-  r.collection = layout::ready;
-  r.key = layout::ready_key(timestamp{1}, id); // a second, older row
-  auto put = ask<conclave::store::op_result>(sys(), store, r, uint32_t{1000});
-  run();
-  ASSERT_TRUE(put->value);
-  auto c = ask<uint64_t>(sys(), store, conclave::store_atoms::commit_atom_v, *t->value);
-  run();
-  ASSERT_TRUE(c->value);
+  ASSERT_TRUE(put_row(layout::ready, layout::ready_key(timestamp{1}, id), ""))
+      << "a second, older ready row";
   add_scheduler(1);
   ASSERT_TRUE(reaches(id, job_state::processed));
   EXPECT_EQ(probe->dispatches, 1);
