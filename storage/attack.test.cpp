@@ -14,6 +14,7 @@
 #include "storage/inspect.hpp"
 #include "storage/log_scan.hpp"
 
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -25,11 +26,9 @@
 using namespace conclave::store;
 namespace fs = std::filesystem;
 
-namespace {
+using conclave::test::code;
 
-errc code(const std::error_code& e) {
-  return static_cast<errc>(e.value());
-}
+namespace {
 
 constexpr int commits = 600;
 constexpr int first_checkpoint_at = 300; // keys k0..k299 before it

@@ -3,6 +3,7 @@
 // concurrent enqueue/dequeue with aborts, read-your-writes and bad inputs.
 #include "storage/collections.hpp"
 
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,8 @@
 using namespace conclave::store;
 using namespace std::chrono_literals;
 
+using conclave::test::code;
+
 namespace {
 
 struct account {
@@ -25,10 +28,6 @@ struct account {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, account& x) {
   return f(x.balance, x.owner);
-}
-
-errc code(const std::error_code& e) {
-  return static_cast<errc>(e.value());
 }
 
 class collections_test : public testing::Test {

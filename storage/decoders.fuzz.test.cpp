@@ -14,6 +14,7 @@
 #include "storage/log_scan.hpp"
 #include "storage/wal.hpp"
 
+#include "tests/support/log_frames.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -142,14 +143,6 @@ std::vector<std::string> sample_frames() {
   c.batch_first = lsn{5};
   out.push_back(encode_record(c));
   return out;
-}
-
-std::string frame(uint64_t l) {
-  log_record r;
-  r.lsn = lsn{l};
-  r.txn = txn_id{l};
-  r.ops.push_back({op_kind::put, 1, "k" + std::to_string(l), std::string(20, 'v')});
-  return encode_record(r);
 }
 
 void write_file(const fs::path& p, const std::string& bytes) {
@@ -282,7 +275,7 @@ TEST(decoder_fuzz, log_directories_scan_or_fail_and_repair_leaves_an_openable_lo
     for (uint64_t first : {1, 6, 11}) {
       std::string bytes;
       for (auto l = first; l < first + 5; ++l)
-        bytes += frame(l);
+        bytes += conclave::test::record_frame(l, 20);
       auto p = dir / "log" / files::lsn_name("seg-", lsn{first}, ".wal");
       segs.emplace_back(p, bytes);
     }

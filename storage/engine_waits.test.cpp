@@ -13,6 +13,7 @@
 #include "storage/collections.hpp"
 #include "storage/prometheus_store_probe.hpp"
 
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <prometheus/text_serializer.h>
@@ -29,11 +30,9 @@
 using namespace conclave::store;
 using namespace std::chrono_literals;
 
-namespace {
+using conclave::test::code;
 
-errc code(const std::error_code& e) {
-  return static_cast<errc>(e.value());
-}
+namespace {
 
 /// A sync hook that a test can hold back or make fail. While held, a call
 /// counts itself as entered and blocks until release() (at most 60 s).

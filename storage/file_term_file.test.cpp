@@ -4,6 +4,7 @@
 #include "storage/file_term_file.hpp"
 
 #include "storage/file_util.hpp"
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -15,11 +16,9 @@ using conclave::storage::open_term_file;
 namespace files = conclave::store::files;
 namespace fs = std::filesystem;
 
-namespace {
+using conclave::test::code;
 
-conclave::store::errc code(const std::error_code& e) {
-  return static_cast<conclave::store::errc>(e.value());
-}
+namespace {
 
 void write(const fs::path& p, const std::string& bytes) {
   ASSERT_TRUE(files::write_file_synced(p, bytes, files::default_sync()));

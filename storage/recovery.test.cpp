@@ -7,6 +7,7 @@
 #include "storage/collections.hpp"
 #include "storage/log_scan.hpp"
 
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -17,11 +18,9 @@
 using namespace conclave::store;
 namespace fs = std::filesystem;
 
-namespace {
+using conclave::test::code;
 
-errc code(const std::error_code& e) {
-  return static_cast<errc>(e.value());
-}
+namespace {
 
 class recovery_test : public testing::Test {
 protected:

@@ -6,6 +6,7 @@
 #include "storage/collections.hpp"
 #include "storage/prometheus_store_probe.hpp"
 
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <prometheus/text_serializer.h>
@@ -21,11 +22,9 @@ using namespace conclave::store;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-namespace {
+using conclave::test::code;
 
-errc code(const std::error_code& e) {
-  return static_cast<errc>(e.value());
-}
+namespace {
 
 class store_test : public testing::Test {
 protected:

@@ -5,6 +5,8 @@
 
 #include "storage/checkpoint_file.hpp"
 #include "storage/log_scan.hpp"
+#include "tests/support/log_frames.hpp"
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -18,20 +20,11 @@
 using namespace conclave::store;
 namespace fs = std::filesystem;
 
+using conclave::test::code;
+
+using conclave::test::record_frame;
+
 namespace {
-
-errc code(const std::error_code& e) {
-  return static_cast<errc>(e.value());
-}
-
-std::string frame(uint64_t l, size_t value_bytes = 40) {
-  log_record r;
-  r.lsn = lsn{l};
-  r.txn = txn_id{l};
-  r.ops.push_back(
-      {op_kind::put, 1, "key" + std::to_string(l), std::string(value_bytes, 'v')});
-  return encode_record(r);
-}
 
 class wal_test : public testing::Test {
 protected:
@@ -65,7 +58,7 @@ protected:
                  [](const log_record&) { return result<void>{outcome::success()}; }, rep)
                  .value();
     for (uint64_t l = from; l <= to; ++l)
-      ASSERT_TRUE(w->append(lsn{l}, frame(l)));
+      ASSERT_TRUE(w->append(lsn{l}, record_frame(l)));
     ASSERT_TRUE(w->wait_durable(lsn{to}));
   }
 
@@ -118,8 +111,8 @@ TEST_F(wal_test, reopen_replays_everything_after_the_given_lsn) {
   std::unique_ptr<wal> w;
   wal_recovery rep3;
   replay(rep3, lsn{}, &w);
-  EXPECT_EQ(code(w->append(lsn{52}, frame(52)).error()), errc::bad_argument);
-  ASSERT_TRUE(w->append(lsn{51}, frame(51)));
+  EXPECT_EQ(code(w->append(lsn{52}, record_frame(52)).error()), errc::bad_argument);
+  ASSERT_TRUE(w->append(lsn{51}, record_frame(51)));
   w.reset();
   wal_recovery rep4;
   EXPECT_EQ(replay(rep4), range(1, 51));
@@ -141,8 +134,8 @@ TEST_F(wal_test, a_log_that_ends_before_the_checkpoint_does_not_become_a_gap) {
   std::unique_ptr<wal> w;
   wal_recovery rep;
   EXPECT_TRUE(replay(rep, lsn{10}, &w).empty());
-  ASSERT_TRUE(w->append(lsn{11}, frame(11)));
-  ASSERT_TRUE(w->append(lsn{12}, frame(12)));
+  ASSERT_TRUE(w->append(lsn{11}, record_frame(11)));
+  ASSERT_TRUE(w->append(lsn{12}, record_frame(12)));
   ASSERT_TRUE(w->wait_durable(lsn{12}));
   w.reset();
   wal_recovery again;
@@ -171,7 +164,7 @@ TEST_F(wal_test, group_commit_shares_syncs_and_serial_mode_does_not) {
           {
             std::lock_guard<std::mutex> guard{mtx};
             l = lsn{next++};
-            ASSERT_TRUE(w->append(l, frame(l.value)));
+            ASSERT_TRUE(w->append(l, record_frame(l.value)));
           }
           ASSERT_TRUE(w->wait_durable(l));
         }
@@ -208,7 +201,7 @@ TEST_F(wal_test, a_thread_leading_its_own_syncs_never_wakes_the_writer_thread) {
         last_durable.set_value();
     });
     for (uint64_t l = 1; l <= 200; ++l) {
-      ASSERT_TRUE(w->append(lsn{l}, frame(l), true));
+      ASSERT_TRUE(w->append(lsn{l}, record_frame(l), true));
       ASSERT_TRUE(w->wait_durable(lsn{l}));
     }
     auto s = w->get_stats();
@@ -216,7 +209,7 @@ TEST_F(wal_test, a_thread_leading_its_own_syncs_never_wakes_the_writer_thread) {
     // 0 in practice; a few spurious condition variable wake-ups are allowed.
     EXPECT_LE(s.writer_wakeups, 5u) << "group_commit " << group;
     // The counter counts: a record nobody waits for is the writer's job.
-    ASSERT_TRUE(w->append(lsn{201}, frame(201)));
+    ASSERT_TRUE(w->append(lsn{201}, record_frame(201)));
     last_durable.get_future().wait();
     EXPECT_GT(w->get_stats().writer_wakeups, s.writer_wakeups);
   }
@@ -228,7 +221,7 @@ TEST_F(wal_test, the_last_record_cut_at_every_byte_offset_recovers_the_previous_
   write(1, 5, o);
   auto seg = segments().back();
   auto full = fs::file_size(seg);
-  auto last = frame(5).size() + batch_trailer_size; // as the log stamps it
+  auto last = record_frame(5).size() + batch_trailer_size; // as the log stamps it
   std::string original;
   {
     std::ifstream in{seg, std::ios::binary};
@@ -256,7 +249,7 @@ TEST_F(wal_test, every_bit_flip_in_the_last_record_recovers_the_previous_ones) {
     std::ifstream in{seg, std::ios::binary};
     original.assign(std::istreambuf_iterator<char>{in}, {});
   }
-  auto start = original.size() - frame(5).size() - batch_trailer_size;
+  auto start = original.size() - record_frame(5).size() - batch_trailer_size;
   for (size_t bit = start * 8; bit < original.size() * 8; ++bit) {
     auto bad = original;
     bad[bit / 8] = static_cast<char>(bad[bit / 8] ^ (1 << (bit % 8)));
@@ -318,7 +311,8 @@ TEST_F(wal_test, corruption_before_valid_records_refuses_the_open_until_repaired
   }
   EXPECT_EQ(total, fixed.cut_bytes);
   // The log continues from the cut.
-  ASSERT_TRUE(repaired.value()->append(lsn{seen.back() + 1}, frame(seen.back() + 1)));
+  ASSERT_TRUE(
+      repaired.value()->append(lsn{seen.back() + 1}, record_frame(seen.back() + 1)));
   ASSERT_TRUE(repaired.value()->wait_durable(lsn{seen.back() + 1}));
   repaired.value().reset();
   wal_recovery again;
@@ -338,7 +332,7 @@ void write_batches(const wal_options& o,
                .value();
   for (auto [from, to] : batches) {
     for (uint64_t l = from; l <= to; ++l)
-      ASSERT_TRUE(w->append(lsn{l}, frame(l), true));
+      ASSERT_TRUE(w->append(lsn{l}, record_frame(l), true));
     ASSERT_TRUE(w->wait_durable(lsn{to}));
   }
   ASSERT_EQ(w->get_stats().syncs, batches.size());
@@ -477,7 +471,7 @@ TEST_F(wal_test, unstamped_frames_are_read_and_damage_before_them_refuses) {
   std::vector<size_t> at;
   for (uint64_t l = 1; l <= 5; ++l) {
     at.push_back(bytes.size());
-    bytes += frame(l);
+    bytes += record_frame(l);
   }
   auto seg = dir / "log" / files::lsn_name("seg-", lsn{1}, ".wal");
   ASSERT_TRUE(files::write_file_synced(seg, bytes, files::default_sync()));
@@ -513,8 +507,8 @@ TEST_F(wal_test, zeros_inside_the_last_record_are_a_torn_tail) {
   write(1, 5, o);
   auto seg = segments().back();
   auto original = files::read_file(seg).value();
-  auto stored = frame(5).size() + batch_trailer_size; // as the log stamps it
-  auto start = 5 * stored - stored;                   // frames are equal in size
+  auto stored = record_frame(5).size() + batch_trailer_size; // as the log stamps it
+  auto start = 5 * stored - stored;                          // frames are equal in size
   std::string zeros(stored - 30, '\0');
   overwrite(seg, start + 30, zeros);
   wal_recovery rep;
@@ -532,8 +526,8 @@ TEST_F(wal_test, a_partial_record_before_the_zeros_is_a_torn_tail) {
   o.preallocate_bytes = 4096;
   write(1, 5, o);
   auto seg = segments().back();
-  auto end = 5 * (frame(1).size() + batch_trailer_size); // as the log stamps them
-  auto half = frame(6).substr(0, frame(6).size() / 2);   // a crash mid-write
+  auto end = 5 * (record_frame(1).size() + batch_trailer_size); // as the log stamps them
+  auto half = record_frame(6).substr(0, record_frame(6).size() / 2); // a crash mid-write
   overwrite(seg, end, half);
   wal_recovery rep;
   EXPECT_EQ(replay(rep), range(1, 5));
@@ -559,7 +553,7 @@ TEST_F(wal_test, a_nonzero_byte_after_the_zeros_is_corruption_not_a_clean_end) {
       if (l == 21) {
         ASSERT_TRUE(w->roll());
       }
-      ASSERT_TRUE(w->append(lsn{l}, frame(l)));
+      ASSERT_TRUE(w->append(lsn{l}, record_frame(l)));
     }
     ASSERT_TRUE(w->wait_durable(lsn{40}));
   }
@@ -613,13 +607,13 @@ TEST_F(wal_test, a_failed_sync_is_final) {
     if (e)
       ++errors;
   });
-  ASSERT_TRUE(w->append(lsn{1}, frame(1)));
+  ASSERT_TRUE(w->append(lsn{1}, record_frame(1)));
   ASSERT_TRUE(w->wait_durable(lsn{1}));
   fail = true;
-  ASSERT_TRUE(w->append(lsn{2}, frame(2)));
+  ASSERT_TRUE(w->append(lsn{2}, record_frame(2)));
   EXPECT_EQ(code(w->wait_durable(lsn{2}).error()), errc::io_failure);
   EXPECT_EQ(w->durable_lsn(), lsn{1});
-  EXPECT_EQ(code(w->append(lsn{3}, frame(3)).error()), errc::store_failed);
+  EXPECT_EQ(code(w->append(lsn{3}, record_frame(3)).error()), errc::store_failed);
   EXPECT_TRUE(w->failure());
   // The callback runs on the thread that led the failed sync (the writer
   // thread, or this one in wait_durable).
@@ -640,7 +634,7 @@ TEST_F(wal_test, roll_and_truncate_drop_only_covered_segments) {
     if (l == 4 || l == 8) {
       ASSERT_TRUE(w->roll());
     }
-    ASSERT_TRUE(w->append(lsn{l}, frame(l)));
+    ASSERT_TRUE(w->append(lsn{l}, record_frame(l)));
   }
   ASSERT_TRUE(w->wait_durable(lsn{10}));
   ASSERT_EQ(w->segments().size(), 3u); // 1-3, 4-7, 8-10

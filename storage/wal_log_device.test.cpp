@@ -9,6 +9,8 @@
 
 #include "storage/file_util.hpp"
 #include "storage/log_scan.hpp"
+#include "tests/support/log_device_sync.hpp"
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -30,11 +32,10 @@ using conclave::storage::replica_log_options;
 using conclave::storage::wal_log_device;
 namespace fs = std::filesystem;
 
-namespace {
+using conclave::test::code;
+using conclave::test::sync_and_wait;
 
-errc code(const std::error_code& e) {
-  return static_cast<errc>(e.value());
-}
+namespace {
 
 log_record record(uint64_t l, size_t value_bytes = 40) {
   log_record r;
@@ -64,14 +65,6 @@ std::vector<std::string> expected(uint64_t from, uint64_t to, size_t value_bytes
   for (auto l = from; l <= to; ++l)
     out.push_back(digest(record(l, value_bytes)));
   return out;
-}
-
-/// Syncs and waits for the completion (on whatever thread it runs).
-result<lsn> sync_and_wait(log_device& d) {
-  std::promise<result<lsn>> p;
-  auto f = p.get_future();
-  d.sync([&p](result<lsn> r) { p.set_value(r); });
-  return f.get();
 }
 
 /// Records in the segment files of dir/log as they are on disk now (read

@@ -9,6 +9,8 @@
 
 #include "storage/checkpoint_file.hpp"
 #include "storage/file_util.hpp"
+#include "tests/support/log_device_sync.hpp"
+#include "tests/support/store_errc.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -22,26 +24,19 @@ using conclave::storage::replica_log_options;
 using conclave::storage::wal_log_device;
 namespace fs = std::filesystem;
 
+using conclave::test::code;
+using conclave::test::sync_and_wait;
+
 namespace {
 
-errc code(const std::error_code& e) {
-  return static_cast<errc>(e.value());
-}
-
-log_record record(uint64_t l) {
+/// Record `l`, all in term 1.
+log_record term1_record(uint64_t l) {
   log_record r;
   r.lsn = lsn{l};
   r.term = term{1};
   r.txn = txn_id{l};
   r.ops.push_back({op_kind::put, 0, "key" + std::to_string(l), std::string(40, 'v')});
   return r;
-}
-
-result<lsn> sync_and_wait(log_device& d) {
-  std::promise<result<lsn>> p;
-  auto f = p.get_future();
-  d.sync([&p](result<lsn> r) { p.set_value(r); });
-  return f.get();
 }
 
 std::vector<uint64_t> lsns(const std::vector<log_record>& rs) {
@@ -90,7 +85,7 @@ protected:
 
   void fill(wal_log_device& d, uint64_t from, uint64_t to) {
     for (auto l = from; l <= to; ++l)
-      ASSERT_TRUE(d.append(record(l)));
+      ASSERT_TRUE(d.append(term1_record(l)));
     auto s = sync_and_wait(d);
     ASSERT_TRUE(s);
     ASSERT_EQ(s.value(), lsn{to});

@@ -6,6 +6,7 @@
 
 using namespace std::chrono_literals;
 using conclave::testing::election_network;
+using conclave::testing::id;
 namespace el = conclave::election;
 
 namespace {
@@ -14,10 +15,6 @@ el::election_config bully_config() {
   el::election_config cfg;
   cfg.algo = el::algorithm::bully;
   return cfg;
-}
-
-el::node_id id(uint64_t x) {
-  return el::node_id{x};
 }
 
 } // namespace

@@ -14,23 +14,11 @@
 
 using namespace std::chrono_literals;
 using conclave::testing::election_network;
+using conclave::testing::guarded;
+using conclave::testing::id;
 namespace el = conclave::election;
 
 namespace {
-
-el::node_id id(uint64_t x) {
-  return el::node_id{x};
-}
-
-el::election_config guarded(el::algorithm a) {
-  el::election_config cfg;
-  cfg.algo = a;
-  cfg.guard.enabled = true;
-  cfg.guard.lease = 100ms;
-  cfg.guard.max_clock_drift = 10ms;
-  cfg.detector.timeout = 150ms;
-  return cfg;
-}
 
 size_t acting_count(election_network& net) {
   size_t n = 0;

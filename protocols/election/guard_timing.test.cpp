@@ -9,19 +9,10 @@
 
 using namespace std::chrono_literals;
 using conclave::testing::election_network;
+using conclave::testing::guarded;
 namespace el = conclave::election;
 
 namespace {
-
-el::election_config guarded(el::algorithm a) {
-  el::election_config cfg;
-  cfg.algo = a;
-  cfg.guard.enabled = true;
-  cfg.guard.lease = 100ms;
-  cfg.guard.max_clock_drift = 10ms;
-  cfg.detector.timeout = 150ms;
-  return cfg;
-}
 
 /// Fraction of [from, to) in which `id` acted, sampled every millisecond.
 double acting_fraction(election_network& net, el::node_id id, el::duration span) {

@@ -9,6 +9,7 @@
 
 using namespace std::chrono_literals;
 using conclave::testing::election_network;
+using conclave::testing::id;
 namespace el = conclave::election;
 
 namespace {
@@ -17,10 +18,6 @@ el::election_config ring_config() {
   el::election_config cfg;
   cfg.algo = el::algorithm::ring;
   return cfg;
-}
-
-el::node_id id(uint64_t x) {
-  return el::node_id{x};
 }
 
 constexpr size_t ring_election_type = election_network::index_of<el::ring_election_msg>();

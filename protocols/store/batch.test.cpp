@@ -11,7 +11,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr timestamp deadline{4s};
+constexpr timestamp batch_deadline{4s};
 
 op_result found(std::string v) {
   op_result r;
@@ -55,7 +55,7 @@ op_request put(std::string k, std::string v) {
 batch_run drive(store_core& core, op_batch b) {
   batch_run run{std::move(b), core.begin()};
   while (!run.finished()) {
-    auto r = core.execute(run.next(), deadline);
+    auto r = core.execute(run.next(), batch_deadline);
     EXPECT_TRUE(r) << r.error().message();
     EXPECT_FALSE(r.value().waiting);
     if (!run.accept(std::move(r.value())))
@@ -95,7 +95,7 @@ TEST_F(batch_run_test, operations_run_in_the_batch_transaction_after_passing_che
   get.op = operation::try_get;
   get.collection = "d";
   get.key = "k";
-  EXPECT_EQ(core.execute(get, deadline).value().value, "v2");
+  EXPECT_EQ(core.execute(get, batch_deadline).value().value, "v2");
 }
 
 TEST_F(batch_run_test, a_failed_check_stops_before_any_operation) {
@@ -119,7 +119,7 @@ TEST_F(batch_run_test, a_check_holds_an_update_lock_until_the_transaction_ends) 
   auto other = core.begin();
   auto w = put("k", "other");
   w.txn = other;
-  auto r = core.execute(w, deadline);
+  auto r = core.execute(w, batch_deadline);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r.value().waiting); // the checked row cannot change under the batch
   ASSERT_TRUE(core.abort(run.txn()));
@@ -156,7 +156,7 @@ TEST_F(batch_run_test, a_failed_check_in_a_group_skips_only_that_group) {
     get.op = operation::try_get;
     get.collection = "d";
     get.key = std::move(k);
-    auto r = core.execute(get, deadline).value();
+    auto r = core.execute(get, batch_deadline).value();
     return r.found ? r.value : "-";
   };
   EXPECT_EQ(value("a"), "A");

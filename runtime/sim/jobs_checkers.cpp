@@ -17,7 +17,7 @@ bool is_undo(const job_event& e) {
   return e.detail == "compensation";
 }
 
-std::string ms(duration d) {
+std::string ms_text(duration d) {
   std::ostringstream o;
   o << static_cast<double>(d.count()) / 1e6 << "ms";
   return o.str();
@@ -42,15 +42,16 @@ public:
       }
       auto state = j.view->job.state;
       if (!is_final(state)) {
-        out.push_back(j.id.value + " is still " + to_string(state) + " at " + ms(limit)
-                      + " (heal " + ms(obs.heal) + " + bound " + ms(obs.bound)
+        out.push_back(j.id.value + " is still " + to_string(state) + " at "
+                      + ms_text(limit) + " (heal " + ms_text(obs.heal) + " + bound "
+                      + ms_text(obs.bound)
                       + "): " + to_string(explain(*j.view, obs.now), obs.now));
         continue;
       }
       auto at = j.view->job.updated - obs.origin;
       if (at > limit)
-        out.push_back(j.id.value + " became " + to_string(state) + " only at " + ms(at)
-                      + ", after heal + bound " + ms(limit));
+        out.push_back(j.id.value + " became " + to_string(state) + " only at "
+                      + ms_text(at) + ", after heal + bound " + ms_text(limit));
     }
   }
 };

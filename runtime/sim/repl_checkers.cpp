@@ -6,20 +6,20 @@
 
 namespace conclave::sim {
 
+std::string key_name(size_t k) {
+  return "k" + std::to_string(k + 1);
+}
+
 namespace {
 
 using repl::commit_mode;
 using repl::term;
 using repl::timestamp;
 
-std::string ms(timestamp t) {
+std::string ms_text(timestamp t) {
   std::ostringstream o;
   o << static_cast<double>(t.count()) / 1e6 << "ms";
   return o.str();
-}
-
-std::string key_name(size_t k) {
-  return "k" + std::to_string(k + 1);
 }
 
 /// Strong acknowledged writes in acknowledgement order.
@@ -38,12 +38,13 @@ std::string describe(const repl_sample& s) {
   return "replica " + election::to_string(s.node) + " ("
          + std::string{repl::to_string(s.replica_role)} + (s.serving ? ", serving" : "")
          + (s.acting ? ", acting" : "") + ", term " + election::to_string(s.promised)
-         + ", applied " + std::to_string(s.applied.value) + ") at " + ms(s.at);
+         + ", applied " + std::to_string(s.applied.value) + ") at " + ms_text(s.at);
 }
 
 std::string describe(const repl_write& w) {
   return "write " + std::to_string(w.seq) + " of " + key_name(w.key) + " acked at "
-         + ms(*w.acked) + " by replica " + election::to_string(w.acked_by) + " (term "
+         + ms_text(*w.acked) + " by replica " + election::to_string(w.acked_by)
+         + " (term "
          + (w.acked_term ? election::to_string(*w.acked_term) : std::string{"unknown"})
          + ", lsn " + std::to_string(w.at.value) + ")";
 }
@@ -176,8 +177,9 @@ public:
       if (w.mode == wanted && w.acked && *w.acked >= obs.heal && *w.acked <= limit)
         return;
     out.push_back({"", std::string{"no "} + (any_strong ? "strong" : "weak")
-                           + " write was acknowledged between heal at " + ms(obs.heal)
-                           + " and heal + bound at " + ms(limit)});
+                           + " write was acknowledged between heal at "
+                           + ms_text(obs.heal) + " and heal + bound at "
+                           + ms_text(limit)});
   }
 };
 

@@ -109,6 +109,9 @@ public:
                      std::vector<repl_violation>& out) const = 0;
 };
 
+/// The name of the workload's key number `k` ("k1", "k2", ...).
+std::string key_name(size_t k);
+
 /// The five checkers above, in that order.
 std::vector<std::unique_ptr<repl_checker>> standard_repl_checkers();
 

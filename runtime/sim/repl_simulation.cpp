@@ -33,10 +33,6 @@ constexpr const char* collection = "kv";
 
 using poll_atom = caf::atom_constant<caf::atom("rs_poll")>;
 
-std::string key_name(size_t k) {
-  return "k" + std::to_string(k + 1);
-}
-
 /// One fault in the spec's own syntax (for the replay line).
 std::string spec_of(const fault& f) {
   auto time = [](timestamp t) {

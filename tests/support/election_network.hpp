@@ -27,6 +27,24 @@ namespace conclave::testing {
 
 namespace el = conclave::election;
 
+/// Candidate `x`'s id.
+inline el::node_id id(uint64_t x) {
+  return el::node_id{x};
+}
+
+/// `a` with the quorum guard on: lease 100 ms, drift bound 10 ms, a 150 ms
+/// detector (the guard's inequality holds with room).
+inline el::election_config guarded(el::algorithm a) {
+  using namespace std::chrono_literals;
+  el::election_config cfg;
+  cfg.algo = a;
+  cfg.guard.enabled = true;
+  cfg.guard.lease = 100ms;
+  cfg.guard.max_clock_drift = 10ms;
+  cfg.detector.timeout = 150ms;
+  return cfg;
+}
+
 class election_network {
 public:
   using clock_ms = std::chrono::milliseconds;
