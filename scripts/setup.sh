@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config
+  ccache                # compiler cache: rebuilds after a clean or a branch switch are cheap
   libcaf-dev            # actors, middleman, test coordinator (0.17.6)
   libboost-dev          # Boost.Outcome: result<T> without exceptions
   prometheus-cpp-dev    # metrics exposer
