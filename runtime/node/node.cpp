@@ -180,10 +180,10 @@ void log_start(const node_config& c, const peer_links& links) {
                  "its identity proof");
   if (c.tls && !tls_error_queue_fix_active())
     links.warn("OpenSSL error-queue fix not active: a failed TLS handshake may drop "
-               "healthy links (docs/node.md)");
+               "healthy links (docs/design/node.md)");
   if (!c.election.guard.enabled)
     links.warn("--no-quorum-guard: a partitioned leader keeps acting; two leaders "
-               "may act at once (docs/node.md)");
+               "may act at once (docs/design/node.md)");
 }
 
 /// The lower id of each pair dials the higher one; after a pause, a dropped
