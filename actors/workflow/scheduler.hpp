@@ -1,4 +1,4 @@
-// The scheduler (PATTERNS.md, "Scheduler Agent Supervisor"): drives jobs step
+// The scheduler (docs/patterns.md, "Scheduler Agent Supervisor"): drives jobs step
 // by step through the store.
 //
 // - Finds work in the ready index (jobs whose claimable step is due) every

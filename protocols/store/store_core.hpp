@@ -1,4 +1,4 @@
-// The transactional core of the reliable collections store (PATTERNS.md,
+// The transactional core of the reliable collections store (docs/patterns.md,
 // "Reliable Collections"): named dictionaries and FIFO queues of byte strings,
 // multi-version state, transactions under strict two-phase locking.
 //

@@ -68,7 +68,7 @@ void configure(caf::actor_system_config& cfg, const node_config& c) {
   cfg.add_message_types<caf::id_block::conclave_election>();
   cfg.add_message_types<caf::id_block::conclave_replication>();
   // Few threads, no work stealing: an idle node costs ≈1.5 % of a core instead of
-  // ≈20 % (../shared/CAF-0.17.md).
+  // ≈20 % (docs/design/caf-0.17.md).
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("scheduler.max-threads", 2);
   cfg.set("middleman.heartbeat-interval", caf::timespan{c.link_heartbeat});

@@ -52,7 +52,8 @@ std::string query_error(const std::string& api, const std::string& query) {
 /// Every line of every ```promql block in docs/reference/metrics.md.
 std::vector<std::string> documented_queries() {
   std::vector<std::string> queries;
-  std::istringstream in{read_file(std::string{CONCLAVE_SOURCE_DIR} + "/docs/reference/metrics.md")};
+  std::istringstream in{
+      read_file(std::string{CONCLAVE_SOURCE_DIR} + "/docs/reference/metrics.md")};
   std::string line;
   bool inside = false;
   while (std::getline(in, line)) {
