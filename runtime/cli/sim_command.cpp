@@ -254,7 +254,7 @@ void add_sim_command(command_registry& reg) {
       ->capture_default_str();
   option(sub, "--faults", o->faults,
          "fault spec, e.g. crash-leader@1s,partition@2s-4s:1-3|4-5,loss=0.01,"
-         "delay=1ms..5ms (docs/design/simulation.md)");
+         "delay=1ms..5ms (docs/concepts/simulation.md)");
   option(sub, "--out", o->out, "directory for CSV files and SVG plots");
   option(sub, "--detector", o->detector, "fixed or phi")->capture_default_str();
   option(sub, "--heartbeat-ms", o->heartbeat_ms,
