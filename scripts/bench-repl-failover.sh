@@ -5,7 +5,7 @@
 # SIGKILL of the primary, time to the first commit acknowledged by the new
 # primary and the gap between acknowledgements, then the killed node is
 # restarted and the replicas compared (digest). Runs the default timing, then
-# the faster profile (docs/node.md, "Default timing"), one after the other in
+# the faster profile (docs/design/node.md, "Default timing"), one after the other in
 # one run. Prints every round, medians and p90.
 #
 #   scripts/bench-repl-failover.sh [ROUNDS (default 10)]

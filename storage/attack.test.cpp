@@ -1,4 +1,4 @@
-// An outside attack on the store's promises (docs/store.md, "Guarantees" and
+// An outside attack on the store's promises (docs/design/store.md, "Guarantees" and
 // "Checkpoints, truncation, recovery"), in the manner of Jepsen or a simulated
 // disk: bytes of every file the store writes (log segments with their
 // zero-filled tails, checkpoints, backup files and manifests) are flipped,

@@ -2,7 +2,7 @@
 // the records recovery needs, and every stretch of bytes that holds no valid
 // record, classified by what recovery may do about it. The write-ahead log's
 // recovery (wal::open) acts on this scan; `conclave store check` only reports
-// it. docs/store.md, "Recovery", states the same rules for operators.
+// it. docs/design/store.md, "Recovery", states the same rules for operators.
 //
 // Rules (`base` is the lsn the loaded checkpoint covers; 0 without one)
 // - Records with lsn <= base are covered: not needed. A segment whose

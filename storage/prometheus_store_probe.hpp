@@ -1,5 +1,5 @@
 // prometheus_store_probe: the store's metrics in a prometheus-cpp registry
-// (names in docs/metrics.md, "Store"). Thread-safe: prometheus-cpp metrics are
+// (names in docs/reference/metrics.md, "Store"). Thread-safe: prometheus-cpp metrics are
 // atomic and histograms lock internally.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Recovery never deletes acknowledged data (docs/store.md, "Recovery"):
+// Recovery never deletes acknowledged data (docs/design/store.md, "Recovery"):
 // damage among records the checkpoint covers loses nothing, corruption before
 // valid records refuses the open and changes nothing until an operator
 // repairs, a torn tail is cut and its bytes are kept in log/lost+found, and a

@@ -1,4 +1,4 @@
-// state_manager: the reliable collections store of one replica (PATTERNS.md,
+// state_manager: the reliable collections store of one replica (docs/patterns.md,
 // "Reliable Collections"). It owns the transactional core (protocols/store),
 // the write-ahead log, checkpoints and recovery of one data directory, and
 // serves typed collections (collections.hpp) to threads and, through

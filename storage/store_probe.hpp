@@ -2,7 +2,7 @@
 // state manager calls them from whichever thread did the work (callers, the
 // log writer, the timer and checkpoint threads), so implementations must be thread-safe.
 // The null probe is the default; prometheus_store_probe exports them
-// (docs/metrics.md lists the names).
+// (docs/reference/metrics.md lists the names).
 #pragma once
 
 #include <chrono>

@@ -10,7 +10,7 @@
 //   ops   = one put on collection 0: key = the full term (3 x u64 LE),
 //           value = entry.payload
 // so the frame's checksum covers the full term and the payload. Widening the
-// frame (docs/store.md) would remove this mapping.
+// frame (docs/design/store.md) would remove this mapping.
 //
 // Payload of a transaction entry: u32 op count, then per op u8 op_kind
 // (0 put, 1 remove, 2 enqueue, 3 dequeue, 4 expect_value, 5 expect_absent;

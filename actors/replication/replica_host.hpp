@@ -11,7 +11,7 @@
 // hosts, two logs and two recoveries of one store. The replica host is the
 // store's one host for a replicated store.
 //
-// Host contract (docs/replication.md): after every input it executes the
+// Host contract (docs/design/replication.md): after every input it executes the
 // core's effects in order (persist_term in the term file before anything is
 // sent, append_records and truncate_after on the device, apply_through on the
 // store core, commit_acked / txn_failed answer the client), then sends the

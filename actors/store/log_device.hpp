@@ -1,5 +1,5 @@
-// The log device a store host writes its records to (DESIGN.md, "One store
-// host for both worlds"). The host appends every record the store core
+// The log device a store host writes its records to (docs/architecture.md,
+// "Pure core, thin actor host"). The host appends every record the store core
 // returns, asks for a sync, and learns that records are durable only through
 // the completion it passes. The device never blocks the host; the completion
 // may run on any thread, or inside sync() itself, so hosts make it do nothing

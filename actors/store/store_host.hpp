@@ -1,5 +1,5 @@
 // store_host: the reliable collections store as one thread-free actor
-// (DESIGN.md, "One store host for both worlds"). It owns a store core
+// (docs/architecture.md, "Pure core, thin actor host"). It owns a store core
 // (protocols/store) and writes its records to a log_device; it answers the
 // same typed interface as store_actor (store_interface.hpp), so clients
 // cannot tell the two apart.

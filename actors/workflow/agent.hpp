@@ -1,4 +1,4 @@
-// The agent (PATTERNS.md, "Scheduler Agent Supervisor"): wraps one remote
+// The agent (docs/patterns.md, "Scheduler Agent Supervisor"): wraps one remote
 // service — a function or an actor — for one agent kind. For each dispatch it
 // calls the service with the step's idempotency key (the same on every try and
 // every attempt, so the service can de-duplicate), retries transient failures

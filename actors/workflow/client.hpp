@@ -1,4 +1,4 @@
-// The client (PATTERNS.md, "Scheduler Agent Supervisor": the submitting
+// The client (docs/patterns.md, "Scheduler Agent Supervisor": the submitting
 // application's side). See client_actor in interfaces.hpp for the protocol.
 //
 // - submit validates the job (empty job, unknown agent kind, zero timeout,

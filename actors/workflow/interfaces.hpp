@@ -1,4 +1,4 @@
-// The typed interfaces of the workflow actors (PATTERNS.md, "Scheduler Agent
+// The typed interfaces of the workflow actors (docs/patterns.md, "Scheduler Agent
 // Supervisor"), declared before their implementations so that each actor's
 // protocol reads in one place. Implementations: agent.hpp, scheduler.hpp,
 // supervisor.hpp, client.hpp, test_service.hpp.

@@ -1,5 +1,5 @@
 // prometheus_workflow_probe: the workflow metrics (workflow_probe.hpp) in a
-// prometheus-cpp registry; names in docs/metrics.md, "Workflows". Every
+// prometheus-cpp registry; names in docs/reference/metrics.md, "Workflows". Every
 // series is registered at construction, so each one exists (at 0) before the
 // first job. Thread-safe: prometheus-cpp counters and gauges are atomic and
 // histograms lock internally, so schedulers, agents, supervisors and clients

@@ -1,4 +1,4 @@
-// The scheduler (PATTERNS.md, "Scheduler Agent Supervisor"): drives jobs step
+// The scheduler (docs/patterns.md, "Scheduler Agent Supervisor"): drives jobs step
 // by step through the store.
 //
 // - Finds work in the ready index (jobs whose claimable step is due) every
@@ -53,7 +53,7 @@ struct scheduler_options {
   /// Jobs being claimed at once. With a durable store every claim waits for
   /// a log sync, so this bounds claims per sync: 16 (with groups of 8) held
   /// durable 1-step jobs to ~12k transitions/s here, 128 (groups of 32)
-  /// gave ~23k and halved job latency (docs/workflow.md, "Figures").
+  /// gave ~23k and halved job latency (docs/design/workflow.md, "Figures").
   size_t claims_in_flight = 128;
   /// Batched: ready jobs claimed per transaction (1: one job each).
   size_t claim_group = 32;

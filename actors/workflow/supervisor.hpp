@@ -1,4 +1,4 @@
-// The supervisor (PATTERNS.md, "Scheduler Agent Supervisor"): finds steps whose
+// The supervisor (docs/patterns.md, "Scheduler Agent Supervisor"): finds steps whose
 // attempt is lost and asks for their recovery; it knows nothing of the
 // business logic and restarts no actor.
 //

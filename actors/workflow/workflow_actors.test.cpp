@@ -1,6 +1,6 @@
 // Scheduler, agent, supervisor and client on CAF's test coordinator, over the
 // thread-free store host, in virtual time: the failure cases of the pattern
-// (PATTERNS.md, "Scheduler Agent Supervisor") one by one.
+// (docs/patterns.md, "Scheduler Agent Supervisor") one by one.
 #include "actors/election/local_group.hpp"
 #include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_host.hpp"

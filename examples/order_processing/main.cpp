@@ -1,5 +1,5 @@
 // The Scheduler Agent Supervisor pattern's e-commerce example in one process
-// (PATTERNS.md): orders are submitted as 3-step jobs — reserve stock, charge
+// (docs/patterns.md): orders are submitted as 3-step jobs — reserve stock, charge
 // the card, ship — to a store; two schedulers drive them, two supervisors
 // (one elected leader) recover lost steps, and one payment agent is killed
 // while it works. The payment service is slow and flaky (transient failures

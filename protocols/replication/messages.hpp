@@ -1,4 +1,4 @@
-// Wire messages of the replication protocol (docs/replication.md).
+// Wire messages of the replication protocol (docs/design/replication.md).
 //
 // Every message names its sender (`from`) and carries the sender's term `t`:
 // the primary's term for what a primary sends, the replica's promised term for

@@ -13,7 +13,7 @@
 // next_deadline() and calls tick() when it fires; late or spurious ticks are
 // harmless.
 //
-// Protocol (docs/replication.md has the argument):
+// Protocol (docs/design/replication.md has the argument):
 // - Terms fence. A replica remembers (durably) the highest term it promised; a
 //   message with a lower term is dropped, counted and answered with stale_term.
 //   A higher term is promised at once; a primary that sees one steps down.

@@ -1,5 +1,5 @@
 // Lock manager of the reliable collections store: strict two-phase locking
-// with Shared, Update and Exclusive modes (PATTERNS.md, "Reliable Collections",
+// with Shared, Update and Exclusive modes (docs/patterns.md, "Reliable Collections",
 // Locking).
 //
 // Guarantees

@@ -1,5 +1,5 @@
 // Log records of the store: the unit of the write-ahead log today and of
-// replication later (DESIGN.md, "Persistence": the replication log and the
+// replication later (docs/architecture.md, "Persistence": the replication log and the
 // local WAL are the same records).
 //
 // Frame on disk (little endian), 24-byte header then the body:

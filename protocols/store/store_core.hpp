@@ -1,4 +1,4 @@
-// The transactional core of the reliable collections store (PATTERNS.md,
+// The transactional core of the reliable collections store (docs/patterns.md,
 // "Reliable Collections"): named dictionaries and FIFO queues of byte strings,
 // multi-version state, transactions under strict two-phase locking.
 //
@@ -26,7 +26,7 @@
 //   and writes commits with a higher lsn, so it can never be durable without
 //   it. A read-only transaction logs nothing, so that argument does not cover
 //   it: observed_through() tells the host which lsn must be durable before
-//   the read-only commit may be acknowledged (docs/store.md, "Durability").
+//   the read-only commit may be acknowledged (docs/design/store.md, "Durability").
 // - Checkpoints can be encoded in steps (begin_checkpoint, encode_step) with
 //   commits in between; the image is the state at the lsn where it began.
 // - Queue operations cost O(1) (queue_count O(log n)), however many items one
@@ -142,7 +142,7 @@ public:
   void set_term(store::term t) { term_ = t; }
 
   /// Encodes the latest committed state (only the newest version of each
-  /// item) as a checkpoint image, stamped with last_lsn(). See docs/store.md.
+  /// item) as a checkpoint image, stamped with last_lsn(). See docs/design/store.md.
   std::string encode_checkpoint() const;
 
   /// Replaces the whole state with a checkpoint image. Only valid on a core

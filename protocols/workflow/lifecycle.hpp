@@ -1,4 +1,4 @@
-// The step lifecycle of a job (PATTERNS.md, "Scheduler Agent Supervisor"): every
+// The step lifecycle of a job (docs/patterns.md, "Scheduler Agent Supervisor"): every
 // state change a scheduler, a supervisor or a client makes, as pure functions
 // on a job_view (the job record and its step records). The actors read the
 // view in a store transaction, call one of these, and write back the changed

@@ -1,4 +1,4 @@
-// The records of a workflow job as the store keeps them (PATTERNS.md,
+// The records of a workflow job as the store keeps them (docs/patterns.md,
 // "Scheduler Agent Supervisor": the state store) and their byte encoding.
 //
 // One job record (state, current step, failure threshold, counters) and one

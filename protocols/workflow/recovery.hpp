@@ -1,4 +1,4 @@
-// The supervisor's recovery decision (PATTERNS.md, "Scheduler Agent
+// The supervisor's recovery decision (docs/patterns.md, "Scheduler Agent
 // Supervisor"): for a running step whose attempt is lost, retry it, fail it,
 // or undo the job with compensating actions — by FailureCount against the
 // job's threshold — and the order in which compensations run.

@@ -1,4 +1,4 @@
-// Retry policy of a step, applied by its agent inside one dispatch (PATTERNS.md,
+// Retry policy of a step, applied by its agent inside one dispatch (docs/patterns.md,
 // "Scheduler Agent Supervisor": the agent retries transient faults, and gives
 // up — replying nothing — when it cannot finish before the deadline).
 //

@@ -1,7 +1,8 @@
 // Where a job lives in the reliable collections store, and the writes that
 // turn one version of a job view into the next — all of them in the one
-// transaction that changes the job (DESIGN.md, "Workflows": the store is the
-// source of truth; indexes are updated in the same transactions as records).
+// transaction that changes the job (docs/concepts/workflows.md, "The store is
+// the source of truth": indexes are updated in the same transactions as
+// records).
 //
 // Collections (dictionaries of bytes):
 //   wf.jobs    job id                      -> the job's document (encode_doc:

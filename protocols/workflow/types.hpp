@@ -1,4 +1,4 @@
-// Strong types of the Scheduler–Agent–Supervisor workflows (PATTERNS.md,
+// Strong types of the Scheduler–Agent–Supervisor workflows (docs/patterns.md,
 // "Scheduler Agent Supervisor"): job and step ids, attempts, scheduler
 // identities, step and job states, and time as the cores see it.
 //

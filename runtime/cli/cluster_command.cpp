@@ -1,5 +1,5 @@
 // conclave cluster up|status|kill|restart|down: nodes launched together on
-// loopback. See docs/node.md.
+// loopback. See docs/design/node.md.
 #include "runtime/cli/commands.hpp"
 
 #include "runtime/cluster/cluster.hpp"

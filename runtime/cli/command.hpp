@@ -6,7 +6,7 @@
 //     }); cli::option(sub, "--nodes", opts->nodes, "number of candidates");
 //   }
 //
-// Conventions (docs/ and ../shared/DESIGN.md, "User-facing contract"):
+// Conventions (docs/reference/cli.md, docs/reference/configuration.md):
 // - `--help` everywhere; `--name value` and `--name=value` both work.
 // - A flag can also come from CONCLAVE_<COMMAND>_<FLAG> (upper case, '-' → '_'):
 //   `node --data-dir` ← CONCLAVE_NODE_DATA_DIR, `cluster up --dir` ←

@@ -1,5 +1,5 @@
 // conclave kv get|put|delete|list|enqueue|dequeue|incr: a client of a running
-// cluster's replicated store, for scripts and operators. See docs/node.md
+// cluster's replicated store, for scripts and operators. See docs/design/node.md
 // ("conclave kv").
 //
 // It connects to every member's front at once (front_directory.hpp) and runs

@@ -1,4 +1,4 @@
-// conclave node: one member of a cluster as an OS process. See docs/node.md.
+// conclave node: one member of a cluster as an OS process. See docs/design/node.md.
 #include "runtime/cli/commands.hpp"
 
 #include "runtime/node/node.hpp"

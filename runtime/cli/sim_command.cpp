@@ -1,6 +1,6 @@
 // conclave sim: deterministic simulation runs of the election algorithms, of
 // workflow jobs with --workload jobs (sim_jobs.cpp), or of replica hosts with
-// --workload replication (sim_repl.cpp). See docs/simulation.md.
+// --workload replication (sim_repl.cpp). See docs/design/simulation.md.
 #include "runtime/cli/commands.hpp"
 #include "runtime/cli/sim_jobs.hpp"
 #include "runtime/cli/sim_repl.hpp"
@@ -36,7 +36,7 @@ struct sim_options {
   bool preempt = false;
   bool no_pre_vote = false;
   std::string detector = "fixed";
-  /// 0: the library default (docs/election.md, "Options").
+  /// 0: the library default (docs/design/election.md, "Options").
   unsigned heartbeat_ms = 0;
   unsigned detector_timeout_ms = 0;
   unsigned lease_ms = 0;
@@ -254,7 +254,7 @@ void add_sim_command(command_registry& reg) {
       ->capture_default_str();
   option(sub, "--faults", o->faults,
          "fault spec, e.g. crash-leader@1s,partition@2s-4s:1-3|4-5,loss=0.01,"
-         "delay=1ms..5ms (docs/simulation.md)");
+         "delay=1ms..5ms (docs/concepts/simulation.md)");
   option(sub, "--out", o->out, "directory for CSV files and SVG plots");
   option(sub, "--detector", o->detector, "fixed or phi")->capture_default_str();
   option(sub, "--heartbeat-ms", o->heartbeat_ms,

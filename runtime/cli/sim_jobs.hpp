@@ -1,5 +1,5 @@
 // `conclave sim --workload jobs`: the flags of the jobs workload and its run
-// (runtime/sim/jobs_simulation.hpp; docs/simulation.md, "Jobs workload").
+// (runtime/sim/jobs_simulation.hpp; docs/design/simulation.md, "Jobs workload").
 // sim_command.cpp owns the command and the flags both workloads share.
 #pragma once
 

@@ -1,5 +1,5 @@
 // `conclave sim --workload replication`: the flags of the replication workload
-// and its run (runtime/sim/repl_simulation.hpp; docs/simulation.md,
+// and its run (runtime/sim/repl_simulation.hpp; docs/design/simulation.md,
 // "Replication workload"). sim_command.cpp owns the command and the flags all
 // workloads share.
 #pragma once

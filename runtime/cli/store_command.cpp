@@ -1,5 +1,5 @@
 // conclave store check|backup|restore|repair: a store's data directory from
-// the command line. See docs/store.md, "Command line" and "Recovery".
+// the command line. See docs/design/store.md, "Command line" and "Recovery".
 #include "runtime/cli/commands.hpp"
 
 #include "storage/inspect.hpp"

@@ -2,7 +2,7 @@
 // node (CN node-ID) and one for clients (CN client: `conclave kv`; it names
 // no member, so it cannot pass a member's identity proof), made with the
 // `openssl` command-line tool in DIR/tls/.
-// No crypto of our own: the tool does it all. See docs/node.md.
+// No crypto of our own: the tool does it all. See docs/design/node.md.
 #pragma once
 
 #include "runtime/node/node_config.hpp"

@@ -4,7 +4,7 @@
 // returns the replica's front. configure_client is shared by `conclave kv`
 // and the replication benchmark (tests/bench/replication); connect_front is
 // the blocking one-member form the benchmark's warm-up uses (kv connects to
-// every member asynchronously: front_directory.hpp). See docs/node.md
+// every member asynchronously: front_directory.hpp). See docs/design/node.md
 // ("conclave kv").
 #pragma once
 

@@ -356,7 +356,7 @@ std::string signal_name(int sig) {
   }
 }
 
-/// One notation for a term everywhere it is shown: EPOCH/LEADER (docs/node.md).
+/// One notation for a term everywhere it is shown: EPOCH/LEADER (docs/design/node.md).
 std::string term_text(uint64_t epoch, uint64_t leader) {
   return std::to_string(epoch) + "/" + std::to_string(leader);
 }

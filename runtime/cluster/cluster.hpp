@@ -11,7 +11,7 @@
 //   DIR/node-I/status.json  its view, written by the node (runtime/node)
 //
 // Processes are signalled only after checking that the pid still runs this
-// node's command line (pids are reused). See docs/node.md.
+// node's command line (pids are reused). See docs/design/node.md.
 #pragma once
 
 #include <chrono>

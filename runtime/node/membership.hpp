@@ -8,7 +8,7 @@
 // By itself this is a membership check among honest processes (a misconfigured
 // node, a node of another cluster on a reused port), not authentication: CAF
 // 0.17's wire protocol trusts its peer before this handshake runs. With TLS,
-// each side also proves the id it claims (peer_identity.hpp; docs/node.md).
+// each side also proves the id it claims (peer_identity.hpp; docs/design/node.md).
 #pragma once
 
 #include <cstdint>

@@ -68,7 +68,7 @@ void configure(caf::actor_system_config& cfg, const node_config& c) {
   cfg.add_message_types<caf::id_block::conclave_election>();
   cfg.add_message_types<caf::id_block::conclave_replication>();
   // Few threads, no work stealing: an idle node costs ≈1.5 % of a core instead of
-  // ≈20 % (../shared/CAF-0.17.md).
+  // ≈20 % (docs/design/caf-0.17.md).
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("scheduler.max-threads", 2);
   cfg.set("middleman.heartbeat-interval", caf::timespan{c.link_heartbeat});
@@ -180,10 +180,10 @@ void log_start(const node_config& c, const peer_links& links) {
                  "its identity proof");
   if (c.tls && !tls_error_queue_fix_active())
     links.warn("OpenSSL error-queue fix not active: a failed TLS handshake may drop "
-               "healthy links (docs/node.md)");
+               "healthy links (docs/design/node.md)");
   if (!c.election.guard.enabled)
     links.warn("--no-quorum-guard: a partitioned leader keeps acting; two leaders "
-               "may act at once (docs/node.md)");
+               "may act at once (docs/design/node.md)");
 }
 
 /// The lower id of each pair dials the higher one; after a pause, a dropped

@@ -1,7 +1,7 @@
 // One member of a cluster as an OS process: an actor system with the middleman
 // (heartbeats and connection timeout on), a candidate, a published gate, one
 // connector per higher-id member, metrics on /metrics, status.json, and signal
-// handling. See docs/node.md.
+// handling. See docs/design/node.md.
 //
 //   SIGTERM / SIGINT  a leader resigns first (the others elect at once), then
 //                     the node leaves and exits with status 0.
@@ -13,7 +13,7 @@ namespace conclave::node {
 
 /// Exit status of a node whose --listen or --metrics address is taken (also when
 /// it is taken between the up-front check and the bind): the launcher retries on
-/// new ports when it sees it. Documented in docs/node.md.
+/// new ports when it sees it. Documented in docs/design/node.md.
 constexpr int exit_address_in_use = 4;
 
 /// Runs the node until SIGTERM or SIGINT. Returns the process exit status:

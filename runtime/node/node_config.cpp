@@ -191,7 +191,7 @@ result<node_config> make_node_config(const node_options& o) {
     c.tls = node_config::tls_files{o.tls_ca, o.tls_cert, o.tls_key};
   } else {
     // Plaintext BASP allocates whatever length a frame announces, before any
-    // authentication: it must not be reachable beyond this host (docs/node.md).
+    // authentication: it must not be reachable beyond this host (docs/design/node.md).
     auto why = std::string{" is beyond loopback: plaintext links are loopback-only "
                            "(CAF 0.17's wire protocol trusts anyone who connects); give "
                            "--tls-ca, --tls-cert and --tls-key"};

@@ -60,7 +60,7 @@ struct node_options {
   /// Leader detection: heartbeats every 50 ms, suspicion after 150 ms of
   /// silence (lease 100 ms). The faster profile `--heartbeat-ms 10 --detector
   /// phi --detector-timeout-ms 50` halves SIGSTOP failover but suspects live
-  /// leaders on a loaded host (docs/node.md, "Default timing").
+  /// leaders on a loaded host (docs/design/node.md, "Default timing").
   std::string detector = "fixed";
   unsigned heartbeat_ms = 50;
   unsigned detector_timeout_ms = 150;
@@ -108,11 +108,11 @@ struct node_config {
 };
 
 /// Validates the options: without TLS, every address on loopback (CAF 0.17's
-/// plaintext wire protocol cannot be exposed safely: docs/node.md); id, listen and peers
-/// given (a node always names its group, so a typo cannot turn it into a group of one),
-/// addresses well-formed, no duplicate ids or addresses, this node listed among the peers
-/// only with its own address, settings consistent. Does not touch the network (see
-/// check_ports).
+/// plaintext wire protocol cannot be exposed safely: docs/design/node.md); id,
+/// listen and peers given (a node always names its group, so a typo cannot turn
+/// it into a group of one), addresses well-formed, no duplicate ids or addresses,
+/// this node listed among the peers only with its own address, settings
+/// consistent. Does not touch the network (see check_ports).
 result<node_config> make_node_config(const node_options& o);
 
 /// Why an address cannot be bound: the line for the user (which flag and

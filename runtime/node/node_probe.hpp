@@ -10,7 +10,7 @@
 // the first failover. What a scrape must see at the moment of the scrape (how
 // long the leader has been silent) is computed then, by live_metrics().
 //
-// Metric names: docs/metrics.md.
+// Metric names: docs/reference/metrics.md.
 #pragma once
 
 #include "actors/election/election_probe.hpp"

@@ -1,6 +1,6 @@
 // Leadership → replica role. The node's election candidate decides who leads;
 // its replica follows: the acting leader of term t is the primary of term t
-// (docs/replication.md, "Model"). The node observes the candidate through its
+// (docs/design/replication.md, "Model"). The node observes the candidate through its
 // probe (state() runs after every input of the candidate), so the relay is an
 // election_probe that forwards everything to the node's probe and, when the
 // leadership it sees changes, tells the replica host:

@@ -7,7 +7,7 @@
 // 3 s. OpenSSL's rule is to clear the queue before each I/O call; CAF does not,
 // so this executable interposes SSL_read, SSL_write, SSL_connect and SSL_accept
 // (defined here, found by the dynamic linker before libssl's) with wrappers
-// that clear the queue and call libssl's own. See docs/node.md.
+// that clear the queue and call libssl's own. See docs/design/node.md.
 //
 // The same wrappers count TLS handshakes that fail (SSL_connect or SSL_accept
 // ending in anything but success or "want read/write"): a peer without a

@@ -1,6 +1,6 @@
 // conclave_tls_handshakes_refused_total{side}: the TLS handshakes that failed
 // in this process (tls_error_queue.hpp counts them inside CAF's OpenSSL
-// transport), read at scrape time. Names: docs/metrics.md.
+// transport), read at scrape time. Names: docs/reference/metrics.md.
 #pragma once
 
 #include <prometheus/collectable.h>

@@ -1,6 +1,6 @@
 // One CAF actor system on CAF's test coordinator, driven in virtual time: the
 // way the jobs workload runs the real workflow actors deterministically
-// (docs/simulation.md, "Jobs workload").
+// (docs/design/simulation.md, "Jobs workload").
 //
 // Nothing runs unless the driver says so: run() executes every enqueued job,
 // advance_to(t) moves the virtual clock to t from one armed CAF timer to the

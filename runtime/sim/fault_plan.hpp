@@ -1,6 +1,6 @@
 // What goes wrong in a simulation run, and when: the fault spec.
 //
-// A spec is a comma-separated list of items (docs/simulation.md has the full
+// A spec is a comma-separated list of items (docs/concepts/simulation.md has the full
 // table). Times and durations take a unit: us, ms or s.
 //
 //   crash@T:N            crash candidate N at T (its actor dies; peers get

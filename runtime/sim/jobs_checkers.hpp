@@ -1,4 +1,4 @@
-// The checkers of the jobs workload (docs/simulation.md, "Jobs workload"):
+// The checkers of the jobs workload (docs/design/simulation.md, "Jobs workload"):
 // each is a separate piece that reads what a run left behind — every job's
 // final record, its event stream, the test service's effect counts — and
 // names what is wrong. None of them is part of the run; a fixture that breaks

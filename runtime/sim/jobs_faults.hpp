@@ -1,6 +1,6 @@
 // What goes wrong in a run of the jobs workload (`conclave sim --workload
 // jobs`), and when: the election's fault language (fault_plan.hpp) with the
-// targets of the Scheduler–Agent–Supervisor pattern. docs/simulation.md, "Jobs
+// targets of the Scheduler–Agent–Supervisor pattern. docs/design/simulation.md, "Jobs
 // workload", has the full table. Times and durations take a unit: us, ms or s.
 //
 //   crash@T:agentN | schedulerN | supervisorN | service

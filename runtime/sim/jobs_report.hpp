@@ -1,5 +1,5 @@
 // The summary of many runs of the jobs workload: what `conclave sim --workload
-// jobs` prints (docs/simulation.md, "Jobs workload"). Plain: how the jobs
+// jobs` prints (docs/design/simulation.md, "Jobs workload"). Plain: how the jobs
 // ended, what the runs did, every failing run with its checker's complaint
 // and its replay command, and one verdict line. --json: one document.
 #pragma once

@@ -1,5 +1,5 @@
 // The checkers of the replication workload (`conclave sim --workload
-// replication`; docs/simulation.md, "Replication workload"). Each is a
+// replication`; docs/design/simulation.md, "Replication workload"). Each is a
 // separate piece that reads what a run recorded — every client write with its
 // acknowledgement, and samples of every replica's applied state — and names
 // what is wrong. None of them is part of the run; replica states or writes

@@ -1,5 +1,5 @@
 // The network and the disks of the replication workload (`conclave sim
-// --workload replication`; docs/simulation.md, "Replication workload").
+// --workload replication`; docs/design/simulation.md, "Replication workload").
 //
 // Network: the replica hosts and the election candidates of a run reach each
 // other through transports that share one repl_net: the replica host's

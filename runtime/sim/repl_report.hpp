@@ -1,5 +1,5 @@
 // The summary of many runs of the replication workload: what `conclave sim
-// --workload replication` prints (docs/simulation.md, "Replication
+// --workload replication` prints (docs/design/simulation.md, "Replication
 // workload"). Plain: writes and acknowledgements, lost commits (must be 0),
 // failovers and sync-phase durations, messages, every failing run with its
 // checkers' complaints and its replay command, and one verdict line. --json:

@@ -224,7 +224,7 @@ TEST(election_liveness, ring_settles_after_the_faults_of_the_wide_delay_and_dup_
 // hear the leader, so the first leader keeps acting through the cut: one leader
 // task, no leader change, no new epoch forced on it, no split brain. (Without
 // the guard, Ring re-elects the same leader in a new term every ~550 ms while
-// the cut lasts, docs/election.md "Non-transitive partitions"; Bully does not.)
+// the cut lasts, docs/design/election.md "Non-transitive partitions"; Bully does not.)
 TEST(election_liveness, a_follower_cut_off_from_the_leader_alone_does_not_disturb_it) {
   for (auto algo : {el::algorithm::bully, el::algorithm::ring}) {
     for (size_t n : {3, 5}) {

@@ -36,7 +36,7 @@ TEST_F(cluster_test, five_nodes_elect_one_leader_with_the_ring_algorithm_too) {
   auto j = up(5, "--algorithm ring");
   // Classic Ring elects the highest id among the members whose candidates
   // answer: under TLS a slow join can leave node 5 out of the start-up round,
-  // and without --preempt it then follows node 4 (docs/node.md, known
+  // and without --preempt it then follows node 4 (docs/design/node.md, known
   // problems). What must hold: one leader, agreed by every live node.
   auto leader = j["leader"].get<uint64_t>();
   EXPECT_GE(leader, 1u);
@@ -50,7 +50,7 @@ TEST_F(cluster_test, kill_9_of_the_leader_gives_one_new_leader_with_a_higher_ter
   auto j = up(5);
   auto old_term = j["term"].get<uint64_t>();
   // Kill whoever leads: a slow TLS join can keep nodes 4 and 5 out of the
-  // start-up election (docs/node.md, known problems). After the kill, Bully
+  // start-up election (docs/design/node.md, known problems). After the kill, Bully
   // elects the highest live id.
   auto old_leader = j["leader"].get<uint64_t>();
   auto expected = old_leader == 5 ? 4u : 5u;
@@ -69,7 +69,7 @@ TEST_F(cluster_test, ring_kill_9_of_the_leader_gives_one_new_leader_with_a_highe
   auto j = up(5, "--algorithm ring");
   // Kill whoever leads: with TLS, slow joins sometimes let node 4 win the
   // start-up election before node 5's candidate runs (a start-up race the
-  // elect test below shows; docs/node.md, known problems).
+  // elect test below shows; docs/design/node.md, known problems).
   auto old_leader = j["leader"].get<uint64_t>();
   auto k = kill(old_leader, "KILL");
   EXPECT_EQ(k["leader"], old_leader == 5 ? 4 : 5); // the highest live id
@@ -88,7 +88,7 @@ int acting(const nlohmann::json& st) {
 TEST_F(cluster_test, a_stopped_leader_is_replaced_and_steps_down_after_sigcont) {
   // Plaintext: over TLS, the resumed node's redials often fail at once
   // (connection_timeout), it suspects the leader and, without pre-vote, deposes
-  // it with a higher term (docs/node.md, known problems).
+  // it with a higher term (docs/design/node.md, known problems).
   auto j = up(3, "--insecure");
   // The quorum guard is on by default: exactly one node acts, the leader.
   auto first = status();

@@ -49,10 +49,11 @@ std::string query_error(const std::string& api, const std::string& query) {
   return {};
 }
 
-/// Every line of every ```promql block in docs/metrics.md.
+/// Every line of every ```promql block in docs/reference/metrics.md.
 std::vector<std::string> documented_queries() {
   std::vector<std::string> queries;
-  std::istringstream in{read_file(std::string{CONCLAVE_SOURCE_DIR} + "/docs/metrics.md")};
+  std::istringstream in{
+      read_file(std::string{CONCLAVE_SOURCE_DIR} + "/docs/reference/metrics.md")};
   std::string line;
   bool inside = false;
   while (std::getline(in, line)) {
@@ -153,7 +154,7 @@ TEST_F(cluster_test, prometheus_scrapes_the_cluster_and_sees_exactly_one_leader)
   EXPECT_GE(docs.size(), 5u);
   EXPECT_GE(panels.size(), 10u);
   for (auto& q : docs)
-    EXPECT_EQ(query_error(api, q), "") << "docs/metrics.md: " << q;
+    EXPECT_EQ(query_error(api, q), "") << "docs/reference/metrics.md: " << q;
   for (auto& q : panels)
     EXPECT_EQ(query_error(api, q), "") << "grafana-dashboard.json: " << q;
   // The test can fail: the query the docs used to give is rejected.

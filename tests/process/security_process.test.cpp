@@ -207,7 +207,7 @@ TEST_F(cluster_test, garbage_at_the_leader_and_a_follower_disturbs_nothing_under
   // The leader twice (the second round shows whether memory keeps growing),
   // then follower 1. A first round costs the target up to ≈9 MB of allocator
   // high-water: 200 TLS handshakes open at once (OpenSSL buffers, ≈45 KB
-  // each), kept by malloc after they close, not lost (docs/node.md).
+  // each), kept by malloc after they close, not lost (docs/design/node.md).
   std::map<int, long> first_rss;
   for (size_t target : {leader - 1, leader - 1, size_t{0}}) {
     auto node = j["nodes"][target];

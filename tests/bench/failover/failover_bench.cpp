@@ -194,7 +194,7 @@ double sum_samples(const std::string& page, const std::string& family,
 
 struct idle_counts {
   double suspected_elections = 0, leader_changes = 0, warnings = 0;
-  /// What the detectors saw (conclave_suspicions*_total, docs/metrics.md).
+  /// What the detectors saw (conclave_suspicions*_total, docs/reference/metrics.md).
   double suspicions = 0, discounted = 0, refuted = 0;
   /// Timer firings and heartbeat gaps, in all and above 20 / 40 / 50 ms. 40
   /// ms is the fast profile's detector floor minus its heartbeat interval: a
@@ -603,7 +603,7 @@ int main(int argc, char** argv) {
       fs::temp_directory_path() / ("conclave-failover-" + std::to_string(::getpid()));
   fs::create_directories(root);
   std::cout << "failover bench: " << o.rounds << " round(s) per case, conclave with "
-            << o.nodes << " nodes (Bully, the nodes' default timing: docs/node.md"
+            << o.nodes << " nodes (Bully, the nodes' default timing: docs/design/node.md"
             << (o.up_args.empty() ? "" : ", cluster up " + o.up_args) << "), "
             << "loopback, shared machine\n";
   if (o.skip_failover) {

@@ -1,4 +1,4 @@
-// What the identity proofs of the handshake cost (docs/node.md, "Security
+// What the identity proofs of the handshake cost (docs/design/node.md, "Security
 // model"): the CPU time of one proof and one check (in process, medians), and
 // the time from a node's "listening on" to "link to node 2 up" in its log when
 // it dials a node already listening (TLS connect, TLS handshake, challenge and

@@ -267,7 +267,7 @@ public:
     cfg_ = std::make_unique<caf::actor_system_config>();
     conclave::cluster::configure_client(*cfg_, access->ca, access->cert, access->key);
     // As the nodes: CAF's default work-stealing threads poll while idle and
-    // would take CPU from the nodes on a small machine (../shared/CAF-0.17.md).
+    // would take CPU from the nodes on a small machine (docs/design/caf-0.17.md).
     cfg_->set("scheduler.policy", caf::atom("sharing"));
     cfg_->set("scheduler.max-threads", 2);
     sys_ = std::make_unique<caf::actor_system>(*cfg_);
