@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <sstream>
 
 namespace conclave::cli {
 
@@ -50,6 +51,74 @@ CLI::App* find_subcommand(CLI::App& app, std::string_view name) {
   return nullptr;
 }
 
+/// `text` fit for one cell of a Markdown table.
+std::string cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else
+      out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
+bool hidden(const CLI::App& app) {
+  return app.get_group().empty();
+}
+
+bool hidden(const CLI::Option& opt) {
+  return opt.get_group().empty() || opt.get_name() == "--help";
+}
+
+/// One section per command: its description, its arguments and flags, then
+/// its subcommands, depth first.
+void write_reference(std::ostream& out, CLI::App& app, const std::string& path) {
+  out << "\n## `" << path << "`\n\n" << app.get_description() << "\n";
+  std::vector<CLI::App*> subs;
+  for (auto* sub : subcommands_of(app))
+    if (!hidden(*sub))
+      subs.push_back(sub);
+  if (!subs.empty()) {
+    out << "\nCommands:";
+    for (auto* sub : subs)
+      out << (sub == subs.front() ? " " : ", ") << '`' << sub->get_name() << '`';
+    out << "\n";
+  }
+  std::vector<const CLI::Option*> args;
+  std::vector<const CLI::Option*> flags;
+  for (auto* opt : app.get_options())
+    if (!hidden(*opt))
+      (opt->nonpositional() ? flags : args).push_back(opt);
+  if (!args.empty()) {
+    out << "\n| argument | value | meaning |\n|---|---|---|\n";
+    for (auto* a : args)
+      out << "| `" << a->get_name() << "` | " << a->get_type_name()
+          << (a->get_required() ? ", required" : "") << " | "
+          << cell(a->get_description()) << " |\n";
+  }
+  if (!flags.empty()) {
+    out << "\n| flag | value | default | environment | meaning "
+           "|\n|---|---|---|---|---|\n";
+    for (auto* f : flags) {
+      std::string names;
+      for (auto& n : f->get_snames())
+        names += (names.empty() ? "`-" : ", `-") + n + "`";
+      for (auto& n : f->get_lnames())
+        names += (names.empty() ? "`--" : ", `--") + n + "`";
+      auto value = f->get_type_name().empty() ? std::string{"flag"} : f->get_type_name();
+      auto def = f->get_required() ? std::string{"required"} : f->get_default_str();
+      auto env = f->get_envname();
+      out << "| " << names << " | " << cell(value) << " | "
+          << (def.empty() ? "" : "`" + cell(def) + "`") << " | "
+          << (env.empty() ? "" : "`" + env + "`") << " | " << cell(f->get_description())
+          << " |\n";
+    }
+  }
+  for (auto* sub : subs)
+    write_reference(out, *sub, path + " " + sub->get_name());
+}
+
 const char* first_word(int argc, const char* const* argv, int from) {
   for (int i = from; i < argc; ++i)
     if (argv[i][0] != '-')
@@ -74,6 +143,35 @@ CLI::App* command_registry::add(const std::string& name, const std::string& desc
 
 void command_registry::set_version(const std::string& text) {
   app_.set_version_flag("--version", text, "print the version and exit");
+}
+
+std::string command_registry::reference() {
+  for (auto* sub : subcommands_of(app_))
+    scope_environment(*sub, sub->get_name());
+  std::ostringstream out;
+  out << "# Command-line reference\n\n"
+         "Every `"
+      << app_.get_name()
+      << "` command and flag. This page is generated "
+         "from the definitions the\ncommand line is parsed with (`"
+      << app_.get_name()
+      << " reference > docs/reference/cli.md`);\na test fails when it and the binary "
+         "differ. A flag can also be set by the\nenvironment variable shown; a flag "
+         "on the command line wins. `--help` works on\nevery command. Exit status: 0 "
+         "success, 1 failure or timeout, 2 bad input (one\nline on stderr), 3 `sim` "
+         "found safety violations, 4 `node` could not bind its\naddress.\n";
+  write_reference(out, app_, app_.get_name());
+  return out.str();
+}
+
+void command_registry::add_reference_command() {
+  auto* sub =
+      add("reference", "Print every command and flag as Markdown (docs/reference/cli.md)",
+          [this] {
+            std::cout << reference();
+            return std::cout.flush() ? int{exit_ok} : int{exit_failure};
+          });
+  sub->group("");
 }
 
 int command_registry::run(int argc, const char* const* argv) {

@@ -58,6 +58,14 @@ public:
   /// Enables `--version`, printing `text`.
   void set_version(const std::string& text);
 
+  /// Every command and flag, as one Markdown page (docs/reference/cli.md),
+  /// made from the same definitions that parse argv: names, value types,
+  /// defaults, environment variables, descriptions.
+  std::string reference();
+
+  /// Adds the hidden command `reference`, which prints reference().
+  void add_reference_command();
+
 private:
   CLI::App app_;
   std::map<const CLI::App*, run_fn> runs_;

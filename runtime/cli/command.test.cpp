@@ -133,3 +133,35 @@ TEST(cli, no_command_is_bad_input) {
   EXPECT_EQ(run(reg, {}), cli::exit_bad_input);
   testing::internal::GetCapturedStderr();
 }
+
+TEST(cli, the_reference_lists_every_visible_command_and_flag_with_its_environment) {
+  cli::command_registry reg{"conclave", "test"};
+  int nodes = 3;
+  std::string dir, alias;
+  bool json = false;
+  auto* a = reg.add("cluster", "Start clusters", [] { return 0; });
+  auto* up = a->add_subcommand("up", "Start one");
+  cli::option(up, "--nodes", nodes, "how many | at most 64")->capture_default_str();
+  cli::option(up, "--dir", dir, "where")->required();
+  up->add_option("--old-dir", alias, "hidden alias")->group("");
+  up->add_flag("--json", json, "one JSON object");
+  up->add_option("NAME", dir, "a positional");
+  reg.add_reference_command();
+  auto page = reg.reference();
+  EXPECT_NE(page.find("## `conclave cluster up`\n\nStart one"), std::string::npos)
+      << page;
+  EXPECT_NE(page.find("| `--nodes` | INT | `3` | `CONCLAVE_CLUSTER_NODES` | how many \\| "
+                      "at most 64 |"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("| `--dir` | TEXT | `required` | `CONCLAVE_CLUSTER_DIR` |"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("| `--json` | flag |"), std::string::npos) << page;
+  EXPECT_NE(page.find("| `NAME` | TEXT | a positional |"), std::string::npos) << page;
+  EXPECT_NE(page.find("Commands: `cluster`"), std::string::npos) << page;
+  // Hidden: the alias, --help and the reference command itself.
+  EXPECT_EQ(page.find("--old-dir"), std::string::npos) << page;
+  EXPECT_EQ(page.find("| `--help`"), std::string::npos) << page;
+  EXPECT_EQ(page.find("`conclave reference`"), std::string::npos) << page;
+}

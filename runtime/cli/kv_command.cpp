@@ -65,14 +65,13 @@ struct kv_options {
 std::optional<std::string> settle_access(kv_options& o) {
   if (!o.cluster_dir.empty()) {
     if (!o.peers.empty())
-      return std::string{"give either --cluster-dir or --peers, not both"};
+      return std::string{"give either --dir or --peers, not both"};
     auto a = cluster::client_access_of(o.cluster_dir);
     if (!a)
-      return "--cluster-dir: no cluster in " + o.cluster_dir
-             + " (no readable cluster.json)";
+      return "--dir: no cluster in " + o.cluster_dir + " (no readable cluster.json)";
     o.peers = a->peers;
     o.cluster = a->cluster;
-    // --tls-* given with --cluster-dir: the user's own files win.
+    // --tls-* given with --dir: the user's own files win.
     bool own = !o.tls_ca.empty() || !o.tls_cert.empty() || !o.tls_key.empty();
     if (a->tls && !own) {
       o.tls_ca = a->ca;
@@ -81,7 +80,7 @@ std::optional<std::string> settle_access(kv_options& o) {
     }
   }
   if (o.peers.empty())
-    return std::string{"give --peers ID@HOST:PORT,... or --cluster-dir DIR"};
+    return std::string{"give --peers ID@HOST:PORT,... or --dir DIR"};
   int tls_given = !o.tls_ca.empty() + !o.tls_cert.empty() + !o.tls_key.empty();
   if (tls_given != 0 && tls_given != 3)
     return std::string{"give all of --tls-ca, --tls-cert and --tls-key, or none"};
@@ -375,12 +374,14 @@ void add_kv_command(command_registry& reg) {
   option(kv, "--peers", o->peers,
          "the members, ID@HOST:PORT,... (as given to the nodes)");
   option(kv, "--cluster", o->cluster, "cluster name")->capture_default_str();
-  option(kv, "--cluster-dir", o->cluster_dir,
+  option(kv, "--dir", o->cluster_dir,
          "a `conclave cluster up` directory: its members, name, CA and client "
          "certificate");
+  // The name before `--dir` was the cluster commands' one too: kept, hidden.
+  option(kv, "--cluster-dir", o->cluster_dir, "the same as --dir")->group("");
   option(kv, "--tls-ca", o->tls_ca, "CA certificate (PEM) that signs the members'");
   option(kv, "--tls-cert", o->tls_cert,
-         "a client certificate (PEM) signed by that CA (with --cluster-dir: instead "
+         "a client certificate (PEM) signed by that CA (with --dir: instead "
          "of its own)");
   option(kv, "--tls-key", o->tls_key, "its private key (PEM)");
   option(kv, "--collection", o->collection, "the dictionary to use")

@@ -11,5 +11,6 @@ int main(int argc, char** argv) {
   add_cluster_command(reg);
   add_store_command(reg);
   add_kv_command(reg);
+  reg.add_reference_command();
   return reg.run(argc, argv);
 }

@@ -96,7 +96,7 @@ int restart(const std::string& dir, uint64_t node, std::chrono::milliseconds tim
             std::ostream& out);
 int down(const std::string& dir, std::ostream& out);
 
-/// What a client (conclave kv --cluster-dir) needs to reach the cluster in
+/// What a client (conclave kv --dir) needs to reach the cluster in
 /// `dir`: its name, its members as ID@HOST:PORT,..., and, unless it runs with
 /// --insecure, the CA and the client certificate `up` made (DIR/tls/client.*;
 /// the first node's in a directory made before client certificates).
