@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the main job: a 5-node cluster on loopback elects a
-# leader, the leader is killed (kill -9), the others elect a new one; the script
-# shows both leaders and the failover time, then stops the cluster.
+# leader, a key is written to the replicated store, the leader is killed
+# (kill -9), the others elect a new one; the script shows both leaders and the
+# failover time, reads the key back from the new primary, then stops the
+# cluster.
 # Extra arguments go to `conclave cluster up` (e.g. --algorithm ring).
 #
 # It reuses a current build: the package set-up is skipped when a conclave
@@ -23,8 +25,14 @@ trap '"$conclave" cluster down --dir "$dir" >/dev/null 2>&1 || true' EXIT
 echo "== conclave cluster up --nodes 5 --dir $dir"
 "$conclave" cluster up --nodes 5 --dir "$dir" "$@"
 echo
+echo "== a key written to the replicated store (acknowledged once a majority has it)"
+"$conclave" kv --dir "$dir" put greeting "written before the failover"
+echo
 echo "== kill -9 of the leader: conclave cluster kill --leader --signal KILL --wait"
 "$conclave" cluster kill --dir "$dir" --leader --signal KILL --wait
+echo
+echo "== the key read back from the new primary"
+"$conclave" kv --dir "$dir" get greeting
 echo
 echo "== conclave cluster status (exit 0: the live nodes agree on a leader)"
 "$conclave" cluster status --dir "$dir"
