@@ -1,5 +1,5 @@
 // file_term_file: a replica's promised term in DIR/term, for the replica host
-// (actors/replication/term_file.hpp).
+// (storage/api/term_file.hpp).
 //
 // File (36 bytes, little endian): "CTRM", u32 version (1), u64 epoch,
 // u64 leader, u64 incarnation, u32 CRC-32C of the 32 bytes before it.
@@ -17,7 +17,7 @@
 //   would let the replica vote or accept again in a term it already left.
 #pragma once
 
-#include "actors/replication/term_file.hpp"
+#include "storage/api/term_file.hpp"
 
 #include <filesystem>
 #include <memory>

@@ -1,4 +1,4 @@
-// wal_log_device: a store log_device (actors/store/log_device.hpp) over the
+// wal_log_device: a store log_device (storage/api/log_device.hpp) over the
 // file write-ahead log (wal.hpp) of one directory, for a replica host that
 // keeps its replicated log on disk. DIR/log holds the segments, DIR/LOCK
 // keeps a second opener out (directory_in_use).
@@ -53,7 +53,7 @@
 //   the report's `problem` naming the file: never read as no checkpoint.
 #pragma once
 
-#include "actors/store/log_device.hpp"
+#include "storage/api/log_device.hpp"
 #include "storage/wal.hpp"
 
 #include <filesystem>

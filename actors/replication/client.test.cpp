@@ -7,8 +7,8 @@
 // scheduler.
 #include "actors/replication/client.hpp"
 
-#include "actors/replication/real_replica_set.hpp"
-#include "actors/replication/replica_set_fixture.hpp"
+#include "tests/support/real_replica_set.hpp"
+#include "tests/support/replica_set_fixture.hpp"
 
 #include <caf/scoped_actor.hpp>
 

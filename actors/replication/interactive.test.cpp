@@ -6,7 +6,7 @@
 // threads lose nothing.
 #include "actors/replication/interactive.hpp"
 
-#include "actors/replication/real_replica_set.hpp"
+#include "tests/support/real_replica_set.hpp"
 
 #include <caf/actor_system_config.hpp>
 

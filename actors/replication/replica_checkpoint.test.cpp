@@ -7,7 +7,7 @@
 // install leaves the old state or the new, a syncing primary behind a
 // checkpoint gets it streamed, and bad chunks are dropped and counted.
 #include "actors/replication/checkpoint_image.hpp"
-#include "actors/replication/replica_set_fixture.hpp"
+#include "tests/support/replica_set_fixture.hpp"
 
 using namespace conclave::replication;
 using namespace std::chrono_literals;

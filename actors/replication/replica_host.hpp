@@ -70,11 +70,11 @@
 // sender streams again).
 #pragma once
 
-#include "actors/replication/term_file.hpp"
 #include "actors/replication/type_ids.hpp"
-#include "actors/store/log_device.hpp"
 #include "protocols/replication/replica_core.hpp"
 #include "protocols/store/store_core.hpp"
+#include "storage/api/log_device.hpp"
+#include "storage/api/term_file.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>

@@ -5,7 +5,7 @@
 #include "actors/replication/replica_host.hpp"
 
 #include "actors/replication/record_codec.hpp"
-#include "actors/replication/replica_set_fixture.hpp"
+#include "tests/support/replica_set_fixture.hpp"
 
 using namespace conclave::replication;
 using namespace std::chrono_literals;

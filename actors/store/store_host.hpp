@@ -24,9 +24,9 @@
 // - Transactions begun here are aborted when the actor terminates.
 #pragma once
 
-#include "actors/store/log_device.hpp"
 #include "actors/store/store_interface.hpp"
 #include "protocols/store/store_core.hpp"
+#include "storage/api/log_device.hpp"
 
 #include <caf/actor_system.hpp>
 

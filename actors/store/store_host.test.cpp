@@ -3,7 +3,7 @@
 // timeouts in virtual time, device failures, restart on the same device.
 #include "actors/store/store_host.hpp"
 
-#include "actors/store/memory_log_device.hpp"
+#include "storage/api/memory_log_device.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 #include "tests/support/store_requests.hpp"

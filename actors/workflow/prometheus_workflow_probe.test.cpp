@@ -3,13 +3,13 @@
 // first attempt hangs past its deadline, one that fails and is compensated)
 // the registry holds exactly the counts those jobs imply.
 #include "actors/workflow/prometheus_workflow_probe.hpp"
-#include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_host.hpp"
 #include "actors/workflow/agent.hpp"
 #include "actors/workflow/client.hpp"
 #include "actors/workflow/scheduler.hpp"
 #include "actors/workflow/supervisor.hpp"
 #include "actors/workflow/test_service.hpp"
+#include "storage/api/memory_log_device.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 

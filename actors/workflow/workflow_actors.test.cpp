@@ -2,7 +2,6 @@
 // thread-free store host, in virtual time: the failure cases of the pattern
 // (docs/patterns.md, "Scheduler Agent Supervisor") one by one.
 #include "actors/election/local_group.hpp"
-#include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_host.hpp"
 #include "actors/workflow/agent.hpp"
 #include "actors/workflow/client.hpp"
@@ -10,6 +9,7 @@
 #include "actors/workflow/supervisor.hpp"
 #include "actors/workflow/test_service.hpp"
 #include "protocols/workflow/store_layout.hpp"
+#include "storage/api/memory_log_device.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 

@@ -13,13 +13,13 @@
 //
 //   order_processing [--orders 20] [--seed 7]
 #include "actors/election/local_group.hpp"
-#include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_host.hpp"
 #include "actors/workflow/agent.hpp"
 #include "actors/workflow/client.hpp"
 #include "actors/workflow/scheduler.hpp"
 #include "actors/workflow/supervisor.hpp"
 #include "actors/workflow/test_service.hpp"
+#include "storage/api/memory_log_device.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

@@ -4,8 +4,8 @@
 // transport counts what it ships and what it cannot deliver.
 #include "runtime/node/replica_front.hpp"
 
-#include "actors/store/memory_log_device.hpp"
 #include "protocols/election/type_ids.hpp"
+#include "storage/api/memory_log_device.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 

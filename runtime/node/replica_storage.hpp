@@ -8,8 +8,8 @@
 #pragma once
 
 #include "actors/replication/replica_host.hpp"
-#include "actors/store/log_device.hpp"
 #include "runtime/node/node_config.hpp"
+#include "storage/api/log_device.hpp"
 
 #include <memory>
 #include <string>

@@ -2,7 +2,6 @@
 
 #include "actors/election/candidate_actor.hpp"
 #include "actors/election/directory_transport.hpp"
-#include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_host.hpp"
 #include "actors/workflow/agent.hpp"
 #include "actors/workflow/client.hpp"
@@ -12,6 +11,7 @@
 #include "protocols/workflow/store_layout.hpp"
 #include "runtime/sim/coordinator_driver.hpp"
 #include "runtime/sim/jobs_links.hpp"
+#include "storage/api/memory_log_device.hpp"
 
 #include <caf/send.hpp>
 

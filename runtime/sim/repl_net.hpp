@@ -29,7 +29,7 @@
 
 #include "actors/election/host.hpp"
 #include "actors/replication/replica_host.hpp"
-#include "actors/store/memory_log_device.hpp"
+#include "storage/api/memory_log_device.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_clock.hpp>

@@ -2,7 +2,7 @@
 // completes it (tests of the file log device).
 #pragma once
 
-#include "actors/store/log_device.hpp"
+#include "storage/api/log_device.hpp"
 
 #include <future>
 

@@ -38,13 +38,13 @@
 //    Then the time of the queries over all those jobs: list of a final state
 //    (an index scan), list of an active state and explain (an index scan plus
 //    every active job's document, read 512 per message).
-#include "actors/store/memory_log_device.hpp"
 #include "actors/store/store_actor.hpp"
 #include "actors/store/store_host.hpp"
 #include "actors/workflow/agent.hpp"
 #include "actors/workflow/client.hpp"
 #include "actors/workflow/scheduler.hpp"
 #include "actors/workflow/supervisor.hpp"
+#include "storage/api/memory_log_device.hpp"
 #include "tests/bench/support/stats.hpp"
 
 #include <caf/actor_system.hpp>

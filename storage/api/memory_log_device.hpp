@@ -15,7 +15,7 @@
 // lives to model a restart).
 #pragma once
 
-#include "actors/store/log_device.hpp"
+#include "storage/api/log_device.hpp"
 
 #include <deque>
 #include <functional>

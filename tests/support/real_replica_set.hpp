@@ -5,8 +5,8 @@
 
 #include "actors/replication/client.hpp"
 #include "actors/replication/replica_host.hpp"
-#include "actors/replication/term_file.hpp"
-#include "actors/store/memory_log_device.hpp"
+#include "storage/api/memory_log_device.hpp"
+#include "storage/api/term_file.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>

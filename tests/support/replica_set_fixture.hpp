@@ -5,7 +5,7 @@
 #pragma once
 
 #include "actors/replication/replica_host.hpp"
-#include "actors/store/memory_log_device.hpp"
+#include "storage/api/memory_log_device.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 

@@ -1,4 +1,4 @@
-#include "actors/store/memory_log_device.hpp"
+#include "storage/api/memory_log_device.hpp"
 
 #include <algorithm>
 
