@@ -260,14 +260,21 @@ void attempt(client_impl self, uint64_t id) {
     return;
   }
   node_id target = st.primary;
-  if (target == no_node) {
+  caf::actor host;
+  if (target != no_node) {
+    host = st.opts.lookup ? st.opts.lookup(target) : caf::actor{};
+    if (!host)
+      lost(st, target);
+  }
+  // No primary known, or it cannot be reached now: the next member in turn
+  // that can (one that is not connected would only cost a backoff).
+  for (size_t i = 0; !host && i < st.opts.members.size(); ++i) {
     target = st.opts.members[st.probe % st.opts.members.size()];
     ++st.probe;
+    host = st.opts.lookup ? st.opts.lookup(target) : caf::actor{};
   }
   p->target = target;
-  caf::actor host = st.opts.lookup ? st.opts.lookup(target) : caf::actor{};
   if (!host) {
-    lost(st, target);
     retry_later<Request>(self, id);
     return;
   }
@@ -322,6 +329,7 @@ caf::result<answer_t<Request>> start(client_impl self, Request req) {
 
 caf::behavior make_client(client_impl self, client_options opts) {
   self->state.opts = std::move(opts);
+  self->state.primary = self->state.opts.primary;
   self->state.rng.seed(static_cast<std::minstd_rand::result_type>(self->state.opts.seed));
   self->set_default_handler(caf::drop);
   self->set_down_handler([self](const caf::down_msg& dm) {
@@ -388,7 +396,9 @@ Result kv_client::ask(const Request& req) {
   Result out;
   out.code = errc::timeout;
   caf::scoped_actor self{sys_};
-  self->request(client_, opts_.deadline + opts_.attempt_timeout, req)
+  // The client actor answers timeout at the deadline; the margin covers its
+  // mailbox and scheduling, never an attempt in flight.
+  self->request(client_, opts_.deadline + margin, req)
       .receive([&](Result& r) { out = std::move(r); }, [](caf::error&) {});
   return out;
 }

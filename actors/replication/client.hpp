@@ -4,7 +4,9 @@
 // It knows the members and a way to get a replica host's handle per member
 // (client_options::lookup: the node or CLI plugs in remote handles, tests
 // local ones). It does not know who is primary: it asks the last primary it
-// heard of, or the members in turn, and follows the answers.
+// heard of (at first client_options::primary, e.g. the one a member's gate
+// named), else the members in turn, skipping those it cannot reach now, and
+// follows the answers.
 //
 // Routing and retries (per request, until client_options::deadline):
 // - not_primary with a hint: asks the named primary at once (at most one
@@ -71,6 +73,9 @@ struct client_options {
   /// Every member of the replica set.
   std::vector<node_id> members;
   host_lookup lookup;
+  /// The primary to ask first (e.g. the one a member's gate named at
+  /// connect time); no_node: ask the members in turn.
+  node_id primary = no_node;
   /// How long one attempt waits for an answer.
   caf::timespan attempt_timeout = std::chrono::seconds(1);
   /// How long a request may take in all, retries included.
@@ -92,10 +97,15 @@ bool idempotent(const txn_request& req);
 /// Spawns the client actor (see above). Stop it with an exit message.
 caf::actor spawn_client(caf::actor_system& sys, client_options opts);
 
-/// Blocking facade for threads. Every call returns within about
-/// deadline + attempt_timeout.
+/// Blocking facade for threads. Every call returns within deadline plus a
+/// small margin (kv_client::margin), whatever the members do: the client
+/// actor answers timeout at the deadline, and the caller stops waiting for
+/// it shortly after. Neither the calls nor the destructor wait on a peer.
 class kv_client {
 public:
+  /// How long a call waits for the client actor past client_options::deadline.
+  static constexpr std::chrono::milliseconds margin{50};
+
   kv_client(caf::actor_system& sys, client_options opts);
   ~kv_client();
   kv_client(const kv_client&) = delete;

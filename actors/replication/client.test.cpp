@@ -318,6 +318,32 @@ TEST_F(client_test, unreachable_members_are_skipped) {
   EXPECT_EQ(looked_up.back(), rs[2].id);
 }
 
+TEST_F(client_test, the_primary_named_beforehand_is_asked_first) {
+  make_primary(2, 1);
+  client_options o;
+  o.members = members();
+  o.lookup = [this](node_id id) { return lookup(id); };
+  o.primary = rs[2].id; // as a member's gate named it at connect time
+  auto c = track(spawn_client(sys(), o));
+  EXPECT_EQ(wait<txn_result>(c, put_req("k", "v")).code, errc::ok);
+  EXPECT_EQ(looked_up, (std::vector<node_id>{rs[2].id}));
+}
+
+TEST_F(client_test, an_unreachable_named_primary_costs_no_backoff) {
+  make_primary(2, 1);
+  unreachable.insert(rs[0].id);
+  client_options o;
+  o.members = members();
+  o.lookup = [this](node_id id) { return lookup(id); };
+  o.primary = rs[0].id; // named, but not connected: the next member at once
+  auto c = track(spawn_client(sys(), o));
+  auto r = ask<txn_result>(sys(), c, put_req("k", "v"));
+  run(); // no time passes: no backoff was needed
+  ASSERT_TRUE(r->done);
+  EXPECT_EQ(r->value->code, errc::ok);
+  EXPECT_EQ(looked_up, (std::vector<node_id>{rs[0].id, rs[0].id, rs[1].id, rs[2].id}));
+}
+
 TEST_F(client_test, bad_requests_come_back_typed_and_are_not_retried) {
   make_primary(2, 1);
   auto c = make_client();

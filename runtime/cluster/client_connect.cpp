@@ -3,6 +3,7 @@
 
 #include "actors/replication/type_ids.hpp"
 #include "runtime/node/gate_actor.hpp"
+#include "runtime/node/tls_error_queue.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
@@ -18,6 +19,10 @@ void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
     cfg.openssl_cafile = tls_ca;
     cfg.openssl_certificate = tls_cert;
     cfg.openssl_key = tls_key;
+    // A frozen member accepts the TCP connection (its kernel does) but never
+    // answers the TLS handshake: without pacing, CAF's I/O thread would spin
+    // a core on it for as long as the process runs.
+    node::pace_pending_tls_dials(true);
   }
   cfg.add_message_types<caf::id_block::conclave_replication>();
   // A node closes a link that stays silent for its link timeout (1 s by

@@ -26,6 +26,8 @@ struct front_directory::table {
   std::set<uint64_t> tried;
   std::string last_error;
   uint64_t primary = 0;
+  /// How many members there are.
+  size_t members = 0;
 };
 
 namespace {
@@ -152,6 +154,7 @@ caf::behavior connector(connector_ptr self, front_directory_options opts,
 
 front_directory::front_directory(caf::actor_system& sys, front_directory_options opts)
     : table_(std::make_shared<table>()) {
+  table_->members = opts.members.size();
   connector_ = sys.spawn(connector, std::move(opts), table_);
 }
 
@@ -173,6 +176,25 @@ size_t front_directory::wait_connected(size_t n,
            || (!table_->fronts.empty() && table_->tried.size() >= n);
   });
   return table_->fronts.size();
+}
+
+size_t front_directory::wait_ready(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> guard{table_->mtx};
+  table_->changed.wait_for(guard, timeout, [&] {
+    auto& t = *table_;
+    return (t.primary != 0 && t.fronts.count(t.primary) != 0)
+           || (!t.fronts.empty() && t.tried.size() >= t.members);
+  });
+  return table_->fronts.size();
+}
+
+caf::actor front_directory::wait_for(uint64_t id,
+                                     std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> guard{table_->mtx};
+  table_->changed.wait_for(guard, timeout,
+                           [&] { return table_->fronts.count(id) != 0; });
+  auto i = table_->fronts.find(id);
+  return i == table_->fronts.end() ? caf::actor{} : i->second;
 }
 
 std::string front_directory::last_error() const {

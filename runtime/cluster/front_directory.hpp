@@ -52,6 +52,15 @@ public:
   /// how many members have a front.
   size_t wait_connected(size_t n, std::chrono::milliseconds timeout) const;
 
+  /// Waits until the primary named by a gate has a front, or every member's
+  /// first attempt has ended and at least one has a front, or `timeout`
+  /// passed; returns how many members have a front.
+  size_t wait_ready(std::chrono::milliseconds timeout) const;
+
+  /// Waits until member `id` has a front or `timeout` passed; returns it
+  /// (invalid if not connected).
+  caf::actor wait_for(uint64_t id, std::chrono::milliseconds timeout) const;
+
   /// Why the last connection attempt to some member failed ("" if none did).
   std::string last_error() const;
 

@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <dlfcn.h>
+#include <poll.h>
 
 namespace {
 
+std::atomic<bool> pace_dials{false};
 std::atomic<uint64_t> refused_accepting{0};
 std::atomic<uint64_t> refused_dialing{0};
 
@@ -58,6 +60,14 @@ int SSL_connect(ssl_st* s) {
   clear_queue();
   auto ret = real(s);
   count_failure(s, ret, refused_dialing);
+  // Waiting for the peer's handshake reply: wait for it here, briefly, rather
+  // than be called again at once (see pace_pending_tls_dials).
+  if (ret != 1 && pace_dials.load(std::memory_order_relaxed)
+      && SSL_get_error(s, ret) == SSL_ERROR_WANT_READ) {
+    pollfd p{SSL_get_fd(s), POLLIN, 0};
+    if (p.fd >= 0)
+      ::poll(&p, 1, 1);
+  }
   return ret;
 }
 
@@ -72,6 +82,10 @@ int SSL_accept(ssl_st* s) {
 } // extern "C"
 
 namespace conclave::node {
+
+void pace_pending_tls_dials(bool on) {
+  pace_dials.store(on, std::memory_order_relaxed);
+}
 
 uint64_t tls_handshakes_refused(tls_side side) {
   return (side == tls_side::accepting ? refused_accepting : refused_dialing)

@@ -25,6 +25,15 @@ enum class tls_side { accepting, dialing };
 /// Handshakes that failed on `side` since the process started.
 uint64_t tls_handshakes_refused(tls_side side);
 
+/// Client processes only: makes a dialing handshake that waits for the
+/// peer's reply wait for it (up to 1 ms per call) instead of returning at
+/// once. CAF 0.17.6 retries SSL_connect whenever the socket is writable while
+/// a message waits behind the handshake, so a peer that accepted the TCP
+/// connection but never answers (a frozen process) made the middleman's
+/// thread spin a core until it resumed; paced, that costs about 1 % of a core.
+/// Nodes leave it off (their I/O thread must not pause for one peer).
+void pace_pending_tls_dials(bool on);
+
 /// True if the wrappers are in place (libssl's functions were found); calling
 /// it also keeps the wrappers' object file in the link.
 bool tls_error_queue_fix_active();

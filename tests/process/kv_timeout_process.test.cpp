@@ -1,0 +1,203 @@
+// Multi-process tests of `conclave kv`'s time bound: with a member frozen
+// (SIGSTOP), a follower or the leader, every kv process must exit within its
+// --timeout-ms plus a small margin, process exit included, and without
+// spinning a core. Each kv process is started by fork/exec, watched by pid,
+// killed after a hard limit (so the test never hangs on it) and measured with
+// wait4 (wall time, user + system CPU time). The frozen node is always
+// resumed and the cluster brought down (process_support.hpp). Loopback only.
+#include "tests/process/process_support.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+using namespace conclave::process_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// One kv process, measured.
+struct timed_run {
+  int status = -1;      ///< exit status; -1 if killed or signalled
+  bool killed = false;  ///< still running at the hard limit (then SIGKILLed)
+  double wall_ms = 0;   ///< start to reaped
+  double cpu_ms = 0;    ///< user + system CPU time of the child
+  std::string out;      ///< stdout and stderr
+};
+
+/// Runs `conclave ARGS` (split at spaces), kills it by pid after `hard_limit`.
+timed_run run_timed(const std::string& args, std::chrono::milliseconds hard_limit) {
+  std::vector<std::string> words{CONCLAVE_BIN};
+  std::istringstream in{args};
+  for (std::string w; in >> w;)
+    words.push_back(w);
+  std::vector<char*> argv;
+  for (auto& w : words)
+    argv.push_back(w.data());
+  argv.push_back(nullptr);
+  char path[] = "/tmp/conclave-kv-timed-XXXXXX";
+  int fd = ::mkstemp(path);
+  timed_run r;
+  if (fd < 0)
+    return r;
+  ::unlink(path);
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int st = 0;
+  rusage ru{};
+  for (;;) {
+    pid_t w = ::wait4(pid, &st, WNOHANG, &ru);
+    if (w == pid)
+      break;
+    if (std::chrono::steady_clock::now() - start >= hard_limit) {
+      r.killed = true;
+      ::kill(pid, SIGKILL);
+      ::wait4(pid, &st, 0, &ru);
+      break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now()
+                                                        - start)
+                  .count();
+  auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  r.cpu_ms = ms(ru.ru_utime) + ms(ru.ru_stime);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  ::lseek(fd, 0, SEEK_SET);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+    r.out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return r;
+}
+
+constexpr unsigned timeout_ms = 1000;
+/// What a kv process may take beyond its --timeout-ms, exit included.
+constexpr double margin_ms = 200;
+/// CPU time a kv process may use: start-up (TLS, the actor system) and its
+/// messages, far below a core spinning for the timeout.
+constexpr double cpu_limit_ms = 500;
+
+struct kv_timeout_test : cluster_test {
+  /// The node to resume in TearDown (0: none).
+  uint64_t frozen = 0;
+
+  void TearDown() override {
+    if (frozen != 0)
+      run_conclave("cluster kill --dir " + dir.string() + " --node "
+                   + std::to_string(frozen) + " --signal CONT");
+    cluster_test::TearDown();
+  }
+
+  timed_run kv(const std::string& args) {
+    auto r = run_timed("kv --timeout-ms " + std::to_string(timeout_ms)
+                           + " --cluster-dir " + dir.string() + " " + args,
+                       std::chrono::milliseconds{timeout_ms} + 5s);
+    std::cerr << "  kv " << args << ": exit " << r.status << " after " << r.wall_ms
+              << " ms, cpu " << r.cpu_ms << " ms\n";
+    return r;
+  }
+
+  /// Sends `sig` to node `id` without waiting for anything.
+  void signal(uint64_t id, const std::string& sig) {
+    auto r = run_conclave("cluster kill --dir " + dir.string() + " --node "
+                              + std::to_string(id) + " --signal " + sig,
+                          true);
+    ASSERT_EQ(r.status, 0) << r.out;
+  }
+
+  static void expect_bounded(const timed_run& r, const std::string& what) {
+    EXPECT_FALSE(r.killed) << what << ": still running after the hard limit\n" << r.out;
+    EXPECT_LE(r.wall_ms, timeout_ms + margin_ms) << what << "\n" << r.out;
+    EXPECT_LE(r.cpu_ms, cpu_limit_ms) << what << "\n" << r.out;
+  }
+};
+
+} // namespace
+
+TEST_F(kv_timeout_test, a_frozen_follower_does_not_hold_kv_past_its_timeout) {
+  auto j = up(3);
+  auto leader = j["leader"].get<uint64_t>();
+  ASSERT_NE(leader, 0u);
+  // The first write also waits for the primary's sync phase.
+  ASSERT_EQ(run_conclave("kv --timeout-ms 10000 --cluster-dir " + dir.string()
+                             + " put before 1",
+                         true)
+                .status,
+            0);
+  uint64_t follower = leader == 1 ? 2 : 1;
+  frozen = follower;
+  signal(follower, "STOP");
+  // The leader and the other follower are a majority: everything succeeds.
+  for (int i = 0; i < 3; ++i) {
+    auto p = kv("put k" + std::to_string(i) + " v" + std::to_string(i));
+    EXPECT_EQ(p.status, 0) << p.out;
+    expect_bounded(p, "put with a frozen follower");
+    auto g = kv("get k" + std::to_string(i));
+    EXPECT_EQ(g.status, 0) << g.out;
+    EXPECT_EQ(g.out, "v" + std::to_string(i) + "\n");
+    expect_bounded(g, "get with a frozen follower");
+  }
+  signal(follower, "CONT");
+  frozen = 0;
+}
+
+TEST_F(kv_timeout_test, a_frozen_leader_does_not_hold_kv_past_its_timeout) {
+  auto j = up(3);
+  auto leader = j["leader"].get<uint64_t>();
+  ASSERT_NE(leader, 0u);
+  ASSERT_EQ(run_conclave("kv --timeout-ms 10000 --cluster-dir " + dir.string()
+                             + " put before 1",
+                         true)
+                .status,
+            0);
+  frozen = leader;
+  signal(leader, "STOP");
+  // Operations started during the freeze, the first before a new leader is
+  // elected: each ends within its timeout, done (0) or failed (1).
+  std::vector<timed_run> runs;
+  auto freeze_end = std::chrono::steady_clock::now() + 3s;
+  for (int i = 0; std::chrono::steady_clock::now() < freeze_end; ++i) {
+    auto p = kv("put f" + std::to_string(i) + " v");
+    EXPECT_TRUE(p.status == 0 || p.status == 1) << p.out;
+    expect_bounded(p, "put with a frozen leader");
+    auto g = kv("get before");
+    EXPECT_TRUE(g.status == 0 || g.status == 1) << g.out;
+    expect_bounded(g, "get with a frozen leader");
+    runs.push_back(std::move(p));
+    runs.push_back(std::move(g));
+  }
+  // Once the others agree on a new leader, operations succeed while the old
+  // one is still frozen.
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = run_conclave("cluster status --json --dir " + dir.string());
+        auto st = nlohmann::json::parse(r.out, nullptr, false);
+        return !st.is_discarded() && r.status == 0 && leaders(st) == 1;
+      },
+      10s));
+  auto p = kv("put after v");
+  EXPECT_EQ(p.status, 0) << p.out;
+  expect_bounded(p, "put with a new leader, the old one frozen");
+  auto g = kv("get before");
+  EXPECT_EQ(g.status, 0) << g.out;
+  EXPECT_EQ(g.out, "1\n");
+  expect_bounded(g, "get with a new leader, the old one frozen");
+  EXPECT_GE(runs.size(), 2u);
+  signal(leader, "CONT");
+  frozen = 0;
+}
