@@ -33,14 +33,16 @@ function(conclave_add_component name)
   endif()
 endfunction()
 
-# conclave_add_test(NAME SOURCES ... DEPS ...): a GoogleTest binary conclave_NAME_test.
+# conclave_add_test(NAME SOURCES ... DEPS ... [PROPERTIES name value ...]): a
+# GoogleTest binary conclave_NAME_test; PROPERTIES are set on each of its tests
+# (after TIMEOUT 300), e.g. RUN_SERIAL TRUE for tests that time processes.
 function(conclave_add_test name)
-  cmake_parse_arguments(T "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(T "" "" "SOURCES;DEPS;PROPERTIES" ${ARGN})
   add_executable(conclave_${name}_test ${T_SOURCES})
   target_link_libraries(conclave_${name}_test PRIVATE ${T_DEPS} conclave_test_support
                         GTest::gtest_main conclave_options)
   gtest_discover_tests(conclave_${name}_test DISCOVERY_TIMEOUT 60
-                       PROPERTIES TIMEOUT 300)
+                       PROPERTIES TIMEOUT 300 ${T_PROPERTIES})
 endfunction()
 
 # conclave_add_program(NAME SOURCES ... DEPS ...): an executable in build/bin;
