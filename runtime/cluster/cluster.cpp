@@ -139,7 +139,7 @@ std::optional<int> refuse_init_dir(const std::string& dir, const cluster_file& c
   if (!c.made_by_init)
     return std::nullopt;
   return bad_input(dir + " was made by `conclave cluster init` for nodes on other "
-                   "hosts; `cluster " + command + "` drives only nodes that `cluster up` "
+                   "hosts; `cluster " + command + "` works only on nodes that `cluster up` "
                    "started on this machine (see docs/deploy.md)");
 }
 
