@@ -376,8 +376,8 @@ void add_kv_command(command_registry& reg) {
          "the members, ID@HOST:PORT,... (as given to the nodes)");
   option(kv, "--cluster", o->cluster, "cluster name")->capture_default_str();
   option(kv, "--cluster-dir", o->cluster_dir,
-         "a `conclave cluster up` directory: its members, name, CA and client "
-         "certificate");
+         "a `conclave cluster up` or `cluster init` directory: its members, name, CA "
+         "and client certificate");
   option(kv, "--tls-ca", o->tls_ca, "CA certificate (PEM) that signs the members'");
   option(kv, "--tls-cert", o->tls_cert,
          "a client certificate (PEM) signed by that CA (with --cluster-dir: instead "

@@ -105,8 +105,7 @@ node::result<void> make_certificates(const std::string& dir, const std::string& 
   for (auto& args : certificate_commands(dir, cluster, ids, o)) {
     int st = run_openssl(args, log);
     if (st == 127)
-      return std::string{"cannot run the openssl tool (Debian package openssl; or "
-                         "give --insecure)"};
+      return std::string{"cannot run the openssl tool (Debian package openssl)"};
     if (st != 0)
       return "openssl " + args.front() + " failed (see " + log + ")";
   }

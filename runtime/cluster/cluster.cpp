@@ -550,7 +550,9 @@ int up(const up_options& o, std::ostream& out) {
     for (size_t i = 0; i < o.nodes; ++i)
       ids.push_back(i + 1);
     if (auto m = make_certificates(tls_dir(dir), o.cluster, ids); !m)
-      return failure("certificates: " + m.error());
+      return failure("certificates: " + m.error()
+                     + (m.error().rfind("cannot run", 0) == 0 ? "; or give --insecure"
+                                                              : ""));
   }
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto ports = free_ports(2 * o.nodes);
