@@ -6,7 +6,9 @@
 // (installed into one shared "config dir", as a copy to /etc/conclave would
 // be), `conclave kv --cluster-dir OUT` runs in the first namespace, and the
 // leader is killed with SIGKILL. Needs root (or CAP_SYS_ADMIN) and iproute2;
-// skipped otherwise. Every namespace and process is removed however it ends.
+// skipped otherwise. Every namespace and process is removed however the test
+// ends; if the test process is killed outright, its nodes die with it and the
+// next run deletes its namespaces.
 #include "tests/process/process_support.hpp"
 
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <map>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 using namespace conclave::process_test;
@@ -53,6 +56,7 @@ protected:
       GTEST_SKIP() << "needs root to create network namespaces (ip netns add)";
     if (netns_sh("ip -V") != 0)
       GTEST_SKIP() << "needs the ip tool (Debian package iproute2)";
+    remove_namespaces_of_dead_runs();
     dir = fs::temp_directory_path() / ("conclave-netns-" + tag);
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -74,6 +78,26 @@ protected:
       ASSERT_EQ(netns_sh("ip -n " + ns(i) + " addr add " + address(i) + "/24 dev eth0"), 0);
       ASSERT_EQ(netns_sh("ip -n " + ns(i) + " link set eth0 up"), 0);
       ASSERT_EQ(netns_sh("ip -n " + ns(i) + " link set lo up"), 0);
+    }
+  }
+
+  /// A run killed outright (SIGKILL, ctest's timeout) could not delete its
+  /// namespaces (its nodes died with it: PR_SET_PDEATHSIG). Namespaces named
+  /// as this test names them, cncPID-*, whose PID no longer exists, are such
+  /// leftovers; any other namespace is left alone.
+  static void remove_namespaces_of_dead_runs() {
+    auto list = conclave::testing::run_command("ip netns list 2>/dev/null");
+    std::istringstream in{list.out};
+    std::string name, rest;
+    while (in >> name && std::getline(in, rest)) {
+      auto dash = name.find('-');
+      if (name.rfind("cnc", 0) != 0 || dash == std::string::npos || dash == 3)
+        continue;
+      auto pid = name.substr(3, dash - 3);
+      if (pid.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      if (!fs::exists("/proc/" + pid))
+        netns_sh("ip netns del " + name);
     }
   }
 
@@ -106,6 +130,8 @@ protected:
     auto pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      // If the test process itself dies (a crash, ctest's timeout), so does the node.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {
         ::dup2(fd, 1);
