@@ -17,6 +17,7 @@ packages=(
   gnuplot-nox           # plots of simulation runs
   prometheus            # server for the metrics integration test (tests/process)
   openssl               # `cluster up` makes a throwaway CA and node certificates
+  iproute2              # `ip netns`: the deploy test's hosts are network namespaces (tests/process)
   libssl-dev            # identity proofs between nodes (X509/EVP), TLS handshake counters
   libjemalloc-dev       # the benchmarks' allocator (CMakeLists.txt, CONCLAVE_BENCH_ALLOCATOR)
 )

@@ -1,8 +1,10 @@
 // conclave cluster up|status|kill|restart|down: nodes launched together on
-// loopback. See docs/design/node.md.
+// loopback; conclave cluster init: the files for nodes on several hosts. See
+// docs/design/node.md and docs/deploy.md.
 #include "runtime/cli/commands.hpp"
 
 #include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/cluster_init.hpp"
 #include "runtime/node/node_log.hpp"
 
 #include <array>
@@ -15,6 +17,7 @@ namespace {
 
 struct cluster_options {
   cluster::up_options up;
+  cluster::init_options init;
   std::string dir;
   uint64_t node = 0;
   std::string signal = "TERM";
@@ -69,10 +72,14 @@ int run_kill(cluster_options& o) {
                        std::chrono::milliseconds{o.timeout_ms}, o.json, std::cout);
 }
 
-int dispatch(cluster_options& o, const std::array<CLI::App*, 5>& subs) {
-  auto [up, st, kl, rs, dn] = subs;
+int dispatch(cluster_options& o, const std::array<CLI::App*, 6>& subs) {
+  auto [up, st, kl, rs, dn, in] = subs;
   if (up->parsed())
     return run_up(o);
+  if (in->parsed()) {
+    o.init.dir = o.dir;
+    return cluster::init(o.init, std::cout);
+  }
   if (st->parsed())
     return cluster::status(o.dir, o.json, std::cout);
   if (kl->parsed())
@@ -82,14 +89,14 @@ int dispatch(cluster_options& o, const std::array<CLI::App*, 5>& subs) {
                             std::cout);
   if (dn->parsed())
     return cluster::down(o.dir, std::cout);
-  return bad_input("cluster: give up, status, kill, restart or down (see --help)");
+  return bad_input("cluster: give up, status, kill, restart, down or init (see --help)");
 }
 
 } // namespace
 
 void add_cluster_command(command_registry& reg) {
   auto o = std::make_shared<cluster_options>();
-  auto subs = std::make_shared<std::array<CLI::App*, 5>>();
+  auto subs = std::make_shared<std::array<CLI::App*, 6>>();
   auto* cl = reg.add("cluster", "Start, inspect, disturb and stop nodes on loopback",
                      [o, subs] { return dispatch(*o, *subs); });
   cl->require_subcommand(1);
@@ -152,7 +159,33 @@ void add_cluster_command(command_registry& reg) {
   auto* dn = cl->add_subcommand("down", "Stop every node (SIGCONT first, then SIGTERM)");
   dir_option(dn, o->dir)->required();
 
-  *subs = {up, st, kl, rs, dn};
+  auto* in = cl->add_subcommand(
+      "init", "Write configs, certificates and a systemd unit for nodes on other hosts "
+              "(starts nothing; see docs/deploy.md)");
+  auto& io = o->init;
+  option(in, "--hosts", io.hosts,
+         "the nodes, ID@HOST:PORT,...: HOST:PORT is where the others reach each one")
+      ->required();
+  dir_option(in, o->dir)->required()->description(
+      "a new or empty directory for the files");
+  option(in, "--cluster", io.cluster, "cluster name")->capture_default_str();
+  option(in, "--ca-cert", io.ca_cert,
+         "sign with this CA certificate (PEM; with --ca-key) instead of a new CA");
+  option(in, "--ca-key", io.ca_key, "the CA's private key (PEM, unencrypted)");
+  option(in, "--metrics-port", io.metrics_port,
+         "every node serves /metrics on HOST:this port (plain HTTP; default: none)");
+  option(in, "--data-dir", io.data_dir, "on the hosts: node ID keeps its data in "
+                                        "DATA_DIR/node-ID")
+      ->capture_default_str();
+  option(in, "--config-dir", io.config_dir,
+         "on the hosts: where each node's config, certificate and key are installed")
+      ->capture_default_str();
+  option(in, "--binary", io.binary, "on the hosts: the conclave binary the unit starts")
+      ->capture_default_str();
+  option(in, "--days", io.days, "validity of the node and client certificates")
+      ->capture_default_str();
+
+  *subs = {up, st, kl, rs, dn, in};
 }
 
 } // namespace conclave::cli

@@ -405,8 +405,8 @@ void add_kv_command(command_registry& reg) {
          "the members, ID@HOST:PORT,... (as given to the nodes)");
   option(kv, "--cluster", o->cluster, "cluster name")->capture_default_str();
   option(kv, "--dir", o->cluster_dir,
-         "a `conclave cluster up` directory: its members, name, CA and client "
-         "certificate");
+         "a `conclave cluster up` or `cluster init` directory: its members, name, CA "
+         "and client certificate");
   // The name before `--dir` was the cluster commands' one too: kept, hidden.
   option(kv, "--cluster-dir", o->cluster_dir, "the same as --dir")->group("");
   option(kv, "--tls-ca", o->tls_ca, "CA certificate (PEM) that signs the members'");

@@ -47,16 +47,24 @@ std::string p(const std::string& dir, const std::string& file) {
 
 std::vector<std::vector<std::string>>
 certificate_commands(const std::string& dir, const std::string& cluster,
-                     const std::vector<uint64_t>& ids) {
+                     const std::vector<uint64_t>& ids, const certificate_options& o) {
   // EC P-256 keys: generated in milliseconds, unlike RSA.
   const std::vector<std::string> key{"-newkey", "ec", "-pkeyopt",
                                      "ec_paramgen_curve:prime256v1", "-nodes"};
   std::vector<std::vector<std::string>> cmds;
-  std::vector<std::string> ca{"req", "-x509"};
-  ca.insert(ca.end(), key.begin(), key.end());
-  ca.insert(ca.end(), {"-keyout", p(dir, "ca.key"), "-out", p(dir, "ca.pem"), "-days",
-                       "30", "-subj", "/O=conclave/CN=" + cluster + " throwaway CA"});
-  cmds.push_back(ca);
+  bool own_ca = !o.ca_cert.empty();
+  auto ca_cert = own_ca ? o.ca_cert : p(dir, "ca.pem");
+  auto ca_key = own_ca ? o.ca_key : p(dir, "ca.key");
+  if (!own_ca) {
+    std::vector<std::string> ca{"req", "-x509"};
+    ca.insert(ca.end(), key.begin(), key.end());
+    ca.insert(ca.end(),
+              {"-keyout", ca_key, "-out", ca_cert, "-days", std::to_string(o.ca_days),
+               "-subj",
+               "/O=conclave/CN="
+                   + (o.ca_name.empty() ? cluster + " throwaway CA" : o.ca_name)});
+    cmds.push_back(ca);
+  }
   std::vector<std::string> names;
   for (auto id : ids)
     names.push_back("node-" + std::to_string(id));
@@ -70,15 +78,17 @@ certificate_commands(const std::string& dir, const std::string& cluster,
     req.insert(req.end(), {"-keyout", p(dir, n + ".key"), "-out", p(dir, n + ".csr"),
                            "-subj", "/O=" + cluster + "/CN=" + n});
     cmds.push_back(req);
-    cmds.push_back({"x509", "-req", "-in", p(dir, n + ".csr"), "-CA", p(dir, "ca.pem"),
-                    "-CAkey", p(dir, "ca.key"), "-CAcreateserial", "-CAserial",
-                    p(dir, "ca.srl"), "-out", p(dir, n + ".pem"), "-days", "30"});
+    // The serial file stays here, never next to a CA the user gave.
+    cmds.push_back({"x509", "-req", "-in", p(dir, n + ".csr"), "-CA", ca_cert, "-CAkey",
+                    ca_key, "-CAcreateserial", "-CAserial", p(dir, "ca.srl"), "-out",
+                    p(dir, n + ".pem"), "-days", std::to_string(o.days)});
   }
   return cmds;
 }
 
 node::result<void> make_certificates(const std::string& dir, const std::string& cluster,
-                                     const std::vector<uint64_t>& ids) {
+                                     const std::vector<uint64_t>& ids,
+                                     const certificate_options& o) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
@@ -86,11 +96,16 @@ node::result<void> make_certificates(const std::string& dir, const std::string& 
   ::chmod(dir.c_str(), 0700); // the keys are inside
   auto log = p(dir, "openssl.log");
   fs::remove(log, ec);
-  for (auto& args : certificate_commands(dir, cluster, ids)) {
+  if (!o.ca_cert.empty()) {
+    // Nodes and clients find the CA as ca.pem next to their own files.
+    fs::copy_file(o.ca_cert, p(dir, "ca.pem"), fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      return "cannot copy " + o.ca_cert + " to " + p(dir, "ca.pem") + ": " + ec.message();
+  }
+  for (auto& args : certificate_commands(dir, cluster, ids, o)) {
     int st = run_openssl(args, log);
     if (st == 127)
-      return std::string{"cannot run the openssl tool (Debian package openssl; or "
-                         "give --insecure)"};
+      return std::string{"cannot run the openssl tool (Debian package openssl)"};
     if (st != 0)
       return "openssl " + args.front() + " failed (see " + log + ")";
   }

@@ -29,6 +29,49 @@ TEST(certificates, commands_name_each_node_in_its_subject) {
   EXPECT_EQ(client_certificate_of("/d").cert, "/d/client.pem");
 }
 
+TEST(certificates, a_given_ca_signs_and_no_new_one_is_made) {
+  certificate_options o;
+  o.ca_cert = "/ca/root.pem";
+  o.ca_key = "/ca/root.key";
+  o.days = 365;
+  auto cmds = certificate_commands("/d", "prod", {1}, o);
+  // No CA request: a request and a signature for the node and the client.
+  ASSERT_EQ(cmds.size(), 4u);
+  for (auto& c : cmds)
+    EXPECT_EQ(std::find(c.begin(), c.end(), "-x509"), c.end());
+  auto& sign = cmds[1];
+  auto after = [&](const std::string& flag) {
+    auto i = std::find(sign.begin(), sign.end(), flag);
+    return i == sign.end() || i + 1 == sign.end() ? std::string{} : *(i + 1);
+  };
+  EXPECT_EQ(after("-CA"), "/ca/root.pem");
+  EXPECT_EQ(after("-CAkey"), "/ca/root.key");
+  EXPECT_EQ(after("-CAserial"), "/d/ca.srl"); // never next to the user's CA
+  EXPECT_EQ(after("-days"), "365");
+}
+
+TEST(certificates, certificates_of_a_given_ca_verify_against_it) {
+  auto dir = fs::temp_directory_path() / ("conclave-own-ca-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto first = (dir / "first").string();
+  ASSERT_TRUE(make_certificates(first, "test", {1}));
+  certificate_options o;
+  o.ca_cert = first + "/ca.pem";
+  o.ca_key = first + "/ca.key";
+  auto second = (dir / "second").string();
+  auto made = make_certificates(second, "test", {2}, o);
+  ASSERT_TRUE(made) << made.error();
+  EXPECT_FALSE(fs::exists(second + "/ca.key"));
+  auto f = certificate_of(second, 2);
+  // ca.pem is a copy of the given CA: the first set's certificates verify too.
+  for (auto cert : {f.cert, certificate_of(first, 1).cert}) {
+    auto v = conclave::testing::run_command("openssl verify -CAfile " + f.ca + " " + cert
+                                            + " 2>&1");
+    EXPECT_EQ(v.status, 0) << v.out;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(certificates, the_tool_makes_node_certificates_the_ca_verifies) {
   auto dir = fs::temp_directory_path() / ("conclave-certs-" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -41,18 +41,20 @@ constexpr int exit_ok = 0;
 constexpr int exit_failure = 1;
 constexpr int exit_bad_input = 2;
 
-struct node_entry {
-  uint64_t id = 0;
-  std::string listen;
-  std::string metrics;
-};
+using node_entry = member;
 
 struct cluster_file {
   std::string name;
   std::string algorithm;
   std::string binary;
   std::vector<node_entry> nodes;
+  /// Written by `cluster init` for nodes on other hosts: no process here to
+  /// start, signal or watch.
+  bool made_by_init = false;
 };
+
+/// What `cluster init` writes as "made_by" in cluster.json.
+constexpr const char* made_by_init_mark = "conclave cluster init";
 
 int bad_input(const std::string& what) {
   std::cerr << "conclave: error: " << what << '\n';
@@ -89,14 +91,14 @@ std::optional<cluster_file> load_cluster(const std::string& dir) {
   c.name = j.value("cluster", "");
   c.algorithm = j.value("algorithm", "");
   c.binary = j.value("binary", "");
+  c.made_by_init = j.value("made_by", "") == made_by_init_mark;
   for (auto& n : j.value("nodes", json::array()))
     c.nodes.push_back(
         {n.value("id", uint64_t{0}), n.value("listen", ""), n.value("metrics", "")});
   return c;
 }
 
-/// Writes cluster.json and prometheus-targets.json; the error names the file.
-node::result<void> save_cluster(const std::string& dir, const cluster_file& c) {
+std::string cluster_json_text(const cluster_file& c) {
   json nodes = json::array();
   for (auto& n : c.nodes)
     nodes.push_back({{"id", n.id}, {"listen", n.listen}, {"metrics", n.metrics}});
@@ -104,18 +106,41 @@ node::result<void> save_cluster(const std::string& dir, const cluster_file& c) {
          {"algorithm", c.algorithm},
          {"binary", c.binary},
          {"nodes", nodes}};
-  if (auto w = node::write_file_atomically((fs::path{dir} / "cluster.json").string(),
-                                           j.dump(2) + "\n");
-      !w)
-    return w;
-  // Prometheus file-based discovery (examples/prometheus/prometheus.yml).
+  if (c.made_by_init)
+    j["made_by"] = made_by_init_mark;
+  return j.dump(2) + "\n";
+}
+
+/// Prometheus file-based discovery (examples/prometheus/prometheus.yml): the
+/// members that serve metrics.
+std::string targets_json_text(const cluster_file& c) {
   json targets = json::array();
   for (auto& n : c.nodes)
-    targets.push_back(
-        {{"targets", {n.metrics}},
-         {"labels", {{"cluster", c.name}, {"node", std::to_string(n.id)}}}});
+    if (!n.metrics.empty())
+      targets.push_back(
+          {{"targets", {n.metrics}},
+           {"labels", {{"cluster", c.name}, {"node", std::to_string(n.id)}}}});
+  return targets.dump(2) + "\n";
+}
+
+/// Writes cluster.json and prometheus-targets.json; the error names the file.
+node::result<void> save_cluster(const std::string& dir, const cluster_file& c) {
+  if (auto w = node::write_file_atomically((fs::path{dir} / "cluster.json").string(),
+                                           cluster_json_text(c));
+      !w)
+    return w;
   return node::write_file_atomically((fs::path{dir} / "prometheus-targets.json").string(),
-                                     targets.dump(2) + "\n");
+                                     targets_json_text(c));
+}
+
+/// The commands that drive local processes refuse a `cluster init` directory.
+std::optional<int> refuse_init_dir(const std::string& dir, const cluster_file& c,
+                                   const std::string& command) {
+  if (!c.made_by_init)
+    return std::nullopt;
+  return bad_input(dir + " was made by `conclave cluster init` for nodes on other "
+                   "hosts; `cluster " + command + "` works only on nodes that `cluster up` "
+                   "started on this machine (see docs/deploy.md)");
 }
 
 /// State letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), 0 if gone.
@@ -422,6 +447,24 @@ double ms_between(std::chrono::steady_clock::time_point a,
 
 } // namespace
 
+std::string init_cluster_json(const std::string& cluster,
+                              const std::vector<member>& members) {
+  cluster_file c;
+  c.name = cluster;
+  c.algorithm = "bully";
+  c.nodes = members;
+  c.made_by_init = true;
+  return cluster_json_text(c);
+}
+
+std::string prometheus_targets_json(const std::string& cluster,
+                                    const std::vector<member>& members) {
+  cluster_file c;
+  c.name = cluster;
+  c.nodes = members;
+  return targets_json_text(c);
+}
+
 std::optional<agreement> agreed_leader(const std::vector<node_view>& nodes,
                                        const std::vector<uint64_t>& ignore) {
   agreement a;
@@ -485,6 +528,8 @@ int up(const up_options& o, std::ostream& out) {
   auto dir = fs::absolute(o.dir, ec).lexically_normal().string();
   if (!dir.empty() && dir.back() == '/')
     dir.pop_back();
+  if (auto old = load_cluster(dir); old && old->made_by_init)
+    return *refuse_init_dir(dir, *old, "up");
   if (auto old = load_cluster(dir))
     for (auto& v : views_of(dir, *old))
       if (v.alive)
@@ -505,7 +550,9 @@ int up(const up_options& o, std::ostream& out) {
     for (size_t i = 0; i < o.nodes; ++i)
       ids.push_back(i + 1);
     if (auto m = make_certificates(tls_dir(dir), o.cluster, ids); !m)
-      return failure("certificates: " + m.error());
+      return failure("certificates: " + m.error()
+                     + (m.error().rfind("cannot run", 0) == 0 ? "; or give --insecure"
+                                                              : ""));
   }
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto ports = free_ports(2 * o.nodes);
@@ -596,11 +643,14 @@ std::optional<client_access> client_access_of(const std::string& dir) {
   a.cluster = c->name;
   for (auto& n : c->nodes)
     a.peers += (a.peers.empty() ? "" : ",") + std::to_string(n.id) + "@" + n.listen;
-  // The client certificate `up` makes; a directory made before it existed
-  // has only the nodes' (then the first node's is used, as before).
+  // The client certificate `up` makes (DIR/tls/) or `init` (DIR/client/); a
+  // directory `up` made before client certificates has only the nodes' (then
+  // the first node's is used, as before).
   auto files = client_certificate_of(tls_dir(dir));
   std::error_code ec;
-  if (!fs::exists(files.cert, ec))
+  if (!fs::exists(files.cert, ec) && c->made_by_init)
+    files = client_certificate_of((fs::path{dir} / "client").string());
+  else if (!fs::exists(files.cert, ec))
     files = certificate_of(tls_dir(dir), c->nodes.front().id);
   if (fs::exists(files.ca, ec)) {
     a.tls = true;
@@ -615,6 +665,8 @@ int status(const std::string& dir, bool json_out, std::ostream& out) {
   auto c = load_cluster(dir);
   if (!c)
     return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  if (auto refused = refuse_init_dir(dir, *c, "status"))
+    return *refused;
   auto views = views_of(dir, *c);
   auto a = agreed_leader(views);
   if (json_out) {
@@ -647,6 +699,8 @@ int kill(const std::string& dir, uint64_t id, int sig, bool wait,
   auto c = load_cluster(dir);
   if (!c)
     return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  if (auto refused = refuse_init_dir(dir, *c, "kill"))
+    return *refused;
   auto before = agreed_leader(views_of(dir, *c));
   if (id == 0) { // --leader
     if (!before)
@@ -729,6 +783,8 @@ int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeo
   auto c = load_cluster(dir);
   if (!c)
     return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  if (auto refused = refuse_init_dir(dir, *c, "restart"))
+    return *refused;
   auto entry = std::find_if(c->nodes.begin(), c->nodes.end(),
                             [&](const node_entry& n) { return n.id == id; });
   if (entry == c->nodes.end())
@@ -767,6 +823,8 @@ int down(const std::string& dir, std::ostream& out) {
   auto c = load_cluster(dir);
   if (!c)
     return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
+  if (auto refused = refuse_init_dir(dir, *c, "down"))
+    return *refused;
   size_t running = 0;
   for (auto& v : views_of(dir, *c))
     running += v.alive ? 1 : 0;

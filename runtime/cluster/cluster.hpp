@@ -38,6 +38,24 @@ struct up_options {
   std::vector<std::string> node_settings;
 };
 
+/// A member as DIR/cluster.json records it.
+struct member {
+  uint64_t id = 0;
+  std::string listen;  ///< HOST:PORT
+  std::string metrics; ///< HOST:PORT, or empty
+};
+
+/// cluster.json of a `cluster init` directory (pure): its name and members, and
+/// a mark that `up`, `status`, `kill`, `restart` and `down` refuse (its nodes
+/// run on other hosts), while `conclave kv --cluster-dir` reads it.
+std::string init_cluster_json(const std::string& cluster,
+                              const std::vector<member>& members);
+
+/// prometheus-targets.json (Prometheus file-based discovery) for the members
+/// that have a metrics address (pure).
+std::string prometheus_targets_json(const std::string& cluster,
+                                    const std::vector<member>& members);
+
 /// What `status` reports for one node.
 struct node_view {
   uint64_t id = 0;
@@ -99,7 +117,8 @@ int down(const std::string& dir, std::ostream& out);
 /// What a client (conclave kv --dir) needs to reach the cluster in
 /// `dir`: its name, its members as ID@HOST:PORT,..., and, unless it runs with
 /// --insecure, the CA and the client certificate `up` made (DIR/tls/client.*;
-/// the first node's in a directory made before client certificates).
+/// the first node's in a directory made before client certificates) or
+/// `init` made (DIR/client/client.*).
 struct client_access {
   std::string cluster;
   std::string peers;
