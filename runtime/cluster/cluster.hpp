@@ -47,7 +47,7 @@ struct member {
 
 /// cluster.json of a `cluster init` directory (pure): its name and members, and
 /// a mark that `up`, `status`, `kill`, `restart` and `down` refuse (its nodes
-/// run on other hosts), while `conclave kv --cluster-dir` reads it.
+/// run on other hosts), while `conclave kv --dir` reads it.
 std::string init_cluster_json(const std::string& cluster,
                               const std::vector<member>& members);
 

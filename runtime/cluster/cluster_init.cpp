@@ -348,7 +348,7 @@ int init(const init_options& o, std::ostream& out) {
   }
   out << "  every host: " << (dir / "conclave-node@.service").string()
       << " to /etc/systemd/system/\n"
-      << "  clients: conclave kv --cluster-dir " << dir.string() << " get KEY\n";
+      << "  clients: conclave kv --dir " << dir.string() << " get KEY\n";
   if (o.ca_cert.empty())
     out << "  keep " << (dir / "ca" / "ca.key").string()
         << " off the nodes: it signs new members' certificates\n";

@@ -2,7 +2,7 @@
 // node per host (or more, on distinct ports). Nothing is started: the user
 // copies each node's files to its host and starts it there (docs/deploy.md).
 //
-//   OUT/cluster.json             name and members (so `conclave kv --cluster-dir
+//   OUT/cluster.json             name and members (so `conclave kv --dir
 //                                OUT` finds them); marked as made by `init`
 //   OUT/prometheus-targets.json  with --metrics-port: file-based discovery
 //   OUT/ca/                      the certificate work directory: ca.pem, ca.key
