@@ -31,26 +31,6 @@ std::string in_quotes(std::string_view s) {
   return "'" + std::string{s} + "'";
 }
 
-std::string_view trim_blanks(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
-std::optional<uint64_t> parse_id(std::string_view s) {
-  if (s.empty() || s.size() > 19 || (s.size() > 1 && s.front() == '0'))
-    return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9')
-      return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return v == 0 ? std::nullopt : std::optional<uint64_t>{v};
-}
-
 bool is_wildcard(const std::string& host) {
   return host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
 }
@@ -62,8 +42,10 @@ std::optional<std::string> path_problem(const std::string& path) {
     return std::string{"expected an absolute path on the hosts, got "} + in_quotes(path);
   for (char c : path)
     if (std::isspace(static_cast<unsigned char>(c)) || c == '#' || c == ';' || c == '"'
-        || c == '\'' || c == ',' || c == '%' || c == '\\' || std::iscntrl(static_cast<unsigned char>(c)))
-      return "no spaces, quotes, ',', '#', ';', '%' or '\\' please, got " + in_quotes(path);
+        || c == '\'' || c == ',' || c == '%' || c == '\\'
+        || std::iscntrl(static_cast<unsigned char>(c)))
+      return "no spaces, quotes, ',', '#', ';', '%' or '\\' please, got "
+             + in_quotes(path);
   return std::nullopt;
 }
 
@@ -79,11 +61,12 @@ std::vector<member> members_of(const init_options& o,
                                const std::vector<init_host>& hosts) {
   std::vector<member> m;
   for (auto& h : hosts)
-    m.push_back({h.id, h.address.to_string(),
-                 o.metrics_port == 0 ? std::string{}
-                                     : node::address{h.address.host,
-                                                     static_cast<uint16_t>(o.metrics_port)}
-                                           .to_string()});
+    m.push_back(
+        {h.id, h.address.to_string(),
+         o.metrics_port == 0
+             ? std::string{}
+             : node::address{h.address.host, static_cast<uint16_t>(o.metrics_port)}
+                   .to_string()});
   return m;
 }
 
@@ -91,45 +74,32 @@ std::vector<member> members_of(const init_options& o,
 
 node::result<std::vector<init_host>> parse_hosts(std::string_view text) {
   using namespace init_detail;
-  text = trim_blanks(text);
-  if (text.empty())
+  // A node's own --listen may leave HOST out (loopback); another host cannot.
+  if (auto at = text.find("@:"); at != std::string_view::npos) {
+    auto from = text.rfind(',', at);
+    from = from == std::string_view::npos ? 0 : from + 1;
+    auto entry = text.substr(from, text.find(',', at) - from);
+    while (!entry.empty() && entry.front() == ' ')
+      entry.remove_prefix(1);
+    return "in " + in_quotes(entry)
+           + ": expected HOST:PORT with the address the other hosts reach it at";
+  }
+  auto members = node::parse_members(text);
+  if (!members)
+    return members.error();
+  if (members.value().empty())
     return std::string{"expected ID@HOST:PORT,... (one entry per node), got nothing"};
   std::vector<init_host> hosts;
   std::map<std::string, uint64_t> by_address;
-  size_t pos = 0;
-  for (;;) {
-    auto comma = text.find(',', pos);
-    auto entry = trim_blanks(text.substr(
-        pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
-    auto at = entry.find('@');
-    if (at == std::string_view::npos)
-      return "expected ID@HOST:PORT, got " + in_quotes(entry);
-    auto id = parse_id(entry.substr(0, at));
-    if (!id)
-      return "expected ID@HOST:PORT with an id of at least 1 (no leading zeros), got "
-             + in_quotes(entry);
-    auto rest = entry.substr(at + 1);
-    auto colon = rest.rfind(':');
-    if (colon == 0 || colon == std::string_view::npos)
-      return "in " + in_quotes(entry)
-             + ": expected HOST:PORT with the address the other hosts reach it at";
-    auto addr = node::parse_address(rest);
-    if (!addr)
-      return "in " + in_quotes(entry) + ": " + addr.error();
-    if (is_wildcard(addr.value().host))
-      return "in " + in_quotes(entry) + ": " + addr.value().host
-             + " is a wildcard; give the address the other hosts reach it at";
-    for (auto& h : hosts)
-      if (h.id == *id)
-        return "node " + std::to_string(*id) + " is listed twice";
-    auto [i, fresh] = by_address.emplace(addr.value().to_string(), *id);
+  for (auto& [id, addr] : members.value()) {
+    if (is_wildcard(addr.host))
+      return "in " + in_quotes(std::to_string(id) + "@" + addr.to_string()) + ": "
+             + addr.host + " is a wildcard; give the address the other hosts reach it at";
+    auto [i, fresh] = by_address.emplace(addr.to_string(), id);
     if (!fresh)
-      return "nodes " + std::to_string(i->second) + " and " + std::to_string(*id)
-             + " share the address " + addr.value().to_string();
-    hosts.push_back({*id, addr.value()});
-    if (comma == std::string_view::npos)
-      break;
-    pos = comma + 1;
+      return "nodes " + std::to_string(i->second) + " and " + std::to_string(id)
+             + " share the address " + addr.to_string();
+    hosts.push_back({id, addr});
   }
   return hosts;
 }
@@ -213,8 +183,9 @@ node::result<init_plan> plan_init(const init_options& o) {
   if (o.dir.empty())
     return std::string{"--dir: required, the directory to write the files to"};
   if (o.cluster.empty() || o.cluster.size() > 64
-      || o.cluster.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                     "0123456789._-")
+      || o.cluster.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+             "0123456789._-")
              != std::string::npos)
     return "--cluster: expected 1 to 64 letters, digits, '.', '_' or '-', got "
            + in_quotes(o.cluster);
@@ -238,9 +209,9 @@ node::result<init_plan> plan_init(const init_options& o) {
                + std::to_string(o.metrics_port);
     }
   }
-  for (auto [value, flag] : {std::pair{&o.data_dir, "--data-dir"},
-                             std::pair{&o.config_dir, "--config-dir"},
-                             std::pair{&o.binary, "--binary"}})
+  for (auto [value, flag] :
+       {std::pair{&o.data_dir, "--data-dir"}, std::pair{&o.config_dir, "--config-dir"},
+        std::pair{&o.binary, "--binary"}})
     if (auto why = path_problem(*value))
       return std::string{flag} + ": " + *why;
   if (o.days == 0 || o.days > 36500)
@@ -249,7 +220,8 @@ node::result<init_plan> plan_init(const init_options& o) {
   auto members = members_of(o, plan.hosts);
   plan.files.push_back({"cluster.json", 0644, init_cluster_json(o.cluster, members), {}});
   if (o.metrics_port != 0)
-    plan.files.push_back({"prometheus-targets.json", 0644,
+    plan.files.push_back({"prometheus-targets.json",
+                          0644,
                           prometheus_targets_json(o.cluster, members),
                           {}});
   for (auto& h : plan.hosts) {
@@ -286,8 +258,9 @@ int init(const init_options& o, std::ostream& out) {
     if (!fs::is_directory(dir, ec))
       return bad("--dir: " + dir.string() + " exists and is not a directory");
     if (fs::directory_iterator{dir, ec} != fs::directory_iterator{})
-      return bad("--dir: " + dir.string()
-                 + " is not empty; give a new or empty directory (nothing is overwritten)");
+      return bad(
+          "--dir: " + dir.string()
+          + " is not empty; give a new or empty directory (nothing is overwritten)");
   }
   for (auto [file, flag] :
        {std::pair{&o.ca_cert, "--ca-cert"}, std::pair{&o.ca_key, "--ca-key"}})

@@ -61,11 +61,11 @@ result<address> parse_address(std::string_view text) {
                  static_cast<uint16_t>(*port)};
 }
 
-result<std::map<uint64_t, address>> parse_peers(std::string_view text) {
-  std::map<uint64_t, address> peers;
+result<std::vector<std::pair<uint64_t, address>>> parse_members(std::string_view text) {
+  std::vector<std::pair<uint64_t, address>> members;
   text = trim(text);
   if (text.empty())
-    return peers;
+    return members;
   size_t pos = 0;
   while (pos <= text.size()) {
     auto comma = text.find(',', pos);
@@ -80,14 +80,22 @@ result<std::map<uint64_t, address>> parse_peers(std::string_view text) {
     auto addr = parse_address(entry.substr(at + 1));
     if (!addr)
       return "in " + in_quotes(entry) + ": " + addr.error();
-    if (peers.count(*id) != 0)
-      return "node " + std::to_string(*id) + " is listed twice";
-    peers.emplace(*id, addr.value());
+    for (auto& m : members)
+      if (m.first == *id)
+        return "node " + std::to_string(*id) + " is listed twice";
+    members.emplace_back(*id, addr.value());
     if (comma == std::string_view::npos)
       break;
     pos = comma + 1;
   }
-  return peers;
+  return members;
+}
+
+result<std::map<uint64_t, address>> parse_peers(std::string_view text) {
+  auto members = parse_members(text);
+  if (!members)
+    return members.error();
+  return std::map<uint64_t, address>{members.value().begin(), members.value().end()};
 }
 
 bool is_loopback(std::string_view host) {

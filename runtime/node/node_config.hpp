@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace conclave::node {
 
@@ -38,8 +40,12 @@ struct address {
 /// "HOST:PORT" (HOST may be empty: loopback). Port 1..65535.
 result<address> parse_address(std::string_view text);
 
-/// "ID@HOST:PORT,ID@HOST:PORT,..." → id → address. Rejects malformed entries and
-/// duplicate ids (the error names the entry).
+/// "ID@HOST:PORT,ID@HOST:PORT,..." → (id, address) in the order given. Rejects
+/// malformed entries and duplicate ids (the error names the entry); "" is no
+/// member.
+result<std::vector<std::pair<uint64_t, address>>> parse_members(std::string_view text);
+
+/// parse_members as id → address.
 result<std::map<uint64_t, address>> parse_peers(std::string_view text);
 
 /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
