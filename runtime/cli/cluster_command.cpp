@@ -119,6 +119,11 @@ void add_cluster_command(command_registry& reg) {
   option(up, "--log-format", o->log_format, "nodes' log format: text or json");
   up->add_flag("--json", o->up.json, "print one JSON document")
       ->envname(env_name("--json"));
+  option(up, "--program", o->up.program,
+         "start this program, which embeds a node (conclave/node.hpp), instead of "
+         "`conclave node`: PROGRAM --config FILE [ARGS after --]");
+  up->add_option("args", o->up.program_args,
+                 "with --program: more arguments for each program, after --");
   up->add_flag("--insecure", o->up.insecure,
                "plaintext links (default: a throwaway CA in DIR/tls, TLS with mutual "
                "authentication)")

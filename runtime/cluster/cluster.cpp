@@ -47,6 +47,10 @@ struct cluster_file {
   std::string name;
   std::string algorithm;
   std::string binary;
+  /// `binary` is a program that embeds a node (`up --program`): started with
+  /// `--config FILE program_args...`, without the `node` command.
+  bool program = false;
+  std::vector<std::string> program_args;
   std::vector<node_entry> nodes;
   /// Written by `cluster init` for nodes on other hosts: no process here to
   /// start, signal or watch.
@@ -91,6 +95,8 @@ std::optional<cluster_file> load_cluster(const std::string& dir) {
   c.name = j.value("cluster", "");
   c.algorithm = j.value("algorithm", "");
   c.binary = j.value("binary", "");
+  c.program = j.value("program", false);
+  c.program_args = j.value("program_args", std::vector<std::string>{});
   c.made_by_init = j.value("made_by", "") == made_by_init_mark;
   for (auto& n : j.value("nodes", json::array()))
     c.nodes.push_back(
@@ -106,6 +112,10 @@ std::string cluster_json_text(const cluster_file& c) {
          {"algorithm", c.algorithm},
          {"binary", c.binary},
          {"nodes", nodes}};
+  if (c.program) {
+    j["program"] = true;
+    j["program_args"] = c.program_args;
+  }
   if (c.made_by_init)
     j["made_by"] = made_by_init_mark;
   return j.dump(2) + "\n";
@@ -154,12 +164,14 @@ char proc_state(int pid) {
   return stat[close + 2];
 }
 
-/// Whether `pid` still runs node `id` of this cluster (not a reused pid).
+/// Whether `pid` still runs node `id` of this cluster (not a reused pid): its
+/// command line passes this node's config file (`conclave node --config FILE`,
+/// or `PROGRAM --config FILE ...` for `up --program`).
 bool runs_node(int pid, const std::string& dir, uint64_t id) {
   auto cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
   std::replace(cmd.begin(), cmd.end(), '\0', ' ');
   auto cfg = (node_dir(dir, id) / "config.ini").string();
-  return cmd.find(" node ") != std::string::npos && cmd.find(cfg) != std::string::npos;
+  return cmd.find(" --config " + cfg + " ") != std::string::npos;
 }
 
 int read_pid(const std::string& dir, uint64_t id) {
@@ -265,8 +277,17 @@ node::result<int> spawn_node(const std::string& dir, const cluster_file& c, uint
   for (auto& s : env_strings)
     envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string a0 = "conclave", a1 = "node", a2 = "--config";
-  std::vector<char*> argv{a0.data(), a1.data(), a2.data(), cfg.data(), nullptr};
+  std::vector<std::string> args;
+  if (c.program)
+    args = {c.binary, "--config", cfg};
+  else
+    args = {"conclave", "node", "--config", cfg};
+  for (auto& a : c.program_args)
+    args.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
   auto pid = ::fork();
   if (pid < 0)
     return "cannot start node " + std::to_string(id) + ": " + std::strerror(errno);
@@ -544,6 +565,16 @@ int up(const up_options& o, std::ostream& out) {
   c.name = o.cluster;
   c.algorithm = o.algorithm;
   c.binary = self_binary();
+  if (!o.program.empty()) {
+    auto path = fs::absolute(o.program, ec);
+    if (ec || ::access(path.c_str(), X_OK) != 0 || fs::is_directory(path, ec))
+      return bad_input("--program: " + o.program + " is not an executable file");
+    c.binary = path.lexically_normal().string();
+    c.program = true;
+    c.program_args = o.program_args;
+  } else if (!o.program_args.empty()) {
+    return bad_input("arguments after -- are for --program: give --program PATH");
+  }
   auto started = std::chrono::steady_clock::now();
   if (!o.insecure) {
     std::vector<uint64_t> ids;

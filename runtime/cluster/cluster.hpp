@@ -1,8 +1,9 @@
 // The launcher behind `conclave cluster`: N nodes on free loopback ports, each
 // in its own session (setsid) with stdio in a log file, all state under DIR:
 //
-//   DIR/cluster.json        name, algorithm, binary, and per node id, listen and
-//                           metrics addresses
+//   DIR/cluster.json        name, algorithm, binary (conclave, or the --program
+//                           that embeds a node, and its arguments), and per
+//                           node id, listen and metrics addresses
 //   DIR/tls/               throwaway CA and node certificates (not with --insecure)
 //   DIR/node-I/config.ini   the node's settings (the launcher passes no CONCLAVE_*
 //                           variables on: the file says everything)
@@ -36,6 +37,11 @@ struct up_options {
   bool insecure = false;
   /// Extra `name = value` lines for every node's config.ini (detector timing...).
   std::vector<std::string> node_settings;
+  /// A program that embeds a node (include/conclave/node.hpp), started as
+  /// `PROGRAM --config DIR/node-I/config.ini ARGS...` instead of `conclave node
+  /// --config ...`; empty: this conclave binary.
+  std::string program;
+  std::vector<std::string> program_args;
 };
 
 /// A member as DIR/cluster.json records it.

@@ -2,6 +2,7 @@
 
 #include "actors/election/candidate_actor.hpp"
 #include "actors/election/directory_transport.hpp"
+#include "actors/election/leader_task.hpp"
 #include "actors/replication/type_ids.hpp"
 #include "protocols/election/type_ids.hpp"
 #include "runtime/node/data_dir.hpp"
@@ -144,7 +145,8 @@ std::shared_ptr<peer_links> make_links(const node_config& c,
 
 el::candidate_actor start_candidate_actor(caf::actor_system& sys, const node_config& c,
                                           const std::shared_ptr<peer_links>& links,
-                                          const std::shared_ptr<node_probe>& probe) {
+                                          const std::shared_ptr<node_probe>& probe,
+                                          const node_hooks& hooks) {
   el::candidate_options opts;
   opts.id = c.id;
   for (auto& [id, addr] : c.peers)
@@ -156,6 +158,7 @@ el::candidate_actor start_candidate_actor(caf::actor_system& sys, const node_con
   if (auto& replica = links->replica())
     opts.probe = std::make_shared<leadership_relay>(probe, replica->host, replica->board);
   opts.incarnation = static_cast<uint64_t>(wall_clock_us());
+  opts.task = hooks.task;
   auto candidate = el::spawn_candidate(sys, opts);
   links->set_candidate(candidate);
   if (auto& replica = links->replica())
@@ -317,9 +320,10 @@ void leave(caf::actor_system& sys, const node_config& c, peer_links& links,
 
 } // namespace
 
-int run_node(const node_config& c) {
+int run_node(const node_config& c, const node_hooks& hooks) {
   auto signals = block_termination_signals();
-  auto log = std::make_shared<const node_log>(c.id.value, c.log_format);
+  auto log =
+      hooks.log ? hooks.log : std::make_shared<const node_log>(c.id.value, c.log_format);
   replica_storage storage;
   if (!c.data_dir.empty())
     if (auto failed = prepare_data_dir(c, storage))
@@ -359,7 +363,7 @@ int run_node(const node_config& c) {
   links->set_authenticator(auth);
   if (storage.device)
     start_replica(sys, c, storage, *links, probe, status);
-  auto candidate = start_candidate_actor(sys, c, links, probe);
+  auto candidate = start_candidate_actor(sys, c, links, probe, hooks);
   auto gate = spawn_gate(sys, links);
   auto published =
       c.tls ? caf::openssl::publish(gate, c.listen.port, c.listen.host.c_str(), true)

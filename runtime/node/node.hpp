@@ -9,16 +9,32 @@
 
 #include "runtime/node/node_config.hpp"
 
+#include <memory>
+
+namespace conclave::election {
+class leader_task;
+}
+
 namespace conclave::node {
+
+class node_log;
 
 /// Exit status of a node whose --listen or --metrics address is taken (also when
 /// it is taken between the up-front check and the bind): the launcher retries on
 /// new ports when it sees it. Documented in docs/design/node.md.
 constexpr int exit_address_in_use = 4;
 
+/// What a program embedding the node adds (include/conclave/node.hpp).
+struct node_hooks {
+  /// Started while this node acts as leader, cancelled when that ends.
+  std::shared_ptr<const election::leader_task> task;
+  /// The node's log; made from the config when null.
+  std::shared_ptr<const node_log> log;
+};
+
 /// Runs the node until SIGTERM or SIGINT. Returns the process exit status:
 /// 0 after a clean shutdown, exit_address_in_use if an address cannot be bound,
 /// 1 otherwise.
-int run_node(const node_config& cfg);
+int run_node(const node_config& cfg, const node_hooks& hooks = {});
 
 } // namespace conclave::node

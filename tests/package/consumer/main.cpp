@@ -1,47 +1,38 @@
-// Uses the installed conclave package: a store (commit, reopen, read back) and
-// an election core. Exits 0 only if both work.
-#include <actors/election/candidate_actor.hpp>
-#include <actors/store/store_actor.hpp>
-#include <protocols/election/core_factory.hpp>
-#include <storage/collections.hpp>
+// Uses the installed conclave package through its one header and one target:
+// a node built from bad flags must refuse them with `conclave node`'s exit
+// status 2 and name the flag; one built from good flags must be ready to run
+// (it is not run: that needs its peers). Exits 0 only if all of that holds.
+#include <conclave/node.hpp>
 
 #include <iostream>
+#include <string>
 
-int main(int argc, char** argv) {
-  using namespace conclave;
-  if (argc != 2) {
-    std::cerr << "usage: consumer DATA_DIR\n";
-    return 2;
-  }
-  store::state_manager_options o;
-  o.dir = argv[1];
-  for (int round = 0; round < 2; ++round) {
-    auto s = store::state_manager::open(o);
-    if (!s) {
-      std::cerr << "open: " << s.error().message() << '\n';
-      return 1;
-    }
-    auto d = s.value()->dictionary<std::string, int32_t>("d");
-    if (!d)
-      return 1;
-    auto tx = s.value()->begin();
-    if (round == 0) {
-      if (!d.value().add(tx, "answer", 42) || !tx.commit())
-        return 1;
-    } else {
-      auto got = d.value().try_get(tx, "answer");
-      if (!got || !got.value() || got.value().value != 42) {
-        std::cerr << "the committed value did not survive a reopen\n";
-        return 1;
-      }
-    }
-  }
-  election::election_config cfg;
-  auto core = election::make_core(election::node_id{1}, {election::node_id{2}}, cfg);
-  if (!core) {
-    std::cerr << "no election core\n";
+int main() {
+  std::cout << "conclave " << conclave::embedded_node::version() << '\n';
+  const char* bad[] = {"consumer", "--id", "1", "--no-such-flag"};
+  conclave::embedded_node refused{4, bad};
+  if (refused.ok() || refused.run() != 2
+      || refused.error().find("--no-such-flag") == std::string::npos) {
+    std::cerr << "bad flags were not refused with exit status 2: '" << refused.error()
+              << "'\n";
     return 1;
   }
-  std::cout << "conclave package: store and election ok\n";
+  const char* good[] = {"consumer",
+                        "--id",
+                        "2",
+                        "--listen",
+                        "127.0.0.1:7002",
+                        "--peers",
+                        "1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003"};
+  conclave::embedded_node node{7, good};
+  if (!node.ok() || node.id() != 2) {
+    std::cerr << "good flags were refused: " << node.error() << '\n';
+    return 1;
+  }
+  node.on_leading([](const conclave::leadership& lead) {
+    while (lead.wait_for(std::chrono::milliseconds(100))) {
+    }
+  });
+  std::cout << "conclave package: conclave/node.hpp and conclave::conclave ok\n";
   return 0;
 }

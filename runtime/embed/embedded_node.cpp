@@ -1,0 +1,182 @@
+// conclave::embedded_node (include/conclave/node.hpp): the flags of `conclave
+// node` (runtime/cli/node_flags), run_node (runtime/node/node), and the
+// election's leader task (actors/election/leader_task) behind one small class.
+// `conclave node` runs through it too.
+#include "conclave/node.hpp"
+
+#include "actors/election/leader_task.hpp"
+#include "runtime/cli/node_flags.hpp"
+#include "runtime/node/node.hpp"
+#include "runtime/node/node_config.hpp"
+#include "runtime/node/node_log.hpp"
+
+#include <iostream>
+#include <thread>
+
+namespace conclave {
+
+namespace el = conclave::election;
+
+std::string term::to_string() const {
+  return std::to_string(epoch) + "/" + std::to_string(leader);
+}
+
+struct leadership::state {
+  el::leader_context ctx;
+};
+
+leadership::leadership(std::shared_ptr<const state> s) : s_(std::move(s)) {}
+
+uint64_t leadership::self() const {
+  return s_->ctx.self().value;
+}
+
+conclave::term leadership::term() const {
+  auto t = s_->ctx.leadership_term();
+  return conclave::term{t.epoch, t.leader.value, t.incarnation};
+}
+
+bool leadership::cancelled() const {
+  return s_->ctx.cancelled();
+}
+
+bool leadership::wait_for(std::chrono::milliseconds d) const {
+  // Polls: cancellation is a flag (leader_context), and 5 ms is well inside
+  // the time a new leader waits for the old lease to expire.
+  auto end = std::chrono::steady_clock::now() + d;
+  constexpr auto step = std::chrono::milliseconds(5);
+  while (!cancelled()) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= end)
+      return true;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(step, end - now));
+  }
+  return false;
+}
+
+struct embedded_node::impl {
+  std::optional<node::node_config> cfg;
+  std::string error;
+  int early_status = 0; ///< run()'s result when there is no config
+  std::shared_ptr<const node::node_log> log;
+  std::shared_ptr<const el::leader_task> task;
+
+  void set_config(node::node_config c) {
+    log = std::make_shared<const node::node_log>(c.id.value, c.log_format);
+    cfg = std::move(c);
+  }
+};
+
+namespace {
+
+std::string program_name(int argc, const char* const* argv) {
+  if (argc < 1 || argv[0] == nullptr)
+    return "conclave";
+  std::string_view p{argv[0]};
+  auto slash = p.rfind('/');
+  return std::string{slash == std::string_view::npos ? p : p.substr(slash + 1)};
+}
+
+} // namespace
+
+embedded_node::embedded_node(int argc, const char* const* argv)
+    : impl_(std::make_unique<impl>()) {
+  auto name = program_name(argc, argv);
+  CLI::App app{"A conclave node (the flags of `conclave node`)", name};
+  cli::node_flags flags;
+  cli::add_node_flags(&app, flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      app.exit(e); // --help
+      impl_->error = "";
+      impl_->early_status = 0;
+      return;
+    }
+    std::string what = e.what();
+    for (auto& c : what)
+      if (c == '\n')
+        c = ' ';
+    impl_->error = what + " (see --help)";
+    impl_->early_status = 2;
+    std::cerr << name << ": error: " << impl_->error << '\n';
+    return;
+  }
+  auto cfg = cli::finish_node_flags(&app, flags);
+  if (!cfg) {
+    impl_->error = cfg.error();
+    impl_->early_status = 2;
+    std::cerr << name << ": error: " << impl_->error << '\n';
+    return;
+  }
+  impl_->set_config(std::move(cfg.value()));
+}
+
+embedded_node::embedded_node(const node::node_config& cfg)
+    : impl_(std::make_unique<impl>()) {
+  impl_->set_config(cfg);
+}
+
+embedded_node::~embedded_node() = default;
+embedded_node::embedded_node(embedded_node&&) noexcept = default;
+embedded_node& embedded_node::operator=(embedded_node&&) noexcept = default;
+
+bool embedded_node::ok() const {
+  return impl_->cfg.has_value();
+}
+
+const std::string& embedded_node::error() const {
+  return impl_->error;
+}
+
+uint64_t embedded_node::id() const {
+  return impl_->cfg ? impl_->cfg->id.value : 0;
+}
+
+void embedded_node::on_leading(leader_task task) {
+  if (!task) {
+    impl_->task = nullptr;
+    return;
+  }
+  impl_->task = std::make_shared<const el::leader_task>(
+      el::leader_task::from_function([task = std::move(task)](el::leader_context ctx) {
+        task(leadership{std::make_shared<const leadership::state>(
+            leadership::state{std::move(ctx)})});
+      }));
+}
+
+void embedded_node::log(std::string_view message) const {
+  if (impl_->log)
+    impl_->log->info(message);
+  else
+    std::cerr << message << '\n';
+}
+
+int embedded_node::run() {
+  if (!impl_->cfg)
+    return impl_->early_status;
+  auto& c = *impl_->cfg;
+  // Up front, so that a taken port is one clear line and exit status 4 (the
+  // launcher retries on new ports), before any thread starts.
+  for (auto [addr, flag] : {std::pair{&c.listen, "--listen"},
+                            std::pair{c.metrics ? &*c.metrics : nullptr, "--metrics"}}) {
+    if (addr == nullptr)
+      continue;
+    if (auto r = node::check_bindable(*addr, flag)) {
+      std::cerr << "conclave: error: " << r->message << '\n';
+      return r->in_use ? node::exit_address_in_use : 2;
+    }
+  }
+  node::node_hooks hooks;
+  hooks.task = impl_->task;
+  hooks.log = impl_->log;
+  return node::run_node(c, hooks);
+}
+
+std::string embedded_node::version() {
+  return CONCLAVE_VERSION;
+}
+
+} // namespace conclave
