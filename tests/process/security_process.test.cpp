@@ -305,4 +305,5 @@ TEST_F(cluster_test, a_certificate_that_names_another_member_is_refused_both_way
     EXPECT_EQ(since.find("link to node 3 up"), std::string::npos) << since;
   }
   EXPECT_GT(rejected(j["nodes"][0], "wrong_member_id"), rejected_before);
+  down_and_check_replicas();
 }
