@@ -57,6 +57,7 @@ enum class identity_refusal {
   wrong_member_id,       ///< the certificate names another member, or none
   bad_signature,         ///< the signature does not cover this statement with this key
   stale_nonce,           ///< the answer names no challenge this gate has open
+  wrong_session,         ///< the TLS session carrying it holds another certificate
 };
 
 std::string_view to_string(identity_refusal r);
