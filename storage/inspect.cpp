@@ -21,12 +21,34 @@ bool is_data_dir(const fs::path& dir) {
   return fs::is_directory(dir / "log", ec) || fs::is_directory(dir / "checkpoints", ec);
 }
 
+namespace {
+
+/// A store's own rules: its records and checkpoint image, by store_core.
+class store_rules final : public replay_rules {
+public:
+  result<void> load_checkpoint(std::string_view image) override {
+    return core_.load_checkpoint(image);
+  }
+  result<void> apply(const log_record& r) override { return core_.apply(r); }
+  lsn last_lsn() const override { return core_.last_lsn(); }
+  store_core& state() override { return core_; }
+
+private:
+  store_core core_;
+};
+
+} // namespace
+
 result<data_dir_check> check_data_dir(const fs::path& dir) {
+  store_rules rules;
+  return check_data_dir(dir, rules);
+}
+
+result<data_dir_check> check_data_dir(const fs::path& dir, replay_rules& rules) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return errc::bad_argument;
   data_dir_check out;
-  store_core core;
   bool loaded = false;
   for (auto& file : list_checkpoints(dir)) {
     data_dir_check::checkpoint_file c;
@@ -38,7 +60,7 @@ result<data_dir_check> check_data_dir(const fs::path& dir) {
       c.at = image.value().at;
       if (loaded) {
         c.ok = true; // verified, not needed
-      } else if (auto l = core.load_checkpoint(image.value().image); !l) {
+      } else if (auto l = rules.load_checkpoint(image.value().image); !l) {
         c.problem = "image: " + l.error().message();
       } else {
         c.ok = true;
@@ -50,17 +72,17 @@ result<data_dir_check> check_data_dir(const fs::path& dir) {
   }
   bool replaying = true;
   log_scan_options so;
-  so.base = core.last_lsn();
+  so.base = rules.last_lsn();
   so.read_covered = true; // report damage recovery would not even read
   auto scanned =
       scan_log(dir, so, [&](const log_record& r, std::string_view) -> result<void> {
         if (!replaying)
           return outcome::success();
-        if (auto a = core.apply(r); !a) {
+        if (auto a = rules.apply(r); !a) {
           replaying = false;
           out.recoverable = false;
           out.problem = "the log holds lsn " + to_string(r.lsn)
-                        + " but the state is at lsn " + to_string(core.last_lsn())
+                        + " but the state is at lsn " + to_string(rules.last_lsn())
                         + ": the record does not apply";
         }
         return outcome::success();
@@ -72,8 +94,9 @@ result<data_dir_check> check_data_dir(const fs::path& dir) {
     out.recoverable = false;
     out.problem = out.log.problem;
   }
-  out.recovered = core.last_lsn();
+  out.recovered = rules.last_lsn();
   if (out.recoverable) {
+    auto& core = rules.state();
     auto t = core.begin();
     for (auto& info : core.collections()) {
       op_request req;

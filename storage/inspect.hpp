@@ -46,8 +46,30 @@ struct data_dir_check {
   bool clean() const;
 };
 
+class store_core;
+
+/// How a directory's checkpoints and log records rebuild its state. The
+/// default (check_data_dir without rules) is a store's own: its checkpoint
+/// image and records replayed by store_core. A replica of the replicated store
+/// keeps other records in the same files (replication entries, a checkpoint
+/// that wraps the store image): actors/replication/replica_inspect.hpp.
+class replay_rules {
+public:
+  virtual ~replay_rules() = default;
+  /// Loads a checkpoint's image (the bytes inside the checkpoint file).
+  virtual result<void> load_checkpoint(std::string_view image) = 0;
+  /// Applies the next record; an error means recovery would stop there.
+  virtual result<void> apply(const log_record& r) = 0;
+  /// The last lsn the state holds.
+  virtual lsn last_lsn() const = 0;
+  /// The state rebuilt, for the summary of collections.
+  virtual store_core& state() = 0;
+};
+
 /// bad_argument if `dir` is not a directory.
 result<data_dir_check> check_data_dir(const std::filesystem::path& dir);
+result<data_dir_check> check_data_dir(const std::filesystem::path& dir,
+                                      replay_rules& rules);
 
 /// Whether `dir` holds a store's data directory: a directory with log/ or
 /// checkpoints/ in it (a store creates log/ when it is first opened). Tools

@@ -11,6 +11,8 @@
 // as ordinary events, in an order fixed by the test.
 #include "actors/replication/record_codec.hpp"
 #include "actors/replication/replica_host.hpp"
+#include "actors/replication/replica_inspect.hpp"
+#include "storage/inspect.hpp"
 #include "storage/file_term_file.hpp"
 #include "storage/wal_log_device.hpp"
 #include "tests/support/ask.hpp"
@@ -251,6 +253,23 @@ TEST_F(replica_restart_test, committed_writes_are_readable_after_every_host_rest
   // Every host stops at once; each comes back from its directory alone.
   for (size_t i = 0; i < rs.size(); ++i)
     stop(i);
+  // What `conclave store check` finds there first: read with the replica's
+  // rules, each directory is clean and recovers what the host had; read as a
+  // store's own (its records are replication entries), it is not.
+  for (size_t i = 0; i < rs.size(); ++i) {
+    EXPECT_TRUE(is_replica_dir(rs[i].dir)) << i;
+    replica_replay_rules rules;
+    auto c = store::check_data_dir(rs[i].dir, rules);
+    ASSERT_TRUE(c) << i;
+    EXPECT_TRUE(c.value().clean()) << i << ": " << c.value().problem;
+    EXPECT_EQ(c.value().recovered, before[i].last) << i;
+    ASSERT_EQ(c.value().collections.size(), 1u) << i;
+    EXPECT_EQ(c.value().collections[0].name, "d");
+    EXPECT_EQ(c.value().collections[0].items, 20u) << i;
+    auto as_store = store::check_data_dir(rs[i].dir);
+    ASSERT_TRUE(as_store);
+    EXPECT_FALSE(as_store.value().recoverable) << i;
+  }
   for (size_t i = 0; i < rs.size(); ++i)
     start(i);
   for (size_t i = 0; i < rs.size(); ++i) {

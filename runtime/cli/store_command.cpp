@@ -2,6 +2,7 @@
 // the command line. See docs/design/store.md, "Command line" and "Recovery".
 #include "runtime/cli/commands.hpp"
 
+#include "actors/replication/replica_inspect.hpp"
 #include "storage/inspect.hpp"
 #include "storage/state_manager.hpp"
 
@@ -50,7 +51,12 @@ int not_a_store(const std::string& command, const std::string& dir) {
 }
 
 int run_check(const store_options& o) {
-  auto checked = st::check_data_dir(o.dir);
+  // A node's replica (DATA_DIR/replica) keeps replication entries in the
+  // store's files: replayed by the replica's rules, as its recovery does.
+  bool replica = conclave::replication::is_replica_dir(o.dir);
+  conclave::replication::replica_replay_rules replica_rules;
+  auto checked = replica ? st::check_data_dir(o.dir, replica_rules)
+                         : st::check_data_dir(o.dir);
   if (!checked)
     return bad_input("store check: " + o.dir + " is not a directory");
   if (!st::is_data_dir(o.dir))
@@ -59,6 +65,7 @@ int run_check(const store_options& o) {
   if (o.json) {
     nlohmann::json j;
     j["dir"] = o.dir;
+    j["kind"] = replica ? "replica" : "store";
     j["clean"] = c.clean();
     j["recoverable"] = c.recoverable;
     if (!c.problem.empty())
@@ -103,8 +110,8 @@ int run_check(const store_options& o) {
     std::cout << j.dump(2) << '\n';
     return c.clean() ? exit_ok : exit_failure;
   }
-  std::cout << "data dir " << o.dir << ": " << (c.clean() ? "clean" : "PROBLEMS FOUND")
-            << '\n';
+  std::cout << (replica ? "replica data dir " : "data dir ") << o.dir << ": "
+            << (c.clean() ? "clean" : "PROBLEMS FOUND") << '\n';
   for (auto& k : c.checkpoints) {
     std::cout << "  checkpoint " << k.path.filename().string();
     if (k.ok)

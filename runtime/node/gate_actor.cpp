@@ -41,7 +41,16 @@ identity_refusal check_dialer(gate_self self, uint64_t id, const caf::actor& rem
   proof_statement s{
       proof_role::dialing, links.members().cluster, id, links.members().self, gate_nonce,
       *its_nonce,          handle_identity(remote)};
-  return links.authenticator()->verifier.verify(proof, s);
+  if (auto why = links.authenticator()->verifier.verify(proof, s);
+      why != identity_refusal::none)
+    return why;
+  // Bound to the TLS session: the hello came over the session that speaks for
+  // the candidate's node, and that session's certificate names member `id`.
+  auto sender = self->current_sender();
+  if (!sender || sender->node() != remote.node()
+      || !links.session_is_member(remote.node(), id))
+    return identity_refusal::wrong_session;
+  return identity_refusal::none;
 }
 
 gate_actor::behavior_type gate_impl(gate_self self, std::shared_ptr<peer_links> links) {

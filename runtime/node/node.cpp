@@ -361,6 +361,8 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   }
   auto links = make_links(c, probe, log);
   links->set_authenticator(auth);
+  if (c.tls)
+    set_local_basp_node(basp_node_bytes(sys.node())); // basp_source_guard.hpp
   if (storage.device)
     start_replica(sys, c, storage, *links, probe, status);
   auto candidate = start_candidate_actor(sys, c, links, probe, hooks);

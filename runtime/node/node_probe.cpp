@@ -169,7 +169,7 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
   for (auto r :
        {"wrong_cluster", "unknown_node", "same_id", "wrong_node", "protocol_mismatch",
         "unexpected_message", "missing_proof", "untrusted_certificate", "wrong_member_id",
-        "bad_signature", "stale_nonce"})
+        "bad_signature", "stale_nonce", "wrong_session"})
     rejected_->Add({{"reason", r}});
   stale_rejected_ = &rejected_->Add({{"reason", "stale_term"}});
   rtt_smoothed_ = &BuildGauge()

@@ -127,6 +127,16 @@ void hello(self_ptr self, const gate_actor& gate, const std::string& gate_nonce,
                               + std::string{why});
               return;
             }
+            if (links.authenticator() != nullptr
+                && (gate.node() != remote.node()
+                    || !links.session_is_member(remote.node(), st.opts.peer))) {
+              // The answer did not come over a TLS session of the member's
+              // certificate: a relay, or a session of another member.
+              auto why = to_string(identity_refusal::wrong_session);
+              links.probe().message_rejected(why);
+              retry(self, "its identity proof: " + std::string{why});
+              return;
+            }
             st.dialing = false;
             st.last_failure.clear();
             st.schedule->reset();

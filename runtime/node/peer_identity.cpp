@@ -125,6 +125,8 @@ std::string_view to_string(identity_refusal r) {
     return "bad_signature";
   case identity_refusal::stale_nonce:
     return "stale_nonce";
+  case identity_refusal::wrong_session:
+    return "wrong_session";
   }
   return "unknown";
 }

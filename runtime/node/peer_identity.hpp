@@ -27,9 +27,13 @@
 //                        candidate_d])
 //   g redeems nonce_g (single use, issued to d), checks d's proof, links d.
 //
-// Not stopped: a holder of a valid certificate of the CA still completes the
-// TLS handshake and reaches CAF's wire protocol, whose frames name their
-// source actor without proof; an insider can relay or inject traffic there.
+// Bound to the TLS session: the gate and the dialer also require that the
+// hello (answer) and its candidate come from the CAF node of a TLS session
+// whose certificate names the claimed member (tls_session_is_member,
+// peer_links.hpp), and frames naming another node than their session's are
+// refused before CAF reads them (basp_source_guard.hpp). Not stopped: a holder
+// of a valid certificate still reaches CAF's wire protocol as its own node and
+// can message actors it can address (docs/design/node.md, Security model).
 // No crypto of our own: OpenSSL's X509 and EVP APIs do all of it.
 #pragma once
 
@@ -57,6 +61,7 @@ enum class identity_refusal {
   wrong_member_id,       ///< the certificate names another member, or none
   bad_signature,         ///< the signature does not cover this statement with this key
   stale_nonce,           ///< the answer names no challenge this gate has open
+  wrong_session,         ///< the TLS session carrying it holds another certificate
 };
 
 std::string_view to_string(identity_refusal r);

@@ -211,6 +211,9 @@ protected:
   std::shared_ptr<peer_links> links;
   gate_actor gate;
   caf::actor fake_candidate;
+  /// The member whose certificate the (simulated) TLS session carrying the
+  /// dialer's messages holds; 0: the member the dialer claims to be.
+  uint64_t session_cert = 0;
 
   /// Gate of node 1 (members 1, 2, 3) with node 1's identity, or plaintext.
   void start_gate(bool tls) {
@@ -230,6 +233,10 @@ protected:
       links->set_authenticator(
           peer_authenticator::load(c.ca(), c.cert(1), c.key(1)).value());
     }
+    // No real TLS session here: the fixture says whose certificate it holds.
+    links->set_session_check([this](const caf::node_id&, uint64_t member) {
+      return session_cert == 0 || session_cert == member;
+    });
     gate = track(spawn_gate(sys(), links));
     fake_candidate = track(sys().spawn([] { return caf::behavior{[](int) {}}; }));
   }
@@ -341,6 +348,30 @@ TEST_F(gate_fixture, a_certificate_for_node_2_claiming_id_3_is_refused_and_count
   EXPECT_EQ(rejected("wrong_member_id"), 1.0);
   EXPECT_NE(log_text.str().find("refused a handshake from node 3"), std::string::npos)
       << log_text.str();
+}
+
+TEST_F(gate_fixture, a_valid_proof_of_node_3_over_node_2s_tls_session_is_refused) {
+  // Node 3's proof is genuine (as a relay of node 3's own handshake would
+  // be), but the TLS session that carries the hello holds node 2's
+  // certificate: the proof is bound to the session, so it is refused.
+  start_gate(true);
+  session_cert = 2;
+  auto three = certs().identity(3, certs().ours);
+  auto r = dial({3, &three});
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.gate_proof, identity_refusal::none); // the gate proved itself
+  EXPECT_EQ(r.hello_refused, "wrong_session");
+  EXPECT_EQ(links->linked(), 0u);
+  EXPECT_EQ(rejected("wrong_session"), 1.0);
+  EXPECT_NE(log_text.str().find("refused a handshake from node 3 of cluster 'conclave': "
+                                "wrong_session"),
+            std::string::npos)
+      << log_text.str();
+  // The same proof over node 3's own session is taken.
+  session_cert = 3;
+  auto again = dial({3, &three});
+  EXPECT_EQ(again.hello_refused, "");
+  EXPECT_EQ(links->linked(), 1u);
 }
 
 TEST_F(gate_fixture, a_forged_signature_is_refused_and_counted) {

@@ -2,7 +2,10 @@
 
 #include "protocols/election/type_ids.hpp"
 
+#include "runtime/node/tls_error_queue.hpp"
+
 #include <caf/actor_cast.hpp>
+#include <caf/binary_serializer.hpp>
 #include <caf/node_id.hpp>
 #include <caf/send.hpp>
 
@@ -16,6 +19,19 @@ std::string handle_identity(const caf::actor& a) {
   if (!a)
     return {};
   return to_string(a.node()) + "/" + std::to_string(a.id());
+}
+
+std::string basp_node_bytes(const caf::node_id& n) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  if (sink(n))
+    return {};
+  return std::string{buf.begin(), buf.end()};
+}
+
+bool tls_session_is_member(const caf::node_id& n, uint64_t member) {
+  auto cert = tls_certificate_of_node(basp_node_bytes(n));
+  return cert && *cert == "node-" + std::to_string(member);
 }
 
 peer_links::peer_links(membership m, std::shared_ptr<node_probe> probe,

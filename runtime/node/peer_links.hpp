@@ -12,6 +12,7 @@
 #include "runtime/node/peer_identity.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/node_id.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -32,6 +33,14 @@ using challenge_atom = caf::atom_constant<caf::atom("cn_chall")>;
 /// What an identity proof says about a candidate handle: its CAF node id and
 /// actor id ("" for none). The same on both ends of a connection.
 std::string handle_identity(const caf::actor& a);
+
+/// `n` as CAF 0.17's BASP serializes it (what tls_certificate_of_node looks up).
+std::string basp_node_bytes(const caf::node_id& n);
+
+/// With TLS: whether the TLS session that speaks for CAF node `n` holds the
+/// certificate of member `member` (subject CN "node-<member>"). Messages from
+/// that node arrive over that session (basp_source_guard.hpp).
+bool tls_session_is_member(const caf::node_id& n, uint64_t member);
 /// Replica host exchange between members, and a client asking for the replica
 /// (gate_actor.hpp).
 using replica_hello_atom = caf::atom_constant<caf::atom("cn_rhello")>;
@@ -79,6 +88,14 @@ public:
   /// proofs of the handshake (set once, before start). None: plaintext, no proofs.
   void set_authenticator(std::shared_ptr<const peer_authenticator> a) {
     auth_ = std::move(a);
+  }
+  /// With TLS: whether the TLS session speaking for CAF node `n` holds member
+  /// `member`'s certificate (tls_session_is_member; tests replace it).
+  bool session_is_member(const caf::node_id& n, uint64_t member) const {
+    return session_check_(n, member);
+  }
+  void set_session_check(std::function<bool(const caf::node_id&, uint64_t)> f) {
+    session_check_ = std::move(f);
   }
   const peer_authenticator* authenticator() const { return auth_.get(); }
   /// The node's replica (set once, before the gate and connectors run); null
@@ -128,6 +145,7 @@ private:
   std::shared_ptr<const node_log> log_;
   steady_now_fn now_;
   election::candidate_actor candidate_;
+  std::function<bool(const caf::node_id&, uint64_t)> session_check_ = tls_session_is_member;
   std::shared_ptr<const peer_authenticator> auth_;
   std::shared_ptr<replica_endpoint> replica_;
   std::atomic<size_t> linked_{0};

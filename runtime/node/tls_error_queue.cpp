@@ -1,12 +1,22 @@
 #include "runtime/node/tls_error_queue.hpp"
 
-#include <openssl/ssl.h>
+#include "runtime/node/basp_source_guard.hpp"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <array>
 #include <atomic>
 #include <dlfcn.h>
+#include <map>
+#include <mutex>
 #include <poll.h>
+#include <unordered_map>
 
 namespace {
+
+using conclave::node::basp_source_guard;
 
 std::atomic<bool> pace_dials{false};
 std::atomic<uint64_t> refused_accepting{0};
@@ -32,6 +42,94 @@ F next(const char* name) {
   return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
 }
 
+// The BASP stream of every TLS session, as SSL_read hands it to CAF
+// (basp_source_guard.hpp), and which certificate declared which node.
+struct session_entry {
+  basp_source_guard guard;
+  std::string certificate; ///< subject CN of the peer's certificate ("" if none)
+  bool registered = false; ///< its node is in `nodes` below
+  bool closed = false;     ///< refused: every later read fails too
+};
+
+struct node_entry {
+  std::string certificate;
+  size_t sessions = 0;
+};
+
+std::mutex sessions_mtx;
+std::unordered_map<const ssl_st*, session_entry> sessions;
+std::map<std::string, node_entry> nodes; ///< node id bytes -> certificate
+std::string local_node;                  ///< this node's id bytes, once set
+std::array<std::atomic<uint64_t>, conclave::node::tls_frame_refusals.size()> refused_frames{};
+
+std::string subject_cn(ssl_st* s) {
+  X509* cert = SSL_get_peer_certificate(s);
+  if (cert == nullptr)
+    return {};
+  std::string cn;
+  auto* name = X509_get_subject_name(cert);
+  int at = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
+  if (at >= 0) {
+    auto* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, at));
+    cn.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+              static_cast<size_t>(ASN1_STRING_length(data)));
+  }
+  X509_free(cert);
+  return cn;
+}
+
+void count_refusal(std::string_view reason) {
+  auto& names = conclave::node::tls_frame_refusals;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == reason)
+      refused_frames[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+/// Checks what SSL_read returned for `s`; false if the connection must close.
+bool guard_read(ssl_st* s, const void* buf, int n) {
+  std::lock_guard<std::mutex> guard{sessions_mtx};
+  auto i = sessions.find(s);
+  if (i == sessions.end()) {
+    i = sessions.emplace(s, session_entry{basp_source_guard{local_node}, subject_cn(s)})
+            .first;
+  }
+  auto& e = i->second;
+  if (e.closed)
+    return false;
+  auto r = e.guard.feed(static_cast<const char*>(buf), static_cast<size_t>(n));
+  if (r != basp_source_guard::refusal::none) {
+    count_refusal(conclave::node::to_string(r));
+    e.closed = true;
+    return false;
+  }
+  if (!e.registered && !e.guard.peer_node().empty()) {
+    auto& entry = nodes[e.guard.peer_node()];
+    if (entry.sessions > 0 && entry.certificate != e.certificate) {
+      // A node another certificate's session speaks for: not this one's.
+      count_refusal("claimed_node");
+      e.closed = true;
+      return false;
+    }
+    entry.certificate = e.certificate;
+    ++entry.sessions;
+    e.registered = true;
+  }
+  return true;
+}
+
+void forget_session(const ssl_st* s) {
+  std::lock_guard<std::mutex> guard{sessions_mtx};
+  auto i = sessions.find(s);
+  if (i == sessions.end())
+    return;
+  if (i->second.registered) {
+    auto n = nodes.find(i->second.guard.peer_node());
+    if (n != nodes.end() && --n->second.sessions == 0)
+      nodes.erase(n);
+  }
+  sessions.erase(i);
+}
+
 void clear_queue() {
   static auto clear =
       reinterpret_cast<clear_fn>(::dlsym(RTLD_DEFAULT, "ERR_clear_error"));
@@ -46,7 +144,22 @@ extern "C" {
 int SSL_read(ssl_st* s, void* buf, int num) {
   static auto real = next<io_fn>("SSL_read");
   clear_queue();
-  return real(s, buf, num);
+  auto ret = real(s, buf, num);
+  if (ret > 0 && !guard_read(s, buf, ret)) {
+    // Refused (basp_source_guard.hpp): an error in the queue makes
+    // SSL_get_error report SSL_ERROR_SSL, and CAF closes the connection
+    // without reading these bytes.
+    ERR_raise(ERR_LIB_SSL, SSL_R_UNEXPECTED_MESSAGE);
+    return -1;
+  }
+  return ret;
+}
+
+void SSL_free(ssl_st* s) {
+  static auto real = next<void (*)(ssl_st*)>("SSL_free");
+  if (s != nullptr)
+    forget_session(s);
+  real(s);
 }
 
 int SSL_write(ssl_st* s, const void* buf, int num) {
@@ -90,6 +203,26 @@ void pace_pending_tls_dials(bool on) {
 uint64_t tls_handshakes_refused(tls_side side) {
   return (side == tls_side::accepting ? refused_accepting : refused_dialing)
       .load(std::memory_order_relaxed);
+}
+
+void set_local_basp_node(std::string node_id) {
+  std::lock_guard<std::mutex> guard{sessions_mtx};
+  local_node = std::move(node_id);
+}
+
+std::optional<std::string> tls_certificate_of_node(const std::string& node_id) {
+  std::lock_guard<std::mutex> guard{sessions_mtx};
+  auto i = nodes.find(node_id);
+  if (i == nodes.end())
+    return std::nullopt;
+  return i->second.certificate;
+}
+
+uint64_t tls_frames_refused(std::string_view reason) {
+  for (size_t i = 0; i < tls_frame_refusals.size(); ++i)
+    if (tls_frame_refusals[i] == reason)
+      return refused_frames[i].load(std::memory_order_relaxed);
+  return 0;
 }
 
 bool tls_error_queue_fix_active() {

@@ -13,9 +13,23 @@
 // ending in anything but success or "want read/write"): a peer without a
 // certificate of the CA, another CA's, plaintext or random bytes, a peer that
 // closes mid-handshake. CAF reports none of these to the application.
+//
+// SSL_read's wrapper also reads the BASP stream each TLS session carries
+// before CAF does (basp_source_guard.hpp): a frame naming another node than
+// the connection's own as its source, or another destination than this node,
+// closes the connection (counted by reason). It records which certificate
+// (subject CN) declared which CAF node in its BASP handshake, so the
+// membership handshake can check that the member id a hello claims is the one
+// the certificate of the TLS session carrying it names; a second session
+// declaring a node that a session of another certificate holds is refused
+// (`claimed_node`). SSL_free's wrapper forgets a closed session.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 
 namespace conclave::node {
 
@@ -33,6 +47,22 @@ uint64_t tls_handshakes_refused(tls_side side);
 /// thread spin a core until it resumed; paced, that costs about 1 % of a core.
 /// Nodes leave it off (their I/O thread must not pause for one peer).
 void pace_pending_tls_dials(bool on);
+
+/// Reasons a TLS session's BASP stream was refused (the label of
+/// conclave_tls_frames_refused_total).
+inline constexpr std::array<std::string_view, 5> tls_frame_refusals{
+    "forged_source", "foreign_destination", "changed_node", "malformed", "claimed_node"};
+
+/// Sessions closed for `reason` since the process started.
+uint64_t tls_frames_refused(std::string_view reason);
+
+/// This process's CAF node id as BASP serializes it (basp_node_bytes in
+/// peer_links.hpp): frames for another destination are refused from then on.
+void set_local_basp_node(std::string node_id);
+
+/// The subject CN of the certificate whose TLS session declared CAF node
+/// `node_id` (BASP bytes) in its handshake and is still open; nullopt if none.
+std::optional<std::string> tls_certificate_of_node(const std::string& node_id);
 
 /// True if the wrappers are in place (libssl's functions were found); calling
 /// it also keeps the wrappers' object file in the link.

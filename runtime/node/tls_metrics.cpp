@@ -24,7 +24,18 @@ public:
       m.counter.value = static_cast<double>(tls_handshakes_refused(side));
       f.metric.push_back(m);
     }
-    return {f};
+    prometheus::MetricFamily frames;
+    frames.name = "conclave_tls_frames_refused_total";
+    frames.help = "TLS sessions closed because their BASP frames named another node "
+                  "than the session's own as source, or another destination, by reason";
+    frames.type = prometheus::MetricType::Counter;
+    for (auto reason : tls_frame_refusals) {
+      prometheus::ClientMetric m;
+      m.label.push_back({"reason", std::string{reason}});
+      m.counter.value = static_cast<double>(tls_frames_refused(reason));
+      frames.metric.push_back(m);
+    }
+    return {f, frames};
   }
 };
 

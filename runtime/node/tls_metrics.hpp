@@ -1,6 +1,8 @@
 // conclave_tls_handshakes_refused_total{side}: the TLS handshakes that failed
-// in this process (tls_error_queue.hpp counts them inside CAF's OpenSSL
-// transport), read at scrape time. Names: docs/reference/metrics.md.
+// in this process, and conclave_tls_frames_refused_total{reason}: the TLS
+// sessions closed for frames naming another node (basp_source_guard.hpp);
+// tls_error_queue.hpp counts both inside CAF's OpenSSL transport; read at
+// scrape time. Names: docs/reference/metrics.md.
 #pragma once
 
 #include <prometheus/collectable.h>

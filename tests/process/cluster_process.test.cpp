@@ -63,6 +63,7 @@ TEST_F(cluster_test, kill_9_of_the_leader_gives_one_new_leader_with_a_higher_ter
   EXPECT_EQ(st["term"], k["term"]);
   EXPECT_EQ(leaders(st), 1);
   EXPECT_FALSE(st["nodes"][old_leader - 1]["alive"].get<bool>());
+  down_and_check_replicas();
 }
 
 TEST_F(cluster_test, ring_kill_9_of_the_leader_gives_one_new_leader_with_a_higher_term) {
@@ -75,6 +76,7 @@ TEST_F(cluster_test, ring_kill_9_of_the_leader_gives_one_new_leader_with_a_highe
   EXPECT_EQ(k["leader"], old_leader == 5 ? 4 : 5); // the highest live id
   EXPECT_GT(k["term"].get<uint64_t>(), j["term"].get<uint64_t>());
   EXPECT_EQ(leaders(status()), 1);
+  down_and_check_replicas();
 }
 
 /// Number of nodes shown acting as leader (quorum guard: inside their lease).
@@ -135,6 +137,7 @@ TEST_F(cluster_test, a_stopped_leader_is_replaced_and_steps_down_after_sigcont) 
   auto metrics =
       http_get(st["nodes"][2]["metrics_url"].get<std::string>().substr(7), "/metrics");
   EXPECT_EQ(sample(metrics, "conclave_acting"), 0.0) << metrics;
+  down_and_check_replicas();
 }
 
 TEST_F(cluster_test, sigterm_makes_the_leader_resign_and_exit_cleanly) {
@@ -193,6 +196,7 @@ TEST_F(cluster_test, a_restarted_node_rejoins_without_deposing_the_leader) {
   EXPECT_EQ(st["term"].get<uint64_t>(), term);
   EXPECT_TRUE(st["nodes"][2]["alive"].get<bool>());
   EXPECT_EQ(st["nodes"][2]["leader"], 2);
+  down_and_check_replicas();
 }
 
 TEST_F(cluster_test, a_node_of_another_cluster_is_refused_and_counted) {

@@ -253,6 +253,18 @@ TEST_F(deploy_netns, three_hosts_from_cluster_init_elect_and_keep_a_key_after_a_
   ASSERT_EQ(again.status, 0) << again.out;
   EXPECT_EQ(again.out, "hello\n");
 
+  // Stop the survivors (SIGTERM, as systemd would) and check every replica,
+  // the killed one's too.
+  for (auto& [id, pid] : pids) {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+  pids.clear();
+  std::vector<fs::path> data_dirs;
+  for (int i = 1; i <= nodes; ++i)
+    data_dirs.push_back(dir / "data" / ("node-" + std::to_string(i)));
+  expect_replicas_clean(data_dirs);
+
   auto elapsed = std::chrono::steady_clock::now() - started;
   EXPECT_LT(elapsed, 60s);
   std::cout << "leader " << leader << " killed, new leader " << next << ", key read back; "

@@ -154,6 +154,7 @@ TEST_F(kv_timeout_test, a_frozen_follower_does_not_hold_kv_past_its_timeout) {
   }
   signal(follower, "CONT");
   frozen = 0;
+  down_and_check_replicas();
 }
 
 TEST_F(kv_timeout_test, a_frozen_leader_does_not_hold_kv_past_its_timeout) {
@@ -200,4 +201,5 @@ TEST_F(kv_timeout_test, a_frozen_leader_does_not_hold_kv_past_its_timeout) {
   EXPECT_GE(runs.size(), 2u);
   signal(leader, "CONT");
   frozen = 0;
+  down_and_check_replicas();
 }

@@ -1,6 +1,8 @@
 // Helpers of the multi-process tests: run the `conclave` binary, a temporary
 // cluster directory that is always torn down (`cluster down`, which signals
-// only pids still running that directory's nodes), and a tiny HTTP GET.
+// only pids still running that directory's nodes), a tiny HTTP GET, and the
+// check every fault test ends with: `conclave store check` on each node's
+// replica once the nodes are gone (expect_replicas_clean).
 #pragma once
 
 #include "tests/support/loopback_http.hpp"
@@ -24,6 +26,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace conclave::process_test {
 
@@ -80,6 +83,31 @@ inline std::optional<double> sample(const std::string& body, const std::string& 
   return v.front();
 }
 
+/// What recovery would find in each node's replica: runs `conclave store check
+/// --json --dir DATA_DIR/replica` (where a node with --data-dir keeps its
+/// replica: replica_storage.cpp) for every data dir given, and expects exit 0,
+/// a recoverable log with no damage, no torn or cut tail, no missing covered
+/// records and every checkpoint intact. Call it only once the nodes of those
+/// dirs have exited (the check takes no lock; a running node's log moves).
+inline void expect_replicas_clean(const std::vector<std::filesystem::path>& data_dirs) {
+  ASSERT_FALSE(data_dirs.empty());
+  for (auto& d : data_dirs) {
+    auto replica = d / "replica";
+    ASSERT_TRUE(std::filesystem::is_directory(replica / "log")) << replica;
+    auto r = run_conclave("store check --json --dir " + replica.string(), true);
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_EQ(r.status, 0) << replica << ":\n" << r.out;
+    ASSERT_FALSE(j.is_discarded()) << replica << ":\n" << r.out;
+    EXPECT_TRUE(j.value("clean", false)) << replica << ":\n" << r.out;
+    EXPECT_TRUE(j.value("recoverable", false)) << replica << ":\n" << r.out;
+    EXPECT_TRUE(j["log"]["damage"].empty()) << replica << ":\n" << r.out;
+    EXPECT_FALSE(j["log"].value("ends_early", true)) << replica << ":\n" << r.out;
+    EXPECT_FALSE(j["log"].value("corrupt_in_middle", true)) << replica << ":\n" << r.out;
+    for (auto& k : j["checkpoints"])
+      EXPECT_TRUE(k.value("ok", false)) << replica << ":\n" << r.out;
+  }
+}
+
 /// A cluster directory under /tmp, brought down (and removed) however a test ends.
 class cluster_test : public ::testing::Test {
 protected:
@@ -109,6 +137,19 @@ protected:
     auto j = nlohmann::json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.out;
     return j;
+  }
+
+  /// Ends a fault test: `cluster down`, then expect_replicas_clean on every
+  /// node's data dir (DIR/node-N, the ids cluster.json lists).
+  void down_and_check_replicas() {
+    auto d = run_conclave("cluster down --dir " + dir.string(), true);
+    EXPECT_EQ(d.status, 0) << d.out;
+    auto c = nlohmann::json::parse(read_file(dir / "cluster.json"), nullptr, false);
+    ASSERT_FALSE(c.is_discarded());
+    std::vector<std::filesystem::path> data_dirs;
+    for (auto& n : c["nodes"])
+      data_dirs.push_back(dir / ("node-" + std::to_string(n["id"].get<uint64_t>())));
+    expect_replicas_clean(data_dirs);
   }
 
   /// `cluster status --json`; its exit status must be `expected` (0: the live

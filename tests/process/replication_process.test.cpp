@@ -112,6 +112,7 @@ void replication_test::kill_primary_during_writes(int n) {
       run_conclave(kv("get " + acked.front() + " --at " + std::to_string(leader)));
   EXPECT_EQ(again.status, 0);
   EXPECT_EQ(again.out, "v" + acked.front().substr(1) + "\n");
+  down_and_check_replicas();
 }
 
 TEST_F(replication_test, kill_9_of_the_primary_loses_no_acknowledged_write) {
@@ -259,6 +260,7 @@ TEST_F(replication_test,
   }
   EXPECT_TRUE(eventually([&] { return replicas_equal(3); }, 5s));
   EXPECT_EQ(run_conclave(kv("put after restart"), true).status, 0);
+  down_and_check_replicas();
 }
 
 TEST_F(replication_test, sigstop_of_the_primary_past_its_lease_then_sigcont_rejoins_it) {
@@ -311,6 +313,7 @@ TEST_F(replication_test, sigstop_of_the_primary_past_its_lease_then_sigcont_rejo
   EXPECT_EQ(std::count_if(rs.begin(), rs.end(),
                           [](auto& r) { return std::get<0>(r) == "primary"; }),
             1);
+  down_and_check_replicas();
 }
 
 TEST_F(
@@ -369,4 +372,5 @@ TEST_F(
   auto mine = run_conclave(kv("get c7 --at " + std::to_string(victim)));
   EXPECT_EQ(mine.status, 0);
   EXPECT_EQ(mine.out, "v7\n");
+  down_and_check_replicas();
 }

@@ -5,9 +5,21 @@
 // 4 GiB body, half-open and partial connections) disturbs nothing. Loopback
 // only, bounded (every intruder runs under `timeout`). A process holding a
 // valid certificate of the CA that names another member is refused at the
-// membership handshake, as dialer and as the dialed node (identity proofs).
+// membership handshake, as dialer and as the dialed node (identity proofs),
+// and its wire-protocol frames that name another member's node as their
+// source are refused before the node reads them.
 #include "tests/process/process_support.hpp"
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/error.hpp>
+#include <caf/message.hpp>
+#include <caf/exit_reason.hpp>
+
+#include <openssl/ssl.h>
+
+#include <csignal>
 #include <fcntl.h>
 #include <map>
 #include <random>
@@ -305,4 +317,179 @@ TEST_F(cluster_test, a_certificate_that_names_another_member_is_refused_both_way
     EXPECT_EQ(since.find("link to node 3 up"), std::string::npos) << since;
   }
   EXPECT_GT(rejected(j["nodes"][0], "wrong_member_id"), rejected_before);
+  down_and_check_replicas();
+}
+
+namespace {
+
+/// A TLS client of a node's port with a certificate of the cluster's CA, that
+/// speaks CAF 0.17's wire protocol (BASP) by hand: what an insider holding a
+/// member's certificate and key could send.
+class basp_intruder {
+public:
+  basp_intruder(const std::string& port, const std::filesystem::path& tls, int cert_of) {
+    ::signal(SIGPIPE, SIG_IGN); // a write after the node closed: an error, not death
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    auto c = "node-" + std::to_string(cert_of);
+    SSL_CTX_use_certificate_chain_file(ctx_, (tls / (c + ".pem")).c_str());
+    SSL_CTX_use_PrivateKey_file(ctx_, (tls / (c + ".key")).c_str(), SSL_FILETYPE_PEM);
+    SSL_CTX_load_verify_locations(ctx_, (tls / "ca.pem").c_str(), nullptr);
+    SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
+    fd_ = connect_to(port);
+    timeval tv{5, 0}; // never hang the test on a silent node
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ssl_ = SSL_new(ctx_);
+    SSL_set_fd(ssl_, fd_);
+    ok_ = fd_ >= 0 && SSL_connect(ssl_) == 1;
+  }
+
+  ~basp_intruder() {
+    if (ssl_ != nullptr)
+      SSL_free(ssl_);
+    if (fd_ >= 0)
+      ::close(fd_);
+    SSL_CTX_free(ctx_);
+  }
+
+  bool connected() const { return ok_; }
+
+  /// The node id the node's server handshake declares (its first 32 payload
+  /// bytes: a default CAF node id), "" if none arrived.
+  std::string read_server_node() {
+    auto hdr = read(32);
+    if (hdr.size() != 32 || hdr[0] != 0)
+      return {};
+    uint32_t len = 0;
+    for (int i = 4; i < 8; ++i)
+      len = (len << 8) | static_cast<uint8_t>(hdr[static_cast<size_t>(i)]);
+    auto payload = read(len);
+    return payload.size() == len && len >= 32 ? payload.substr(0, 32) : std::string{};
+  }
+
+  /// Sends one BASP frame; false once the node closed the session.
+  bool send(uint8_t op, const std::string& payload, uint64_t source_actor = 0) {
+    std::string h(32, '\0');
+    h[0] = static_cast<char>(op);
+    auto put = [&](size_t at, uint64_t v, int n) {
+      for (int i = n - 1; i >= 0; --i, v >>= 8)
+        h[at + static_cast<size_t>(i)] = static_cast<char>(v & 0xff);
+    };
+    put(4, payload.size(), 4);
+    put(16, source_actor, 8);
+    auto frame = h + payload;
+    return SSL_write(ssl_, frame.data(), static_cast<int>(frame.size())) > 0;
+  }
+
+  /// True if the node closes the session within the read timeout (5 s);
+  /// what it sends before (its heartbeats) is read and dropped.
+  bool closed_by_peer() {
+    char buf[4096];
+    for (;;) {
+      errno = 0;
+      int r = SSL_read(ssl_, buf, sizeof(buf));
+      if (r > 0)
+        continue;
+      auto e = SSL_get_error(ssl_, r);
+      return !(e == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK));
+    }
+  }
+
+private:
+  std::string read(size_t n) {
+    std::string out;
+    char buf[4096];
+    while (out.size() < n) {
+      int r = SSL_read(ssl_, buf, static_cast<int>(std::min(sizeof(buf), n - out.size())));
+      if (r <= 0)
+        break;
+      out.append(buf, static_cast<size_t>(r));
+    }
+    return out;
+  }
+
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+} // namespace
+
+TEST_F(cluster_test, frames_naming_another_member_as_their_source_are_refused) {
+  auto j = up(3, "--detector-timeout-ms 500");
+  auto term = j["term"];
+  auto tls = dir / "tls";
+  auto addr = [&](int i) { return j["nodes"][i]["address"].get<std::string>(); };
+  auto log_of = [&](int id) {
+    return read_file(dir / ("node-" + std::to_string(id)) / "node.log");
+  };
+  auto refused = [&](const std::string& reason) {
+    auto body = http_get(j["nodes"][0]["metrics_url"].get<std::string>().substr(7),
+                         "/metrics");
+    return sample(body, "conclave_tls_frames_refused_total{reason=\"" + reason + "\"}")
+        .value_or(-1.0);
+  };
+  // Node 3's CAF node id, as its own server handshake declares it to anyone.
+  std::string node3;
+  {
+    basp_intruder peek{port_of(addr(2)), tls, 2};
+    ASSERT_TRUE(peek.connected());
+    node3 = peek.read_server_node();
+  }
+  ASSERT_EQ(node3.size(), 32u);
+
+  // 1. A process with node 2's certificate connects to node 1 as a node of
+  //    its own, then sends down messages naming node 3 as their source: to
+  //    CAF 0.17.6, "node 3's actor N is gone", which would drop node 1's link
+  //    to node 3's candidate (whatever its actor id).
+  {
+    basp_intruder in{port_of(addr(0)), tls, 2};
+    ASSERT_TRUE(in.connected());
+    auto node1 = in.read_server_node();
+    ASSERT_EQ(node1.size(), 32u);
+    auto mine = node1;
+    mine[8] = '\x7f'; // another process id on node 1's host: a fresh node
+    ASSERT_TRUE(in.send(0x01, mine)); // client handshake
+    // The exit reason, serialized by CAF (an error's context is a message,
+    // which needs an actor system to serialize).
+    caf::actor_system_config cfg;
+    caf::actor_system sys{cfg};
+    std::vector<char> reason;
+    caf::binary_serializer sink{sys, reason};
+    ASSERT_FALSE(sink(caf::error{caf::exit_reason::kill}));
+    std::string down = node3 + node1 + std::string{reason.begin(), reason.end()};
+    for (uint64_t aid = 1; aid <= 64; ++aid)
+      if (!in.send(0x05, down, aid))
+        break;
+    EXPECT_TRUE(in.closed_by_peer());
+  }
+  EXPECT_TRUE(eventually([&] { return refused("forged_source") >= 1.0; }, 3s))
+      << refused("forged_source");
+
+  // 2. The same certificate's session declares node 3's node id in its own
+  //    BASP handshake: node 1's session with node 3 holds that id, so it is
+  //    refused as well.
+  {
+    basp_intruder in{port_of(addr(0)), tls, 2};
+    ASSERT_TRUE(in.connected());
+    ASSERT_EQ(in.read_server_node().size(), 32u);
+    ASSERT_TRUE(in.send(0x01, node3));
+    EXPECT_TRUE(in.closed_by_peer());
+  }
+  EXPECT_TRUE(eventually([&] { return refused("claimed_node") >= 1.0; }, 3s))
+      << refused("claimed_node");
+
+  // The honest members never noticed: no link went down, same term, and the
+  // store still takes writes.
+  std::this_thread::sleep_for(700ms); // past the detector timeout
+  auto st = status();
+  EXPECT_EQ(st["term"], term) << st.dump(2);
+  EXPECT_EQ(leaders(st), 1);
+  for (int id = 1; id <= 3; ++id)
+    EXPECT_EQ(log_of(id).find(" down"), std::string::npos)
+        << "node " << id << ":\n" << log_of(id);
+  auto put = run_conclave("kv --timeout-ms 5000 --cluster-dir " + dir.string()
+                              + " put after intruder",
+                          true);
+  EXPECT_EQ(put.status, 0) << put.out;
 }
