@@ -171,16 +171,18 @@ void add_cluster_command(command_registry& reg) {
   option(in, "--hosts", io.hosts,
          "the nodes, ID@HOST:PORT,...: HOST:PORT is where the others reach each one")
       ->required();
-  dir_option(in, o->dir)->required()->description(
-      "a new or empty directory for the files");
+  dir_option(in, o->dir)
+      ->required()
+      ->description("a new or empty directory for the files");
   option(in, "--cluster", io.cluster, "cluster name")->capture_default_str();
   option(in, "--ca-cert", io.ca_cert,
          "sign with this CA certificate (PEM; with --ca-key) instead of a new CA");
   option(in, "--ca-key", io.ca_key, "the CA's private key (PEM, unencrypted)");
   option(in, "--metrics-port", io.metrics_port,
          "every node serves /metrics on HOST:this port (plain HTTP; default: none)");
-  option(in, "--data-dir", io.data_dir, "on the hosts: node ID keeps its data in "
-                                        "DATA_DIR/node-ID")
+  option(in, "--data-dir", io.data_dir,
+         "on the hosts: node ID keeps its data in "
+         "DATA_DIR/node-ID")
       ->capture_default_str();
   option(in, "--config-dir", io.config_dir,
          "on the hosts: where each node's config, certificate and key are installed")

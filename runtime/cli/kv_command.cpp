@@ -25,11 +25,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 
 namespace conclave::cli {

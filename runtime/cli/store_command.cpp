@@ -55,8 +55,8 @@ int run_check(const store_options& o) {
   // store's files: replayed by the replica's rules, as its recovery does.
   bool replica = conclave::replication::is_replica_dir(o.dir);
   conclave::replication::replica_replay_rules replica_rules;
-  auto checked = replica ? st::check_data_dir(o.dir, replica_rules)
-                         : st::check_data_dir(o.dir);
+  auto checked =
+      replica ? st::check_data_dir(o.dir, replica_rules) : st::check_data_dir(o.dir);
   if (!checked)
     return bad_input("store check: " + o.dir + " is not a directory");
   if (!st::is_data_dir(o.dir))

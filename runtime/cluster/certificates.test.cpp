@@ -51,7 +51,8 @@ TEST(certificates, a_given_ca_signs_and_no_new_one_is_made) {
 }
 
 TEST(certificates, certificates_of_a_given_ca_verify_against_it) {
-  auto dir = fs::temp_directory_path() / ("conclave-own-ca-" + std::to_string(::getpid()));
+  auto dir =
+      fs::temp_directory_path() / ("conclave-own-ca-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   auto first = (dir / "first").string();
   ASSERT_TRUE(make_certificates(first, "test", {1}));

@@ -148,9 +148,12 @@ std::optional<int> refuse_init_dir(const std::string& dir, const cluster_file& c
                                    const std::string& command) {
   if (!c.made_by_init)
     return std::nullopt;
-  return bad_input(dir + " was made by `conclave cluster init` for nodes on other "
-                   "hosts; `cluster " + command + "` works only on nodes that `cluster up` "
-                   "started on this machine (see docs/deploy.md)");
+  return bad_input(dir
+                   + " was made by `conclave cluster init` for nodes on other "
+                     "hosts; `cluster "
+                   + command
+                   + "` works only on nodes that `cluster up` "
+                     "started on this machine (see docs/deploy.md)");
 }
 
 /// State letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), 0 if gone.
@@ -581,9 +584,9 @@ int up(const up_options& o, std::ostream& out) {
     for (size_t i = 0; i < o.nodes; ++i)
       ids.push_back(i + 1);
     if (auto m = make_certificates(tls_dir(dir), o.cluster, ids); !m)
-      return failure("certificates: " + m.error()
-                     + (m.error().rfind("cannot run", 0) == 0 ? "; or give --insecure"
-                                                              : ""));
+      return failure(
+          "certificates: " + m.error()
+          + (m.error().rfind("cannot run", 0) == 0 ? "; or give --insecure" : ""));
   }
   for (int attempt = 1; attempt <= 3; ++attempt) {
     auto ports = free_ports(2 * o.nodes);

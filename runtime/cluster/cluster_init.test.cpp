@@ -57,7 +57,8 @@ TEST(cluster_init, bad_hosts_are_refused_with_the_entry_named) {
     return h ? std::string{"accepted"} : h.error();
   };
   EXPECT_TRUE(contains(error(""), "got nothing"));
-  EXPECT_TRUE(contains(error("10.0.0.1:7001"), "expected ID@HOST:PORT, got '10.0.0.1:7001'"));
+  EXPECT_TRUE(
+      contains(error("10.0.0.1:7001"), "expected ID@HOST:PORT, got '10.0.0.1:7001'"));
   EXPECT_TRUE(contains(error("0@10.0.0.1:7001"), "an id of at least 1"));
   EXPECT_TRUE(contains(error("x@10.0.0.1:7001"), "got 'x@10.0.0.1:7001'"));
   EXPECT_TRUE(contains(error("1@10.0.0.1"), "in '1@10.0.0.1'"));
@@ -66,7 +67,8 @@ TEST(cluster_init, bad_hosts_are_refused_with_the_entry_named) {
   EXPECT_TRUE(contains(error("1@10.0.0.1:70000"), "port from 1 to 65535"));
   EXPECT_TRUE(contains(error("1@0.0.0.0:7001"), "0.0.0.0 is a wildcard"));
   EXPECT_TRUE(contains(error("1@10.0.0.1:7001,"), "got ''"));
-  EXPECT_TRUE(contains(error("1@10.0.0.1:7001,1@10.0.0.2:7001"), "node 1 is listed twice"));
+  EXPECT_TRUE(
+      contains(error("1@10.0.0.1:7001,1@10.0.0.2:7001"), "node 1 is listed twice"));
   EXPECT_TRUE(contains(error("1@10.0.0.1:7001,2@10.0.0.1:7001"),
                        "nodes 1 and 2 share the address 10.0.0.1:7001"));
 }
@@ -79,8 +81,8 @@ TEST(cluster_init, the_plan_lists_every_file_with_its_mode) {
     paths.push_back(f.path);
   std::vector<std::string> expected{"cluster.json"};
   for (auto n : {"node-1", "node-2", "node-3"})
-    for (auto f : {std::string{n} + ".conf", std::string{"ca.pem"}, std::string{n} + ".pem",
-                   std::string{n} + ".key"})
+    for (auto f : {std::string{n} + ".conf", std::string{"ca.pem"},
+                   std::string{n} + ".pem", std::string{n} + ".key"})
       expected.push_back(std::string{n} + "/" + f);
   for (auto f : {"client/ca.pem", "client/client.pem", "client/client.key",
                  "conclave-node@.service"})
@@ -115,12 +117,12 @@ TEST(cluster_init, a_node_config_names_its_host_address_peers_and_files_on_the_h
   o.data_dir = "/srv/conclave";
   auto hosts = parse_hosts(o.hosts).value();
   auto text = node_config_text(o, hosts, hosts[1]);
-  for (auto line : {"id = 2\n", "cluster = prod\n", "listen = 10.0.0.2:7001\n",
-                    "peers = 1@10.0.0.1:7001,2@10.0.0.2:7001,3@db3.example:7001\n",
-                    "metrics = 10.0.0.2:9101\n", "data-dir = /srv/conclave/node-2\n",
-                    "tls-ca = /etc/conclave/ca.pem\n",
-                    "tls-cert = /etc/conclave/node-2.pem\n",
-                    "tls-key = /etc/conclave/node-2.key\n"})
+  for (auto line :
+       {"id = 2\n", "cluster = prod\n", "listen = 10.0.0.2:7001\n",
+        "peers = 1@10.0.0.1:7001,2@10.0.0.2:7001,3@db3.example:7001\n",
+        "metrics = 10.0.0.2:9101\n", "data-dir = /srv/conclave/node-2\n",
+        "tls-ca = /etc/conclave/ca.pem\n", "tls-cert = /etc/conclave/node-2.pem\n",
+        "tls-key = /etc/conclave/node-2.key\n"})
     EXPECT_TRUE(contains(text, line)) << line << "\n" << text;
   // Without a metrics port there is no metrics line.
   o.metrics_port = 0;
@@ -166,7 +168,8 @@ TEST(cluster_init, bad_options_name_the_flag) {
   o = three_hosts();
   o.hosts = "1@10.0.0.1:7001,2@10.0.0.1:7002";
   o.metrics_port = 9101;
-  EXPECT_TRUE(contains(error(o), "--metrics-port: nodes 1 and 2 share the host 10.0.0.1"));
+  EXPECT_TRUE(
+      contains(error(o), "--metrics-port: nodes 1 and 2 share the host 10.0.0.1"));
   o = three_hosts();
   o.data_dir = "var/lib/conclave";
   EXPECT_TRUE(contains(error(o), "--data-dir: expected an absolute path"));

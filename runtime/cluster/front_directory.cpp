@@ -191,8 +191,7 @@ size_t front_directory::wait_ready(std::chrono::milliseconds timeout) const {
 caf::actor front_directory::wait_for(uint64_t id,
                                      std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> guard{table_->mtx};
-  table_->changed.wait_for(guard, timeout,
-                           [&] { return table_->fronts.count(id) != 0; });
+  table_->changed.wait_for(guard, timeout, [&] { return table_->fronts.count(id) != 0; });
   auto i = table_->fronts.find(id);
   return i == table_->fronts.end() ? caf::actor{} : i->second;
 }

@@ -66,7 +66,7 @@ private:
 
   std::string local_;
   std::string peer_;
-  std::string buf_;      ///< header or payload prefix being collected
+  std::string buf_; ///< header or payload prefix being collected
   uint8_t op_ = 0;
   size_t want_ = header_size; ///< bytes buf_ must hold before the next step
   uint64_t skip_ = 0;         ///< payload bytes after the prefix, passed over

@@ -7,9 +7,9 @@
 
 #include <caf/binary_serializer.hpp>
 #include <caf/error.hpp>
-#include <caf/message.hpp>
 #include <caf/io/basp/header.hpp>
 #include <caf/io/basp/message_type.hpp>
+#include <caf/message.hpp>
 #include <caf/node_id.hpp>
 
 #include <gtest/gtest.h>
@@ -30,8 +30,8 @@ caf::node_id node(uint32_t pid, uint8_t host) {
 /// One frame: CAF's header, then `payload`.
 std::string frame(message_type op, const std::string& payload, uint64_t src_actor = 7,
                   uint64_t dst_actor = 9) {
-  caf::io::basp::header hdr{op, 0, static_cast<uint32_t>(payload.size()), 0, src_actor,
-                            dst_actor};
+  caf::io::basp::header hdr{op, 0,         static_cast<uint32_t>(payload.size()),
+                            0,  src_actor, dst_actor};
   std::vector<char> buf;
   caf::binary_serializer sink{nullptr, buf};
   EXPECT_FALSE(sink(hdr));
@@ -56,7 +56,8 @@ std::string handshake(const caf::node_id& n) {
 
 std::string routed(const caf::node_id& src, const caf::node_id& dst) {
   return frame(message_type::routed_message,
-               payload(src, dst, std::vector<caf::strong_actor_ptr>{}) + "opaque message");
+               payload(src, dst, std::vector<caf::strong_actor_ptr>{})
+                   + "opaque message");
 }
 
 std::string down(const caf::node_id& src, const caf::node_id& dst) {

@@ -145,7 +145,8 @@ private:
   std::shared_ptr<const node_log> log_;
   steady_now_fn now_;
   election::candidate_actor candidate_;
-  std::function<bool(const caf::node_id&, uint64_t)> session_check_ = tls_session_is_member;
+  std::function<bool(const caf::node_id&, uint64_t)> session_check_ =
+      tls_session_is_member;
   std::shared_ptr<const peer_authenticator> auth_;
   std::shared_ptr<replica_endpoint> replica_;
   std::atomic<size_t> linked_{0};

@@ -60,7 +60,8 @@ std::mutex sessions_mtx;
 std::unordered_map<const ssl_st*, session_entry> sessions;
 std::map<std::string, node_entry> nodes; ///< node id bytes -> certificate
 std::string local_node;                  ///< this node's id bytes, once set
-std::array<std::atomic<uint64_t>, conclave::node::tls_frame_refusals.size()> refused_frames{};
+std::array<std::atomic<uint64_t>, conclave::node::tls_frame_refusals.size()>
+    refused_frames{};
 
 std::string subject_cn(ssl_st* s) {
   X509* cert = SSL_get_peer_certificate(s);

@@ -98,11 +98,12 @@ TEST(cluster_init_cli, writes_configs_certificates_and_a_unit_for_every_host) {
     EXPECT_EQ(mode_of(nd / (n + ".pem")), 0644u);
     // Each node directory holds its own key only.
     EXPECT_EQ(std::distance(fs::directory_iterator{nd}, fs::directory_iterator{}), 4);
-    auto v = conclave::testing::run_command("openssl verify -CAfile " + (nd / "ca.pem").string()
-                                            + " " + (nd / (n + ".pem")).string() + " 2>&1");
+    auto v = conclave::testing::run_command("openssl verify -CAfile "
+                                            + (nd / "ca.pem").string() + " "
+                                            + (nd / (n + ".pem")).string() + " 2>&1");
     EXPECT_EQ(v.status, 0) << v.out;
-    auto subject = conclave::testing::run_command(
-        "openssl x509 -noout -subject -in " + (nd / (n + ".pem")).string());
+    auto subject = conclave::testing::run_command("openssl x509 -noout -subject -in "
+                                                  + (nd / (n + ".pem")).string());
     EXPECT_NE(subject.out.find("CN = " + n), std::string::npos) << subject.out;
     EXPECT_NE(subject.out.find("O = prod"), std::string::npos) << subject.out;
   }
@@ -131,10 +132,11 @@ TEST(cluster_init_cli, writes_configs_certificates_and_a_unit_for_every_host) {
 
   // Certificates for a new member, signed by the same CA, verify against it.
   auto more = s.path / "more";
-  auto again = run_conclave("cluster init --hosts 4@10.0.0.4:7001 --dir " + more.string()
-                                + " --cluster prod --ca-cert " + (out / "ca" / "ca.pem").string()
-                                + " --ca-key " + (out / "ca" / "ca.key").string(),
-                            true);
+  auto again =
+      run_conclave("cluster init --hosts 4@10.0.0.4:7001 --dir " + more.string()
+                       + " --cluster prod --ca-cert " + (out / "ca" / "ca.pem").string()
+                       + " --ca-key " + (out / "ca" / "ca.key").string(),
+                   true);
   ASSERT_EQ(again.status, 0) << again.out;
   EXPECT_FALSE(fs::exists(more / "ca" / "ca.key"));
   auto v = conclave::testing::run_command(

@@ -71,11 +71,13 @@ protected:
       namespaces.push_back(ns(i));
       auto port = "p" + std::to_string(i);
       // Both ends are born inside namespaces: nothing in the machine's own.
-      ASSERT_EQ(netns_sh("ip link add eth0 netns " + ns(i) + " type veth peer name " + port
-                   + " netns " + switch_ns()),
+      ASSERT_EQ(netns_sh("ip link add eth0 netns " + ns(i) + " type veth peer name "
+                         + port + " netns " + switch_ns()),
                 0);
-      ASSERT_EQ(netns_sh("ip -n " + switch_ns() + " link set " + port + " master br0 up"), 0);
-      ASSERT_EQ(netns_sh("ip -n " + ns(i) + " addr add " + address(i) + "/24 dev eth0"), 0);
+      ASSERT_EQ(netns_sh("ip -n " + switch_ns() + " link set " + port + " master br0 up"),
+                0);
+      ASSERT_EQ(netns_sh("ip -n " + ns(i) + " addr add " + address(i) + "/24 dev eth0"),
+                0);
       ASSERT_EQ(netns_sh("ip -n " + ns(i) + " link set eth0 up"), 0);
       ASSERT_EQ(netns_sh("ip -n " + ns(i) + " link set lo up"), 0);
     }
@@ -121,8 +123,8 @@ protected:
   void start(int id) {
     auto log = (dir / ("node-" + std::to_string(id) + ".log")).string();
     auto cfg = (dir / "etc" / ("node-" + std::to_string(id) + ".conf")).string();
-    std::vector<std::string> args{"ip",     "netns",  "exec",  ns(id), CONCLAVE_BIN,
-                                  "node", "--config", cfg};
+    std::vector<std::string> args{"ip",         "netns", "exec",     ns(id),
+                                  CONCLAVE_BIN, "node",  "--config", cfg};
     std::vector<char*> argv;
     for (auto& a : args)
       argv.push_back(a.data());
@@ -191,10 +193,10 @@ protected:
   }
 
   run_result kv_in(int id, const std::string& args) {
-    auto r = conclave::testing::run_command("ip netns exec " + ns(id) + " " + CONCLAVE_BIN
-                                            + " kv --timeout-ms 8000 --cluster-dir "
-                                            + (dir / "out").string() + " " + args
-                                            + " 2>&1");
+    auto r =
+        conclave::testing::run_command("ip netns exec " + ns(id) + " " + CONCLAVE_BIN
+                                       + " kv --timeout-ms 8000 --cluster-dir "
+                                       + (dir / "out").string() + " " + args + " 2>&1");
     return {r.status, r.out};
   }
 };
@@ -267,7 +269,8 @@ TEST_F(deploy_netns, three_hosts_from_cluster_init_elect_and_keep_a_key_after_a_
 
   auto elapsed = std::chrono::steady_clock::now() - started;
   EXPECT_LT(elapsed, 60s);
-  std::cout << "leader " << leader << " killed, new leader " << next << ", key read back; "
+  std::cout << "leader " << leader << " killed, new leader " << next
+            << ", key read back; "
             << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
             << " ms in all\n";
 }

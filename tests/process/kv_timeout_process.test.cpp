@@ -25,11 +25,11 @@ namespace {
 
 /// One kv process, measured.
 struct timed_run {
-  int status = -1;      ///< exit status; -1 if killed or signalled
-  bool killed = false;  ///< still running at the hard limit (then SIGKILLed)
-  double wall_ms = 0;   ///< start to reaped
-  double cpu_ms = 0;    ///< user + system CPU time of the child
-  std::string out;      ///< stdout and stderr
+  int status = -1;     ///< exit status; -1 if killed or signalled
+  bool killed = false; ///< still running at the hard limit (then SIGKILLed)
+  double wall_ms = 0;  ///< start to reaped
+  double cpu_ms = 0;   ///< user + system CPU time of the child
+  std::string out;     ///< stdout and stderr
 };
 
 /// Runs `conclave ARGS` (split at spaces), kills it by pid after `hard_limit`.
@@ -70,9 +70,9 @@ timed_run run_timed(const std::string& args, std::chrono::milliseconds hard_limi
     }
     std::this_thread::sleep_for(2ms);
   }
-  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now()
-                                                        - start)
-                  .count();
+  r.wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
   auto ms = [](const timeval& t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
   r.cpu_ms = ms(ru.ru_utime) + ms(ru.ru_stime);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -104,8 +104,8 @@ struct kv_timeout_test : cluster_test {
   }
 
   timed_run kv(const std::string& args) {
-    auto r = run_timed("kv --timeout-ms " + std::to_string(timeout_ms)
-                           + " --cluster-dir " + dir.string() + " " + args,
+    auto r = run_timed("kv --timeout-ms " + std::to_string(timeout_ms) + " --cluster-dir "
+                           + dir.string() + " " + args,
                        std::chrono::milliseconds{timeout_ms} + 5s);
     std::cerr << "  kv " << args << ": exit " << r.status << " after " << r.wall_ms
               << " ms, cpu " << r.cpu_ms << " ms\n";

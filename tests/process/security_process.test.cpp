@@ -14,8 +14,8 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/binary_serializer.hpp>
 #include <caf/error.hpp>
-#include <caf/message.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/message.hpp>
 
 #include <openssl/ssl.h>
 
@@ -399,7 +399,8 @@ private:
     std::string out;
     char buf[4096];
     while (out.size() < n) {
-      int r = SSL_read(ssl_, buf, static_cast<int>(std::min(sizeof(buf), n - out.size())));
+      int r =
+          SSL_read(ssl_, buf, static_cast<int>(std::min(sizeof(buf), n - out.size())));
       if (r <= 0)
         break;
       out.append(buf, static_cast<size_t>(r));
@@ -424,8 +425,8 @@ TEST_F(cluster_test, frames_naming_another_member_as_their_source_are_refused) {
     return read_file(dir / ("node-" + std::to_string(id)) / "node.log");
   };
   auto refused = [&](const std::string& reason) {
-    auto body = http_get(j["nodes"][0]["metrics_url"].get<std::string>().substr(7),
-                         "/metrics");
+    auto body =
+        http_get(j["nodes"][0]["metrics_url"].get<std::string>().substr(7), "/metrics");
     return sample(body, "conclave_tls_frames_refused_total{reason=\"" + reason + "\"}")
         .value_or(-1.0);
   };
@@ -448,7 +449,7 @@ TEST_F(cluster_test, frames_naming_another_member_as_their_source_are_refused) {
     auto node1 = in.read_server_node();
     ASSERT_EQ(node1.size(), 32u);
     auto mine = node1;
-    mine[8] = '\x7f'; // another process id on node 1's host: a fresh node
+    mine[8] = '\x7f';                 // another process id on node 1's host: a fresh node
     ASSERT_TRUE(in.send(0x01, mine)); // client handshake
     // The exit reason, serialized by CAF (an error's context is a message,
     // which needs an actor system to serialize).
@@ -486,10 +487,9 @@ TEST_F(cluster_test, frames_naming_another_member_as_their_source_are_refused) {
   EXPECT_EQ(st["term"], term) << st.dump(2);
   EXPECT_EQ(leaders(st), 1);
   for (int id = 1; id <= 3; ++id)
-    EXPECT_EQ(log_of(id).find(" down"), std::string::npos)
-        << "node " << id << ":\n" << log_of(id);
-  auto put = run_conclave("kv --timeout-ms 5000 --cluster-dir " + dir.string()
-                              + " put after intruder",
-                          true);
+    EXPECT_EQ(log_of(id).find(" down"), std::string::npos) << "node " << id << ":\n"
+                                                           << log_of(id);
+  auto put = run_conclave(
+      "kv --timeout-ms 5000 --cluster-dir " + dir.string() + " put after intruder", true);
   EXPECT_EQ(put.status, 0) << put.out;
 }
