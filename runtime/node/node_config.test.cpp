@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <random>
+#include <set>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -198,4 +200,43 @@ TEST(node_config, checkpoint_every_sets_the_replica_triggers_and_zero_turns_them
   ASSERT_TRUE(c);
   EXPECT_EQ(c.value().checkpoint_every_records, 0u);
   EXPECT_EQ(c.value().checkpoint_every_bytes, 0u);
+}
+
+// Garbage member lists (the --peers of every node and cluster init's --hosts):
+// every input is either refused with a one-line reason or parses into members
+// with ids >= 1, distinct, ports 1..65535, which print back into a list that
+// parses to the same members.
+TEST(node_config, member_lists_of_random_garbage_are_refused_or_round_trip) {
+  const std::string alphabet = "0123456789@:,. \t[]ab-x";
+  std::mt19937_64 rng{20261127};
+  size_t accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    auto len = rng() % 40;
+    for (size_t k = 0; k < len; ++k)
+      text += alphabet[rng() % alphabet.size()];
+    if (i % 4 == 0) // near-valid lists reach the deeper checks more often
+      text = std::to_string(rng() % 3) + "@" + (rng() % 2 ? "10.0.0.1" : "") + ":"
+             + std::to_string(rng() % 70000) + (rng() % 2 ? "," + text : "");
+    auto m = parse_members(text);
+    if (!m) {
+      EXPECT_FALSE(m.error().empty()) << text;
+      EXPECT_EQ(m.error().find('\n'), std::string::npos) << text;
+      continue;
+    }
+    ++accepted;
+    std::string printed;
+    std::set<uint64_t> ids;
+    for (auto& [id, addr] : m.value()) {
+      EXPECT_GE(id, 1u) << text;
+      EXPECT_TRUE(ids.insert(id).second) << text;
+      EXPECT_GE(addr.port, 1) << text;
+      printed +=
+          (printed.empty() ? "" : ",") + std::to_string(id) + "@" + addr.to_string();
+    }
+    auto again = parse_members(printed);
+    ASSERT_TRUE(again) << text << " -> " << printed << ": " << again.error();
+    EXPECT_EQ(again.value(), m.value()) << text << " -> " << printed;
+  }
+  EXPECT_GT(accepted, 100u); // the generator does reach valid lists
 }
