@@ -103,8 +103,19 @@ struct kv_timeout_test : cluster_test {
     cluster_test::TearDown();
   }
 
+  /// Starts 3 nodes and writes once (the first write also waits for the
+  /// primary's sync phase); `leader` is the leader's id.
+  void up_and_write(uint64_t& leader) {
+    auto j = up(3);
+    leader = j["leader"].get<uint64_t>();
+    ASSERT_NE(leader, 0u);
+    auto w = run_conclave("kv --timeout-ms 10000 --dir " + dir.string() + " put before 1",
+                          true);
+    ASSERT_EQ(w.status, 0) << w.out;
+  }
+
   timed_run kv(const std::string& args) {
-    auto r = run_timed("kv --timeout-ms " + std::to_string(timeout_ms) + " --cluster-dir "
+    auto r = run_timed("kv --timeout-ms " + std::to_string(timeout_ms) + " --dir "
                            + dir.string() + " " + args,
                        std::chrono::milliseconds{timeout_ms} + 5s);
     std::cerr << "  kv " << args << ": exit " << r.status << " after " << r.wall_ms
@@ -130,15 +141,8 @@ struct kv_timeout_test : cluster_test {
 } // namespace
 
 TEST_F(kv_timeout_test, a_frozen_follower_does_not_hold_kv_past_its_timeout) {
-  auto j = up(3);
-  auto leader = j["leader"].get<uint64_t>();
-  ASSERT_NE(leader, 0u);
-  // The first write also waits for the primary's sync phase.
-  ASSERT_EQ(run_conclave("kv --timeout-ms 10000 --cluster-dir " + dir.string()
-                             + " put before 1",
-                         true)
-                .status,
-            0);
+  uint64_t leader = 0;
+  ASSERT_NO_FATAL_FAILURE(up_and_write(leader));
   uint64_t follower = leader == 1 ? 2 : 1;
   frozen = follower;
   signal(follower, "STOP");
@@ -158,14 +162,8 @@ TEST_F(kv_timeout_test, a_frozen_follower_does_not_hold_kv_past_its_timeout) {
 }
 
 TEST_F(kv_timeout_test, a_frozen_leader_does_not_hold_kv_past_its_timeout) {
-  auto j = up(3);
-  auto leader = j["leader"].get<uint64_t>();
-  ASSERT_NE(leader, 0u);
-  ASSERT_EQ(run_conclave("kv --timeout-ms 10000 --cluster-dir " + dir.string()
-                             + " put before 1",
-                         true)
-                .status,
-            0);
+  uint64_t leader = 0;
+  ASSERT_NO_FATAL_FAILURE(up_and_write(leader));
   frozen = leader;
   signal(leader, "STOP");
   // Operations started during the freeze, the first before a new leader is
