@@ -126,13 +126,39 @@ enum class op_kind : uint8_t {
   expect_value = 4,
   /// Condition: the key is absent, else condition_failed.
   expect_absent = 5,
+  // -- leases (lease_state.hpp): `collection` is the lease's name, `key` the
+  // holder's id; the lease table lives in a reserved dictionary.
+  /// Takes a slot of the lease for holder `key`; value = encoded
+  /// lease_params. Granted: outputs[0].value = the fencing token (the
+  /// record's lsn, in decimal). Already held by `key`: the same token (a
+  /// renewal). Every slot held by others: lease_busy.
+  lease_acquire = 6,
+  /// The holder still holds the lease with token `value`: ok (the primary
+  /// restarts its expiry), else stale_token.
+  lease_renew = 7,
+  /// Frees the holder's slot if it holds token `value`, else stale_token.
+  lease_release = 8,
+  /// Like lease_release, proposed only by the primary when the holder's time
+  /// ran out; refused from clients.
+  lease_expire = 9,
+  /// Fencing condition: some holder of lease `collection` holds token
+  /// `value`, else the whole transaction changes nothing (stale_token).
+  expect_lease = 10,
 };
 
+/// The highest op kind a record may carry.
+constexpr op_kind last_op_kind = op_kind::expect_lease;
+
+constexpr bool is_lease_op(op_kind k) {
+  return k >= op_kind::lease_acquire && k <= op_kind::expect_lease;
+}
+
 /// True for the kinds whose outcome depends on the state they are applied
-/// to (a dequeue's item, a condition): such a transaction must be strong.
+/// to (a dequeue's item, a condition, a lease): such a transaction must be
+/// strong.
 constexpr bool reads_state(op_kind k) {
   return k == op_kind::dequeue || k == op_kind::expect_value
-         || k == op_kind::expect_absent;
+         || k == op_kind::expect_absent || is_lease_op(k);
 }
 
 /// One op of a client transaction.

@@ -108,7 +108,7 @@ std::optional<std::vector<txn_op>> decode_payload(std::string_view in) {
   for (uint64_t i = 0; r.ok && i < n; ++i) {
     txn_op op;
     auto kind = r.u(1);
-    if (kind > static_cast<uint8_t>(op_kind::expect_absent))
+    if (kind > static_cast<uint8_t>(last_op_kind))
       return std::nullopt;
     op.kind = static_cast<op_kind>(kind);
     op.collection = r.bytes();

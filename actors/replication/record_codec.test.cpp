@@ -54,7 +54,7 @@ TEST(record_codec, payload_round_trips_and_rejects_truncation) {
 
 TEST(record_codec, payload_with_an_unknown_op_kind_does_not_decode) {
   auto p = encode_payload({txn_op{"d", "k", "v", op_kind::put}});
-  p[4] = 6; // the op kind byte, after the u32 count
+  p[4] = static_cast<char>(static_cast<uint8_t>(last_op_kind) + 1); // the op kind byte
   EXPECT_FALSE(decode_payload(p));
 }
 

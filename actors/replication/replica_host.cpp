@@ -1,6 +1,8 @@
 #include "actors/replication/replica_host.hpp"
 
 #include "actors/replication/checkpoint_image.hpp"
+#include "actors/replication/lease_state.hpp"
+#include "actors/replication/lease_table.hpp"
 #include "actors/replication/record_codec.hpp"
 #include "actors/replication/txn_apply.hpp"
 #include "actors/timer/deadline_timer.hpp"
@@ -12,7 +14,9 @@
 #include <caf/stateful_actor.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <set>
 
 namespace conclave::replication {
 
@@ -67,6 +71,13 @@ struct host_state {
     /// Set when this host applied the record (strong commits: before the
     /// acknowledgement).
     std::optional<apply_outcome> outcome;
+    /// A lone lease_acquire that may wait for a slot until `lease_until`
+    /// (lease clock): answered lease_busy only once that has passed.
+    std::optional<txn_op> lease_acquire;
+    timestamp lease_until{};
+    /// Proposed for the head of the lease's waiters (its name is in
+    /// `granting` until the record is settled).
+    bool lease_grant = false;
   };
   std::map<uint64_t, waiter> waiting;
   /// lsn -> txn ref of the waiting transactions.
@@ -115,6 +126,21 @@ struct host_state {
   /// Chained over the records applied (replica_status::digest).
   uint64_t digest = 0;
   bool failed = false;
+  // -- leases (lease_table.hpp): only while acting as a serving primary ------
+  bool lease_serving = false;
+  lease_table leases;
+  lease_waiters lease_queue;
+  /// Waiting acquires by lease_waiters::waiter::id.
+  struct lease_wait {
+    caf::typed_response_promise<txn_result> promise;
+    txn_op op;
+  };
+  std::map<uint64_t, lease_wait> lease_waits;
+  uint64_t next_lease_wait = 1;
+  /// Leases with a grant for their head waiter in flight.
+  std::set<std::string> granting;
+  /// Leases whose slot an applied record freed: grant their waiters.
+  std::vector<std::string> lease_freed;
   static inline const char* name = "conclave.replica_host";
 };
 
@@ -131,6 +157,10 @@ void fail(host_impl self) {
     w.promise.deliver(txn_result{errc::primary_changed, lsn{}, no_node, {}});
   st.waiting.clear();
   st.waiting_at.clear();
+  for (auto& [id, w] : st.lease_waits)
+    w.promise.deliver(txn_result{errc::primary_changed, lsn{}, no_node, {}});
+  st.lease_waits.clear();
+  st.lease_queue.drain();
 }
 
 void request_sync(host_impl self) {
@@ -202,10 +232,96 @@ void count_garbage(host_state& st, const std::vector<txn_op>& ops,
   }
 }
 
+// -- leases ----------------------------------------------------------------------
+
+/// The lease clock: the actor clock, scaled by the simulator's clock rate.
+timestamp lease_now(const host_state& st, timestamp now) {
+  if (st.opts.lease_clock_rate == 1.0)
+    return now;
+  return timestamp(static_cast<timestamp::rep>(
+      std::llround(static_cast<double>(now.count()) * st.opts.lease_clock_rate)));
+}
+
+/// The actor-clock time at which the lease clock shows `t`.
+timestamp actor_time(const host_state& st, timestamp t) {
+  if (st.opts.lease_clock_rate == 1.0)
+    return t;
+  return timestamp(static_cast<timestamp::rep>(
+      std::ceil(static_cast<double>(t.count()) / st.opts.lease_clock_rate)));
+}
+
+/// The lease as this host applied it (nothing: no holder).
+std::optional<lease> lease_of(host_state& st, const std::string& name) {
+  if (!st.store->find_collection(lease_collection))
+    return std::nullopt;
+  auto txn = st.store->begin();
+  store::op_request op;
+  op.txn = txn;
+  op.op = store::operation::try_get;
+  op.collection = lease_collection;
+  op.key = name;
+  op.mode = store::read_mode::snapshot;
+  std::optional<lease> out;
+  if (auto r = st.store->execute(op, timestamp::max()); r && r.value().found)
+    out = decode_lease(r.value().value);
+  (void)st.store->abort(txn);
+  return out;
+}
+
+/// Every lease this host applied, by name.
+std::vector<std::pair<std::string, lease>> all_leases(host_state& st) {
+  std::vector<std::pair<std::string, lease>> out;
+  if (!st.store->find_collection(lease_collection))
+    return out;
+  auto txn = st.store->begin();
+  store::op_request op;
+  op.txn = txn;
+  op.op = store::operation::enumerate;
+  op.collection = lease_collection;
+  op.mode = store::read_mode::snapshot;
+  if (auto r = st.store->execute(op, timestamp::max()); r)
+    for (auto& [k, v] : r.value().items)
+      if (auto l = decode_lease(v))
+        out.emplace_back(k, std::move(*l));
+  (void)st.store->abort(txn);
+  return out;
+}
+
+/// A primary that acts: restarts the expiry of a grant or renewal it just
+/// applied, forgets a freed slot and remembers to grant it to a waiter.
+void note_lease_ops(host_state& st, const std::vector<txn_op>& ops,
+                    const apply_outcome& outcome, timestamp now) {
+  if (!st.lease_serving || outcome.code != errc::ok)
+    return;
+  for (size_t i = 0; i < ops.size() && i < outcome.outputs.size(); ++i) {
+    auto& op = ops[i];
+    switch (op.kind) {
+    case op_kind::lease_acquire:
+    case op_kind::lease_renew: {
+      auto token = parse_token(outcome.outputs[i].value);
+      auto l = lease_of(st, op.collection);
+      if (!token || !l)
+        break;
+      for (auto& h : l->holders)
+        if (h.holder == op.key)
+          st.leases.held(op.collection, op.key, *token, h.ttl, lease_now(st, now));
+      break;
+    }
+    case op_kind::lease_release:
+    case op_kind::lease_expire:
+      st.leases.gone(op.collection, op.key);
+      st.lease_freed.push_back(op.collection);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
 /// Applies one committed transaction record to the store core
 /// (txn_apply.hpp: every replica computes the same outcome) and keeps the
 /// outcome for the client waiting for it here.
-void apply_entry(host_state& st, const entry& e) {
+void apply_entry(host_state& st, const entry& e, timestamp now) {
   if (e.kind != entry_kind::transaction)
     return;
   auto ops = decode_payload(e.payload);
@@ -213,11 +329,12 @@ void apply_entry(host_state& st, const entry& e) {
     ++st.bad_payloads;
     return;
   }
-  auto outcome = apply_txn(*st.store, *ops);
+  auto outcome = apply_txn(*st.store, *ops, e.at);
   if (outcome.code != errc::ok)
     ++st.txns_refused;
   else
     count_garbage(st, *ops, outcome);
+  note_lease_ops(st, *ops, outcome, now);
   if (auto w = st.waiting_at.find(e.at.value); w != st.waiting_at.end())
     if (auto i = st.waiting.find(w->second); i != st.waiting.end())
       i->second.outcome = std::move(outcome);
@@ -299,8 +416,159 @@ std::optional<lsn> maybe_checkpoint(host_impl self, bool forced) {
 }
 
 void arm_timer(host_impl self) {
-  self->state.timer.arm(self, self->state.core->next_deadline(),
-                        replication_atoms::timer_atom_v);
+  auto& st = self->state;
+  auto next = st.core->next_deadline();
+  auto consider = [&](std::optional<timestamp> t) {
+    if (t && (!next || actor_time(st, *t) < *next))
+      next = actor_time(st, *t);
+  };
+  if (st.lease_serving) {
+    consider(st.leases.next_deadline());
+    consider(st.lease_queue.next_deadline());
+  }
+  st.timer.arm(self, next, replication_atoms::timer_atom_v);
+}
+
+/// Proposals are flushed by a message the host sends itself, so that the
+/// ones already in the mailbox share one append.
+void schedule_flush(host_impl self) {
+  auto& st = self->state;
+  if (!st.flush_pending) {
+    st.flush_pending = true;
+    self->send(self, replication_atoms::flush_atom_v);
+  }
+}
+
+/// Proposes a transaction. On success the caller keeps a waiter for it
+/// (keep_waiter) under the returned ref.
+std::variant<std::pair<txn_ref, lsn>, errc>
+propose_txn(host_impl self, const std::vector<txn_op>& ops, commit_mode mode) {
+  auto& st = self->state;
+  auto ref = txn_ref{st.next_txn++};
+  auto r = st.core->propose(ref, encode_payload(ops), mode, now_of(self));
+  if (auto e = std::get_if<errc>(&r))
+    return *e;
+  schedule_flush(self);
+  return std::make_pair(ref, std::get<lsn>(r));
+}
+
+void keep_waiter(host_state& st, txn_ref ref, host_state::waiter w) {
+  st.waiting_at.emplace(w.at.value, ref.value);
+  st.waiting.emplace(ref.value, std::move(w));
+}
+
+/// A lease_busy answer: the lease as applied here, for the client to show.
+txn_result busy_result(host_state& st, const std::string& name) {
+  auto l = lease_of(st, name);
+  return txn_result{errc::lease_busy,
+                    lsn{},
+                    st.opts.self,
+                    {op_output{false, encode_lease(l ? *l : lease{})}}};
+}
+
+/// Queues an acquire that waits for a slot (FIFO per lease).
+void enqueue_waiter(host_impl self, caf::typed_response_promise<txn_result> rp,
+                    const txn_op& op, timestamp until) {
+  auto& st = self->state;
+  auto id = st.next_lease_wait++;
+  st.lease_waits.emplace(id, host_state::lease_wait{std::move(rp), op});
+  auto old = st.lease_queue.push(op.collection, {id, op.key, until});
+  if (old) // the same holder asked again: the new request keeps its place
+    if (auto i = st.lease_waits.find(*old); i != st.lease_waits.end()) {
+      i->second.promise.deliver(busy_result(st, op.collection));
+      st.lease_waits.erase(i);
+    }
+}
+
+/// Grants the head waiter of a lease a free slot, one grant in flight per
+/// lease at a time.
+void try_grant(host_impl self, const std::string& name) {
+  auto& st = self->state;
+  while (st.lease_serving && st.granting.count(name) == 0
+         && st.lease_queue.waiting(name) > 0) {
+    auto l = lease_of(st, name);
+    if (l && l->holders.size() >= l->limit)
+      return;
+    auto w = st.lease_queue.pop(name);
+    auto i = st.lease_waits.find(w->id);
+    if (i == st.lease_waits.end())
+      continue;
+    auto lw = std::move(i->second);
+    st.lease_waits.erase(i);
+    auto r = propose_txn(self, {lw.op}, commit_mode::strong);
+    if (auto e = std::get_if<errc>(&r)) {
+      lw.promise.deliver(txn_result{*e, lsn{}, st.core->primary_hint(), {}});
+      continue;
+    }
+    auto [ref, at] = std::get<0>(r);
+    keep_waiter(st, ref, {lw.promise, at, std::nullopt, lw.op, w->until, true});
+    st.granting.insert(name);
+  }
+}
+
+/// After every step: start or stop acting on leases with the primary's
+/// serving state, and grant freed slots.
+void lease_after(host_impl self, timestamp now) {
+  auto& st = self->state;
+  bool acting =
+      !st.failed && st.core->current_role() == role::primary && st.core->serving();
+  if (acting && !st.lease_serving) {
+    // Every holder gets its full ttl again from now (lease_table.hpp).
+    st.lease_serving = true;
+    for (auto& [name, l] : all_leases(st))
+      for (auto& h : l.holders)
+        st.leases.held(name, h.holder, h.token, h.ttl, lease_now(st, now));
+  } else if (!acting && st.lease_serving) {
+    st.lease_serving = false;
+    st.leases.clear();
+    st.granting.clear();
+    st.lease_freed.clear();
+    st.lease_queue.drain();
+    for (auto& [id, w] : st.lease_waits)
+      w.promise.deliver(
+          txn_result{errc::not_primary, lsn{}, st.core->primary_hint(), {}});
+    st.lease_waits.clear();
+  }
+  auto freed = std::move(st.lease_freed);
+  st.lease_freed.clear();
+  for (auto& name : freed)
+    try_grant(self, name);
+}
+
+/// The timer fired: propose the expiry of holders whose time ran out, answer
+/// waiters whose wait ran out.
+void lease_tick(host_impl self, timestamp now) {
+  auto& st = self->state;
+  if (!st.lease_serving)
+    return;
+  auto local = lease_now(st, now);
+  for (auto& x : st.leases.due(local)) {
+    txn_op op{x.name, x.holder, format_token(x.token), op_kind::lease_expire};
+    (void)propose_txn(self, {op}, commit_mode::strong); // nobody waits for it
+  }
+  for (auto& w : st.lease_queue.timed_out(local))
+    if (auto i = st.lease_waits.find(w.id); i != st.lease_waits.end()) {
+      i->second.promise.deliver(busy_result(st, i->second.op.collection));
+      st.lease_waits.erase(i);
+    }
+}
+
+/// A settled acquire that found the lease busy and may still wait goes
+/// (back) into the queue instead of being answered. True if it did.
+bool requeue_if_waiting(host_impl self, host_state::waiter& w, errc code, timestamp now) {
+  auto& st = self->state;
+  if (!w.lease_acquire || code != errc::lease_busy || !st.lease_serving
+      || w.lease_until <= lease_now(st, now))
+    return false;
+  auto& op = *w.lease_acquire;
+  if (w.lease_grant) {
+    auto id = st.next_lease_wait++;
+    st.lease_waits.emplace(id, host_state::lease_wait{w.promise, op});
+    st.lease_queue.push_front(op.collection, {id, op.key, w.lease_until});
+  } else {
+    enqueue_waiter(self, w.promise, op, w.lease_until);
+  }
+  return true;
 }
 
 /// Executes the core's effects in order, then sends its outbox, then arms the
@@ -341,7 +609,7 @@ void process(host_impl self) {
               lsn next{st.applied.value + 1};
               if (next > log.base()) {
                 auto& e = log.at(next);
-                apply_entry(st, e);
+                apply_entry(st, e, now_of(self));
                 st.digest = chain_digest(st.digest, e);
               }
               st.applied = next;
@@ -353,11 +621,24 @@ void process(host_impl self) {
                 r.code = o->code;
                 r.outputs = std::move(o->outputs);
               }
-              answer(st, w, std::move(r));
+              auto& lw = w->second;
+              if (lw.lease_grant && lw.lease_acquire) {
+                st.granting.erase(lw.lease_acquire->collection);
+                st.lease_freed.push_back(lw.lease_acquire->collection);
+              }
+              if (requeue_if_waiting(self, lw, r.code, now_of(self))) {
+                st.waiting_at.erase(lw.at.value);
+                st.waiting.erase(w);
+              } else {
+                answer(st, w, std::move(r));
+              }
             }
           } else if constexpr (std::is_same_v<T, txn_failed>) {
-            if (auto w = st.waiting.find(x.txn.value); w != st.waiting.end())
+            if (auto w = st.waiting.find(x.txn.value); w != st.waiting.end()) {
+              if (w->second.lease_grant && w->second.lease_acquire)
+                st.granting.erase(w->second.lease_acquire->collection);
               answer(st, w, txn_result{x.reason, lsn{}, x.primary_hint, {}});
+            }
           } else if constexpr (std::is_same_v<T, send_snapshot>) {
             stream_checkpoint(st, x);
           } else {
@@ -373,6 +654,7 @@ void process(host_impl self) {
     st.core->outbox().clear();
     return;
   }
+  lease_after(self, now_of(self));
   auto out = std::move(st.core->outbox());
   st.core->outbox().clear();
   for (auto& o : out)
@@ -556,6 +838,7 @@ list_result list(host_state& st, const list_request& req) {
 caf::behavior make_host(host_impl self, replica_host_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
+  st.leases = lease_table{st.opts.lease};
   st.store = std::make_unique<store::store_core>(st.opts.limits);
   recovered_state rec;
   rec.promised = st.opts.terms->load();
@@ -638,19 +921,41 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
           return txn_result{errc::not_primary, lsn{}, no_node, {}};
         if (auto bad = check_request(req, st.opts.limits); bad != errc::ok)
           return txn_result{bad, lsn{}, st.core->primary_hint(), {}};
-        auto ref = txn_ref{st.next_txn++};
-        auto r = st.core->propose(ref, encode_payload(req.ops), req.mode, now_of(self));
+        auto now = now_of(self);
+        // A lone acquire that may wait: FIFO behind the lease's waiters.
+        std::optional<txn_op> acquire;
+        timestamp until{};
+        if (st.lease_serving && req.ops.size() == 1
+            && req.ops[0].kind == op_kind::lease_acquire) {
+          auto p = decode_params(req.ops[0].value);
+          if (p && p->wait.count() > 0) {
+            acquire = req.ops[0];
+            until = lease_now(st, now) + std::chrono::duration_cast<timestamp>(p->wait);
+            auto& name = acquire->collection;
+            auto l = lease_of(st, name);
+            bool mine = false;
+            if (l)
+              for (auto& h : l->holders)
+                mine = mine || h.holder == acquire->key;
+            bool full = l && l->holders.size() >= l->limit;
+            if (!mine
+                && (full || st.lease_queue.waiting(name) > 0
+                    || st.granting.count(name))) {
+              auto rp = self->make_response_promise<txn_result>();
+              enqueue_waiter(self, rp, *acquire, until);
+              try_grant(self, name);
+              arm_timer(self);
+              return rp;
+            }
+          }
+        }
+        auto r = propose_txn(self, req.ops, req.mode);
         if (auto e = std::get_if<errc>(&r))
           return txn_result{*e, lsn{}, st.core->primary_hint(), {}};
-        auto at = std::get<lsn>(r);
+        auto [ref, at] = std::get<0>(r);
         auto rp = self->make_response_promise<txn_result>();
-        st.waiting.emplace(ref.value, host_state::waiter{rp, at, std::nullopt});
-        st.waiting_at.emplace(at.value, ref.value);
+        keep_waiter(st, ref, {rp, at, std::nullopt, acquire, until, false});
         process(self); // a weak commit may be acknowledged already
-        if (!st.flush_pending) {
-          st.flush_pending = true;
-          self->send(self, replication_atoms::flush_atom_v);
-        }
         return rp;
       },
       [self](replication_atoms::flush_atom) {
@@ -679,6 +984,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         if (st.failed || !st.timer.fire(gen))
           return;
         st.core->tick(now_of(self));
+        lease_tick(self, now_of(self));
         process(self);
       },
       [self](const read_request& req) {

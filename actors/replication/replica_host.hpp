@@ -70,6 +70,7 @@
 // sender streams again).
 #pragma once
 
+#include "actors/replication/lease_table.hpp"
 #include "actors/replication/type_ids.hpp"
 #include "protocols/replication/replica_core.hpp"
 #include "protocols/store/store_core.hpp"
@@ -148,6 +149,12 @@ struct replica_host_options {
   /// host accepts from a peer (chunks past it are dropped).
   size_t snapshot_chunk_bytes = 256u << 10;
   uint64_t max_snapshot_bytes = 4ull << 30;
+  /// When the acting primary frees the slot of a holder that stopped
+  /// renewing (lease_table.hpp).
+  lease_timing lease;
+  /// Simulator only: the rate of this host's lease clock against the actor
+  /// clock (clock drift).
+  double lease_clock_rate = 1.0;
   /// Only for the simulator's meta-test, which shows the checkers catch a
   /// broken install: an installed checkpoint replaces the log and the
   /// digest but the host keeps its old store state.

@@ -26,7 +26,7 @@ store::result<void> replica_replay_rules::apply(const store::log_record& r) {
       return store::errc::corrupt_data;
     // A refused transaction (a conflict, a wrong kind) is an outcome every
     // replica computes alike, not damage.
-    apply_txn(core_, *ops);
+    apply_txn(core_, *ops, e->at);
   }
   last_ = e->at;
   return store::outcome::success();

@@ -1,5 +1,6 @@
 #include "actors/replication/txn_apply.hpp"
 
+#include "actors/replication/lease_state.hpp"
 #include "actors/replication/record_codec.hpp"
 
 #include <map>
@@ -33,12 +34,20 @@ errc from_store(const std::error_code& e) {
 errc check_request(const txn_request& req, const store::core_limits& limits) {
   if (req.ops.empty())
     return errc::bad_request;
+  int acquires = 0;
   for (auto& op : req.ops) {
-    if (static_cast<uint8_t>(op.kind) > static_cast<uint8_t>(op_kind::expect_absent))
+    if (static_cast<uint8_t>(op.kind) > static_cast<uint8_t>(last_op_kind))
       return errc::bad_request;
-    if (op.collection.empty())
+    if (op.collection.empty() || reserved_collection(op.collection))
       return errc::bad_request;
-    if (!is_queue_op(op.kind) && op.key.empty())
+    if (is_lease_op(op.kind)) {
+      // One grant per record: a token is the granting record's lsn.
+      if (op.kind == op_kind::lease_acquire && ++acquires > 1)
+        return errc::bad_request;
+      if (auto e = check_lease_op(op); e != errc::ok)
+        return e;
+    }
+    if (!is_queue_op(op.kind) && !is_lease_op(op.kind) && op.key.empty())
       return errc::bad_request;
     if (reads_state(op.kind) && req.mode == commit_mode::weak)
       return errc::bad_request;
@@ -52,11 +61,64 @@ errc check_request(const txn_request& req, const store::core_limits& limits) {
   return errc::ok;
 }
 
-apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops) {
+namespace {
+
+/// A lease op within the store transaction: reads the lease from the
+/// reserved dictionary, applies the op, writes the lease back.
+errc apply_lease(store::store_core& s, store::txn_id txn, const txn_op& op, lsn at,
+                 op_output& o) {
+  std::optional<lease> current;
+  if (s.find_collection(lease_collection)) {
+    store::op_request r;
+    r.txn = txn;
+    r.op = store::operation::try_get;
+    r.collection = lease_collection;
+    r.key = op.collection;
+    auto res = s.execute(r, store::timestamp::max());
+    if (!res)
+      return from_store(res.error());
+    if (res.value().found) {
+      current = decode_lease(res.value().value);
+      if (!current)
+        return errc::bad_request; // cannot happen: only this code writes it
+    }
+  }
+  auto step = apply_lease_op(current, op, at);
+  o = std::move(step.out);
+  if (step.code != errc::ok || !step.changed)
+    return step.code;
+  if (!s.find_collection(lease_collection)) {
+    auto c = s.ensure_collection(lease_collection, store::collection_kind::dictionary,
+                                 "bytes", "bytes");
+    if (!c)
+      return from_store(c.error());
+  }
+  store::op_request w;
+  w.txn = txn;
+  w.collection = lease_collection;
+  w.key = op.collection;
+  if (step.after.holders.empty()) {
+    w.op = store::operation::try_remove;
+  } else {
+    w.op = store::operation::add_or_update;
+    w.value = encode_lease(step.after);
+  }
+  auto res = s.execute(w, store::timestamp::max());
+  if (!res)
+    return from_store(res.error());
+  return errc::ok;
+}
+
+} // namespace
+
+apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops, lsn at) {
   // Pass 1, changing nothing: each collection's kind as it will be when the
-  // op runs (existing, or created by an earlier put / enqueue).
+  // op runs (existing, or created by an earlier put / enqueue). Lease ops
+  // touch only the reserved lease dictionary.
   std::map<std::string, bool> created_queue;
   for (auto& op : ops) {
+    if (is_lease_op(op.kind))
+      continue;
     std::optional<bool> queue;
     if (auto i = created_queue.find(op.collection); i != created_queue.end())
       queue = i->second;
@@ -81,6 +143,14 @@ apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops) {
     return out;
   };
   for (auto& op : ops) {
+    if (is_lease_op(op.kind)) {
+      op_output o;
+      auto code = apply_lease(s, txn, op, at, o);
+      out.outputs.push_back(std::move(o));
+      if (code != errc::ok)
+        return fail(code);
+      continue;
+    }
     bool queue = is_queue_op(op.kind);
     bool exists = s.find_collection(op.collection).has_value();
     if (!exists && (op.kind == op_kind::put || op.kind == op_kind::enqueue)) {
@@ -125,6 +195,8 @@ apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops) {
       r.op = store::operation::try_get;
       r.value.clear();
       break;
+    default:
+      return fail(errc::bad_request); // lease ops are handled above
     }
     auto res = s.execute(r, store::timestamp::max());
     if (!res)

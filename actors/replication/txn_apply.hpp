@@ -27,6 +27,8 @@
 namespace conclave::replication {
 
 /// ok, bad_request or too_large (see errc). `limits` are the store's.
+/// Refuses ops on reserved collections (lease_state.hpp), malformed lease
+/// ops, lease_expire (the primary's own) and more than one lease_acquire.
 errc check_request(const txn_request& req, const store::core_limits& limits);
 
 /// What applying one transaction did.
@@ -37,7 +39,8 @@ struct apply_outcome {
   std::vector<op_output> outputs;
 };
 
-/// Applies the ops as one store transaction, or not at all.
-apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops);
+/// Applies the ops as one store transaction, or not at all. `at` is the
+/// record's lsn: a lease granted by the record gets it as its token.
+apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops, lsn at);
 
 } // namespace conclave::replication

@@ -66,9 +66,11 @@ TEST(txn_apply, requests_are_checked_against_the_store_limits) {
 
 TEST(txn_apply, a_failed_condition_undoes_the_ops_before_it) {
   store::store_core s;
-  ASSERT_EQ(apply_txn(s, {op(op_kind::put, "d", "a", "1")}).code, errc::ok);
-  auto r = apply_txn(s, {op(op_kind::put, "d", "a", "2"), op(op_kind::remove, "d", "a"),
-                         op(op_kind::expect_value, "d", "a", "2")});
+  ASSERT_EQ(apply_txn(s, {op(op_kind::put, "d", "a", "1")}, lsn{1}).code, errc::ok);
+  auto r = apply_txn(s,
+                     {op(op_kind::put, "d", "a", "2"), op(op_kind::remove, "d", "a"),
+                      op(op_kind::expect_value, "d", "a", "2")},
+                     lsn{2});
   EXPECT_EQ(r.code, errc::condition_failed);
   ASSERT_EQ(r.outputs.size(), 3u);
   EXPECT_FALSE(r.outputs[2].found);
@@ -77,17 +79,20 @@ TEST(txn_apply, a_failed_condition_undoes_the_ops_before_it) {
 
 TEST(txn_apply, kind_errors_create_no_collection) {
   store::store_core s;
+  EXPECT_EQ(apply_txn(s,
+                      {op(op_kind::put, "new", "k", "v"), op(op_kind::dequeue, "nosuch")},
+                      lsn{1})
+                .code,
+            errc::unknown_collection);
   EXPECT_EQ(
-      apply_txn(s, {op(op_kind::put, "new", "k", "v"), op(op_kind::dequeue, "nosuch")})
-          .code,
-      errc::unknown_collection);
-  EXPECT_EQ(
-      apply_txn(s, {op(op_kind::enqueue, "x", "", "v"), op(op_kind::put, "x", "k", "v")})
+      apply_txn(s, {op(op_kind::enqueue, "x", "", "v"), op(op_kind::put, "x", "k", "v")},
+                lsn{2})
           .code,
       errc::wrong_kind);
   EXPECT_TRUE(s.collections().empty());
   // Created earlier in the same transaction: known, and of its kind.
-  auto r = apply_txn(s, {op(op_kind::enqueue, "q", "", "v"), op(op_kind::dequeue, "q")});
+  auto r = apply_txn(s, {op(op_kind::enqueue, "q", "", "v"), op(op_kind::dequeue, "q")},
+                     lsn{1});
   EXPECT_EQ(r.code, errc::ok);
   EXPECT_EQ(r.outputs.at(1).value, "v");
 }
@@ -103,8 +108,8 @@ TEST(txn_apply, two_replicas_applying_the_same_records_decide_alike) {
       {op(op_kind::dequeue, "q"), op(op_kind::dequeue, "q")},
   };
   for (auto& rec : records) {
-    auto ra = apply_txn(a, rec);
-    auto rb = apply_txn(b, rec);
+    auto ra = apply_txn(a, rec, lsn{1});
+    auto rb = apply_txn(b, rec, lsn{1});
     EXPECT_EQ(ra.code, rb.code);
     ASSERT_EQ(ra.outputs.size(), rb.outputs.size());
     for (size_t i = 0; i < ra.outputs.size(); ++i) {
@@ -112,7 +117,7 @@ TEST(txn_apply, two_replicas_applying_the_same_records_decide_alike) {
       EXPECT_EQ(ra.outputs[i].value, rb.outputs[i].value);
     }
   }
-  auto last = apply_txn(a, {op(op_kind::dequeue, "q")});
+  auto last = apply_txn(a, {op(op_kind::dequeue, "q")}, lsn{1});
   EXPECT_FALSE(last.outputs.at(0).found); // x and y were taken once each
   EXPECT_EQ(get(a, "d", "lock"), "c1");
   EXPECT_EQ(get(b, "d", "lock"), "c1");

@@ -52,6 +52,10 @@ std::string_view to_string(errc e) {
     return "timeout";
   case errc::outcome_unknown:
     return "outcome_unknown";
+  case errc::lease_busy:
+    return "lease_busy";
+  case errc::stale_token:
+    return "stale_token";
   }
   return "unknown";
 }

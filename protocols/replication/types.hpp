@@ -112,6 +112,13 @@ enum class errc : uint8_t {
   /// got primary_changed, or no answer, after it was sent: it may or may not
   /// have committed. It is not retried.
   outcome_unknown = 10,
+  /// A lease acquire found every slot of the lease held by others (and its
+  /// wait, if any, ran out): the record changed nothing. outputs[0].value
+  /// lists the holders (actors/replication/lease_state.hpp).
+  lease_busy = 11,
+  /// A lease op or an expect_lease condition named a fencing token that does
+  /// not hold the lease (any more): the transaction changed nothing.
+  stale_token = 12,
 };
 
 std::string_view to_string(errc e);

@@ -70,6 +70,9 @@ protected:
     o.checkpoint_every_records = checkpoint_every_records;
     o.checkpoint_every_bytes = checkpoint_every_bytes;
     o.snapshot_chunk_bytes = snapshot_chunk_bytes;
+    o.lease = lease_time;
+    if (i < clock_rates.size())
+      o.lease_clock_rate = clock_rates[i];
     rs[i].host = track(spawn_replica_host(sys(), o));
     for (auto& r : rs)
       r.transport->set_peer(rs[i].id, rs[i].host);
@@ -162,6 +165,9 @@ protected:
   uint64_t checkpoint_every_records = 0;
   uint64_t checkpoint_every_bytes = 0;
   size_t snapshot_chunk_bytes = 256u << 10;
+  /// Lease expiry of every host, and each host's lease clock rate (drift).
+  lease_timing lease_time;
+  std::vector<double> clock_rates;
 };
 
 } // namespace conclave::replication::testing

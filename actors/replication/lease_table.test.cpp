@@ -1,0 +1,70 @@
+// The acting primary's lease clock (lease_table.hpp): how long it waits
+// before it frees a holder's slot, and its FIFO of waiting acquires.
+#include "actors/replication/lease_table.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace conclave::replication;
+using namespace std::chrono_literals;
+
+TEST(lease_table, the_store_waits_out_the_worst_drift_between_two_clocks) {
+  lease_timing t{0.01, 0ms};
+  // 10 s at 1%: 10 s * 1.01 / 0.99 = 10.2020... s.
+  auto w = expiry_wait(10000ms, t);
+  EXPECT_GE(w, 10202020202ns);
+  EXPECT_LE(w, 10202020203ns);
+  // In real time the store waits at least w / (1 + drift); a holder's ttl
+  // lasts at most ttl / (1 - drift): the first is never shorter.
+  for (double drift : {0.0, 0.001, 0.01, 0.1, 0.3}) {
+    lease_timing d{drift, 0ms};
+    for (auto ttl : {1ms, 7ms, 1000ms, 86400000ms}) {
+      double store_real =
+          std::chrono::duration<double>(expiry_wait(ttl, d)).count() / (1 + drift);
+      double holder_real = std::chrono::duration<double>(ttl).count() / (1 - drift);
+      EXPECT_GE(store_real * (1 + 1e-12), holder_real) << drift << " " << ttl.count();
+    }
+  }
+  EXPECT_EQ(expiry_wait(1000ms, {0.0, 250ms}), 1250ms);
+}
+
+TEST(lease_table, holders_fall_due_at_their_deadline_and_are_asked_for_once) {
+  lease_table t{{0.0, 0ms}};
+  t.held("m", "a", 1, 100ms, 0ns);
+  t.held("m", "b", 2, 300ms, 0ns);
+  EXPECT_EQ(t.next_deadline(), timestamp(100ms));
+  EXPECT_TRUE(t.due(99ms).empty());
+  auto d = t.due(100ms);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].holder, "a");
+  EXPECT_EQ(d[0].token, 1u);
+  // Asked for: not again until the retry interval has passed.
+  EXPECT_TRUE(t.due(150ms, 1s).empty());
+  EXPECT_EQ(t.due(1100ms, 1s).size(), 2u);
+  // A renewal restarts the deadline and forgets the request.
+  t.held("m", "b", 2, 300ms, 1200ms);
+  EXPECT_EQ(t.deadline("m", "b"), timestamp(1500ms));
+  t.gone("m", "a");
+  EXPECT_EQ(t.next_deadline(), timestamp(1500ms));
+  t.clear();
+  EXPECT_FALSE(t.next_deadline());
+}
+
+TEST(lease_table, waiters_are_served_in_arrival_order_and_keep_their_place) {
+  lease_waiters q;
+  EXPECT_FALSE(q.push("m", {1, "a", 10s}));
+  EXPECT_FALSE(q.push("m", {2, "b", 5s}));
+  EXPECT_FALSE(q.push("m", {3, "c", 1s}));
+  // b asks again: its new request takes the old one's place.
+  EXPECT_EQ(q.push("m", {4, "b", 20s}), 2u);
+  EXPECT_EQ(q.waiting("m"), 3u);
+  EXPECT_EQ(q.next_deadline(), timestamp(1s));
+  auto gone = q.timed_out(1s);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].holder, "c");
+  EXPECT_EQ(q.pop("m")->id, 1u);
+  q.push_front("m", {5, "a", 10s});
+  EXPECT_EQ(q.pop("m")->id, 5u);
+  EXPECT_EQ(q.pop("m")->id, 4u);
+  EXPECT_FALSE(q.pop("m"));
+  EXPECT_EQ(q.size(), 0u);
+}
