@@ -17,7 +17,8 @@ std::string quoted(std::string_view text) {
 
 } // namespace
 
-outcome::result<std::chrono::nanoseconds, std::string> parse_duration(std::string_view text) {
+outcome::result<std::chrono::nanoseconds, std::string>
+parse_duration(std::string_view text) {
   auto expected = [&] {
     return "expected a duration like 10s, 500ms or 2m, got " + quoted(text);
   };
@@ -86,14 +87,14 @@ std::string format_duration(std::chrono::nanoseconds d) {
   if (ns < 0) {
     sign = "-";
     ns = ns == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
-                                                    : -ns;
+                                                   : -ns;
   }
   struct unit {
     int64_t scale;
     const char* name;
   };
   static constexpr unit units[] = {
-    {1'000'000'000, "s"}, {1'000'000, "ms"}, {1'000, "us"}, {1, "ns"}};
+      {1'000'000'000, "s"}, {1'000'000, "ms"}, {1'000, "us"}, {1, "ns"}};
   for (const auto& u : units) {
     if (ns < u.scale && u.scale != 1)
       continue;

@@ -39,8 +39,8 @@ TEST(DurationText, ReadsDecimalsExactlyToTheNanosecond) {
 }
 
 TEST(DurationText, RefusesWhatIsNotADurationWithTheTextInTheMessage) {
-  for (auto bad : {"", "s", "-1s", "+1s", "1.s", ".5s", "1 s", "1sec", "10S", "1h", "1e3ms",
-                   "1.5.2s", "abc"}) {
+  for (auto bad : {"", "s", "-1s", "+1s", "1.s", ".5s", "1 s", "1sec", "10S", "1h",
+                   "1e3ms", "1.5.2s", "abc"}) {
     auto e = refused(bad);
     EXPECT_NE(e.find(std::string{"'"} + bad + "'"), std::string::npos) << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
@@ -72,8 +72,9 @@ TEST(DurationText, PrintsExactlyInTheLargestUnitNotAboveTheValue) {
 }
 
 TEST(DurationText, PrintedExactValuesReadBack) {
-  for (nanoseconds d : {nanoseconds{10s}, nanoseconds{7800ms}, nanoseconds{200ms}, nanoseconds{1500us},
-                 nanoseconds{1ns}, nanoseconds{24h}, nanoseconds{3'333'333'333}, nanoseconds::max()}) {
+  for (nanoseconds d : {nanoseconds{10s}, nanoseconds{7800ms}, nanoseconds{200ms},
+                        nanoseconds{1500us}, nanoseconds{1ns}, nanoseconds{24h},
+                        nanoseconds{3'333'333'333}, nanoseconds::max()}) {
     EXPECT_EQ(parsed(format_duration(d)), d) << format_duration(d);
   }
 }

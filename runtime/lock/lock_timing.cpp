@@ -11,7 +11,8 @@ nanoseconds lock_timing::renew_budget(clock::time_point now,
   return std::min(renew_interval, terminate_at(safe_until) - now);
 }
 
-outcome::result<lock_timing, std::string> check_timing(const lock_timing_options& options) {
+outcome::result<lock_timing, std::string>
+check_timing(const lock_timing_options& options) {
   auto text = [](nanoseconds d) { return format_duration(d); };
   auto in_range = [&](const char* flag, nanoseconds d, nanoseconds min) -> std::string {
     if (d < min)
@@ -31,7 +32,7 @@ outcome::result<lock_timing, std::string> check_timing(const lock_timing_options
     return e;
   t.renew_interval = options.renew_interval.value_or(t.ttl / 3);
   t.margin = options.margin.value_or(
-    std::max<nanoseconds>(t.ttl / 50, std::chrono::milliseconds{50}));
+      std::max<nanoseconds>(t.ttl / 50, std::chrono::milliseconds{50}));
   if (auto e = in_range("margin", t.margin, min_lock_step); !e.empty())
     return e;
   // All three are in [0, 24h]: the sums below cannot overflow.
@@ -56,7 +57,8 @@ std::string describe_timing(const lock_timing& t) {
          + text(t.renew_deadline());
 }
 
-bool expiry_schedule::extend(clock::time_point safe_until, clock::time_point now) noexcept {
+bool expiry_schedule::extend(clock::time_point safe_until,
+                             clock::time_point now) noexcept {
   if (terminated_ || killed_ || now >= timing_.terminate_at(safe_until_))
     return false;
   if (safe_until > safe_until_)

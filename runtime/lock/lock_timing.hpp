@@ -79,7 +79,8 @@ struct lock_timing {
 };
 
 /// Defaults filled in and checked; the error is one line naming the flag.
-outcome::result<lock_timing, std::string> check_timing(const lock_timing_options& options);
+outcome::result<lock_timing, std::string>
+check_timing(const lock_timing_options& options);
 
 /// One line for --help and for errors:
 /// "ttl 10s = renew-deadline 7.8s + grace 2s + margin 200ms;
@@ -93,7 +94,7 @@ public:
   enum class action { none, terminate, kill };
 
   expiry_schedule(const lock_timing& timing, clock::time_point safe_until) noexcept
-    : timing_(timing), safe_until_(safe_until) {}
+      : timing_(timing), safe_until_(safe_until) {}
 
   /// A later safe_until from a successful renewal, learned at `now`. Refused
   /// (false) once the SIGTERM point has passed or been acted on: SIGTERM is final.

@@ -59,7 +59,8 @@ TEST(LockTiming, GraceAtOrAboveTtlIsRefused) {
   EXPECT_NE(refused(with(10s, 20s)).find("must be longer"), std::string::npos);
   // Grace plus margin leaves exactly nothing.
   EXPECT_NE(refused(with(10s, 9800ms)).find("must be longer"), std::string::npos);
-  EXPECT_NE(refused(with(10s, -1ns)).find("--grace -1ns is too short"), std::string::npos);
+  EXPECT_NE(refused(with(10s, -1ns)).find("--grace -1ns is too short"),
+            std::string::npos);
 }
 
 TEST(LockTiming, HugeValuesAreRefusedWithoutOverflow) {
@@ -83,7 +84,8 @@ TEST(LockTiming, HugeValuesAreRefusedWithoutOverflow) {
 TEST(LockTiming, RenewIntervalMustBeShorterThanTheRenewDeadline) {
   auto o = with(10s, 2s);
   o.renew_interval = 7800ms;
-  EXPECT_NE(refused(o).find("--renew-interval 7.8s must be shorter than the renew deadline 7.8s"),
+  EXPECT_NE(refused(o).find(
+                "--renew-interval 7.8s must be shorter than the renew deadline 7.8s"),
             std::string::npos);
   o.renew_interval = 7799ms;
   EXPECT_TRUE(check_timing(o));
@@ -97,7 +99,8 @@ TEST(LockTiming, RenewIntervalMustBeShorterThanTheRenewDeadline) {
 TEST(LockTiming, MarginBelowAMillisecondIsRefusedAndGraceZeroIsAllowed) {
   auto o = with(1s, 0s);
   o.margin = 999us;
-  EXPECT_NE(refused(o).find("--margin 999us is too short: at least 1ms"), std::string::npos);
+  EXPECT_NE(refused(o).find("--margin 999us is too short: at least 1ms"),
+            std::string::npos);
   o.margin = 1ms;
   EXPECT_EQ(checked(o).renew_deadline(), 999ms);
 }

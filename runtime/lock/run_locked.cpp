@@ -159,7 +159,7 @@ public:
 private:
   static constexpr int signals_[] = {SIGINT, SIGTERM, SIGCHLD};
   int fds_[2] = {-1, -1};
-  struct sigaction previous_[3] {};
+  struct sigaction previous_[3]{};
   std::string error_;
 };
 
@@ -281,13 +281,9 @@ class runner {
 public:
   runner(const lock_options& options, const lock_timing& timing, lease_session& lease,
          std::ostream& err, uint64_t token, clock::time_point safe_until)
-    : options_(options),
-      timing_(timing),
-      lease_(lease),
-      err_(err),
-      token_(token),
-      schedule_(timing, safe_until),
-      next_renew_(safe_until - timing.ttl + timing.renew_interval) {}
+      : options_(options), timing_(timing), lease_(lease), err_(err), token_(token),
+        schedule_(timing, safe_until),
+        next_renew_(safe_until - timing.ttl + timing.renew_interval) {}
 
   int run(const std::string& path, const std::vector<std::string>& argv,
           const run_hooks& hooks) {
@@ -378,13 +374,14 @@ private:
       return;
     }
     signal_group(SIGTERM);
-    stop_kill_at_ = std::min(now + timing_.grace, timing_.kill_at(schedule_.safe_until()));
+    stop_kill_at_ =
+        std::min(now + timing_.grace, timing_.kill_at(schedule_.safe_until()));
   }
 
   void renew_once() {
     auto sent = clock::now();
     auto budget = std::chrono::duration_cast<milliseconds>(
-      timing_.renew_budget(sent, schedule_.safe_until()));
+        timing_.renew_budget(sent, schedule_.safe_until()));
     if (budget < milliseconds{1}) {
       next_renew_ = clock::time_point::max(); // too late: the schedule stops CMD
       return;
@@ -392,21 +389,21 @@ private:
     auto outcome = lease_.renew(token_, budget);
     auto now = clock::now();
     switch (outcome) {
-      case renew_outcome::ok:
-        if (schedule_.extend(sent + timing_.ttl, now)) {
-          watchdog_.tell(schedule_.safe_until());
-          timer_.arm(timing_.self_kill_at(schedule_.safe_until()));
-          next_renew_ = sent + timing_.renew_interval;
-        } else {
-          next_renew_ = clock::time_point::max(); // it came after the SIGTERM point
-        }
-        break;
-      case renew_outcome::lost:
-        begin_stop(stop_reason::lost, now);
-        break;
-      case renew_outcome::unknown:
-        next_renew_ = now + timing_.retry_delay();
-        break;
+    case renew_outcome::ok:
+      if (schedule_.extend(sent + timing_.ttl, now)) {
+        watchdog_.tell(schedule_.safe_until());
+        timer_.arm(timing_.self_kill_at(schedule_.safe_until()));
+        next_renew_ = sent + timing_.renew_interval;
+      } else {
+        next_renew_ = clock::time_point::max(); // it came after the SIGTERM point
+      }
+      break;
+    case renew_outcome::lost:
+      begin_stop(stop_reason::lost, now);
+      break;
+    case renew_outcome::unknown:
+      next_renew_ = now + timing_.retry_delay();
+      break;
     }
   }
 
@@ -416,17 +413,17 @@ private:
     for (;;) {
       auto now = clock::now();
       switch (schedule_.due(now)) {
-        case expiry_schedule::action::terminate:
-          begin_stop(stop_reason::expired, now);
-          break;
-        case expiry_schedule::action::kill:
-          if (reason_ == stop_reason::none)
-            reason_ = stop_reason::expired;
-          if (!killed_)
-            kill_group();
-          break;
-        case expiry_schedule::action::none:
-          break;
+      case expiry_schedule::action::terminate:
+        begin_stop(stop_reason::expired, now);
+        break;
+      case expiry_schedule::action::kill:
+        if (reason_ == stop_reason::none)
+          reason_ = stop_reason::expired;
+        if (!killed_)
+          kill_group();
+        break;
+      case expiry_schedule::action::none:
+        break;
       }
       if (reason_ != stop_reason::none && !killed_ && now >= stop_kill_at_)
         kill_group();
@@ -468,22 +465,22 @@ private:
     lease_.release(token_);
     int status = shell_status(cmd_status);
     switch (reason_) {
-      case stop_reason::none:
-      case stop_reason::interrupted:
-        return status;
-      case stop_reason::lost:
-        err_ << prefix << "lease '" << options_.name << "' was lost (token " << token_
-             << " is no longer current); stopped CMD" << std::endl;
-        return lock_exit::lease_lost;
-      case stop_reason::expired:
-        err_ << prefix << "lease '" << options_.name << "' could not be renewed within "
-             << format_duration(timing_.renew_deadline())
-             << "; stopped CMD before the lease could expire" << std::endl;
-        return lock_exit::lease_lost;
-      case stop_reason::watchdog_ended:
-        err_ << prefix << "the watchdog process ended unexpectedly; stopped CMD"
-             << std::endl;
-        return lock_exit::internal_error;
+    case stop_reason::none:
+    case stop_reason::interrupted:
+      return status;
+    case stop_reason::lost:
+      err_ << prefix << "lease '" << options_.name << "' was lost (token " << token_
+           << " is no longer current); stopped CMD" << std::endl;
+      return lock_exit::lease_lost;
+    case stop_reason::expired:
+      err_ << prefix << "lease '" << options_.name << "' could not be renewed within "
+           << format_duration(timing_.renew_deadline())
+           << "; stopped CMD before the lease could expire" << std::endl;
+      return lock_exit::lease_lost;
+    case stop_reason::watchdog_ended:
+      err_ << prefix << "the watchdog process ended unexpectedly; stopped CMD"
+           << std::endl;
+      return lock_exit::internal_error;
     }
     return status;
   }
@@ -493,7 +490,8 @@ private:
   /// once it would have expired anyway. Only probes: no signal is sent here,
   /// as the group id may be reused once empty.
   void wait_until_group_gone() {
-    auto deadline = std::max(schedule_.safe_until(), clock::now() + std::chrono::seconds{1});
+    auto deadline =
+        std::max(schedule_.safe_until(), clock::now() + std::chrono::seconds{1});
     while (::kill(-cmd_, 0) == 0 || errno == EPERM) {
       if (clock::now() >= deadline) {
         err_ << prefix << "warning: processes of CMD's group " << cmd_
@@ -555,7 +553,8 @@ int run_locked(const lock_options& options, lease_session& lease,
   // gives a fresh send time before CMD may start.
   if (clock::now() >= sent + t.renew_interval) {
     sent = clock::now();
-    auto outcome = lease.renew(*token, std::chrono::duration_cast<milliseconds>(t.renew_interval));
+    auto outcome =
+        lease.renew(*token, std::chrono::duration_cast<milliseconds>(t.renew_interval));
     if (outcome != renew_outcome::ok) {
       lease.release(*token);
       err << prefix << "lease '" << options.name

@@ -68,18 +68,16 @@ std::vector<pid_t> pids_in(const std::filesystem::path& p) {
 
 enum class step { ok, lost, unknown, hang }; // hang: takes its whole budget, then unknown
 
-/// Grants token 42 (after `acquire_delay`); renewals follow `script` (its last step repeats).
-/// Appends "acquire NS", "renew BUDGET_MS OUTCOME NS" and
-/// "release TOKEN dead|alive NS" to `log`, where dead means no process listed
-/// in `pids` (CMD's script writes it) is alive.
+/// Grants token 42 (after `acquire_delay`); renewals follow `script` (its last step
+/// repeats). Appends "acquire NS", "renew BUDGET_MS OUTCOME NS" and "release TOKEN
+/// dead|alive NS" to `log`, where dead means no process listed in `pids` (CMD's script
+/// writes it) is alive.
 class scripted_lease : public lease_session {
 public:
-  scripted_lease(std::vector<step> script, std::filesystem::path log, std::filesystem::path pids,
-                 milliseconds acquire_delay)
-    : script_(std::move(script)),
-      log_(std::move(log)),
-      pids_(std::move(pids)),
-      acquire_delay_(acquire_delay) {}
+  scripted_lease(std::vector<step> script, std::filesystem::path log,
+                 std::filesystem::path pids, milliseconds acquire_delay)
+      : script_(std::move(script)), log_(std::move(log)), pids_(std::move(pids)),
+        acquire_delay_(acquire_delay) {}
 
   std::optional<uint64_t> acquire(milliseconds, std::string&) override {
     std::this_thread::sleep_for(acquire_delay_);
@@ -90,10 +88,12 @@ public:
     auto s = script_[std::min(calls_++, script_.size() - 1)];
     if (s == step::hang)
       std::this_thread::sleep_for(budget);
-    auto r = s == step::ok ? renew_outcome::ok
+    auto r = s == step::ok     ? renew_outcome::ok
              : s == step::lost ? renew_outcome::lost
                                : renew_outcome::unknown;
-    const char* name = r == renew_outcome::ok ? "ok" : r == renew_outcome::lost ? "lost" : "unknown";
+    const char* name = r == renew_outcome::ok     ? "ok"
+                       : r == renew_outcome::lost ? "lost"
+                                                  : "unknown";
     append("renew " + std::to_string(budget.count()) + " " + name + " "
            + std::to_string(ns_of(clock::now())));
     return r;
@@ -168,9 +168,7 @@ protected:
   /// Forks the runner: run_locked(options, scripted lease, sh SCRIPT DIR).
   void start_runner(const lock_timing_options& timing, std::vector<step> script,
                     const char* cmd_script, milliseconds acquire_delay = 0ms) {
-    {
-      std::ofstream{dir_ / "cmd.sh"} << cmd_script;
-    }
+    { std::ofstream{dir_ / "cmd.sh"} << cmd_script; }
     t0_ = clock::now(); // before the runner exists: a lower bound of acquire's send time
     runner_ = ::fork();
     ASSERT_GE(runner_, 0);
@@ -186,9 +184,9 @@ protected:
         std::filesystem::rename(started.string() + ".tmp", started);
       };
       std::ofstream err{dir_ / "stderr"};
-      int status = run_locked(options, lease,
-                              {"/bin/sh", (dir_ / "cmd.sh").string(), dir_.path().string()},
-                              err, hooks);
+      int status = run_locked(
+          options, lease, {"/bin/sh", (dir_ / "cmd.sh").string(), dir_.path().string()},
+          err, hooks);
       err.flush();
       ::_exit(status);
     }
@@ -290,8 +288,8 @@ protected:
         ::waitpid(pid, nullptr, WNOHANG);
   }
 
-  static lock_timing_options timing(nanoseconds ttl, nanoseconds grace, nanoseconds margin,
-                                    nanoseconds renew) {
+  static lock_timing_options timing(nanoseconds ttl, nanoseconds grace,
+                                    nanoseconds margin, nanoseconds renew) {
     lock_timing_options t;
     t.ttl = ttl;
     t.grace = grace;
@@ -368,7 +366,7 @@ TEST_F(RunLocked, HangingRenewalsNeverLetTheGroupOutliveTheLease) {
   EXPECT_EQ(WEXITSTATUS(status), lock_exit::lease_lost);
   EXPECT_NE(read_file(dir_ / "stderr").find("could not be renewed within 1.4s"),
             std::string::npos)
-    << read_file(dir_ / "stderr");
+      << read_file(dir_ / "stderr");
   // Every renewal kept to its budget, and the budgets ended before SIGTERM.
   auto log = log_lines();
   auto acquired = at_ns(std::stoll(log.at(0).at(1)));
@@ -473,8 +471,12 @@ TEST(RunLockedChecks, InvalidTimingExitsTwoWithOneLineAndAsksNoLease) {
     }
     void release(uint64_t) override { ADD_FAILURE() << "release"; }
   } lease;
-  for (auto [ttl, grace] : {std::pair{0ns, 0ns}, {1ns, 0ns}, {nanoseconds::max(), 2s},
-                            {10s, 10s}, {10s, 20s}, {10s, -1s}}) {
+  for (auto [ttl, grace] : {std::pair{0ns, 0ns},
+                            {1ns, 0ns},
+                            {nanoseconds::max(), 2s},
+                            {10s, 10s},
+                            {10s, 20s},
+                            {10s, -1s}}) {
     lock_options o;
     o.timing.ttl = ttl;
     o.timing.grace = grace;
@@ -486,7 +488,8 @@ TEST(RunLockedChecks, InvalidTimingExitsTwoWithOneLineAndAsksNoLease) {
   }
   std::ostringstream err;
   EXPECT_EQ(run_locked({}, lease, {}, err), lock_exit::usage);
-  EXPECT_EQ(run_locked({}, lease, {"conclave-lock-no-such-command"}, err), lock_exit::not_found);
+  EXPECT_EQ(run_locked({}, lease, {"conclave-lock-no-such-command"}, err),
+            lock_exit::not_found);
   EXPECT_EQ(run_locked({}, lease, {"/"}, err), lock_exit::cannot_execute);
   EXPECT_EQ(err.str(), "conclave lock: no command to run\n"
                        "conclave lock: conclave-lock-no-such-command: command not found\n"

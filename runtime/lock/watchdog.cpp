@@ -60,13 +60,13 @@ timespec until(clock::time_point deadline, clock::time_point now) {
   for (;;) {
     auto now = clock::now();
     switch (schedule.due(now)) {
-      case expiry_schedule::action::terminate:
-        ::kill(-pgid, SIGTERM);
-        break;
-      case expiry_schedule::action::kill:
-        kill_group(pgid);
-      case expiry_schedule::action::none:
-        break;
+    case expiry_schedule::action::terminate:
+      ::kill(-pgid, SIGTERM);
+      break;
+    case expiry_schedule::action::kill:
+      kill_group(pgid);
+    case expiry_schedule::action::none:
+      break;
     }
     auto wait = until(schedule.next(), now);
     pollfd p{fd, POLLIN, 0};
@@ -92,7 +92,7 @@ timespec until(clock::time_point deadline, clock::time_point now) {
 } // namespace
 
 watchdog_link::watchdog_link(watchdog_link&& other) noexcept
-  : pid_(std::exchange(other.pid_, -1)), fd_(std::exchange(other.fd_, -1)) {}
+    : pid_(std::exchange(other.pid_, -1)), fd_(std::exchange(other.fd_, -1)) {}
 
 watchdog_link& watchdog_link::operator=(watchdog_link&& other) noexcept {
   if (this != &other) {
@@ -114,15 +114,15 @@ void watchdog_link::close() {
 }
 
 bool watchdog_link::tell(clock::time_point safe_until) const {
-  int64_t ns = std::chrono::duration_cast<nanoseconds>(safe_until.time_since_epoch()).count();
+  int64_t ns =
+      std::chrono::duration_cast<nanoseconds>(safe_until.time_since_epoch()).count();
   return fd_ >= 0
          && ::send(fd_, &ns, sizeof ns, MSG_NOSIGNAL | MSG_DONTWAIT)
-              == static_cast<ssize_t>(sizeof ns);
+                == static_cast<ssize_t>(sizeof ns);
 }
 
-outcome::result<watchdog_link, std::string> start_watchdog(pid_t pgid,
-                                                           const lock_timing& timing,
-                                                           clock::time_point safe_until) {
+outcome::result<watchdog_link, std::string>
+start_watchdog(pid_t pgid, const lock_timing& timing, clock::time_point safe_until) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     return std::string{"cannot create the watchdog's socket: "} + std::strerror(errno);

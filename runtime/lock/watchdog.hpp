@@ -60,8 +60,7 @@ private:
 /// `safe_until`, and puts it in that group. The watchdog closes every
 /// descriptor but its socket and stderr. On failure, an error line and no
 /// process.
-outcome::result<watchdog_link, std::string> start_watchdog(pid_t pgid,
-                                                           const lock_timing& timing,
-                                                           clock::time_point safe_until);
+outcome::result<watchdog_link, std::string>
+start_watchdog(pid_t pgid, const lock_timing& timing, clock::time_point safe_until);
 
 } // namespace conclave::lock
