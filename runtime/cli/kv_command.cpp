@@ -15,6 +15,7 @@
 #include "runtime/cluster/client_connect.hpp"
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/cluster/front_directory.hpp"
+#include "runtime/cluster/store_access.hpp"
 #include "runtime/node/node_config.hpp"
 
 #include <caf/actor_system.hpp>
@@ -66,28 +67,15 @@ struct kv_options {
 };
 
 std::optional<std::string> settle_access(kv_options& o) {
-  if (!o.cluster_dir.empty()) {
-    if (!o.peers.empty())
-      return std::string{"give either --dir or --peers, not both"};
-    auto a = cluster::client_access_of(o.cluster_dir);
-    if (!a)
-      return "--dir: no cluster in " + o.cluster_dir + " (no readable cluster.json)";
-    o.peers = a->peers;
-    o.cluster = a->cluster;
-    // --tls-* given with --dir: the user's own files win.
-    bool own = !o.tls_ca.empty() || !o.tls_cert.empty() || !o.tls_key.empty();
-    if (a->tls && !own) {
-      o.tls_ca = a->ca;
-      o.tls_cert = a->cert;
-      o.tls_key = a->key;
-    }
-  }
-  if (o.peers.empty())
-    return std::string{"give --peers ID@HOST:PORT,... or --dir DIR"};
-  int tls_given = !o.tls_ca.empty() + !o.tls_cert.empty() + !o.tls_key.empty();
-  if (tls_given != 0 && tls_given != 3)
-    return std::string{"give all of --tls-ca, --tls-cert and --tls-key, or none"};
-  return std::nullopt;
+  cluster::store_access a{o.peers,  o.cluster,  o.cluster_dir,
+                          o.tls_ca, o.tls_cert, o.tls_key};
+  auto err = cluster::settle_access(a);
+  o.peers = a.peers;
+  o.cluster = a.cluster;
+  o.tls_ca = a.tls_ca;
+  o.tls_cert = a.tls_cert;
+  o.tls_key = a.tls_key;
+  return err;
 }
 
 int print_read(const kv_options& o, const rp::read_result& r, uint64_t node_id) {

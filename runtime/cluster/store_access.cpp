@@ -1,0 +1,78 @@
+#include "runtime/cluster/store_access.hpp"
+
+#include "runtime/cluster/client_connect.hpp"
+#include "runtime/cluster/cluster.hpp"
+
+#include <algorithm>
+
+namespace conclave::cluster {
+
+std::optional<std::string> settle_access(store_access& a) {
+  if (!a.dir.empty()) {
+    if (!a.peers.empty())
+      return std::string{"give either --dir or --peers, not both"};
+    auto c = client_access_of(a.dir);
+    if (!c)
+      return "--dir: no cluster in " + a.dir + " (no readable cluster.json)";
+    a.peers = c->peers;
+    a.cluster = c->cluster;
+    // --tls-* given with --dir: the user's own files win.
+    bool own = !a.tls_ca.empty() || !a.tls_cert.empty() || !a.tls_key.empty();
+    if (c->tls && !own) {
+      a.tls_ca = c->ca;
+      a.tls_cert = c->cert;
+      a.tls_key = c->key;
+    }
+  }
+  if (a.peers.empty())
+    return std::string{"give --peers ID@HOST:PORT,... or --dir DIR"};
+  int tls_given = !a.tls_ca.empty() + !a.tls_cert.empty() + !a.tls_key.empty();
+  if (tls_given != 0 && tls_given != 3)
+    return std::string{"give all of --tls-ca, --tls-cert and --tls-key, or none"};
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_members(const store_access& a,
+                                         std::map<uint64_t, node::address>& out) {
+  auto m = node::parse_peers(a.peers);
+  if (!m)
+    return "--peers: " + m.error();
+  out = std::move(m.value());
+  return std::nullopt;
+}
+
+store_connection::store_connection(const store_access& a,
+                                   const std::map<uint64_t, node::address>& members,
+                                   std::chrono::milliseconds step_timeout)
+    : members_(members) {
+  configure_client(cfg_, a.tls_ca, a.tls_cert, a.tls_key);
+  cfg_.set("scheduler.policy", caf::atom("sharing"));
+  cfg_.set("scheduler.max-threads", 2);
+  sys_ = std::make_unique<caf::actor_system>(cfg_);
+  front_directory_options d;
+  d.cluster = a.cluster;
+  d.members = members;
+  d.step_timeout = step_timeout;
+  dir_ = std::make_unique<front_directory>(*sys_, d);
+}
+
+store_connection::~store_connection() {
+  dir_.reset();
+  sys_.reset();
+}
+
+void store_connection::wait_ready(std::chrono::milliseconds timeout) {
+  dir_->wait_ready(timeout);
+}
+
+replication::client_options store_connection::client_options() const {
+  replication::client_options o;
+  for (auto& m : members_)
+    o.members.push_back(replication::node_id{m.first});
+  auto* dir = dir_.get();
+  o.lookup = [dir](replication::node_id id) { return dir->lookup(id.value); };
+  o.primary = replication::node_id{dir_->primary_hint()};
+  return o;
+}
+
+} // namespace conclave::cluster
