@@ -14,5 +14,7 @@ void add_node_command(command_registry& reg);
 void add_cluster_command(command_registry& reg);
 void add_store_command(command_registry& reg);
 void add_kv_command(command_registry& reg);
+/// lock, elect and leader (lock_command.cpp).
+void add_lock_commands(command_registry& reg);
 
 } // namespace conclave::cli

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   add_cluster_command(reg);
   add_store_command(reg);
   add_kv_command(reg);
+  add_lock_commands(reg);
   reg.add_reference_command();
   return reg.run(argc, argv);
 }
