@@ -105,7 +105,9 @@ void add_cluster_command(command_registry& reg) {
       cl->add_subcommand("up", "Start N nodes; return once they agree on a leader");
   option(up, "--nodes", o->up.nodes, "number of nodes")->capture_default_str();
   dir_option(up, o->dir)->required();
-  option(up, "--algorithm", o->up.algorithm, "bully or ring")->capture_default_str();
+  option(up, "--algorithm", o->up.algorithm,
+         "bully, ring, or lease (the nodes lead while holding a lease of the store)")
+      ->capture_default_str();
   option(up, "--cluster", o->up.cluster, "cluster name")->capture_default_str();
   option(up, "--timeout-ms", o->timeout_ms, "give up (and stop the nodes) after this")
       ->capture_default_str();

@@ -71,7 +71,17 @@ void add_node_flags(CLI::App* app, node_flags& f) {
               "the replica checkpoints its state once the log since the last checkpoint "
               "holds this many records or 64 MiB (0: never)")
       ->capture_default_str();
-  node_option(app, "--algorithm", o.algorithm, "bully or ring")->capture_default_str();
+  node_option(app, "--algorithm", o.algorithm,
+              "bully, ring, or lease (lead while holding --leader-lease of the "
+              "cluster's store)")
+      ->capture_default_str();
+  node_option(app, "--leader-lease", o.leader_lease,
+              "--algorithm lease: the name of the lease the nodes race for")
+      ->capture_default_str();
+  node_option(app, "--leader-lease-ttl-ms", o.leader_lease_ttl_ms,
+              "--algorithm lease: the lease's ttl (a dead leader is replaced after "
+              "about this long)")
+      ->capture_default_str();
   node_option(app, "--cluster", o.cluster,
               "cluster name; nodes of other clusters are refused")
       ->capture_default_str();

@@ -544,8 +544,9 @@ std::vector<node_view> read_views(const std::string& dir) {
 int up(const up_options& o, std::ostream& out) {
   if (o.nodes < 1 || o.nodes > 64)
     return bad_input("--nodes: expected 1 to 64, got " + std::to_string(o.nodes));
-  if (o.algorithm != "bully" && o.algorithm != "ring")
-    return bad_input("--algorithm: expected bully or ring, got '" + o.algorithm + "'");
+  if (o.algorithm != "bully" && o.algorithm != "ring" && o.algorithm != "lease")
+    return bad_input("--algorithm: expected bully, ring or lease, got '" + o.algorithm
+                     + "'");
   if (o.dir.empty())
     return bad_input("--dir: required, the directory for configs, pids and logs");
   std::error_code ec;

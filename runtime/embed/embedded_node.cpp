@@ -6,6 +6,7 @@
 
 #include "actors/election/leader_task.hpp"
 #include "runtime/cli/node_flags.hpp"
+#include "runtime/cluster/lease_leadership.hpp"
 #include "runtime/node/node.hpp"
 #include "runtime/node/node_config.hpp"
 #include "runtime/node/node_log.hpp"
@@ -172,6 +173,13 @@ int embedded_node::run() {
   node::node_hooks hooks;
   hooks.task = impl_->task;
   hooks.log = impl_->log;
+  hooks.start_lease_leadership = [](caf::actor_system& sys, const node::node_config& cfg,
+                                    std::shared_ptr<const el::leader_task> task,
+                                    std::shared_ptr<const node::node_log> log) {
+    auto l = std::make_shared<cluster::lease_leadership>(sys, cfg, std::move(task),
+                                                         std::move(log));
+    return std::function<void()>{[l] { l->stop(); }};
+  };
   return node::run_node(c, hooks);
 }
 

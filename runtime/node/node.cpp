@@ -158,7 +158,9 @@ el::candidate_actor start_candidate_actor(caf::actor_system& sys, const node_con
   if (auto& replica = links->replica())
     opts.probe = std::make_shared<leadership_relay>(probe, replica->host, replica->board);
   opts.incarnation = static_cast<uint64_t>(wall_clock_us());
-  opts.task = hooks.task;
+  // --algorithm lease: the task runs under the lease instead.
+  if (!c.lease_leadership)
+    opts.task = hooks.task;
   auto candidate = el::spawn_candidate(sys, opts);
   links->set_candidate(candidate);
   if (auto& replica = links->replica())
@@ -399,10 +401,20 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   caf::anon_send(candidate, conclave::election_atoms::start_atom::value);
   links->log("joined with " + std::to_string(links->linked()) + " of "
              + std::to_string(c.peers.size()) + " peer(s) linked");
+  std::function<void()> stop_lease_leadership;
+  if (c.lease_leadership) {
+    if (hooks.start_lease_leadership)
+      stop_lease_leadership = hooks.start_lease_leadership(sys, c, hooks.task, log);
+    else
+      links->warn("--algorithm lease: this program cannot campaign for the lease");
+  }
 
   auto sig = await_termination(signals, *links, c);
   links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
              + ": leaving the group");
+  // A lease holder releases first: another node leads at once.
+  if (stop_lease_leadership)
+    stop_lease_leadership();
   leave(sys, c, *links, std::move(connectors), caf::actor_cast<caf::actor>(gate),
         candidate);
   status->set_running(false);

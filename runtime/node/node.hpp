@@ -7,6 +7,10 @@
 //                     the node leaves and exits with status 0.
 #pragma once
 
+#include <caf/fwd.hpp>
+
+#include <functional>
+
 #include "runtime/node/node_config.hpp"
 
 #include <memory>
@@ -30,6 +34,13 @@ struct node_hooks {
   std::shared_ptr<const election::leader_task> task;
   /// The node's log; made from the config when null.
   std::shared_ptr<const node_log> log;
+  /// --algorithm lease: starts the node's leadership by lease once the node
+  /// has joined (the candidate then runs no task) and returns what stops it
+  /// (runtime/cluster/lease_leadership.hpp; set by the embed API).
+  std::function<std::function<void()>(caf::actor_system&, const node_config&,
+                                      std::shared_ptr<const election::leader_task>,
+                                      std::shared_ptr<const node_log>)>
+      start_lease_leadership;
 };
 
 /// Runs the node until SIGTERM or SIGINT. Returns the process exit status:

@@ -148,9 +148,23 @@ result<node_config> make_node_config(const node_options& o) {
   c.data_dir = o.data_dir;
   c.checkpoint_every_records = o.checkpoint_every;
   c.checkpoint_every_bytes = o.checkpoint_every == 0 ? 0 : c.checkpoint_every_bytes;
-  auto algo = election::parse_algorithm(o.algorithm);
+  // lease: the store's primary is still elected (Bully, guarded); the
+  // node's leadership is a lease on that store.
+  c.lease_leadership = o.algorithm == "lease";
+  auto algo = election::parse_algorithm(c.lease_leadership ? "bully" : o.algorithm);
   if (!algo)
-    return "--algorithm: " + algo.error();
+    return "--algorithm: expected bully, ring or lease, got " + in_quotes(o.algorithm);
+  if (c.lease_leadership) {
+    if (o.leader_lease.empty())
+      return std::string{"--leader-lease: the lease's name must not be empty"};
+    if (o.leader_lease_ttl_ms < 10 || o.leader_lease_ttl_ms > 86400000)
+      return std::string{"--leader-lease-ttl-ms: expected 10..86400000"};
+    if (o.no_quorum_guard)
+      return std::string{"--no-quorum-guard: not with --algorithm lease (the store "
+                         "needs its guarded primary)"};
+  }
+  c.leader_lease = o.leader_lease;
+  c.leader_lease_ttl = std::chrono::milliseconds{o.leader_lease_ttl_ms};
   using std::chrono::milliseconds;
   auto& e = c.election;
   e.algo = algo.value();

@@ -79,6 +79,9 @@ struct node_options {
   /// lease renewed by a majority. 0: the lease is 2/3 of the detector timeout.
   bool no_quorum_guard = false;
   unsigned lease_ms = 0;
+  /// --algorithm lease: the store lease the candidates race for, and its ttl.
+  std::string leader_lease = "conclave.leader";
+  unsigned leader_lease_ttl_ms = 2000;
   std::string log_format = "text";
   /// TLS between nodes (all three or none): CA file, this node's certificate and key.
   std::string tls_ca;
@@ -99,6 +102,12 @@ struct node_config {
   uint64_t checkpoint_every_records = 100000;
   uint64_t checkpoint_every_bytes = 64u << 20;
   election::election_config election;
+  /// --algorithm lease: the node's leader task runs while it holds this lease
+  /// of the cluster's store (lease_leadership.hpp); the replica set still
+  /// elects its primary with Bully and the quorum guard.
+  bool lease_leadership = false;
+  std::string leader_lease = "conclave.leader";
+  std::chrono::milliseconds leader_lease_ttl{2000};
   /// CAF middleman: heartbeat on every connection, and the silence after which a
   /// connection is closed (every member must use the same values).
   std::chrono::milliseconds link_heartbeat{100};

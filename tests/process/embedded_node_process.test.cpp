@@ -151,4 +151,62 @@ TEST_F(embedded_node_cluster, the_leader_task_moves_to_another_copy_after_kill_9
       << shown;
 }
 
+TEST_F(embedded_node_cluster, lease_leadership_moves_after_kill_9_with_a_higher_token) {
+  // --algorithm lease: the copies race for a lease of the cluster's own store;
+  // the holder's task runs in term TOKEN/ID.
+  up(3, "--insecure --algorithm lease --program " + std::string{EMBEDDED_NODE_BIN}
+            + " -- --leader-lease-ttl-ms 1000");
+  static const std::regex leading_re{R"(leading in term (\d+)/(\d+))"};
+  auto holder = [&]() -> std::optional<uint64_t> {
+    for (uint64_t id = 1; id <= 3; ++id)
+      if (log_of(id).find("leading: holds lease 'conclave.leader'") != std::string::npos)
+        return id;
+    return std::nullopt;
+  };
+  ASSERT_TRUE(eventually([&] { return holder().has_value(); }, 10s));
+  auto first = *holder();
+  ASSERT_TRUE(logs(first, "leading in term ", 5s)) << log_of(first);
+  std::this_thread::sleep_for(1200ms);
+  auto killed_at = std::chrono::steady_clock::now();
+  kill(first, "KILL");
+  std::optional<uint64_t> second;
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (uint64_t id = 1; id <= 3; ++id)
+          if (id != first && log_of(id).find("leading: holds lease") != std::string::npos)
+            second = id;
+        return second.has_value();
+      },
+      10s));
+  auto took = std::chrono::steady_clock::now() - killed_at;
+  // Not before the ttl (1 s, widened for drift) ran out, and not much later.
+  EXPECT_GE(took, 1000ms);
+  EXPECT_LT(took, 6s);
+  ASSERT_TRUE(logs(*second, "leading in term ", 5s)) << log_of(*second);
+  EXPECT_EQ(run_conclave("cluster down --dir " + dir.string()).status, 0);
+  EXPECT_TRUE(logs(*second, "stopped leading in term ", 5s)) << log_of(*second);
+
+  std::vector<task_run> runs;
+  for (uint64_t id = 1; id <= 3; ++id)
+    for (auto& r : task_runs(id, log_of(id)))
+      runs.push_back(r);
+  std::sort(runs.begin(), runs.end(),
+            [](const task_run& a, const task_run& b) { return a.from < b.from; });
+  std::string shown;
+  for (auto& r : runs)
+    shown += "node " + std::to_string(r.node) + " term " + std::to_string(r.epoch) + "/"
+             + std::to_string(r.leader) + " " + r.from + " .. " + r.to + "\n";
+  ASSERT_GE(runs.size(), 2u) << shown;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].leader, runs[i].node) << shown;
+    if (i == 0)
+      continue;
+    // No overlap, and every later run's term (token) is higher.
+    EXPECT_LT(runs[i - 1].to, runs[i].from) << shown;
+    EXPECT_LT(runs[i - 1].epoch, runs[i].epoch) << shown;
+  }
+  EXPECT_EQ(runs.front().node, first) << shown;
+  EXPECT_EQ(runs.back().node, *second) << shown;
+}
+
 } // namespace
