@@ -22,11 +22,15 @@ int64_t history_report::max_overlap_ns() const {
 
 namespace {
 
-bool parse_line(const std::string& line, std::string& kind, uint64_t& token, int64_t& t) {
+bool parse_line(const std::string& line, std::string& kind, uint64_t& token, int64_t& t,
+                std::string& pid) {
   std::istringstream is(line);
-  std::string token_text, t_text;
+  std::string token_text, t_text, label;
   if (!(is >> kind >> token_text >> t_text))
     return false;
+  pid.clear();
+  if (is >> label)
+    is >> pid;
   if (kind != "start" && kind != "alive" && kind != "end")
     return false;
   // Digits only: istream would take "-1" as a huge unsigned token.
@@ -39,7 +43,7 @@ bool parse_line(const std::string& line, std::string& kind, uint64_t& token, int
     return false;
   token = std::stoull(token_text);
   t = std::stoll(t_text);
-  return true; // further fields (label, pid, ppid) are for the driver
+  return true; // the label and the ppid are for the driver
 }
 
 const char* rule_name(rule r) {
@@ -58,26 +62,29 @@ const char* rule_name(rule r) {
 
 history_report check_history(std::istream& in) {
   history_report r;
-  std::map<uint64_t, holder> by_token;
+  // A holder is a token and the process that ran with it: two processes
+  // granted the same token are two holders (and break token order).
+  std::map<std::pair<uint64_t, std::string>, holder> by_token;
   std::string line;
   while (std::getline(in, line)) {
     ++r.lines;
     std::string kind;
     uint64_t token = 0;
     int64_t t = 0;
-    if (!parse_line(line, kind, token, t)) {
+    std::string pid;
+    if (!parse_line(line, kind, token, t, pid)) {
       r.malformed.push_back("line " + std::to_string(r.lines) + ": cannot parse '"
                             + line.substr(0, 80) + "'");
       continue;
     }
-    auto it = by_token.find(token);
+    auto it = by_token.find({token, pid});
     if (kind == "start") {
       if (it != by_token.end()) {
-        // A second grant of the same token: a token-order violation, not noise.
+        // One process starting twice with one token: the probe never does.
         r.violations.push_back({rule::token_order, token, token, 0});
         continue;
       }
-      by_token.emplace(token, holder{token, t, t, false, 1});
+      by_token.emplace(std::pair{token, pid}, holder{token, t, t, false, 1});
       continue;
     }
     if (it == by_token.end()) {
@@ -90,7 +97,7 @@ history_report check_history(std::istream& in) {
     h.ended = h.ended || kind == "end";
     ++h.lines;
   }
-  for (auto& [token, h] : by_token)
+  for (auto& [key, h] : by_token)
     r.holders.push_back(h);
   std::sort(r.holders.begin(), r.holders.end(), [](const holder& a, const holder& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.token < b.token;
@@ -109,8 +116,8 @@ history_report check_history(std::istream& in) {
   // stale token: a smaller token's line after a larger token's start
   for (auto a = by_token.begin(); a != by_token.end(); ++a)
     for (auto b = std::next(a); b != by_token.end(); ++b)
-      if (a->second.last_ns > b->second.start_ns)
-        r.violations.push_back({rule::stale_token, a->first, b->first,
+      if (a->first.first < b->first.first && a->second.last_ns > b->second.start_ns)
+        r.violations.push_back({rule::stale_token, a->first.first, b->first.first,
                                 a->second.last_ns - b->second.start_ns});
   return r;
 }
@@ -128,12 +135,13 @@ void print_report(const history_report& r, std::ostream& out, size_t max_listed)
     out << "violation (" << rule_name(v.broken) << "): ";
     switch (v.broken) {
     case rule::overlap:
-      out << "token " << v.earlier << " still ran " << ms(v.amount_ns)
-          << " ms after token " << v.later << " started\n";
+      out << "token " << v.earlier << " still ran " << ms(v.amount_ns) << " ms after "
+          << (v.earlier == v.later ? "another holder of " : "") << "token " << v.later
+          << " started\n";
       break;
     case rule::token_order:
       if (v.earlier == v.later)
-        out << "token " << v.earlier << " started twice\n";
+        out << "token " << v.earlier << " granted twice\n";
       else
         out << "token " << v.later << " started after token " << v.earlier
             << " but is not larger\n";

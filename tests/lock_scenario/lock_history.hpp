@@ -2,7 +2,9 @@
 // the probes (lock_probe_child.cpp) appended to one file and judges them as the
 // history of one mutex with fencing tokens.
 //
-// Each token is one holder; its interval is [its start line, its last line].
+// Each token, with the pid of the process that ran with it (the line's fifth
+// field, if any), is one holder; its interval is [its start line, its last
+// line].
 // The rules:
 //   overlap      no two holders' intervals overlap (mutual exclusion, seen
 //                from outside: the work of two holders never ran at once);

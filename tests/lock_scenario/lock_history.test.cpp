@@ -89,6 +89,19 @@ TEST(lock_history, the_same_token_granted_twice_breaks_token_order) {
   EXPECT_EQ(r.holders.size(), 1u);
 }
 
+TEST(lock_history, two_processes_with_one_token_are_two_holders_that_overlap) {
+  // What etcdctl lock 3.4 did here: two waiters granted at once, one ETCD_LOCK_REV.
+  auto r = check("start 10 0 2 501 500\n"
+                 "start 10 1000000 1 601 600\n"
+                 "end 10 8000000 1 601 600\n"
+                 "end 10 9000000 2 501 500\n");
+  EXPECT_EQ(r.holders.size(), 2u);
+  EXPECT_EQ(r.count(rule::token_order), 1u);
+  EXPECT_EQ(r.count(rule::overlap), 1u);
+  EXPECT_EQ(r.count(rule::stale_token), 0u); // neither token is larger
+  EXPECT_EQ(r.max_overlap_ns(), 8 * ms);
+}
+
 TEST(lock_history, a_smaller_token_alive_after_a_larger_ones_start_is_stale) {
   auto r = check("start 10 0\n"
                  "end 10 2000000\n"
