@@ -50,13 +50,14 @@ field() { # field NAME RESULT
 }
 echo
 echo "lock scenario, seed $seed, ${duration} s, $clients clients (logs in $logs)"
-printf '%-9s %8s %10s %8s %6s %6s %15s  %s\n' system holders violations overlap order stale max_overlap_ms faults
+printf '%-9s %8s %10s %8s %6s %6s %15s  %s\n' system holders violations overlap order stale max_overlap_ms "faults / overlaps after each"
 for system in etcd conclave; do
   r=${result[$system]}
   if [[ $r == *=* ]]; then
     printf '%-9s %8s %10s %8s %6s %6s %15s  %s\n' "$system" "$(field holders "$r")" \
       "$(field violations "$r")" "$(field overlap "$r")" "$(field order "$r")" \
-      "$(field stale "$r")" "$(field max_overlap_ms "$r")" "$(field faults "$r")"
+      "$(field stale "$r")" "$(field max_overlap_ms "$r")" \
+      "$(field faults "$r") / $(field overlaps_after "$r")"
   else
     printf '%-9s %s\n' "$system" "$r"
   fi

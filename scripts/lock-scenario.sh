@@ -31,6 +31,10 @@
 # Prints the checker's report and one line
 #   result SYSTEM holders=.. violations=.. overlap=.. order=.. stale=..
 #          max_overlap_ms=.. faults=client-kill:..,client-stop:..,...
+#          overlaps_after=client-kill:..,...,none:..
+# (overlaps_after: the overlaps counted by the fault they followed: a client
+# fault on the earlier holder, else the last fault in the 15 s before the later
+# holder's start; see tests/lock_scenario/fault_log.hpp).
 # Exit status: 0 no violation; 1 violations; 2 the harness failed (cluster did
 # not start, no holder, malformed lines, hard timeout); 77 the system is not
 # available (no etcd/etcdctl installed, or this conclave has no `lock`).
@@ -98,7 +102,6 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lock-scenario-$system.XXXXXX")
 history="$tmp/history"
 : >"$history"
-: >"$tmp/pids"     # every long-lived pid this script started: loops, clients, members
 faults_log="$tmp/faults.log"
 : >"$faults_log"
 cluster_up=0
@@ -273,7 +276,9 @@ holder_client() {
   echo "$c $token"
 }
 
-fault_note() { echo "$(date +%s.%N) $*" >>"$faults_log"; log "fault: $*"; }
+# One line per fault, stamped with the probes' clock (CLOCK_MONOTONIC ns):
+# the checker counts the overlaps by the fault they followed.
+fault_note() { echo "$("$probe" --print-clock) $*" >>"$faults_log"; log "fault: $*"; }
 member_pid() { cat "$tmp/member-$1.pid"; }
 
 do_fault() {
@@ -362,14 +367,15 @@ done
 stop_everything
 
 echo "== lock_history_check ($system, seed $seed, ${duration} s, $clients clients)"
-"$checker" "$history" --min-holders 1 | tee "$tmp/report"
+"$checker" "$history" --min-holders 1 --faults "$faults_log" | tee "$tmp/report"
 check_rc=${PIPESTATUS[0]}
 summary=$(grep '^summary ' "$tmp/report" | sed 's/^summary //')
 counts=""
 for f in client-kill client-stop member-kill member-stop; do
   counts+="${counts:+,}$f:$(grep -c " $f " "$faults_log")"
 done
-echo "result $system $summary faults=$counts"
+by_fault=$(grep '^overlaps_by_fault ' "$tmp/report" | cut -d' ' -f2- | tr ' =' ',:')
+echo "result $system $summary faults=$counts overlaps_after=${by_fault:--}"
 if [ "$check_rc" = 2 ]; then
   keep=1
   log "harness failure: the checker found no holder or malformed lines"

@@ -81,7 +81,7 @@ history_report check_history(std::istream& in) {
     if (kind == "start") {
       if (it != by_token.end()) {
         // One process starting twice with one token: the probe never does.
-        r.violations.push_back({rule::token_order, token, token, 0});
+        r.violations.push_back({rule::token_order, token, token, 0, t});
         continue;
       }
       by_token.emplace(std::pair{token, pid}, holder{token, t, t, false, 1});
@@ -107,18 +107,20 @@ history_report check_history(std::istream& in) {
     // overlap: an earlier-started holder still running when this one started
     for (size_t i = 0; i < j; ++i)
       if (hs[i].last_ns > hs[j].start_ns)
-        r.violations.push_back(
-            {rule::overlap, hs[i].token, hs[j].token, hs[i].last_ns - hs[j].start_ns});
+        r.violations.push_back({rule::overlap, hs[i].token, hs[j].token,
+                                hs[i].last_ns - hs[j].start_ns, hs[j].start_ns});
     // token order: started after the previous holder, yet not a larger token
     if (j > 0 && hs[j].token <= hs[j - 1].token)
-      r.violations.push_back({rule::token_order, hs[j - 1].token, hs[j].token, 0});
+      r.violations.push_back(
+          {rule::token_order, hs[j - 1].token, hs[j].token, 0, hs[j].start_ns});
   }
   // stale token: a smaller token's line after a larger token's start
   for (auto a = by_token.begin(); a != by_token.end(); ++a)
     for (auto b = std::next(a); b != by_token.end(); ++b)
       if (a->first.first < b->first.first && a->second.last_ns > b->second.start_ns)
         r.violations.push_back({rule::stale_token, a->first.first, b->first.first,
-                                a->second.last_ns - b->second.start_ns});
+                                a->second.last_ns - b->second.start_ns,
+                                b->second.start_ns});
   return r;
 }
 

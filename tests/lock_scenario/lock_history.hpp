@@ -45,6 +45,7 @@ struct violation {
   // last line minus that start); stale token: how long the smaller token ran
   // past the larger one's start; token order: 0.
   int64_t amount_ns = 0;
+  int64_t later_start_ns = 0; // the start of `later` (what a fault is matched to)
 };
 
 struct history_report {

@@ -1,4 +1,5 @@
 #include "tests/lock_scenario/lock_history.hpp"
+#include "tests/lock_scenario/fault_log.hpp"
 
 #include <sstream>
 
@@ -135,4 +136,30 @@ TEST(lock_history, summary_line_names_every_count) {
                       "stale=1 max_overlap_ms=3.0 malformed=0"),
             std::string::npos)
       << text;
+}
+
+TEST(fault_log, an_overlap_follows_the_client_fault_on_the_earlier_holder) {
+  auto r = check("start 1 0 0 11 10\n"
+                 "start 2 3000000000 1 21 20\n" // granted while token 1 ran on
+                 "end 1 4000000000 0 11 10\n");
+  std::istringstream log("1000000000 client-stop pid 10 token 1 for 4000 ms\n"
+                         "2000000000 member-stop etcd m2 for 1000 ms\n");
+  auto by = overlaps_by_fault(r, read_faults(log));
+  EXPECT_EQ(by["client-stop"], 1u);
+  EXPECT_EQ(by["member-stop"], 0u);
+  EXPECT_EQ(by["none"], 0u);
+}
+
+TEST(fault_log, without_a_client_fault_an_overlap_follows_the_last_recent_fault) {
+  auto r = check("start 1 0\n"
+                 "start 2 20000000000\n"
+                 "end 1 21000000000\n"
+                 "start 3 60000000000\n"
+                 "end 2 61000000000\n");
+  std::istringstream log("18000000000 member-kill etcd m1, restart after 2000 ms\n"
+                         "19000000000 client-kill pid 7 token 9\n");
+  auto by = overlaps_by_fault(r, read_faults(log));
+  EXPECT_EQ(by["client-kill"], 1u); // the last fault before token 2's start
+  EXPECT_EQ(by["member-kill"], 0u);
+  EXPECT_EQ(by["none"], 1u); // token 3's start: no fault in the 15 s before
 }

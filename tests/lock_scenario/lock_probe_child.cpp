@@ -4,6 +4,8 @@
 //
 //   lock_probe_child --token-env VAR --out FILE --duration-ms N
 //                    [--interval-ms 5] [--label L]
+//   lock_probe_child --print-clock     prints CLOCK_MONOTONIC in ns (the
+//                                      driver stamps its fault log with it)
 //
 // reads its fencing token from the environment variable VAR
 // (CONCLAVE_LOCK_TOKEN for `conclave lock`, ETCD_LOCK_REV for `etcdctl lock`),
@@ -69,6 +71,10 @@ int usage(const char* why) {
 } // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--print-clock") {
+    std::printf("%lld\n", static_cast<long long>(monotonic_ns()));
+    return 0;
+  }
   const char* token_env = nullptr;
   const char* out = nullptr;
   const char* label = "-";
