@@ -159,10 +159,16 @@ hard=$((duration + 90))
 watchdog=$!
 
 # ---------------------------------------------------------------- the cluster --
+# A port below the kernel's ephemeral range: a member restarted after kill -9
+# must get its ports back, and an outgoing connection (a client's, a peer's)
+# can take any free port of that range in between ("address already in use").
+read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || ephemeral_low=32768
+port_low=10000
+[ "$ephemeral_low" -gt $((port_low + 2000)) ] || port_low=1100
 free_port() {
   local p
   while :; do
-    p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    p=$((port_low + RANDOM % (ephemeral_low - port_low)))
     grep -qx "$p" "$tmp/ports" 2>/dev/null && continue
     if ! ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
       echo "$p" >>"$tmp/ports"
@@ -185,6 +191,20 @@ etcd_start_member() { # index
   echo $! >"$tmp/member-$i.pid"
   echo $! >>"$tmp/members"
   disown $! # stopped by pid in cleanup; no "Killed" notice
+}
+
+# etcd_restart_member: starts it again and checks that it stays up (a member
+# that cannot start would leave the cluster without a quorum after the next
+# fault, and the scenario would measure nothing).
+etcd_restart_member() {
+  local i=$1 try
+  for try in 1 2 3; do
+    etcd_start_member "$i"
+    ms_sleep 500
+    kill -0 "$(member_pid "$i")" 2>/dev/null && return 0
+    log "etcd m$i did not stay up (try $try): $(tail -n 1 "$tmp/etcd/m$i.log" | cut -c1-200)"
+  done
+  return 1
 }
 
 # etcd_leader: prints the index of the member that says it leads.
@@ -301,7 +321,7 @@ do_fault() {
         kill -KILL "$(member_pid "$m")" 2>/dev/null || return 1
         fault_note "member-kill etcd m$m, restart after ${down} ms"
         ms_sleep "$down"
-        etcd_start_member "$m"
+        etcd_restart_member "$m"
       else
         m=$(conclave_leader) || m=$((1 + RANDOM % 3))
         "$conclave" cluster kill --dir "$tmp/cluster" --node "$m" --signal KILL >/dev/null 2>&1 || return 1
