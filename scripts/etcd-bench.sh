@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Shared by the benchmarks that compare against etcd (bench-failover.sh,
-# bench-store.sh): set up, install Debian's etcd-server if it is missing (only
-# these benchmarks need it), build, then run PROGRAM --etcd PATH ARGS...
+# bench-store.sh): set up (scripts/setup.sh installs Debian's etcd-server too;
+# the check below stays for machines set up before it did), build, then run
+# PROGRAM --etcd PATH ARGS...
 #   etcd-bench.sh PROGRAM "CMAKE TARGETS" [ARGS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."

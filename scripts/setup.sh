@@ -20,6 +20,8 @@ packages=(
   iproute2              # `ip netns`: the deploy test's hosts are network namespaces (tests/process)
   libssl-dev            # identity proofs between nodes (X509/EVP), TLS handshake counters
   libjemalloc-dev       # the benchmarks' allocator (CMakeLists.txt, CONCLAVE_BENCH_ALLOCATOR)
+  etcd-server etcd-client # the lock scenario's reference (scripts/lock-scenario.sh: etcdctl lock);
+                        # the package may start a service on 2379, which the scenario never uses
 )
 
 missing=()
