@@ -37,13 +37,28 @@ lease_answer lease_client::acquire(const std::string& name, const std::string& h
     auto r = run(req, p.wait + 1000ms, p.wait + 2000ms);
     out.code = r.code;
     if (r.code == errc::ok && !r.outputs.empty()) {
-      if (auto t = parse_token(r.outputs[0].value)) {
-        out.token = *t;
-        out.safe_until = now + p.ttl;
-        out.holders.reset();
+      auto t = parse_token(r.outputs[0].value);
+      if (!t) {
+        out.code = errc::bad_request;
         return out;
       }
-      out.code = errc::bad_request;
+      out.token = *t;
+      out.safe_until = now + p.ttl;
+      out.holders.reset();
+      // A grant that waited at the primary counts only from this poll's send
+      // time, which may leave little or nothing of the ttl: renew at once
+      // (its send time is now) to start the holder's window afresh.
+      if (lease_clock::now() - now > p.ttl / 4) {
+        auto rr = renew(name, holder, *t, p.ttl,
+                        std::max<std::chrono::milliseconds>(p.ttl / 2, 1ms));
+        if (rr.code == errc::ok) {
+          out.safe_until = rr.safe_until;
+        } else if (rr.code == errc::stale_token) {
+          if (lease_clock::now() >= end)
+            return rr;
+          continue; // expired meanwhile: ask again
+        }
+      }
       return out;
     }
     if (r.code == errc::lease_busy && !r.outputs.empty())

@@ -5,6 +5,7 @@
 #include "runtime/cluster/front_directory.hpp"
 
 #include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
 #include <atomic>
@@ -54,6 +55,19 @@ struct lease_leadership::state {
     o.lookup = [d](rp::node_id id) { return d->lookup(id.value); };
     o.primary = rp::node_id{dir->primary_hint()};
     return o;
+  }
+
+  /// Waits up to `limit` for a running task to return; true if it did.
+  bool wait_for_task(const caf::actor& running, steady::duration limit) {
+    if (!running)
+      return true;
+    caf::scoped_actor self{*sys};
+    self->monitor(running);
+    caf::anon_send_exit(running, caf::exit_reason::user_shutdown);
+    bool ended = false;
+    self->receive([&](caf::down_msg&) { ended = true; },
+                  caf::after(std::chrono::duration_cast<caf::timespan>(limit)) >> [] {});
+    return ended;
   }
 
   void run() {
@@ -111,13 +125,18 @@ struct lease_leadership::state {
         }
       }
       flag->store(true, std::memory_order_release);
-      if (running)
-        caf::anon_send_exit(running, caf::exit_reason::user_shutdown);
       info("stopped leading (token " + std::to_string(token) + "): " + why);
+      // The lease passes on only once the task has returned: released when it
+      // did in time, else left to expire (no new campaign before it ended).
+      bool ended = wait_for_task(
+          running, std::max<steady::duration>(safe_until - steady::now(), 0ms));
       if (stopped()) {
-        (void)client.release(cfg.leader_lease, holder, token, 1000ms);
+        if (ended)
+          (void)client.release(cfg.leader_lease, holder, token, 1000ms);
         return;
       }
+      if (!ended)
+        wait_for_task(running, std::chrono::hours(24));
     }
   }
 };

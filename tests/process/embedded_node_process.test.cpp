@@ -179,8 +179,9 @@ TEST_F(embedded_node_cluster, lease_leadership_moves_after_kill_9_with_a_higher_
       },
       10s));
   auto took = std::chrono::steady_clock::now() - killed_at;
-  // Not before the ttl (1 s, widened for drift) ran out, and not much later.
-  EXPECT_GE(took, 1000ms);
+  // Not before the ttl (1 s, widened for drift) from the holder's last
+  // renewal (up to ttl/3 before the kill) ran out, and not much later.
+  EXPECT_GE(took, 650ms);
   EXPECT_LT(took, 6s);
   ASSERT_TRUE(logs(*second, "leading in term ", 5s)) << log_of(*second);
   EXPECT_EQ(run_conclave("cluster down --dir " + dir.string()).status, 0);
@@ -201,12 +202,21 @@ TEST_F(embedded_node_cluster, lease_leadership_moves_after_kill_9_with_a_higher_
     EXPECT_EQ(runs[i].leader, runs[i].node) << shown;
     if (i == 0)
       continue;
-    // No overlap, and every later run's term (token) is higher.
+    // No overlap, and another node's later run has a higher term (token);
+    // the same node may stop and resume in one term when its renewals were
+    // late but its lease never passed on.
     EXPECT_LT(runs[i - 1].to, runs[i].from) << shown;
-    EXPECT_LT(runs[i - 1].epoch, runs[i].epoch) << shown;
+    if (runs[i - 1].node != runs[i].node) {
+      EXPECT_LT(runs[i - 1].epoch, runs[i].epoch) << shown;
+    } else {
+      EXPECT_LE(runs[i - 1].epoch, runs[i].epoch) << shown;
+    }
   }
+  // The killed holder's run, then the next holder's (the cluster's SIGTERM
+  // may hand the lease to the third node for a moment: a released lease
+  // passes on at once).
   EXPECT_EQ(runs.front().node, first) << shown;
-  EXPECT_EQ(runs.back().node, *second) << shown;
+  EXPECT_EQ(runs.at(1).node, *second) << shown;
 }
 
 } // namespace
