@@ -16,12 +16,6 @@ std::string lease_ms_text(timestamp t) {
   return o.str();
 }
 
-std::string describe_belief(const lease_belief& b) {
-  return "client " + std::to_string(b.client) + " (holder " + b.holder + ", token "
-         + std::to_string(b.token) + ", " + lease_ms_text(b.from) + ".." + lease_ms_text(b.until)
-         + ")";
-}
-
 /// A client's beliefs in one lease, overlapping ones merged (a renewal
 /// extends the belief it renews); each merged stretch keeps its first belief
 /// for the complaint.
@@ -30,6 +24,13 @@ struct stretch {
   const lease_belief* first;
 };
 
+std::string describe_belief(const stretch& s) {
+  auto& b = *s.first;
+  return "client " + std::to_string(b.client) + " (holder " + b.holder + ", token "
+         + std::to_string(b.token) + ", believing " + lease_ms_text(s.from) + ".."
+         + lease_ms_text(s.until) + ")";
+}
+
 std::vector<stretch> merged_beliefs(const lease_observation& obs, size_t lease) {
   std::map<size_t, std::vector<const lease_belief*>> by_client;
   for (auto& b : obs.beliefs)
@@ -37,8 +38,7 @@ std::vector<stretch> merged_beliefs(const lease_observation& obs, size_t lease) 
       by_client[b.client].push_back(&b);
   std::vector<stretch> out;
   for (auto& [client, bs] : by_client) {
-    std::sort(bs.begin(), bs.end(),
-              [](auto* a, auto* b) { return a->from < b->from; });
+    std::sort(bs.begin(), bs.end(), [](auto* a, auto* b) { return a->from < b->from; });
     for (auto* b : bs) {
       if (!out.empty() && out.back().first->client == client
           && b->from <= out.back().until) {
@@ -54,7 +54,8 @@ std::vector<stretch> merged_beliefs(const lease_observation& obs, size_t lease) 
 /// Sweeps the merged beliefs of one lease in time order; `over` sees every
 /// instant at which more than `limit` clients believe, with the believers.
 template <class Over>
-size_t sweep_beliefs(const lease_observation& obs, size_t lease, size_t limit, Over over) {
+size_t sweep_beliefs(const lease_observation& obs, size_t lease, size_t limit,
+                     Over over) {
   auto s = merged_beliefs(obs, lease);
   // (time, +1 start / -1 end, stretch); ends before starts at one instant:
   // a belief that ends at t and one that starts at t do not overlap.
@@ -74,9 +75,9 @@ size_t sweep_beliefs(const lease_observation& obs, size_t lease, size_t limit, O
     open.push_back(i);
     most = std::max(most, open.size());
     if (open.size() > limit) {
-      std::vector<const lease_belief*> who;
+      std::vector<const stretch*> who;
       for (auto j : open)
-        who.push_back(s[j].first);
+        who.push_back(&s[j]);
       over(t, who);
     }
   }
@@ -92,10 +93,10 @@ public:
       auto& info = obs.leases[l];
       sweep_beliefs(obs, l, info.limit, [&](timestamp t, auto& who) {
         std::string text = std::to_string(who.size()) + " clients believe they hold "
-                           + info.name + " (limit " + std::to_string(info.limit)
-                           + ") at " + lease_ms_text(t) + ":";
-        for (auto* b : who)
-          text += " " + describe_belief(*b);
+                           + info.name + " (limit " + std::to_string(info.limit) + ") at "
+                           + lease_ms_text(t) + ":";
+        for (auto* x : who)
+          text += " " + describe_belief(*x);
         out.push_back({"", text});
       });
     }

@@ -33,16 +33,15 @@ std::vector<repl_violation> check_leases(const lease_observation& o) {
 }
 
 size_t count(const std::vector<repl_violation>& vs, const std::string& checker) {
-  return static_cast<size_t>(std::count_if(
-      vs.begin(), vs.end(), [&](auto& v) { return v.checker == checker; }));
+  return static_cast<size_t>(
+      std::count_if(vs.begin(), vs.end(), [&](auto& v) { return v.checker == checker; }));
 }
 
 } // namespace
 
 TEST(lease_checkers, beliefs_one_after_another_pass) {
   auto o = one_lease();
-  o.beliefs = {belief(0, 10ms, 300ms), belief(1, 300ms, 600ms),
-               belief(0, 600ms, 900ms)};
+  o.beliefs = {belief(0, 10ms, 300ms), belief(1, 300ms, 600ms), belief(0, 600ms, 900ms)};
   o.grants = {grant(0, "a", 5, 9ms, 10ms)};
   EXPECT_TRUE(check_leases(o).empty());
   EXPECT_EQ(max_believers(o, 0), 1u);
