@@ -258,7 +258,7 @@ void add_sim_command(command_registry& reg) {
                       [o, app] { return run_sim(*o, *app); });
   *app = sub;
   option(sub, "--workload", o->workload,
-         "election (candidates), jobs (schedulers, agents, supervisors) or "
+         "election (candidates), jobs (schedulers, agents, supervisors), "
          "replication (replica hosts) or lease (lease clients on replica hosts)")
       ->capture_default_str();
   add_sim_jobs_flags(sub, o->jobs);
