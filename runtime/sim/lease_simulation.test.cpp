@@ -81,13 +81,14 @@ TEST(lease_simulation, hosts_that_ignore_drift_let_two_clients_believe_at_once) 
   s.unsafe_no_drift = true;
   s.client_pauses = 3;
   size_t caught = 0;
-  constexpr size_t runs = 40;
+  constexpr size_t runs = 100;
   for (uint64_t seed = 1; seed <= runs; ++seed) {
     s.base.seed = seed;
     auto r = run_lease_simulation(s);
     caught += r.max_mutex_believers > 1;
   }
-  EXPECT_GE(caught, runs / 10) << caught << " of " << runs << " runs caught";
+  // About one run in ten; a sound store gives none.
+  EXPECT_GE(caught, runs / 20) << caught << " of " << runs << " runs caught";
 }
 
 // Seed 212 of `--faults random=4,horizon=1s`: client 0's queued acquire is
