@@ -872,8 +872,9 @@ bool lease_run_report::liveness_failed() const {
 
 duration lease_bound(const lease_settings& s) {
   auto t = rp::lease_timing{s.drift, s.lock_delay};
-  return repl_bound(s.base.plan) + 2 * rp::expiry_wait(s.ttl, t) + 4 * s.ttl + 2 * s.ttl
-         + lease_client_timeout + 3 * s.ttl;
+  auto hold = 3 * s.ttl, wait = 2 * s.ttl, pause = 3 * s.ttl;
+  return repl_bound(s.base.plan) + 2 * rp::expiry_wait(s.ttl, t) + hold + wait + pause
+         + s.ttl + lease_client_timeout;
 }
 
 lease_run_report run_lease_simulation(const lease_settings& settings) {

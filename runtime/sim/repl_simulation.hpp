@@ -204,10 +204,11 @@ struct lease_run_report {
   bool liveness_failed() const;
 };
 
-/// How long after heal some client must be granted a lease: repl_bound
-/// (a primary serves again) + the longest a slot may stay held by a client
-/// that went away (2 x the drift-widened ttl + lock delay) + a hold (4 ttl)
-/// + a client's retry timeout.
+/// How long after heal some client must be granted a lease: repl_bound (a
+/// primary serves again) + 2 drift-widened ttls and the lock delay (a slot
+/// whose holder went away expires, also after a takeover restarted it) + 3
+/// ttl (a hold) + 2 ttl (an acquire's wait) + 3 ttl (a client's pause) + 1
+/// ttl + a client's timeout.
 duration lease_bound(const lease_settings& s);
 
 lease_run_report run_lease_simulation(const lease_settings& settings);
