@@ -110,8 +110,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     return run_sim_lease(o.lease, o.repl, o.runs, o.seed, o.faults, o.json);
   }
   if (sim_lease_flags_given(sub))
-    return bad_input("--ttl, --limit, --lease-drift, --lock-delay and --client-pauses "
-                     "belong to --workload lease");
+    return bad_input("--ttl, --limit, --lease-drift, --lock-delay, --client-pauses and "
+                     "--pause-clients belong to --workload lease");
   if (o.workload == "replication") {
     for (auto f : election_flags)
       if (f != std::string_view{"--algorithm"} && sub->count(f) > 0)

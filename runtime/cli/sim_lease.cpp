@@ -4,14 +4,54 @@
 #include "runtime/sim/lease_report.hpp"
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace conclave::cli {
 
 namespace {
 
-constexpr const char* lease_flags[] = {"--ttl", "--limit", "--lease-drift",
-                                       "--lock-delay", "--client-pauses"};
+constexpr const char* lease_flags[] = {"--ttl",           "--limit",
+                                       "--lease-drift",   "--lock-delay",
+                                       "--client-pauses", "--pause-clients"};
+
+/// "300ms-900ms:2,1s-1500ms:1" -> pauses (clients 1-based in the text).
+std::optional<std::vector<sim::lease_settings::client_pause>>
+parse_pauses(const std::string& text, size_t clients, std::string& error) {
+  std::vector<sim::lease_settings::client_pause> out;
+  std::stringstream ss{text};
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    auto colon = part.find(':');
+    auto dash = part.find('-');
+    if (colon == std::string::npos || dash == std::string::npos || dash > colon) {
+      error = "expected T1-T2:K, got '" + part + "'";
+      return std::nullopt;
+    }
+    auto a = sim::parse_duration(std::string_view{part}.substr(0, dash));
+    auto b =
+        sim::parse_duration(std::string_view{part}.substr(dash + 1, colon - dash - 1));
+    if (!a || !b || b.value() <= a.value()) {
+      error = "expected T1-T2:K with T1 < T2, got '" + part + "'";
+      return std::nullopt;
+    }
+    size_t k = 0;
+    try {
+      size_t used = 0;
+      k = std::stoul(part.substr(colon + 1), &used);
+      if (used != part.size() - colon - 1)
+        k = 0;
+    } catch (...) {
+      k = 0;
+    }
+    if (k < 1 || k > clients) {
+      error = "client in '" + part + "' must be 1 to " + std::to_string(clients);
+      return std::nullopt;
+    }
+    out.push_back({k - 1, a.value(), b.value()});
+  }
+  return out;
+}
 
 } // namespace
 
@@ -34,6 +74,9 @@ void add_sim_lease_flags(CLI::App* sub, sim_lease_options& o) {
          "lease workload: random pauses (frozen client, clock running) per client, "
          "at most")
       ->capture_default_str();
+  option(sub, "--pause-clients", o.pause_clients,
+         "lease workload: pauses besides the random ones, e.g. 300ms-900ms:2,1s-2s:1 "
+         "(client 2 frozen from 300 ms to 900 ms, ...)");
 }
 
 bool sim_lease_flags_given(const CLI::App* sub) {
@@ -65,6 +108,10 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
     return bad_input("--lock-delay: expected 0 to 60000 (ms)");
   if (o.client_pauses > 100)
     return bad_input("--client-pauses: expected 0 to 100");
+  std::string pause_error;
+  auto pauses = parse_pauses(o.pause_clients, repl.clients, pause_error);
+  if (!pauses)
+    return bad_input("--pause-clients: " + pause_error);
   if (runs < 1)
     return bad_input("--runs: must be at least 1");
   auto plan = sim::parse_fault_spec(faults);
@@ -83,6 +130,7 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
   s.drift = o.drift;
   s.lock_delay = std::chrono::milliseconds{o.lock_delay_ms};
   s.client_pauses = o.client_pauses;
+  s.planned_pauses = std::move(*pauses);
   s.unsafe_no_drift = repl.unsafe == "lease-no-drift";
   std::ostringstream drift;
   drift << o.drift;
@@ -95,6 +143,8 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
                 + std::to_string(o.client_pauses);
   if (repl.checkpoint_every != 0)
     prefix += " --checkpoint-every " + std::to_string(repl.checkpoint_every);
+  if (!o.pause_clients.empty())
+    prefix += " --pause-clients " + shell_quote(o.pause_clients);
   if (repl.unsafe != "none")
     prefix += " --unsafe " + repl.unsafe;
   if (!faults.empty())

@@ -20,9 +20,12 @@ struct sim_lease_options {
   double drift = 0.01;
   unsigned lock_delay_ms = 0;
   size_t client_pauses = 2;
+  /// "T1-T2:K,...": client K (1-based) is paused from T1 to T2.
+  std::string pause_clients;
 };
 
-/// Adds --ttl, --limit, --lease-drift, --lock-delay and --client-pauses to `sub`.
+/// Adds --ttl, --limit, --lease-drift, --lock-delay, --client-pauses and
+/// --pause-clients to `sub`.
 void add_sim_lease_flags(CLI::App* sub, sim_lease_options& o);
 
 /// True if any of those flags was given (they belong to the lease workload).

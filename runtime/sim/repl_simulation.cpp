@@ -944,6 +944,12 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
     }
   }
 
+  for (auto& p : settings.planned_pauses)
+    if (p.client < clients.size()) {
+      clients[p.client].pauses.emplace_back(p.from, p.to);
+      ++rep.client_pauses;
+    }
+
   repl_world w{ws, plan, net_seed};
   auto& d = w.driver();
   repl_observation obs;

@@ -167,6 +167,12 @@ struct lease_settings {
   duration lock_delay{0};
   /// Random client pauses per run: up to this many per client.
   size_t client_pauses = 2;
+  /// Pauses the run makes besides the random ones: client (0-based), from, to.
+  struct client_pause {
+    size_t client = 0;
+    duration from{0}, to{0};
+  };
+  std::vector<client_pause> planned_pauses;
   // -- broken fixture of the checkers' meta-test --
   /// Hosts expire holders after the bare ttl on their clock (drift 0, no
   /// lock delay) while clocks drift by up to 5%.

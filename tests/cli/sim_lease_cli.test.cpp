@@ -25,17 +25,26 @@ bool has(const std::string& text, const std::string& what) {
 } // namespace
 
 TEST(sim_lease_cli, bad_input_and_foreign_flags_are_exit_2_with_one_line) {
-  for (auto args : {"sim --workload lease --ttl 5", "sim --workload lease --limit 0",
+  for (auto args : {"sim --workload lease --ttl 5",
+                    "sim --workload lease --limit 0",
                     "sim --workload lease --lease-drift 0.5",
                     "sim --workload lease --lock-delay 70000",
-                    "sim --workload lease --replicas 0", "sim --workload lease --clients 0",
+                    "sim --workload lease --replicas 0",
+                    "sim --workload lease --clients 0",
                     "sim --workload lease --unsafe skip-sync",
                     "sim --workload lease --weak-share 0.5",
-                    "sim --workload lease --nodes 3", "sim --workload lease --algorithm ring",
-                    "sim --workload lease --jobs 3", "sim --workload lease --guard",
-                    "sim --workload replication --ttl 100", "sim --limit 2",
+                    "sim --workload lease --nodes 3",
+                    "sim --workload lease --algorithm ring",
+                    "sim --workload lease --jobs 3",
+                    "sim --workload lease --guard",
+                    "sim --workload replication --ttl 100",
+                    "sim --limit 2",
                     "sim --workload jobs --lease-drift 0.1",
-                    "sim --workload lease --faults 'crash@1s:4'"}) {
+                    "sim --workload lease --faults 'crash@1s:4'",
+                    "sim --workload lease --pause-clients 1s-2s:5",
+                    "sim --workload lease --pause-clients 2s-1s:1",
+                    "sim --workload lease --pause-clients 1s:1",
+                    "sim --pause-clients 1s-2s:1"}) {
     auto r = run_conclave(args, true);
     EXPECT_EQ(r.status, 2) << args << ": " << r.out;
     EXPECT_EQ(lines(r.out), 1u) << args << ": " << r.out;
