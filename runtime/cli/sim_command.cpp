@@ -1,8 +1,10 @@
 // conclave sim: deterministic simulation runs of the election algorithms, of
 // workflow jobs with --workload jobs (sim_jobs.cpp), or of replica hosts with
-// --workload replication (sim_repl.cpp). See docs/design/simulation.md.
+// --workload replication (sim_repl.cpp), or of leases on replica hosts with
+// --workload lease (sim_lease.cpp). See docs/design/simulation.md.
 #include "runtime/cli/commands.hpp"
 #include "runtime/cli/sim_jobs.hpp"
+#include "runtime/cli/sim_lease.hpp"
 #include "runtime/cli/sim_repl.hpp"
 
 #include "runtime/sim/report.hpp"
@@ -23,6 +25,7 @@ struct sim_options {
   std::string workload = "election";
   sim_jobs_options jobs;
   sim_repl_options repl;
+  sim_lease_options lease;
   std::string algorithm = "all";
   std::string nodes = "5";
   size_t runs = 1;
@@ -95,6 +98,20 @@ constexpr const char* election_flags[] = {"--algorithm", "--nodes",           "-
                                           "--trace",     "--trace-heartbeats"};
 
 int run_sim(const sim_options& o, const CLI::App* sub) {
+  if (o.workload == "lease") {
+    for (auto f : election_flags)
+      if (f != std::string_view{"--algorithm"} && sub->count(f) > 0)
+        return bad_input(std::string{f} + ": belongs to --workload election, not lease");
+    if (sub->count("--algorithm") > 0 || sim_jobs_flags_given(sub))
+      return bad_input("--workload lease runs Bully with the quorum guard; "
+                       "--algorithm and the jobs flags do not apply");
+    if (sub->count("--weak-share") > 0)
+      return bad_input("--weak-share: belongs to --workload replication, not lease");
+    return run_sim_lease(o.lease, o.repl, o.runs, o.seed, o.faults, o.json);
+  }
+  if (sim_lease_flags_given(sub))
+    return bad_input("--ttl, --limit, --lease-drift, --lock-delay, --client-pauses and "
+                     "--pause-clients belong to --workload lease");
   if (o.workload == "replication") {
     for (auto f : election_flags)
       if (f != std::string_view{"--algorithm"} && sub->count(f) > 0)
@@ -115,7 +132,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     return run_sim_jobs(o.jobs, o.runs, o.seed, o.faults, o.json);
   }
   if (o.workload != "election")
-    return bad_input("--workload: expected election, jobs or replication, got '"
+    return bad_input("--workload: expected election, jobs, replication or lease, got '"
                      + o.workload + "'");
   if (sim_jobs_flags_given(sub))
     return bad_input("--jobs, --steps, --schedulers, --agents, --supervisors and "
@@ -241,11 +258,12 @@ void add_sim_command(command_registry& reg) {
                       [o, app] { return run_sim(*o, *app); });
   *app = sub;
   option(sub, "--workload", o->workload,
-         "election (candidates), jobs (schedulers, agents, supervisors) or "
-         "replication (replica hosts)")
+         "election (candidates), jobs (schedulers, agents, supervisors), "
+         "replication (replica hosts) or lease (lease clients on replica hosts)")
       ->capture_default_str();
   add_sim_jobs_flags(sub, o->jobs);
   add_sim_repl_flags(sub, o->repl);
+  add_sim_lease_flags(sub, o->lease);
   option(sub, "--algorithm", o->algorithm, "bully, ring or all")->capture_default_str();
   option(sub, "--nodes", o->nodes, "candidates per run, or a list like 4,8,16")
       ->capture_default_str();

@@ -1,6 +1,7 @@
 #include "runtime/sim/repl_simulation.hpp"
 
 #include "actors/election/candidate_actor.hpp"
+#include "actors/replication/lease_state.hpp"
 #include "actors/replication/replica_host.hpp"
 #include "protocols/election/status.hpp"
 #include "runtime/sim/coordinator_driver.hpp"
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -361,11 +363,16 @@ public:
   /// Sends a write to node i's host; the answer lands in the slot.
   std::shared_ptr<timed_reply<rp::txn_result>>
   send_write(size_t i, size_t key, uint64_t seq, rp::commit_mode mode) {
-    auto out = std::make_shared<timed_reply<rp::txn_result>>();
     rp::txn_request req;
     req.ops.push_back(
         rp::txn_op{collection, key_name(key), std::to_string(seq), rp::op_kind::put});
     req.mode = mode;
+    return send_txn(i, std::move(req));
+  }
+
+  /// Sends a transaction to node i's host; the answer lands in the slot.
+  std::shared_ptr<timed_reply<rp::txn_result>> send_txn(size_t i, rp::txn_request req) {
+    auto out = std::make_shared<timed_reply<rp::txn_result>>();
     auto to = nodes_[i].host;
     auto origin = origin_;
     driver_.sys().spawn([=](caf::event_based_actor* self) {
@@ -402,7 +409,7 @@ public:
         continue;
       auto slot = std::make_shared<sample_slot>();
       slot->node = i;
-      slot->reads.resize(settings_.clients);
+      slot->reads.resize(sampled_keys());
       slots.push_back(slot);
     }
     auto origin = origin_;
@@ -410,7 +417,8 @@ public:
     for (auto& sl : slots)
       targets.emplace_back(nodes_[sl->node].host,
                            caf::actor_cast<caf::actor>(nodes_[sl->node].candidate));
-    auto clients = settings_.clients;
+    auto keys = sampled_keys();
+    auto leases = settings_.sampled_leases;
     driver_.sys().spawn([=](caf::event_based_actor* self) {
       auto fill = [self, origin](auto& r) {
         return [self, origin, &r](auto& x) {
@@ -429,8 +437,11 @@ public:
         self->request(cand, caf::infinite, caf::get_atom::value,
                       election_atoms::leader_atom::value)
             .then([sl, f = fill(sl->info)](el::leader_info& x) mutable { f(x); }, ignore);
-        for (size_t k = 0; k < clients; ++k)
-          self->request(host, caf::infinite, rp::read_request{collection, key_name(k)})
+        for (size_t k = 0; k < keys; ++k)
+          self->request(host, caf::infinite,
+                        leases.empty()
+                            ? rp::read_request{collection, key_name(k)}
+                            : rp::read_request{rp::lease_collection, leases[k]})
               .then([sl, f = fill(sl->reads[k])](rp::read_result& x) mutable { f(x); },
                     ignore);
         self->request(host, caf::infinite, replication_atoms::status_atom_v)
@@ -466,7 +477,10 @@ public:
         uint64_t v = 0;
         if (r.value->found) {
           auto& text = r.value->value;
-          std::from_chars(text.data(), text.data() + text.size(), v);
+          if (settings_.sampled_leases.empty())
+            std::from_chars(text.data(), text.data() + text.size(), v);
+          else
+            v = std::hash<std::string>{}(text) | 1; // 0: no holder
         }
         s.values.push_back(v);
       }
@@ -476,6 +490,12 @@ public:
   }
 
 private:
+  /// Keys each sample reads: the clients' keys, or the sampled leases.
+  size_t sampled_keys() const {
+    return settings_.sampled_leases.empty() ? settings_.clients
+                                            : settings_.sampled_leases.size();
+  }
+
   struct node_slot {
     el::node_id id;
     std::shared_ptr<sim_disk> disk;
@@ -500,6 +520,9 @@ private:
     o.checkpoint_every_records = settings_.checkpoint_every;
     o.checkpoint_every_bytes = 0;
     o.unsafe_install_keeps_state = settings_.bad_install;
+    o.lease = settings_.lease;
+    if (i < settings_.lease_clock_rates.size())
+      o.lease_clock_rate = settings_.lease_clock_rates[i];
     n.host = driver_.track(rp::spawn_replica_host(sys, o));
     el::candidate_options co;
     co.id = n.id;
@@ -575,6 +598,25 @@ struct action {
   bool end = false;
 };
 
+/// The plan's faults as timed actions (a window's end is one too), in time
+/// order; counts them and lists them in the spec's syntax.
+std::vector<action> plan_actions(const fault_plan& plan, uint64_t& count,
+                                 std::string& list) {
+  std::vector<action> actions;
+  for (auto& f : plan.faults) {
+    ++count;
+    list += (list.empty() ? "" : ",") + spec_of(f);
+    actions.push_back({f.at, f, false});
+    using k = fault::kind;
+    if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
+        || f.what == k::cut)
+      actions.push_back({f.until, f, true});
+  }
+  std::stable_sort(actions.begin(), actions.end(),
+                   [](const action& a, const action& b) { return a.at < b.at; });
+  return actions;
+}
+
 } // namespace
 
 bool repl_run_report::safety_violated() const {
@@ -606,18 +648,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   add_random_faults(plan, settings.replicas, rng);
   auto net_seed = rng();
   std::mt19937_64 crng{rng()};
-  std::vector<action> actions;
-  for (auto& f : plan.faults) {
-    ++rep.faults;
-    rep.fault_list += (rep.fault_list.empty() ? "" : ",") + spec_of(f);
-    actions.push_back({f.at, f, false});
-    using k = fault::kind;
-    if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
-        || f.what == k::cut)
-      actions.push_back({f.until, f, true});
-  }
-  std::stable_sort(actions.begin(), actions.end(),
-                   [](const action& a, const action& b) { return a.at < b.at; });
+  auto actions = plan_actions(plan, rep.faults, rep.fault_list);
   rep.heal = plan.heal_time();
   rep.bound = repl_bound(plan);
   auto stop_at = std::max(rep.heal + rep.bound, settings.min_run);
@@ -777,6 +808,383 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.unsynced_lost = w.unsynced_lost();
   rep.checkpoints = w.checkpoints();
   rep.installs = w.installs();
+  return rep;
+}
+
+// -- the lease workload --------------------------------------------------------
+
+namespace {
+
+constexpr auto lease_client_timeout = 200ms;
+
+/// One lease client: what it is doing, what it believes, when it is frozen.
+struct lease_client {
+  enum class phase { idle, acquiring, holding, releasing };
+  size_t index = 0;
+  /// Rate of the client's clock against run time.
+  double rate = 1.0;
+  phase now_doing = phase::idle;
+  /// The lease of the attempt (index into the observation's leases), its
+  /// holder id (one per attempt, kept across retries) and token once granted.
+  size_t lease = 0;
+  std::string holder;
+  uint64_t attempts = 0;
+  uint64_t token = 0;
+  /// Run time of the attempt's first acquire.
+  duration first_sent{0};
+  size_t target = 0;
+  std::shared_ptr<timed_reply<rp::txn_result>> pending;
+  duration sent{0};
+  duration deadline{0};
+  /// Next action (acquire, renewal, release or retry).
+  duration next_at{0};
+  /// When the client means to release, and when its belief ends (run time).
+  duration hold_until{0};
+  duration believe_until{0};
+  size_t release_tries = 0;
+  /// Frozen windows [from, to) in run time.
+  std::vector<std::pair<duration, duration>> pauses;
+
+  bool paused(duration t) const {
+    for (auto& [a, b] : pauses)
+      if (t >= a && t < b)
+        return true;
+    return false;
+  }
+  /// The run time a span of `d` on this client's clock takes.
+  duration real(duration d) const {
+    return duration{
+        static_cast<duration::rep>(std::floor(static_cast<double>(d.count()) / rate))};
+  }
+};
+
+} // namespace
+
+bool lease_run_report::safety_violated() const {
+  return std::any_of(violations.begin(), violations.end(),
+                     [](const repl_violation& v) { return v.safety; });
+}
+
+bool lease_run_report::liveness_failed() const {
+  return std::any_of(violations.begin(), violations.end(),
+                     [](const repl_violation& v) { return !v.safety; });
+}
+
+duration lease_bound(const lease_settings& s) {
+  auto t = rp::lease_timing{s.drift, s.lock_delay};
+  auto hold = 3 * s.ttl, wait = 2 * s.ttl, pause = 3 * s.ttl;
+  return repl_bound(s.base.plan) + 2 * rp::expiry_wait(s.ttl, t) + hold + wait + pause
+         + s.ttl + lease_client_timeout;
+}
+
+lease_run_report run_lease_simulation(const lease_settings& settings) {
+  lease_run_report rep;
+  rep.seed = settings.base.seed;
+  std::mt19937_64 rng{settings.base.seed};
+  auto plan = settings.base.plan;
+  add_random_faults(plan, settings.base.replicas, rng);
+  auto net_seed = rng();
+  std::mt19937_64 lrng{rng()};
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>{lo, hi}(lrng);
+  };
+  // Clock rates: an extreme two times in three.
+  double clock_drift = settings.unsafe_no_drift ? 0.05 : settings.drift;
+  auto draw_rate = [&] {
+    switch (pick(0, 2)) {
+    case 0:
+      return 1.0 - clock_drift;
+    case 1:
+      return 1.0 + clock_drift;
+    default:
+      return std::uniform_real_distribution<double>{1.0 - clock_drift,
+                                                    1.0 + clock_drift}(lrng);
+    }
+  };
+  auto actions = plan_actions(plan, rep.faults, rep.fault_list);
+  rep.heal = plan.heal_time();
+  rep.bound = lease_bound(settings);
+  auto min_run = std::max<duration>(settings.base.min_run, 10 * settings.ttl);
+  auto stop_at = std::max(rep.heal + rep.bound, min_run);
+
+  lease_observation lobs;
+  lobs.leases.push_back({"mutex", 1});
+  if (settings.limit > 1)
+    lobs.leases.push_back({"sem", settings.limit});
+  lobs.heal = rep.heal;
+  lobs.bound = rep.bound;
+
+  auto ws = settings.base;
+  ws.plan = plan;
+  ws.lease = settings.unsafe_no_drift
+                 ? rp::lease_timing{0.0, duration{0}}
+                 : rp::lease_timing{settings.drift, settings.lock_delay};
+  ws.lease_clock_rates.clear();
+  for (size_t i = 0; i < ws.replicas; ++i)
+    ws.lease_clock_rates.push_back(draw_rate());
+  ws.sampled_leases.clear();
+  for (auto& l : lobs.leases)
+    ws.sampled_leases.push_back(l.name);
+
+  std::vector<lease_client> clients(ws.clients);
+  auto pause_until = std::max(rep.heal, min_run);
+  for (size_t k = 0; k < clients.size(); ++k) {
+    auto& c = clients[k];
+    c.index = k;
+    c.rate = draw_rate();
+    c.target = k % ws.replicas;
+    c.next_at = std::chrono::milliseconds{pick(0, 20)};
+    auto n = static_cast<size_t>(pick(0, static_cast<int64_t>(settings.client_pauses)));
+    for (size_t j = 0; j < n; ++j) {
+      duration from{pick(0, pause_until.count())};
+      auto ttl = std::chrono::duration_cast<duration>(settings.ttl);
+      duration len{pick(ttl.count() / 4, 3 * ttl.count())};
+      c.pauses.emplace_back(from, from + len);
+      ++rep.client_pauses;
+    }
+  }
+
+  for (auto& p : settings.planned_pauses)
+    if (p.client < clients.size()) {
+      clients[p.client].pauses.emplace_back(p.from, p.to);
+      ++rep.client_pauses;
+    }
+
+  repl_world w{ws, plan, net_seed};
+  auto& d = w.driver();
+  repl_observation obs;
+  obs.keys = ws.sampled_leases.size();
+  obs.heal = rep.heal;
+  obs.bound = rep.bound;
+  constexpr size_t no_acting = std::numeric_limits<size_t>::max();
+  size_t acting = no_acting;
+  auto retarget = [&](lease_client& c, rp::node_id hint) {
+    if (hint != rp::no_node && hint.value <= ws.replicas)
+      c.target = hint.value - 1;
+    else if (acting != no_acting)
+      c.target = acting;
+    else
+      c.target = (c.target + 1) % ws.replicas;
+  };
+  auto ttl = std::chrono::duration_cast<duration>(settings.ttl);
+  auto wait = 2 * settings.ttl;
+  auto send = [&](lease_client& c, rp::op_kind kind, duration now) {
+    if (!w.node_alive(c.target))
+      retarget(c, rp::no_node);
+    if (!w.node_alive(c.target)) {
+      c.next_at = now + retry_pause;
+      return;
+    }
+    auto& l = lobs.leases[c.lease];
+    rp::txn_request req;
+    std::string value;
+    duration timeout = lease_client_timeout;
+    if (kind == rp::op_kind::lease_acquire) {
+      rp::lease_params p;
+      p.ttl = settings.ttl;
+      p.limit = l.limit;
+      p.wait = wait;
+      p.label = "client " + std::to_string(c.index);
+      value = rp::encode_params(p);
+      timeout += wait;
+      ++rep.acquires;
+    } else {
+      value = rp::format_token(c.token);
+      if (kind == rp::op_kind::lease_renew)
+        timeout = std::min<duration>(timeout, c.real(ttl / 3));
+    }
+    req.ops.push_back(rp::txn_op{l.name, c.holder, value, kind});
+    c.pending = w.send_txn(c.target, std::move(req));
+    c.sent = now;
+    c.deadline = now + timeout;
+  };
+  // A grant or renewal answered ok: the client believes from now until the
+  // request's send + ttl on its clock.
+  auto believe = [&](lease_client& c, duration now) {
+    auto until = c.sent + c.real(ttl);
+    lobs.beliefs.push_back({c.index, c.lease, c.holder, c.token, now, until});
+    c.believe_until = std::max(c.believe_until, until);
+  };
+  // A release sent at `now` ends the attempt's beliefs then.
+  auto stop_believing = [&](lease_client& c, duration now) {
+    for (auto& b : lobs.beliefs)
+      if (b.client == c.index && b.holder == c.holder && b.until > now)
+        b.until = std::max(b.from, now);
+    c.believe_until = std::min(c.believe_until, now);
+  };
+  auto go_idle = [&](lease_client& c, duration now) {
+    c.now_doing = lease_client::phase::idle;
+    c.next_at = now + std::chrono::milliseconds{pick(1, 20)};
+  };
+  using ph = lease_client::phase;
+  auto on_answer = [&](lease_client& c, const timed_reply<rp::txn_result>& p,
+                       duration now) {
+    auto code = p.value ? p.value->code : rp::errc::not_primary;
+    auto hint = p.value ? p.value->primary : rp::no_node;
+    bool retry = code != rp::errc::ok && code != rp::errc::lease_busy
+                 && code != rp::errc::stale_token;
+    if (retry) {
+      retarget(c, hint);
+      c.next_at = now + retry_pause;
+      if (c.now_doing == ph::releasing && ++c.release_tries >= 3)
+        go_idle(c, now); // the slot expires on its own
+      return;
+    }
+    switch (c.now_doing) {
+    case ph::acquiring:
+      if (code == rp::errc::ok && !p.value->outputs.empty()) {
+        auto t = rp::parse_token(p.value->outputs[0].value);
+        c.token = t ? *t : 0;
+        ++rep.grants;
+        lobs.grants.push_back({c.index, c.lease, c.holder, c.token, c.first_sent, now});
+        if (now >= rep.heal && !rep.recovery)
+          rep.recovery = now - rep.heal;
+        c.believe_until = duration{0};
+        believe(c, now);
+        c.now_doing = ph::holding;
+        c.hold_until =
+            now + c.real(std::chrono::milliseconds{pick(0, 3 * settings.ttl.count())});
+        // A grant that waited in the queue may leave little or nothing of the
+        // ttl counted from the send: the client renews at once.
+        c.next_at = std::min(c.sent + c.real(ttl / 3), c.believe_until - c.real(ttl / 3));
+      } else {
+        ++rep.busy;
+        go_idle(c, now);
+      }
+      break;
+    case ph::holding:
+      if (code == rp::errc::ok) {
+        ++rep.renewals;
+        believe(c, now);
+        c.next_at = c.sent + c.real(ttl / 3);
+      } else { // stale_token: the slot expired; the belief ends on its own
+        ++rep.expiries;
+        go_idle(c, now);
+      }
+      break;
+    case ph::releasing:
+      ++(code == rp::errc::ok ? rep.releases : rep.expiries);
+      go_idle(c, now);
+      break;
+    case ph::idle:
+      break;
+    }
+  };
+  auto act = [&](lease_client& c, duration now) {
+    switch (c.now_doing) {
+    case ph::idle:
+      c.holder = "c" + std::to_string(c.index) + "." + std::to_string(++c.attempts);
+      c.lease = lobs.leases.size() > 1 && pick(0, 1) == 1 ? 1 : 0;
+      c.now_doing = ph::acquiring;
+      c.first_sent = now;
+      send(c, rp::op_kind::lease_acquire, now);
+      break;
+    case ph::acquiring:
+      send(c, rp::op_kind::lease_acquire, now);
+      break;
+    case ph::holding:
+      // A client whose ttl ran out (a renewal unanswered, a pause) renews
+      // anyway: the store answers ok if it still holds the slot.
+      if (now >= c.hold_until) {
+        stop_believing(c, now);
+        c.now_doing = ph::releasing;
+        c.release_tries = 0;
+        send(c, rp::op_kind::lease_release, now);
+      } else {
+        send(c, rp::op_kind::lease_renew, now);
+      }
+      break;
+    case ph::releasing:
+      send(c, rp::op_kind::lease_release, now);
+      break;
+    }
+  };
+
+  size_t next = 0;
+  duration next_sample{0};
+  size_t discarded = 0;
+  while (true) {
+    auto t = std::min(next_sample, stop_at);
+    if (next < actions.size())
+      t = std::min(t, actions[next].at);
+    auto now0 = d.elapsed();
+    for (auto& c : clients) {
+      // Answers are read within 1 ms; a frozen client wakes at its pause's end.
+      auto wake =
+          std::max(c.pending ? std::min(c.deadline, now0 + 1ms) : c.next_at, now0);
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (auto& [from, to] : c.pauses)
+          if (wake >= from && wake < to) {
+            wake = to;
+            moved = true;
+          }
+      }
+      t = std::min(t, wake);
+    }
+    d.advance_to(t);
+    auto now = d.elapsed();
+    for (; next < actions.size() && actions[next].at <= now; ++next)
+      w.apply(actions[next].f, actions[next].end);
+    for (auto& c : clients) {
+      if (c.paused(now))
+        continue;
+      if (c.pending && c.pending->done) {
+        auto p = std::move(c.pending);
+        c.pending.reset();
+        on_answer(c, *p, c.paused(p->at) ? now : p->at);
+      } else if (c.pending && now >= c.deadline) {
+        c.pending.reset(); // outcome unknown: retried (same holder, same token)
+        retarget(c, rp::no_node);
+        c.next_at = now;
+      }
+      if (!c.pending && now >= c.next_at && now < stop_at)
+        act(c, now);
+    }
+    if (now >= next_sample) {
+      auto got = w.sample(discarded);
+      acting = no_acting;
+      for (auto& s : got)
+        if (s.acting && s.serving)
+          acting = s.node.value - 1;
+      for (auto& s : got)
+        obs.samples.push_back(std::move(s));
+      next_sample += sample_interval;
+    }
+    if (now >= stop_at || (rep.recovery && now >= min_run))
+      break;
+    d.run();
+  }
+  // Quiet period: clients stop; held slots expire, waiters time out.
+  auto t = rp::lease_timing{settings.drift, settings.lock_delay};
+  d.advance_to(d.elapsed() + quiet_period + 3 * rp::expiry_wait(settings.ttl, t) + wait);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    size_t changed = 0;
+    obs.final_states = w.sample(changed);
+    if (changed == 0)
+      break;
+    d.advance_to(d.elapsed() + sample_interval);
+  }
+  for (auto& s : obs.final_states)
+    obs.samples.push_back(s);
+  rep.end = d.elapsed();
+  obs.judge_liveness = w.alive() >= ws.replicas / 2 + 1;
+  lobs.judge_liveness = obs.judge_liveness;
+  rep.liveness_judged = obs.judge_liveness;
+  std::vector<std::unique_ptr<repl_checker>> state_checkers;
+  for (auto& c : standard_repl_checkers())
+    if (std::string_view{c->name()} == "committed_prefix_agrees"
+        || std::string_view{c->name()} == "replicas_converge")
+      state_checkers.push_back(std::move(c));
+  rep.violations = run_lease_checkers(standard_lease_checkers(), lobs);
+  for (auto& v : run_repl_checkers(state_checkers, obs))
+    rep.violations.push_back(std::move(v));
+  rep.max_mutex_believers = max_believers(lobs, 0);
+  if (lobs.leases.size() > 1)
+    rep.max_sem_believers = max_believers(lobs, 1);
+  rep.syncs = w.syncs().durations.size();
+  rep.messages = w.net().messages;
+  rep.messages_lost = w.net().lost;
   return rep;
 }
 

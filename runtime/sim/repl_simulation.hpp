@@ -43,7 +43,9 @@
 // everything runs on one test coordinator. Same settings, same report.
 #pragma once
 
+#include "actors/replication/lease_table.hpp"
 #include "runtime/sim/fault_plan.hpp"
+#include "runtime/sim/lease_checkers.hpp"
 #include "runtime/sim/repl_checkers.hpp"
 
 #include <cstdint>
@@ -67,6 +69,13 @@ struct repl_settings {
   /// Replica hosts checkpoint every this many records (0: never), so that a
   /// replica that was away catches up by a streamed checkpoint.
   uint64_t checkpoint_every = 0;
+  /// Every host's lease timing, and the rate of each host's lease clock
+  /// against run time (index: replica; missing: 1).
+  replication::lease_timing lease;
+  std::vector<double> lease_clock_rates;
+  /// Leases each replica sample reads instead of the clients' keys (its
+  /// values are then digests of the leases as applied, 0: no holder).
+  std::vector<std::string> sampled_leases;
   // -- broken fixtures of the checkers' meta-tests --
   /// New primaries serve without a sync phase (replica_config::unsafe_skip_sync).
   bool skip_sync = false;
@@ -127,5 +136,87 @@ duration repl_bound(const fault_plan& plan);
 outcome::result<void, std::string> validate_repl(const fault_plan& plan, size_t replicas);
 
 repl_run_report run_repl_simulation(const repl_settings& settings);
+
+// -- the lease workload -----------------------------------------------------------
+//
+// `conclave sim --workload lease` runs the same world (replica hosts beside
+// election candidates, the same fault language) with lease clients instead
+// of writers. Each host's lease clock runs at a rate drawn per run from
+// [1 - drift, 1 + drift] (an extreme two times in three), and so does each
+// client's clock. Client k loops: acquire lease "mutex" (or, with limit > 1,
+// half of the time the semaphore "sem") with a wait of 2 ttl, hold it for
+// 0..3 ttl (its own clock) while renewing every ttl / 3, release it, think
+// 1..20 ms. Every request goes to the primary the client knows (a refusal's
+// hint, else the last sampled acting primary, else the next replica) and is
+// retried after not_primary or after a timeout (200 ms; an acquire: its wait
+// + 200 ms), with the same holder id until the attempt ends. Clients are
+// paused at random (frozen: they neither send nor read answers while their
+// clock runs on) and resume with whatever they believed. What each client
+// believed, and when, goes to the lease checkers (lease_checkers.hpp); the
+// replicas' sampled lease tables go to committed_prefix_agrees and
+// replicas_converge.
+
+struct lease_settings {
+  /// Replicas, faults, seed, fsync, checkpoints; `clients` = lease clients.
+  repl_settings base;
+  std::chrono::milliseconds ttl{300};
+  /// Slots of the semaphore "sem" (1: only the mutex is used).
+  uint32_t limit = 1;
+  /// Bound on every clock's rate error, and the hosts' lock delay.
+  double drift = 0.01;
+  duration lock_delay{0};
+  /// Random client pauses per run: up to this many per client.
+  size_t client_pauses = 2;
+  /// Pauses the run makes besides the random ones: client (0-based), from, to.
+  struct client_pause {
+    size_t client = 0;
+    duration from{0}, to{0};
+  };
+  std::vector<client_pause> planned_pauses;
+  // -- broken fixture of the checkers' meta-test --
+  /// Hosts expire holders after the bare ttl on their clock (drift 0, no
+  /// lock delay) while clocks drift by up to 5%.
+  bool unsafe_no_drift = false;
+};
+
+struct lease_run_report {
+  uint64_t seed = 0;
+  std::vector<repl_violation> violations;
+  bool liveness_judged = true;
+  uint64_t faults = 0;
+  std::string fault_list;
+  uint64_t acquires = 0; ///< acquire requests sent (retries included)
+  uint64_t grants = 0;   ///< acquires answered ok
+  uint64_t busy = 0;     ///< acquires answered lease_busy
+  uint64_t renewals = 0; ///< renewals answered ok
+  uint64_t releases = 0; ///< releases answered ok
+  /// Renewals and releases answered stale_token: the slot had expired.
+  uint64_t expiries = 0;
+  uint64_t client_pauses = 0;
+  /// The most clients that believed they held each lease at one instant.
+  size_t max_mutex_believers = 0;
+  size_t max_sem_believers = 0;
+  uint64_t syncs = 0;
+  uint64_t messages = 0;
+  uint64_t messages_lost = 0;
+  /// From heal to the first grant after it (if any).
+  std::optional<duration> recovery;
+  timestamp heal{0};
+  duration bound{0};
+  timestamp end{0};
+
+  uint64_t failovers() const { return syncs > 0 ? syncs - 1 : 0; }
+  bool safety_violated() const;
+  bool liveness_failed() const;
+};
+
+/// How long after heal some client must be granted a lease: repl_bound (a
+/// primary serves again) + 2 drift-widened ttls and the lock delay (a slot
+/// whose holder went away expires, also after a takeover restarted it) + 3
+/// ttl (a hold) + 2 ttl (an acquire's wait) + 3 ttl (a client's pause) + 1
+/// ttl + a client's timeout.
+duration lease_bound(const lease_settings& s);
+
+lease_run_report run_lease_simulation(const lease_settings& settings);
 
 } // namespace conclave::sim
