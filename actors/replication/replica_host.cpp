@@ -287,6 +287,29 @@ std::vector<std::pair<std::string, lease>> all_leases(host_state& st) {
   return out;
 }
 
+/// A renewal (or the holder's own acquire) that reached the acting primary
+/// restarts the holder's expiry at once, before it is committed. Otherwise an
+/// expiry decided while the renewal is in flight would be ordered after it in
+/// the log: the renewal answered ok (the holder counts from its send time),
+/// then the expiry frees the slot under it. With the restart, an expiry
+/// proposed after the renewal comes only once the renewal's own window has
+/// passed; one proposed before it makes the renewal stale_token.
+void restart_on_receipt(host_state& st, const std::vector<txn_op>& ops, timestamp now) {
+  if (!st.lease_serving)
+    return;
+  for (auto& op : ops) {
+    if (op.kind != op_kind::lease_renew && op.kind != op_kind::lease_acquire)
+      continue;
+    auto l = lease_of(st, op.collection);
+    if (!l)
+      continue;
+    for (auto& h : l->holders)
+      if (h.holder == op.key
+          && (op.kind == op_kind::lease_acquire || format_token(h.token) == op.value))
+        st.leases.held(op.collection, op.key, h.token, h.ttl, lease_now(st, now));
+  }
+}
+
 /// A primary that acts: restarts the expiry of a grant or renewal it just
 /// applied, forgets a freed slot and remembers to grant it to a waiter.
 void note_lease_ops(host_state& st, const std::vector<txn_op>& ops,
@@ -952,6 +975,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         auto r = propose_txn(self, req.ops, req.mode);
         if (auto e = std::get_if<errc>(&r))
           return txn_result{*e, lsn{}, st.core->primary_hint(), {}};
+        restart_on_receipt(st, req.ops, now);
         auto [ref, at] = std::get<0>(r);
         auto rp = self->make_response_promise<txn_result>();
         keep_waiter(st, ref, {rp, at, std::nullopt, acquire, until, false});

@@ -129,6 +129,41 @@ TEST_F(replica_lease_test, renewals_keep_a_holder_past_many_ttls) {
   EXPECT_EQ(b->value->code, errc::ok);
 }
 
+TEST_F(replica_lease_test, a_renewal_in_flight_at_the_deadline_keeps_its_whole_window) {
+  lease_time = lease_timing{0.0, 0ms};
+  restart_all();
+  make_primary(2, 1);
+  auto a = acquire(2, "m", "a", 300ms);
+  ASSERT_TRUE(advance_until([&] { return a->done; }, 200ms));
+  auto granted = now();
+  auto b = acquire(2, "m", "b", 300ms, 10000ms);
+  advance(290ms - (now() - granted));
+  // The renewal reaches the primary 10 ms before its deadline, and its commit
+  // stalls (no secondary syncs) past the deadline.
+  rs[0].device->set_auto_sync(false);
+  rs[1].device->set_auto_sync(false);
+  auto renew_sent = now();
+  txn_request req;
+  req.ops.push_back(txn_op{"m", "a", token_of(a), op_kind::lease_renew});
+  auto r = txn(2, req);
+  advance(100ms);
+  EXPECT_FALSE(r->done);
+  for (size_t i : {0, 1}) {
+    rs[i].device->release_syncs();
+    rs[i].device->set_auto_sync(true);
+  }
+  ASSERT_TRUE(advance_until([&] { return r->done; }, 200ms));
+  ASSERT_EQ(r->value->code, errc::ok); // a counts the lease until send + ttl
+  // So nobody else may have it before then.
+  while (now() - renew_sent < 300ms) {
+    ASSERT_FALSE(b->done) << "granted " << (now() - renew_sent).count() / 1000000
+                          << " ms after the renewal was sent";
+    advance(5ms);
+  }
+  ASSERT_TRUE(advance_until([&] { return b->done; }, 2s));
+  EXPECT_EQ(b->value->code, errc::ok);
+}
+
 TEST_F(replica_lease_test, a_new_primary_restarts_every_holders_full_ttl) {
   lease_time = lease_timing{0.0, 0ms};
   restart_all();

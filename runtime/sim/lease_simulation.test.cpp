@@ -98,9 +98,9 @@ TEST(lease_simulation, hosts_that_ignore_drift_let_two_clients_believe_at_once) 
 // lease_expire (lsn 31) after the renewal (lsn 30); the renewal is answered
 // ok, then the expire, which checks only the token, frees the slot, and
 // client 2 is granted the mutex at 2859 ms while client 0 may hold it until
-// 2849 ms + ttl. Disabled: it fails until an expiry can no longer free a
-// slot renewed after the expiry was decided.
-TEST(lease_simulation, DISABLED_a_renewal_in_flight_at_the_deadline_is_not_expired_under_it) {
+// 2849 ms + ttl. The primary now restarts a holder's expiry when the renewal
+// reaches it (replica_host.cpp, restart_on_receipt).
+TEST(lease_simulation, a_renewal_in_flight_at_the_deadline_is_not_expired_under_it) {
   auto s = lease_with_faults("random=4,horizon=1s");
   s.base.seed = 212;
   auto r = run_lease_simulation(s);
