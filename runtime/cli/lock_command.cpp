@@ -7,7 +7,7 @@
 //   else, a watchdog process for when this process is stopped), releases it
 //   and exits with CMD's status.
 // - elect NAME [-- CMD]: campaigns for the lease (waits as long as it takes),
-//   prints "elected TOKEN", then runs CMD like lock does, or without CMD
+//   prints "elected", then runs CMD like lock does, or without CMD
 //   holds the lease until SIGINT or SIGTERM. --observe prints each new holder
 //   instead of campaigning.
 // - leader [--watch]: the node whose replica acts as primary of the cluster,

@@ -140,6 +140,12 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
   std::vector<el::algorithm> algos;
   if (o.algorithm == "all") {
     algos = {el::algorithm::bully, el::algorithm::ring};
+  } else if (o.algorithm == "lease") {
+    // Leading by lease is leases on the replicated store: its workload runs
+    // the replica hosts, the lease clients and their checkers.
+    return bad_input("--algorithm lease: run --workload lease (candidates racing for a "
+                     "lease of the replicated store, with its safety and liveness "
+                     "checkers)");
   } else if (auto a = el::parse_algorithm(o.algorithm)) {
     algos = {a.value()};
   } else {
