@@ -260,7 +260,10 @@ run_lock_client() { # label, work ms; becomes the lock client (exec)
     exec etcdctl --endpoints="$endpoints" lock --ttl "$ttl" "$lock_name" \
       -- "${cmd[@]}" --token-env ETCD_LOCK_REV
   else
-    local g=()
+    # conclave's default grace (2 s) is for its default ttl (10 s): with a
+    # short ttl the grace must leave time to renew (ttl = renew deadline +
+    # grace + margin), so default to a quarter of the ttl here.
+    local g=(--grace "$(awk -v t="$ttl" 'BEGIN { print t / 4 }')s")
     [ -n "$grace" ] && g=(--grace "${grace}s")
     exec "$conclave" lock "$lock_name" --dir "$tmp/cluster" --ttl "${ttl}s" "${g[@]}" \
       -- "${cmd[@]}" --token-env CONCLAVE_LOCK_TOKEN

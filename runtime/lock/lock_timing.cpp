@@ -38,7 +38,7 @@ check_timing(const lock_timing_options& options) {
   // All three are in [0, 24h]: the sums below cannot overflow.
   if (t.ttl <= t.grace + t.margin)
     return "--ttl " + text(t.ttl) + " must be longer than grace " + text(t.grace)
-           + " + margin " + text(t.margin) + ": nothing would be left to renew in";
+           + " + margin " + text(t.margin) + " (no time would be left to renew in)";
   if (auto e = in_range("renew-interval", t.renew_interval, min_lock_step); !e.empty())
     return e;
   if (t.renew_interval >= t.renew_deadline())
