@@ -122,6 +122,8 @@ TEST_F(lock_cluster, waiters_take_turns_with_growing_tokens_and_never_overlap) {
     EXPECT_GT(std::stoull(a[1]), last) << read_file(log);
     last = std::stoull(a[1]);
   }
+  // The replicas' logs, lease records included, check clean offline.
+  down_and_check_replicas();
 }
 
 TEST_F(lock_cluster, a_frozen_holders_command_is_dead_before_the_next_holder_starts) {
