@@ -67,9 +67,12 @@ lease_answer lease_client::acquire(const std::string& name, const std::string& h
       return out;
     if (lease_clock::now() >= end)
       return out;
-    if (r.code != errc::lease_busy)
-      std::this_thread::sleep_for(std::min<lease_clock::duration>(
-          20ms, end - lease_clock::now())); // no primary: do not spin
+    // No primary, or busy long before this poll's wait ran out (the
+    // primary's queue is full): do not spin.
+    bool early = r.code == errc::lease_busy && lease_clock::now() - now < p.wait / 2;
+    if (r.code != errc::lease_busy || early)
+      std::this_thread::sleep_for(
+          std::min<lease_clock::duration>(early ? 50ms : 20ms, end - lease_clock::now()));
   }
 }
 

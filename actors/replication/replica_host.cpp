@@ -964,6 +964,8 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
             if (!mine
                 && (full || st.lease_queue.waiting(name) > 0
                     || st.granting.count(name))) {
+              if (st.lease_queue.size() >= st.opts.max_lease_waiters)
+                return busy_result(st, name);
               auto rp = self->make_response_promise<txn_result>();
               enqueue_waiter(self, rp, *acquire, until);
               try_grant(self, name);

@@ -155,6 +155,10 @@ struct replica_host_options {
   /// Simulator only: the rate of this host's lease clock against the actor
   /// clock (clock drift).
   double lease_clock_rate = 1.0;
+  /// Most acquires waiting at the primary, all leases together; past it an
+  /// acquire is answered lease_busy at once (memory stays bounded whatever
+  /// clients send).
+  size_t max_lease_waiters = 100000;
   /// Only for the simulator's meta-test, which shows the checkers catch a
   /// broken install: an installed checkpoint replaces the log and the
   /// digest but the host keeps its old store state.

@@ -218,6 +218,24 @@ TEST_F(replica_lease_test, a_waiter_whose_wait_runs_out_is_told_who_holds) {
   EXPECT_EQ(decode_lease(b->value->outputs.at(0).value)->holders.at(0).holder, "a");
 }
 
+TEST_F(replica_lease_test, waiters_past_the_bound_are_answered_busy_at_once) {
+  max_lease_waiters = 3;
+  restart_all();
+  make_primary(2, 1);
+  auto a = acquire(2, "m", "a", 60000ms);
+  ASSERT_TRUE(advance_until([&] { return a->done; }, 200ms));
+  std::vector<std::shared_ptr<reply<txn_result>>> w;
+  for (int i = 0; i < 5; ++i)
+    w.push_back(acquire(2, "m", "w" + std::to_string(i), 1000ms, 60000ms));
+  advance(10ms);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_FALSE(w[i]->done) << i;
+  for (int i = 3; i < 5; ++i) {
+    ASSERT_TRUE(w[i]->done) << i;
+    EXPECT_EQ(w[i]->value->code, errc::lease_busy) << i;
+  }
+}
+
 TEST_F(replica_lease_test, waiters_on_a_deposed_primary_are_sent_to_the_new_one) {
   make_primary(2, 1);
   auto a = acquire(2, "m", "a", 60000ms);

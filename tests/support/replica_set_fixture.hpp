@@ -71,6 +71,7 @@ protected:
     o.checkpoint_every_bytes = checkpoint_every_bytes;
     o.snapshot_chunk_bytes = snapshot_chunk_bytes;
     o.lease = lease_time;
+    o.max_lease_waiters = max_lease_waiters;
     if (i < clock_rates.size())
       o.lease_clock_rate = clock_rates[i];
     rs[i].host = track(spawn_replica_host(sys(), o));
@@ -167,6 +168,7 @@ protected:
   size_t snapshot_chunk_bytes = 256u << 10;
   /// Lease expiry of every host, and each host's lease clock rate (drift).
   lease_timing lease_time;
+  size_t max_lease_waiters = 100000;
   std::vector<double> clock_rates;
 };
 
