@@ -20,7 +20,11 @@
 // 1. Hand-over after release: holder H holds the lease, waiter W is blocked
 //    in acquire (queued at the primary, FIFO); H releases; measured from the
 //    release call's start and from its return to W's acquire returning
-//    granted. The two swap roles every round.
+//    granted. The two swap roles every round. The waiter is blocked
+//    --queued-ms (150) before the release. With --etcd BIN the same rounds
+//    run against a 3-member etcd through its lock API (what `etcdctl lock`
+//    uses); there a waiter that started less than about 100 ms before the
+//    unlock was seen to wait 60-80 ms more.
 // 2. Hand-over after kill -9: a child process (this program with --hold)
 //    acquires with ttl T, renews every T/3 and logs each renewal's send time;
 //    a waiter here is queued; the child is killed with SIGKILL; measured
@@ -34,7 +38,7 @@
 //
 //   lease_bench [--dir D | --conclave BIN [--up-args ARGS]]
 //               [--handovers N] [--kills K] [--kill-ttl-ms T] [--drift D]
-//               [--seconds S] [--quick]
+//               [--seconds S] [--queued-ms Q] [--etcd BIN] [--quick]
 //   lease_bench --hold NAME --dir D --ttl-ms T     (the killed holder; internal)
 #include "actors/replication/lease_client.hpp"
 #include "actors/replication/lease_state.hpp"
@@ -64,6 +68,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +92,10 @@ struct options {
   double drift = 0.01; ///< the nodes' default (lease_table.hpp)
   double seconds = 5;
   bool quick = false;
+  /// How long the waiter is blocked before the holder releases (hand-over).
+  ms queued{150};
+  /// With an etcd binary: the hand-over after release of a 3-member etcd too.
+  std::string etcd;
 };
 
 double ms_between(clock_type::time_point a, clock_type::time_point b) {
@@ -205,7 +215,7 @@ struct waiter {
   void join() { t.join(); }
 };
 
-handover_figures run_handover(store& s, int rounds) {
+handover_figures run_handover(store& s, int rounds, ms queued) {
   handover_figures f;
   auto c = s.client();
   const std::string name = "bench/handover";
@@ -222,9 +232,9 @@ handover_figures run_handover(store& s, int rounds) {
     int next = 1 - holder;
     waiter w;
     w.start(c, name, ids[next]);
-    // Long enough for the acquire to be queued at the primary (one message
-    // on loopback), short enough to keep the run short.
-    std::this_thread::sleep_for(30ms);
+    // The acquire is queued at the primary well before the release (one
+    // message on loopback).
+    std::this_thread::sleep_for(queued);
     auto call = clock_type::now();
     auto e = c.release(name, ids[holder], token, 5000ms);
     auto back = clock_type::now();
@@ -449,6 +459,137 @@ throughput_figures run_throughput(store& s, int clients, bool one_lock, double s
   return f;
 }
 
+// -- etcd: hand-over after release, for comparison -----------------------------
+
+/// A 3-member etcd on loopback (default timing), its members stopped when
+/// destroyed.
+class etcd_trio {
+public:
+  etcd_trio(std::string bin, fs::path dir) : bin_(std::move(bin)), dir_(std::move(dir)) {}
+  ~etcd_trio() {
+    for (auto pid : pids_)
+      conclave::bench::stop_child(pid);
+  }
+
+  std::optional<std::string> up() {
+    fs::create_directories(dir_);
+    std::vector<std::pair<uint16_t, uint16_t>> ports;
+    std::string initial;
+    for (int i = 1; i <= 3; ++i) {
+      ports.emplace_back(conclave::testing::free_port(), conclave::testing::free_port());
+      initial += (i == 1 ? "" : ",") + ("m" + std::to_string(i)) + "=http://127.0.0.1:"
+                 + std::to_string(ports.back().second);
+    }
+    for (int i = 1; i <= 3; ++i) {
+      auto [client, peer] = ports[static_cast<size_t>(i - 1)];
+      auto name = "m" + std::to_string(i);
+      auto c = "http://127.0.0.1:" + std::to_string(client);
+      auto pe = "http://127.0.0.1:" + std::to_string(peer);
+      pids_.push_back(conclave::bench::spawn_logged(
+          {bin_, "--name=" + name, "--data-dir=" + (dir_ / name).string(),
+           "--listen-client-urls=" + c, "--advertise-client-urls=" + c,
+           "--listen-peer-urls=" + pe, "--initial-advertise-peer-urls=" + pe,
+           "--initial-cluster=" + initial, "--initial-cluster-state=new",
+           "--initial-cluster-token=conclave-lease-bench", "--log-level=error"},
+          (dir_ / (name + ".log")).string()));
+      clients_.push_back(client);
+    }
+    auto until = clock_type::now() + 30s;
+    while (clock_type::now() < until) {
+      for (auto port : clients_) {
+        conclave::bench::http_connection c{port, 500ms};
+        std::string body;
+        if (!c.ok() || c.post("/v3/maintenance/status", "{}", body) != 200)
+          continue;
+        auto j = nlohmann::json::parse(body, nullptr, false);
+        if (j.is_discarded() || !j.contains("header"))
+          continue;
+        auto leader = j.value("leader", "0");
+        if (leader != "0" && leader == j["header"].value("member_id", "0")) {
+          leader_port_ = port;
+          return std::nullopt;
+        }
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    return "etcd did not elect a leader within 30 s (logs in " + dir_.string() + ")";
+  }
+
+  uint16_t leader_port() const { return leader_port_; }
+
+private:
+  std::string bin_;
+  fs::path dir_;
+  std::vector<pid_t> pids_;
+  std::vector<uint16_t> clients_;
+  uint16_t leader_port_ = 0;
+};
+
+/// The same rounds as run_handover through etcd's lock API (v3lock, as
+/// `etcdctl lock` uses it) over its JSON gateway on the leader: each of the two
+/// clients has a 60 s lease; the waiter's /v3/lock/lock blocks until it holds
+/// the lock; the holder's /v3/lock/unlock deletes its key.
+handover_figures run_etcd_handover(uint16_t port, int rounds, ms queued) {
+  handover_figures f;
+  auto field = [](const std::string& body, const char* name) -> std::string {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.contains(name))
+      return {};
+    return j[name].get<std::string>();
+  };
+  std::string lease[2];
+  for (auto& l : lease) {
+    conclave::bench::http_connection c{port};
+    std::string body;
+    if (c.post("/v3/lease/grant", R"({"TTL":60})", body) != 200
+        || (l = field(body, "ID")).empty()) {
+      f.error = "etcd lease grant failed: " + body;
+      return f;
+    }
+  }
+  auto name = conclave::bench::base64("bench/handover");
+  auto lock_body = [&](int who) {
+    return R"({"name":")" + name + R"(","lease":")" + lease[who] + R"("})";
+  };
+  // One connection per client, as two etcdctl processes would have.
+  conclave::bench::http_connection conn0{port, 35000ms}, conn1{port, 35000ms};
+  conclave::bench::http_connection* conn[2] = {&conn0, &conn1};
+  std::string body;
+  if (conn[0]->post("/v3/lock/lock", lock_body(0), body) != 200) {
+    f.error = "etcd first lock failed: " + body;
+    return f;
+  }
+  std::string key = field(body, "key");
+  int holder = 0;
+  for (int r = 0; r < rounds; ++r) {
+    int next = 1 - holder;
+    std::string got;
+    int status = 0;
+    clock_type::time_point granted{};
+    std::thread w{[&] {
+      status = conn[next]->post("/v3/lock/lock", lock_body(next), got);
+      granted = clock_type::now();
+    }};
+    std::this_thread::sleep_for(queued);
+    std::string answer;
+    auto call = clock_type::now();
+    auto code = conn[holder]->post("/v3/lock/unlock", R"({"key":")" + key + R"("})", answer);
+    auto back = clock_type::now();
+    w.join();
+    if (code != 200 || status != 200) {
+      f.error = "etcd unlock answered " + std::to_string(code) + ", lock "
+                + std::to_string(status) + ": " + answer + got;
+      return f;
+    }
+    f.from_call.push_back(ms_between(call, granted));
+    f.from_return.push_back(ms_between(back, granted));
+    f.release_ms.push_back(ms_between(call, back));
+    key = field(got, "key");
+    holder = next;
+  }
+  return f;
+}
+
 // -- the cluster --------------------------------------------------------------
 
 /// A `cluster up` this process started, brought down when destroyed.
@@ -491,7 +632,8 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: lease_bench [--dir D | --conclave BIN [--up-args ARGS]] [--handovers N]\n"
       "                   [--kills K] [--kill-ttl-ms T] [--drift D] [--seconds S] "
-      "[--quick]\n";
+      "[--quick]\n"
+      "                   [--queued-ms Q] [--etcd BIN]\n";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::optional<std::string> {
@@ -510,6 +652,8 @@ int main(int argc, char** argv) {
       o.kills = 2;
       o.kill_ttl = 500ms;
       o.seconds = 0.5;
+    } else if (a == "--etcd" && (v = next())) {
+      o.etcd = *v;
     } else if (a == "--dir" && (v = next())) {
       o.dir = *v;
     } else if (a == "--conclave" && (v = next())) {
@@ -520,6 +664,8 @@ int main(int argc, char** argv) {
       hold_name = *v;
     } else if (a == "--handovers" && (v = next()) && (n = int_arg(*v, 0, 100000))) {
       o.handovers = *n;
+    } else if (a == "--queued-ms" && (v = next()) && (n = int_arg(*v, 0, 10000))) {
+      o.queued = ms{*n};
     } else if (a == "--kills" && (v = next()) && (n = int_arg(*v, 0, 1000))) {
       o.kills = *n;
     } else if ((a == "--kill-ttl-ms" || a == "--ttl-ms") && (v = next())
@@ -605,12 +751,28 @@ int main(int argc, char** argv) {
                 << std::endl;
     };
     if (status == 0 && o.handovers > 0) {
-      auto f = run_handover(s, o.handovers);
+      auto f = run_handover(s, o.handovers, o.queued);
       if (!fail("hand-over after release", f.error)) {
-        std::cout << "1. hand-over after release (waiter queued, FIFO)\n";
+        std::cout << "1. hand-over after release (waiter blocked " << o.queued.count()
+                  << " ms before the release)\n";
         row("  release call -> waiter granted", f.from_call);
         row("  release returned -> waiter granted", f.from_return);
         row("  release call (round trip, commit)", f.release_ms);
+      }
+    }
+    if (status == 0 && o.handovers > 0 && !o.etcd.empty()) {
+      etcd_trio e{o.etcd, work / "etcd"};
+      if (auto err = e.up()) {
+        fail("etcd", *err);
+      } else {
+        auto f = run_etcd_handover(e.leader_port(), o.handovers, o.queued);
+        if (!fail("etcd hand-over after unlock", f.error)) {
+          std::cout << "1e. the same with etcd (3 members, lock API on the leader's "
+                       "JSON gateway)\n";
+          row("  unlock call -> waiter's lock returned", f.from_call);
+          row("  unlock returned -> waiter's lock returned", f.from_return);
+          row("  unlock call (round trip, commit)", f.release_ms);
+        }
       }
     }
     if (status == 0 && o.kills > 0) {
