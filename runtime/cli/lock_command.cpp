@@ -209,7 +209,8 @@ int run_lock(lease_cli_options& o, bool campaign) {
   cluster::store_connection conn{o.access, members};
   conn.wait_ready(500ms);
   store_lease_session session{conn, o.name, params_of(o, timing)};
-  if (o.cmd.empty()) {
+  bool hold_only = o.cmd.empty();
+  if (hold_only) {
     // elect without a command: hold until SIGINT / SIGTERM.
     o.cmd = {"/bin/sh", "-c", "exec sleep 2147483647"};
   }
@@ -221,7 +222,11 @@ int run_lock(lease_cli_options& o, bool campaign) {
   lock::run_hooks hooks;
   if (campaign)
     hooks.started = [&](pid_t, pid_t) { std::cout << "elected" << std::endl; };
-  lock_exit_now(lock::run_locked(lo, session, o.cmd, std::cerr, hooks));
+  auto status = lock::run_locked(lo, session, o.cmd, std::cerr, hooks);
+  // Holding without a command, SIGTERM or SIGINT is how one stops: exit 0.
+  if (hold_only && (status == 128 + SIGTERM || status == 128 + SIGINT))
+    status = exit_ok;
+  lock_exit_now(status);
 }
 
 std::atomic<bool> lock_interrupted{false};

@@ -103,10 +103,11 @@ TEST_F(lock_cluster, bad_input_is_one_line_and_exit_2) {
 TEST_F(lock_cluster, waiters_take_turns_with_growing_tokens_and_never_overlap) {
   std::vector<pid_t> pids;
   for (int i = 0; i < 3; ++i) {
-    pids.push_back(spawn(lock_cmd("--ttl 3s --grace 500ms --wait 20s -- sh -c 'echo start "
-                                  "$CONCLAVE_LOCK_TOKEN >> "
-                                  + log.string() + "; sleep 0.3; echo end $CONCLAVE_LOCK_TOKEN >> "
-                                  + log.string() + "'")));
+    pids.push_back(
+        spawn(lock_cmd("--ttl 3s --grace 500ms --wait 20s -- sh -c 'echo start "
+                       "$CONCLAVE_LOCK_TOKEN >> "
+                       + log.string() + "; sleep 0.3; echo end $CONCLAVE_LOCK_TOKEN >> "
+                       + log.string() + "'")));
   }
   for (auto p : pids)
     EXPECT_EQ(reap(p, 30s), 0);
@@ -115,7 +116,8 @@ TEST_F(lock_cluster, waiters_take_turns_with_growing_tokens_and_never_overlap) {
   uint64_t last = 0;
   for (size_t i = 0; i < l.size(); i += 2) {
     std::smatch a, b;
-    ASSERT_TRUE(std::regex_match(l[i], a, std::regex{R"(start (\d+))"})) << read_file(log);
+    ASSERT_TRUE(std::regex_match(l[i], a, std::regex{R"(start (\d+))"}))
+        << read_file(log);
     ASSERT_TRUE(std::regex_match(l[i + 1], b, std::regex{R"(end (\d+))"}))
         << read_file(log);
     EXPECT_EQ(a[1], b[1]) << read_file(log);
@@ -174,6 +176,27 @@ TEST_F(lock_cluster, cpp_holders_take_turns_and_fenced_writes_carry_the_newest_t
 }
 #endif
 
+TEST_F(lock_cluster, elect_runs_a_command_while_leading_and_holding_ends_cleanly) {
+  auto elect = std::string{CONCLAVE_BIN} + " elect boss --dir " + dir.string()
+               + " --ttl 2s --grace 300ms";
+  auto a = spawn(elect + " -- sh -c 'echo A $CONCLAVE_LOCK_TOKEN >> " + log.string()
+                 + "; sleep 1' > /dev/null");
+  ASSERT_TRUE(eventually([&] { return !lines().empty(); }, 5s));
+  auto b_out = dir / "b.out";
+  auto b = spawn(elect + " > " + b_out.string());
+  EXPECT_EQ(reap(a, 10s), 0);
+  // B campaigned behind A and leads once A's command ended.
+  ASSERT_TRUE(eventually([&] { return read_file(b_out) == "elected\n"; }, 5s))
+      << read_file(b_out);
+  ::kill(b, SIGTERM);
+  EXPECT_EQ(reap(b, 5s), 0);
+  // Released: a try succeeds at once.
+  auto r =
+      conclave::testing::run_command(std::string{CONCLAVE_BIN} + " lock boss --dir "
+                                     + dir.string() + " --ttl 2s --grace 300ms -- true");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
 TEST_F(lock_cluster, leader_and_observe_name_who_leads_and_who_holds) {
   auto st = status();
   uint64_t leader = 0;
@@ -183,8 +206,9 @@ TEST_F(lock_cluster, leader_and_observe_name_who_leads_and_who_holds) {
   auto r = run_conclave("leader --dir " + dir.string());
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out.rfind(std::to_string(leader) + " ", 0), 0u) << r.out;
-  auto obs = spawn(std::string{CONCLAVE_BIN} + " elect demo --observe --interval 50ms --dir "
-                   + dir.string() + " >> " + log.string());
+  auto obs =
+      spawn(std::string{CONCLAVE_BIN} + " elect demo --observe --interval 50ms --dir "
+            + dir.string() + " >> " + log.string());
   std::this_thread::sleep_for(500ms);
   auto held = conclave::testing::run_command(
       lock_cmd("--ttl 3s --grace 500ms --label observed -- sleep 0.5"));
