@@ -3,11 +3,14 @@
 //
 //   ./build/bin/lease_lock --dir /tmp/conclave-demo [--name NAME] [--hold-ms N]
 //                          [--wait-ms N] [--ttl-ms N]
+//   ./build/bin/lease_lock --dir /tmp/conclave-demo [--name NAME] --watch-ms N
 //
 // Acquires lease NAME (waiting up to --wait-ms), prints its fencing token,
 // writes "last-writer" = "<token>" to dictionary "lease-example" fenced by the
 // lease, keeps it --hold-ms while the lease renews itself, then releases it.
 // If the lease is lost meanwhile (on_lost), it stops at once and exits 75.
+// With --watch-ms it only watches the lease for that long instead, printing
+// "holders: TOKEN LABEL, ..." (or "holders: none") at each change.
 //
 // Exit status: 0 done; 69 not granted in time; 75 lost while holding; 1 the
 // fenced write was refused; 2 bad arguments or no cluster.
@@ -34,10 +37,12 @@ bool flag(int& i, int argc, char** argv, const char* name, std::string& out) {
 int main(int argc, char** argv) {
   conclave::store_access where;
   std::string name = "example-lock", hold = "1000", wait = "5000", ttl = "3000";
+  std::string watch;
   for (int i = 1; i < argc; ++i) {
     if (flag(i, argc, argv, "--dir", where.dir) || flag(i, argc, argv, "--name", name)
         || flag(i, argc, argv, "--hold-ms", hold)
-        || flag(i, argc, argv, "--wait-ms", wait) || flag(i, argc, argv, "--ttl-ms", ttl))
+        || flag(i, argc, argv, "--wait-ms", wait) || flag(i, argc, argv, "--ttl-ms", ttl)
+        || flag(i, argc, argv, "--watch-ms", watch))
       continue;
     std::cerr << "lease_lock: error: unknown argument " << argv[i] << "\n";
     return 2;
@@ -46,6 +51,20 @@ int main(int argc, char** argv) {
   if (!store.ok()) {
     std::cerr << "lease_lock: error: " << store.error() << "\n";
     return 2;
+  }
+  if (!watch.empty()) {
+    conclave::holder_watch w{
+        store, name, [](const std::vector<conclave::store_client::holder>& hs) {
+          std::string line = "holders:";
+          for (auto& h : hs)
+            line += " " + std::to_string(h.token) + " " + h.label + ",";
+          if (hs.empty())
+            line += " none";
+          std::cout << line << std::endl;
+        }};
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoll(watch.c_str())));
+    std::cout.flush();
+    std::_Exit(0);
   }
   conclave::lease_options o;
   o.ttl = std::chrono::milliseconds(std::atoll(ttl.c_str()));

@@ -53,6 +53,7 @@ struct store_access {
 };
 
 class lease;
+class holder_watch;
 
 /// One client connection to a cluster's store (to every member; the client
 /// finds the primary and retries on its own).
@@ -89,6 +90,7 @@ public:
 
 private:
   friend class lease;
+  friend class holder_watch;
   std::shared_ptr<impl> impl_;
 };
 
@@ -129,6 +131,25 @@ public:
   void on_lost(std::function<void()> f);
   /// Frees the slot for the next waiter; held() is false afterwards.
   void release();
+
+  struct state;
+
+private:
+  std::shared_ptr<state> s_;
+};
+
+/// Watches who holds a lease: calls `on_change` with the holders once at the
+/// start and again each time they change (a grant, a release, an expiry), on
+/// a thread of its own, until destroyed. It asks the cluster's primary every
+/// `interval`; while no primary answers it reports nothing new.
+class holder_watch {
+public:
+  using callback = std::function<void(const std::vector<store_client::holder>&)>;
+  holder_watch(store_client& s, std::string name, callback on_change,
+               std::chrono::milliseconds interval = std::chrono::milliseconds(100));
+  ~holder_watch();
+  holder_watch(const holder_watch&) = delete;
+  holder_watch& operator=(const holder_watch&) = delete;
 
   struct state;
 

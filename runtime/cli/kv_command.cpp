@@ -12,6 +12,7 @@
 
 #include "actors/replication/client.hpp"
 #include "actors/replication/interactive.hpp"
+#include "actors/replication/lease_state.hpp"
 #include "runtime/cluster/client_connect.hpp"
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/cluster/front_directory.hpp"
@@ -64,6 +65,11 @@ struct kv_options {
   CLI::App* incr = nullptr;
   uint32_t limit = 0;
   int64_t by = 1;
+  /// --fence NAME=TOKEN: the write applies only while lease NAME is held
+  /// with that token.
+  std::string fence;
+  std::string fence_name;
+  std::string fence_token;
 };
 
 std::optional<std::string> settle_access(kv_options& o) {
@@ -101,18 +107,17 @@ int print_read(const kv_options& o, const rp::read_result& r, uint64_t node_id) 
 
 int print_commit(const kv_options& o, const rp::txn_result& r, uint64_t node_id) {
   if (o.dequeue->parsed()) {
-    bool taken = !r.outputs.empty() && r.outputs.front().found;
+    bool taken = !r.outputs.empty() && r.outputs.back().found;
     if (o.json)
       std::cout << nlohmann::json{{"node", node_id},
                                   {"lsn", r.at.value},
                                   {"found", taken},
-                                  {"value", taken
-                                                ? nlohmann::json(r.outputs.front().value)
-                                                : nlohmann::json(nullptr)}}
+                                  {"value", taken ? nlohmann::json(r.outputs.back().value)
+                                                  : nlohmann::json(nullptr)}}
                        .dump()
                 << '\n';
     else if (taken)
-      std::cout << r.outputs.front().value << '\n';
+      std::cout << r.outputs.back().value << '\n';
     if (!taken && !o.json)
       std::cerr << "conclave: queue empty\n";
     return taken ? exit_ok : exit_failure;
@@ -155,6 +160,9 @@ std::optional<std::string> final_error(rp::errc e) {
   case rp::errc::unknown_collection:
   case rp::errc::wrong_kind:
     return std::string{rp::to_string(e)};
+  case rp::errc::stale_token:
+    return std::string{"stale_token: the --fence lease is no longer held with that "
+                       "token; nothing was written"};
   default:
     return std::nullopt;
   }
@@ -171,6 +179,9 @@ rp::txn_request write_request(const kv_options& o) {
             : o.enqueue->parsed() ? rp::op_kind::enqueue
             : o.dequeue->parsed() ? rp::op_kind::dequeue
                                   : rp::op_kind::put;
+  if (!o.fence.empty())
+    req.ops.push_back(
+        rp::txn_op{o.fence_name, {}, o.fence_token, rp::op_kind::expect_lease});
   req.ops.push_back(std::move(op));
   req.mode = o.weak ? rp::commit_mode::weak : rp::commit_mode::strong;
   return req;
@@ -320,6 +331,21 @@ int run_kv(kv_options& o) {
   if (o.at != 0 && members.value().count(o.at) == 0)
     return bad_input("--at: node " + std::to_string(o.at) + " is not in --peers");
   bool reading = o.get->parsed() || o.list->parsed();
+  if (!o.fence.empty()) {
+    auto eq = o.fence.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      return bad_input("--fence: expected NAME=TOKEN, got '" + o.fence + "'");
+    o.fence_name = o.fence.substr(0, eq);
+    o.fence_token = o.fence.substr(eq + 1);
+    if (!rp::parse_token(o.fence_token))
+      return bad_input("--fence: the token must be a positive integer, got '"
+                       + o.fence_token + "'");
+    if (reading || o.incr->parsed())
+      return bad_input("--fence: only for put, delete, enqueue and dequeue");
+    if (o.weak)
+      return bad_input("--fence: not with --weak (the lease is checked when the write "
+                       "is applied)");
+  }
   if (o.at != 0 && !reading)
     return bad_input("--at: only for get and list (writes go to the primary)");
   caf::actor_system_config cfg;
@@ -407,6 +433,10 @@ void add_kv_command(command_registry& reg) {
   option(kv, "--timeout-ms", o->timeout_ms, "give up after this (exit 1)")
       ->capture_default_str();
   kv->add_flag("--json", o->json, "print one JSON object")->envname(env_name("--json"));
+  option(kv, "--fence", o->fence,
+         "NAME=TOKEN: write only while lease NAME is held with fencing token TOKEN "
+         "(e.g. $CONCLAVE_LOCK_NAME=$CONCLAVE_LOCK_TOKEN under `conclave lock`); "
+         "else exit 1 with stale_token and nothing written");
 
   o->get = kv->add_subcommand("get", "Print a key's value (exit 1 if absent)");
   o->get->add_option("KEY", o->key, "the key")->required();

@@ -313,4 +313,64 @@ void lease::release() {
   }
 }
 
+// -- holder_watch ---------------------------------------------------------------
+
+struct holder_watch::state {
+  std::shared_ptr<store_client::impl> store;
+  std::string name;
+  callback on_change;
+  std::chrono::milliseconds interval{100};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::thread thread;
+
+  void run() {
+    rp::lease_client client{store->conn->system(), store->conn->client_options()};
+    std::optional<std::vector<std::pair<std::string, uint64_t>>> last;
+    std::unique_lock<std::mutex> lk{mu};
+    while (!stopping) {
+      lk.unlock();
+      auto r = client.holders(name, std::max<std::chrono::milliseconds>(interval, 500ms));
+      if (r.code == rp::errc::ok && r.holders) {
+        std::vector<std::pair<std::string, uint64_t>> now;
+        std::vector<store_client::holder> out;
+        for (auto& h : r.holders->holders) {
+          now.emplace_back(h.holder, h.token);
+          out.push_back(store_client::holder{h.holder, h.token, h.label});
+        }
+        if (!last || *last != now) {
+          last = now;
+          on_change(out);
+        }
+      }
+      lk.lock();
+      cv.wait_for(lk, interval, [this] { return stopping; });
+    }
+  }
+};
+
+holder_watch::holder_watch(store_client& s, std::string name, callback on_change,
+                           std::chrono::milliseconds interval)
+    : s_(std::make_shared<state>()) {
+  s_->store = s.impl_;
+  s_->name = std::move(name);
+  s_->on_change = std::move(on_change);
+  s_->interval = std::max<std::chrono::milliseconds>(interval, 1ms);
+  if (!s.ok() || !s_->on_change)
+    return;
+  auto st = s_;
+  s_->thread = std::thread([st] { st->run(); });
+}
+
+holder_watch::~holder_watch() {
+  {
+    std::lock_guard<std::mutex> lk{s_->mu};
+    s_->stopping = true;
+  }
+  s_->cv.notify_all();
+  if (s_->thread.joinable())
+    s_->thread.join();
+}
+
 } // namespace conclave

@@ -87,6 +87,28 @@ TEST_F(lock_cluster, cmd_gets_name_and_token_and_its_exit_status_passes_through)
   EXPECT_EQ(r.status, 0) << r.out;
 }
 
+TEST_F(lock_cluster, kv_writes_fenced_by_the_lock_token_are_refused_once_stale) {
+  auto kv = std::string{CONCLAVE_BIN} + " kv --dir " + dir.string();
+  auto r = conclave::testing::run_command(
+      lock_cmd("--ttl 3s --grace 500ms -- sh -c '" + kv
+               + " --fence $CONCLAVE_LOCK_NAME=$CONCLAVE_LOCK_TOKEN put owner "
+                 "$CONCLAVE_LOCK_TOKEN >/dev/null && echo $CONCLAVE_LOCK_TOKEN'"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto token = r.out.substr(0, r.out.find('\n'));
+  // The lease was released when the command ended: the token is stale.
+  r = conclave::testing::run_command(kv + " --fence demo=" + token
+                                     + " put owner late 2>&1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("stale_token"), std::string::npos) << r.out;
+  auto owner = run_conclave("kv --dir " + dir.string() + " get owner");
+  EXPECT_EQ(owner.out, token + "\n");
+  for (auto bad : {"--fence demo put a b", "--fence demo=0 put a b", "--fence =5 put a b",
+                   "--fence demo=5 get a", "--fence demo=5 put --weak a b"}) {
+    r = conclave::testing::run_command(kv + " " + bad + " 2>&1");
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.out;
+  }
+}
+
 TEST_F(lock_cluster, bad_input_is_one_line_and_exit_2) {
   for (auto args : {"--ttl 1s --grace 2s -- true", "--ttl 0 -- true", "--ttl 10x -- true",
                     "-n 0 -- true", "--ttl 25h -- true", ""}) {
@@ -158,10 +180,15 @@ TEST_F(lock_cluster, cpp_holders_take_turns_and_fenced_writes_carry_the_newest_t
            + " --ttl-ms 2000 --wait-ms 20000 --hold-ms " + std::to_string(hold) + " >> "
            + log.string();
   };
+  auto watch_out = dir / "watch.out";
+  auto w = spawn(std::string{LEASE_LOCK_BIN} + " --dir " + dir.string()
+                 + " --watch-ms 4000 > " + watch_out.string());
+  std::this_thread::sleep_for(500ms);
   auto a = spawn(cmd(800));
   auto b = spawn(cmd(100));
   EXPECT_EQ(reap(a, 30s), 0);
   EXPECT_EQ(reap(b, 30s), 0);
+  EXPECT_EQ(reap(w, 10s), 0);
   std::vector<uint64_t> tokens;
   for (auto& l : lines()) {
     std::smatch m;
@@ -169,6 +196,14 @@ TEST_F(lock_cluster, cpp_holders_take_turns_and_fenced_writes_carry_the_newest_t
       tokens.push_back(std::stoull(m[1]));
   }
   ASSERT_EQ(tokens.size(), 2u) << read_file(log);
+  // The watch saw nobody, each holder in turn, and nobody again.
+  auto watched = read_file(watch_out);
+  EXPECT_EQ(watched.rfind("holders: none\n", 0), 0u) << watched;
+  for (auto t : tokens)
+    EXPECT_NE(watched.find("holders: " + std::to_string(t) + " "), std::string::npos)
+        << watched;
+  EXPECT_GE(watched.size(), 14u);
+  EXPECT_EQ(watched.substr(watched.size() - 14), "holders: none\n") << watched;
   auto r = run_conclave("kv --dir " + dir.string()
                         + " --collection lease-example get last-writer");
   EXPECT_EQ(r.status, 0);
