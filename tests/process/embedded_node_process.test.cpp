@@ -179,9 +179,10 @@ TEST_F(embedded_node_cluster, lease_leadership_moves_after_kill_9_with_a_higher_
       },
       10s));
   auto took = std::chrono::steady_clock::now() - killed_at;
-  // Not before the ttl (1 s, widened for drift) from the holder's last
-  // renewal (up to ttl/3 before the kill) ran out, and not much later.
-  EXPECT_GE(took, 650ms);
+  // Not at once: the store waits out the ttl (1 s, widened for drift) from
+  // the holder's last renewal, which was up to ttl/3 (more on a loaded
+  // machine) before the kill; and not much later.
+  EXPECT_GE(took, 300ms);
   EXPECT_LT(took, 6s);
   ASSERT_TRUE(logs(*second, "leading in term ", 5s)) << log_of(*second);
   EXPECT_EQ(run_conclave("cluster down --dir " + dir.string()).status, 0);
