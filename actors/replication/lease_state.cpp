@@ -1,5 +1,7 @@
 #include "actors/replication/lease_state.hpp"
 
+#include "protocols/store/byte_codec.hpp"
+
 #include <algorithm>
 #include <charconv>
 
@@ -10,47 +12,17 @@ namespace {
 constexpr uint8_t lease_params_version = 1;
 constexpr uint8_t lease_version = 1;
 
-void lease_put_u(std::string& out, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i)
-    out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-void lease_put_bytes(std::string& out, std::string_view b) {
-  lease_put_u(out, b.size(), 4);
-  out.append(b);
-}
-
-struct lease_reader {
-  std::string_view in;
-  bool ok = true;
-
-  uint64_t u(int n) {
-    if (!ok || in.size() < static_cast<size_t>(n)) {
-      ok = false;
-      return 0;
-    }
-    uint64_t v = 0;
-    for (int i = 0; i < n; ++i)
-      v |= uint64_t{static_cast<unsigned char>(in[i])} << (8 * i);
-    in.remove_prefix(n);
-    return v;
-  }
-
-  std::string bytes(size_t max) {
-    auto n = u(4);
-    if (!ok || n > max || in.size() < n) {
-      ok = false;
-      return {};
-    }
-    std::string out{in.substr(0, n)};
-    in.remove_prefix(n);
-    return out;
-  }
-};
-
 /// Labels and holder ids are short; a bound keeps a corrupt length from
 /// allocating much.
 constexpr size_t lease_max_field = 1u << 16;
+
+/// A length-prefixed field of at most lease_max_field bytes.
+std::string bounded_bytes(store::byte_reader& r, bool& ok) {
+  auto s = r.bytes();
+  if (s.size() > lease_max_field)
+    ok = false;
+  return s;
+}
 
 bool ttl_ok(std::chrono::milliseconds ttl) {
   return ttl.count() >= 1 && ttl <= max_lease_ttl;
@@ -60,24 +32,26 @@ bool ttl_ok(std::chrono::milliseconds ttl) {
 
 std::string encode_params(const lease_params& p) {
   std::string out;
-  out.push_back(static_cast<char>(lease_params_version));
-  lease_put_u(out, static_cast<uint64_t>(p.ttl.count()), 8);
-  lease_put_u(out, p.limit, 4);
-  lease_put_u(out, static_cast<uint64_t>(p.wait.count()), 8);
-  lease_put_bytes(out, p.label);
+  store::byte_writer w{out};
+  w.u8(lease_params_version);
+  w.u64(static_cast<uint64_t>(p.ttl.count()));
+  w.u32(p.limit);
+  w.u64(static_cast<uint64_t>(p.wait.count()));
+  w.bytes(p.label);
   return out;
 }
 
 std::optional<lease_params> decode_params(std::string_view in) {
-  lease_reader r{in};
-  if (r.u(1) != lease_params_version)
+  store::byte_reader r{in};
+  if (r.u8() != lease_params_version)
     return std::nullopt;
   lease_params p;
-  auto ttl = r.u(8);
-  p.limit = static_cast<uint32_t>(r.u(4));
-  auto wait = r.u(8);
-  p.label = r.bytes(lease_max_field);
-  if (!r.ok || !r.in.empty())
+  bool ok = true;
+  auto ttl = r.u64();
+  p.limit = r.u32();
+  auto wait = r.u64();
+  p.label = bounded_bytes(r, ok);
+  if (!ok || !r.ok() || !r.at_end())
     return std::nullopt;
   if (ttl > static_cast<uint64_t>(max_lease_ttl.count())
       || wait > static_cast<uint64_t>(max_lease_ttl.count()))
@@ -89,38 +63,40 @@ std::optional<lease_params> decode_params(std::string_view in) {
 
 std::string encode_lease(const lease& l) {
   std::string out;
-  out.push_back(static_cast<char>(lease_version));
-  lease_put_u(out, l.limit, 4);
-  lease_put_u(out, l.holders.size(), 4);
+  store::byte_writer w{out};
+  w.u8(lease_version);
+  w.u32(l.limit);
+  w.u32(static_cast<uint32_t>(l.holders.size()));
   for (auto& h : l.holders) {
-    lease_put_bytes(out, h.holder);
-    lease_put_u(out, h.token, 8);
-    lease_put_u(out, static_cast<uint64_t>(h.ttl.count()), 8);
-    lease_put_bytes(out, h.label);
+    w.bytes(h.holder);
+    w.u64(h.token);
+    w.u64(static_cast<uint64_t>(h.ttl.count()));
+    w.bytes(h.label);
   }
   return out;
 }
 
 std::optional<lease> decode_lease(std::string_view in) {
-  lease_reader r{in};
-  if (r.u(1) != lease_version)
+  store::byte_reader r{in};
+  if (r.u8() != lease_version)
     return std::nullopt;
   lease l;
-  l.limit = static_cast<uint32_t>(r.u(4));
-  auto n = r.u(4);
-  if (!r.ok || n > l.limit || l.limit == 0 || l.limit > max_lease_limit)
+  l.limit = r.u32();
+  auto n = r.u32();
+  if (!r.ok() || n > l.limit || l.limit == 0 || l.limit > max_lease_limit)
     return std::nullopt;
-  for (uint64_t i = 0; i < n && r.ok; ++i) {
+  bool ok = true;
+  for (uint64_t i = 0; i < n && r.ok() && ok; ++i) {
     lease_holder h;
-    h.holder = r.bytes(lease_max_field);
-    h.token = r.u(8);
-    h.ttl = std::chrono::milliseconds(r.u(8));
-    h.label = r.bytes(lease_max_field);
+    h.holder = bounded_bytes(r, ok);
+    h.token = r.u64();
+    h.ttl = std::chrono::milliseconds(r.u64());
+    h.label = bounded_bytes(r, ok);
     if (!ttl_ok(h.ttl))
       return std::nullopt;
     l.holders.push_back(std::move(h));
   }
-  if (!r.ok || !r.in.empty())
+  if (!ok || !r.ok() || !r.at_end())
     return std::nullopt;
   return l;
 }

@@ -260,17 +260,26 @@ std::string utc_now() {
   return buf;
 }
 
-int run_observe(lease_cli_options& o) {
+/// --interval and the access of observe and leader: the one-line error.
+std::optional<std::string> settle_watch(lease_cli_options& o,
+                                        std::chrono::nanoseconds& interval,
+                                        std::map<uint64_t, node::address>& members) {
   std::string err;
-  auto interval = duration_flag("--interval", o.interval, err);
-  if (!interval)
-    return bad_input(err);
-  if (*interval < 1ms)
-    return bad_input("--interval: at least 1ms");
+  auto i = duration_flag("--interval", o.interval, err);
+  if (!i)
+    return err;
+  if (*i < 1ms)
+    return std::string{"--interval: at least 1ms"};
+  interval = *i;
   if (auto e = cluster::settle_access(o.access))
-    return bad_input(*e);
+    return e;
+  return cluster::parse_members(o.access, members);
+}
+
+int run_observe(lease_cli_options& o) {
+  std::chrono::nanoseconds interval{0};
   std::map<uint64_t, node::address> members;
-  if (auto e = cluster::parse_members(o.access, members))
+  if (auto e = settle_watch(o, interval, members))
     return bad_input(*e);
   if (o.name.empty())
     return bad_input("NAME: the lease's name must not be empty");
@@ -278,7 +287,7 @@ int run_observe(lease_cli_options& o) {
   conn.wait_ready(500ms);
   rp::lease_client client{conn.system(), conn.client_options()};
   std::optional<std::string> last;
-  until_interrupted(ceil_ms(*interval), [&] {
+  until_interrupted(ceil_ms(interval), [&] {
     auto r = client.holders(o.name, 2000ms);
     if (r.code != rp::errc::ok || !r.holders)
       return; // no primary right now: the last line printed still stands
@@ -306,16 +315,9 @@ int run_observe(lease_cli_options& o) {
 }
 
 int run_leader(lease_cli_options& o) {
-  std::string err;
-  auto interval = duration_flag("--interval", o.interval, err);
-  if (!interval)
-    return bad_input(err);
-  if (*interval < 1ms)
-    return bad_input("--interval: at least 1ms");
-  if (auto e = cluster::settle_access(o.access))
-    return bad_input(*e);
+  std::chrono::nanoseconds interval{0};
   std::map<uint64_t, node::address> members;
-  if (auto e = cluster::parse_members(o.access, members))
+  if (auto e = settle_watch(o, interval, members))
     return bad_input(*e);
   cluster::store_connection conn{o.access, members};
   conn.wait_ready(500ms);
@@ -350,7 +352,7 @@ int run_leader(lease_cli_options& o) {
     lock_exit_now(exit_ok);
   }
   uint64_t last = 0;
-  until_interrupted(ceil_ms(*interval), [&] {
+  until_interrupted(ceil_ms(interval), [&] {
     auto id = ask();
     if (id != 0 && id != last) {
       last = id;
