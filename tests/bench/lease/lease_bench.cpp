@@ -151,7 +151,9 @@ public:
     return std::nullopt;
   }
 
-  rp::lease_client client() { return rp::lease_client{conn_->system(), conn_->client_options()}; }
+  rp::lease_client client() {
+    return rp::lease_client{conn_->system(), conn_->client_options()};
+  }
 
 private:
   cl::store_access access_;
@@ -334,15 +336,15 @@ kill_figures run_kills(store& s, const options& o, const fs::path& self_exe,
   kill_figures f;
   auto c = s.client();
   std::mt19937 rng{12345};
-  auto bound = std::chrono::duration<double, std::milli>(o.kill_ttl).count() * (1 + o.drift)
-               / (1 - o.drift);
+  auto bound = std::chrono::duration<double, std::milli>(o.kill_ttl).count()
+               * (1 + o.drift) / (1 - o.drift);
   for (int r = 0; r < o.kills; ++r) {
     auto name = "bench/kill/" + std::to_string(r);
     auto log = work / ("holder-" + std::to_string(r) + ".log");
-    auto pid = conclave::bench::spawn_logged(
-        {self_exe.string(), "--hold", name, "--dir", o.dir, "--ttl-ms",
-         std::to_string(o.kill_ttl.count())},
-        log.string());
+    auto pid =
+        conclave::bench::spawn_logged({self_exe.string(), "--hold", name, "--dir", o.dir,
+                                       "--ttl-ms", std::to_string(o.kill_ttl.count())},
+                                      log.string());
     if (pid <= 0) {
       f.error = "cannot start the holder process";
       return f;
@@ -428,20 +430,23 @@ throughput_figures run_throughput(store& s, int clients, bool one_lock, double s
   for (int i = 0; i < clients; ++i)
     threads.emplace_back([&, i] {
       auto c = s.client();
-      auto name = one_lock ? "bench/tp/" + tag : "bench/tp/" + tag + "/" + std::to_string(i);
+      auto name =
+          one_lock ? "bench/tp/" + tag : "bench/tp/" + tag + "/" + std::to_string(i);
       auto holder = rp::lease_client::make_holder_id();
       auto& mine = lat[static_cast<size_t>(i)];
       while (clock_type::now() < end) {
         auto t0 = clock_type::now();
         auto a = c.acquire(name, holder, params(waiter_ttl), long_wait);
         if (a.code != rp::errc::ok) {
-          errors[static_cast<size_t>(i)] = "acquire answered " + std::string{rp::to_string(a.code)};
+          errors[static_cast<size_t>(i)] =
+              "acquire answered " + std::string{rp::to_string(a.code)};
           return;
         }
         mine.push_back(ms_between(t0, clock_type::now()));
         auto e = c.release(name, holder, a.token, 5000ms);
         if (e != rp::errc::ok) {
-          errors[static_cast<size_t>(i)] = "release answered " + std::string{rp::to_string(e)};
+          errors[static_cast<size_t>(i)] =
+              "release answered " + std::string{rp::to_string(e)};
           return;
         }
         ++pairs;
@@ -477,8 +482,8 @@ public:
     std::string initial;
     for (int i = 1; i <= 3; ++i) {
       ports.emplace_back(conclave::testing::free_port(), conclave::testing::free_port());
-      initial += (i == 1 ? "" : ",") + ("m" + std::to_string(i)) + "=http://127.0.0.1:"
-                 + std::to_string(ports.back().second);
+      initial += (i == 1 ? "" : ",") + ("m" + std::to_string(i))
+                 + "=http://127.0.0.1:" + std::to_string(ports.back().second);
     }
     for (int i = 1; i <= 3; ++i) {
       auto [client, peer] = ports[static_cast<size_t>(i - 1)];
@@ -573,7 +578,8 @@ handover_figures run_etcd_handover(uint16_t port, int rounds, ms queued) {
     std::this_thread::sleep_for(queued);
     std::string answer;
     auto call = clock_type::now();
-    auto code = conn[holder]->post("/v3/lock/unlock", R"({"key":")" + key + R"("})", answer);
+    auto code =
+        conn[holder]->post("/v3/lock/unlock", R"({"key":")" + key + R"("})", answer);
     auto back = clock_type::now();
     w.join();
     if (code != 200 || status != 200) {
@@ -595,7 +601,8 @@ handover_figures run_etcd_handover(uint16_t port, int rounds, ms queued) {
 /// A `cluster up` this process started, brought down when destroyed.
 class own_cluster {
 public:
-  own_cluster(std::string bin, fs::path dir) : bin_(std::move(bin)), dir_(std::move(dir)) {}
+  own_cluster(std::string bin, fs::path dir)
+      : bin_(std::move(bin)), dir_(std::move(dir)) {}
   ~own_cluster() {
     if (up_)
       conclave::testing::run_command(bin_ + " cluster down --dir " + dir_.string()
