@@ -60,7 +60,7 @@ std::optional<uint64_t> lease_waiters::push(const std::string& name, waiter w) {
     if (x.holder == w.holder) {
       auto old = x.id;
       x = std::move(w);
-      return old;
+      return old != 0 ? std::optional<uint64_t>{old} : std::nullopt;
     }
   q.push_back(std::move(w));
   return std::nullopt;
@@ -72,18 +72,25 @@ void lease_waiters::push_front(const std::string& name, waiter w) {
 
 std::optional<lease_waiters::waiter> lease_waiters::pop(const std::string& name) {
   auto i = queues_.find(name);
-  if (i == queues_.end() || i->second.empty())
+  if (i == queues_.end())
     return std::nullopt;
-  auto w = std::move(i->second.front());
-  i->second.pop_front();
-  if (i->second.empty())
+  auto& q = i->second;
+  auto live = std::find_if(q.begin(), q.end(), [](const waiter& w) { return w.id != 0; });
+  if (live == q.end())
+    return std::nullopt;
+  auto w = std::move(*live);
+  q.erase(live);
+  if (q.empty())
     queues_.erase(i);
   return w;
 }
 
 size_t lease_waiters::waiting(const std::string& name) const {
   auto i = queues_.find(name);
-  return i == queues_.end() ? 0 : i->second.size();
+  if (i == queues_.end())
+    return 0;
+  return static_cast<size_t>(std::count_if(i->second.begin(), i->second.end(),
+                                           [](const waiter& w) { return w.id != 0; }));
 }
 
 size_t lease_waiters::size() const {
@@ -98,10 +105,14 @@ std::vector<lease_waiters::waiter> lease_waiters::timed_out(timestamp now) {
   for (auto i = queues_.begin(); i != queues_.end();) {
     auto& q = i->second;
     for (auto j = q.begin(); j != q.end();) {
-      if (j->until <= now) {
-        out.push_back(std::move(*j));
-        j = q.erase(j);
+      if (j->until > now) {
+        ++j;
+      } else if (j->id == 0) {
+        j = q.erase(j); // a placeholder nobody came back for
       } else {
+        out.push_back(*j);
+        j->id = 0;
+        j->until = now + grace_;
         ++j;
       }
     }
@@ -123,7 +134,8 @@ std::vector<lease_waiters::waiter> lease_waiters::drain() {
   std::vector<waiter> out;
   for (auto& [k, q] : queues_)
     for (auto& w : q)
-      out.push_back(std::move(w));
+      if (w.id != 0)
+        out.push_back(std::move(w));
   queues_.clear();
   return out;
 }

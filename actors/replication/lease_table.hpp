@@ -83,31 +83,45 @@ private:
 };
 
 /// Acquires waiting for a slot, FIFO per lease.
+///
+/// A client waits longer than one request (it polls): when a waiter's wait
+/// runs out, its entry stays in place as a placeholder for `grace`, so the
+/// same holder asking again keeps its turn. A placeholder is never granted
+/// (nobody is there to answer): a free slot goes to the first waiter that
+/// is.
 class lease_waiters {
 public:
   struct waiter {
-    /// The host's reference of the waiting client.
+    /// The host's reference of the waiting client (0: a placeholder).
     uint64_t id = 0;
     std::string holder;
     timestamp until{};
   };
-  /// Appends a waiter. A holder already waiting keeps its place: the old
-  /// entry's id is returned (the host answers that request lease_busy) and
-  /// the new one takes its place.
+  explicit lease_waiters(duration grace = std::chrono::seconds(1)) : grace_(grace) {}
+  /// Appends a waiter. A holder already waiting (or held a place) keeps its
+  /// place: the old entry's id is returned when it was a live request (the
+  /// host answers that one lease_busy), and the new one takes its place.
   std::optional<uint64_t> push(const std::string& name, waiter w);
   /// Puts a waiter back at the head (its grant raced and lost).
   void push_front(const std::string& name, waiter w);
+  /// The first waiter that is not a placeholder, removed.
   std::optional<waiter> pop(const std::string& name);
+  /// Live waiters (placeholders not counted).
   size_t waiting(const std::string& name) const;
+  /// Every entry, placeholders included (the memory bound).
   size_t size() const;
-  /// Removes and returns the waiters whose wait ran out by `now`.
+  /// The waiters whose wait ran out by `now`: each becomes a placeholder
+  /// until now + grace (and is returned, for the host to answer); the
+  /// placeholders whose grace ran out are dropped.
   std::vector<waiter> timed_out(timestamp now);
   std::optional<timestamp> next_deadline() const;
-  /// Removes and returns everyone (the primary stops acting).
+  /// Removes and returns every live waiter and drops the placeholders (the
+  /// primary stops acting).
   std::vector<waiter> drain();
   std::vector<std::string> names() const;
 
 private:
+  duration grace_;
   std::map<std::string, std::deque<waiter>> queues_;
 };
 

@@ -50,7 +50,7 @@ TEST(lease_table, holders_fall_due_at_their_deadline_and_are_asked_for_once) {
 }
 
 TEST(lease_table, waiters_are_served_in_arrival_order_and_keep_their_place) {
-  lease_waiters q;
+  lease_waiters q{500ms};
   EXPECT_FALSE(q.push("m", {1, "a", 10s}));
   EXPECT_FALSE(q.push("m", {2, "b", 5s}));
   EXPECT_FALSE(q.push("m", {3, "c", 1s}));
@@ -61,10 +61,42 @@ TEST(lease_table, waiters_are_served_in_arrival_order_and_keep_their_place) {
   auto gone = q.timed_out(1s);
   ASSERT_EQ(gone.size(), 1u);
   EXPECT_EQ(gone[0].holder, "c");
+  EXPECT_EQ(gone[0].id, 3u);
+  EXPECT_EQ(q.waiting("m"), 2u);
+  EXPECT_EQ(q.size(), 3u); // c's place is kept for 500 ms
   EXPECT_EQ(q.pop("m")->id, 1u);
   q.push_front("m", {5, "a", 10s});
   EXPECT_EQ(q.pop("m")->id, 5u);
   EXPECT_EQ(q.pop("m")->id, 4u);
-  EXPECT_FALSE(q.pop("m"));
+  EXPECT_FALSE(q.pop("m")); // only c's placeholder is left: never granted
+  EXPECT_TRUE(q.timed_out(1500ms).empty());
   EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(lease_table, a_waiter_that_polls_again_in_time_keeps_its_turn) {
+  lease_waiters q{500ms};
+  q.push("m", {1, "early", 1s});
+  q.push("m", {2, "late", 10s});
+  ASSERT_EQ(q.timed_out(1s).size(), 1u); // early's poll ran out
+  EXPECT_EQ(q.waiting("m"), 1u);
+  // early asks again within the grace: back in its place, ahead of late, and
+  // no old request to answer (it was answered when it ran out).
+  EXPECT_FALSE(q.push("m", {3, "early", 3s}));
+  EXPECT_EQ(q.pop("m")->holder, "early");
+  EXPECT_EQ(q.pop("m")->holder, "late");
+  // A placeholder nobody comes back for is dropped after the grace.
+  q.push("n", {4, "gone", 1s});
+  ASSERT_EQ(q.timed_out(1s).size(), 1u);
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_TRUE(q.timed_out(1499ms).empty());
+  EXPECT_EQ(q.size(), 1u);
+  q.timed_out(1500ms);
+  EXPECT_EQ(q.size(), 0u);
+  // Stopping as primary answers the live waiters only.
+  q.push("m", {5, "x", 1s});
+  q.push("m", {6, "y", 5s});
+  q.timed_out(1s);
+  auto drained = q.drain();
+  ASSERT_EQ(drained.size(), 1u);
+  EXPECT_EQ(drained[0].holder, "y");
 }

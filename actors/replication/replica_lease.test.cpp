@@ -206,6 +206,24 @@ TEST_F(replica_lease_test, a_stale_holders_fenced_write_changes_nothing) {
   EXPECT_EQ(read(2, "k").value, "from b");
 }
 
+TEST_F(replica_lease_test, a_waiter_that_polls_again_keeps_its_turn) {
+  make_primary(2, 1);
+  auto a = acquire(2, "m", "a", 60000ms);
+  ASSERT_TRUE(advance_until([&] { return a->done; }, 200ms));
+  auto b = acquire(2, "m", "b", 5000ms, 300ms); // polls every 300 ms
+  advance(10ms);
+  auto c = acquire(2, "m", "c", 5000ms, 60000ms); // arrived later, waits long
+  ASSERT_TRUE(advance_until([&] { return b->done; }, 1s));
+  EXPECT_EQ(b->value->code, errc::lease_busy);
+  advance(20ms); // b's client comes back within the grace
+  auto b2 = acquire(2, "m", "b", 5000ms, 60000ms);
+  advance(10ms);
+  EXPECT_EQ(token_op(2, op_kind::lease_release, "m", "a", token_of(a)).code, errc::ok);
+  ASSERT_TRUE(advance_until([&] { return b2->done; }, 500ms));
+  EXPECT_EQ(b2->value->code, errc::ok);
+  EXPECT_FALSE(c->done);
+}
+
 TEST_F(replica_lease_test, a_waiter_whose_wait_runs_out_is_told_who_holds) {
   make_primary(2, 1);
   auto a = acquire(2, "m", "a", 60000ms);
