@@ -149,19 +149,7 @@ std::vector<std::unique_ptr<lease_checker>> standard_lease_checkers() {
 std::vector<repl_violation>
 run_lease_checkers(const std::vector<std::unique_ptr<lease_checker>>& checkers,
                    const lease_observation& obs, size_t max_per_checker) {
-  std::vector<repl_violation> all;
-  for (auto& c : checkers) {
-    std::vector<repl_violation> found;
-    c->check(obs, found);
-    if (found.size() > max_per_checker)
-      found.resize(max_per_checker);
-    for (auto& v : found) {
-      v.checker = c->name();
-      v.safety = c->safety();
-      all.push_back(std::move(v));
-    }
-  }
-  return all;
+  return run_checkers(checkers, obs, max_per_checker);
 }
 
 size_t max_believers(const lease_observation& obs, size_t lease) {

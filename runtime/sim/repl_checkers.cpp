@@ -214,19 +214,7 @@ std::vector<std::unique_ptr<repl_checker>> standard_repl_checkers() {
 std::vector<repl_violation>
 run_repl_checkers(const std::vector<std::unique_ptr<repl_checker>>& checkers,
                   const repl_observation& obs, size_t max_per_checker) {
-  std::vector<repl_violation> all;
-  for (auto& c : checkers) {
-    std::vector<repl_violation> found;
-    c->check(obs, found);
-    if (found.size() > max_per_checker)
-      found.resize(max_per_checker);
-    for (auto& v : found) {
-      v.checker = c->name();
-      v.safety = c->safety();
-      all.push_back(std::move(v));
-    }
-  }
-  return all;
+  return run_checkers(checkers, obs, max_per_checker);
 }
 
 } // namespace conclave::sim

@@ -115,6 +115,28 @@ std::string key_name(size_t k);
 /// The five checkers above, in that order.
 std::vector<std::unique_ptr<repl_checker>> standard_repl_checkers();
 
+/// Runs every checker (repl_checker, lease_checker: name(), safety(),
+/// check(obs, out)) on `obs`; at most `max_per_checker` complaints each, each
+/// stamped with its checker's name and kind.
+template <class Checker, class Observation>
+std::vector<repl_violation>
+run_checkers(const std::vector<std::unique_ptr<Checker>>& checkers,
+             const Observation& obs, size_t max_per_checker) {
+  std::vector<repl_violation> all;
+  for (auto& c : checkers) {
+    std::vector<repl_violation> found;
+    c->check(obs, found);
+    if (found.size() > max_per_checker)
+      found.resize(max_per_checker);
+    for (auto& v : found) {
+      v.checker = c->name();
+      v.safety = c->safety();
+      all.push_back(std::move(v));
+    }
+  }
+  return all;
+}
+
 /// Runs every checker on `obs`; at most `max_per_checker` complaints each.
 std::vector<repl_violation>
 run_repl_checkers(const std::vector<std::unique_ptr<repl_checker>>& checkers,
