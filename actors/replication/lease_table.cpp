@@ -12,38 +12,51 @@ duration expiry_wait(std::chrono::milliseconds ttl, const lease_timing& t) {
   return duration(static_cast<duration::rep>(scaled)) + t.lock_delay;
 }
 
+void lease_table::index(const key& k, entry& e, timestamp next) {
+  by_time_.erase({e.next, k}); // nothing for a new entry
+  e.next = next;
+  by_time_.insert({next, k});
+}
+
 void lease_table::held(const std::string& name, const std::string& holder, uint64_t token,
                        std::chrono::milliseconds ttl, timestamp now) {
-  auto& e = held_[{name, holder}];
+  key k{name, holder};
+  auto& e = held_[k];
   e.token = token;
   e.deadline = now + expiry_wait(ttl, timing_);
   e.asked.reset();
+  index(k, e, e.deadline);
 }
 
 void lease_table::gone(const std::string& name, const std::string& holder) {
-  held_.erase({name, holder});
+  auto i = held_.find({name, holder});
+  if (i == held_.end())
+    return;
+  by_time_.erase({i->second.next, i->first});
+  held_.erase(i);
+}
+
+void lease_table::clear() {
+  held_.clear();
+  by_time_.clear();
 }
 
 std::vector<lease_table::expiry> lease_table::due(timestamp now, duration retry) {
-  retry_ = retry;
   std::vector<expiry> out;
-  for (auto& [k, e] : held_) {
-    if (e.deadline > now || (e.asked && *e.asked + retry > now))
-      continue;
+  while (!by_time_.empty() && by_time_.begin()->first <= now) {
+    auto k = by_time_.begin()->second;
+    auto& e = held_.at(k);
     e.asked = now;
+    index(k, e, now + retry);
     out.push_back(expiry{k.first, k.second, e.token});
   }
   return out;
 }
 
 std::optional<timestamp> lease_table::next_deadline() const {
-  std::optional<timestamp> best;
-  for (auto& [k, e] : held_) {
-    auto at = e.asked ? *e.asked + retry_ : e.deadline;
-    if (!best || at < *best)
-      best = at;
-  }
-  return best;
+  if (by_time_.empty())
+    return std::nullopt;
+  return by_time_.begin()->first;
 }
 
 std::optional<timestamp> lease_table::deadline(const std::string& name,
@@ -54,11 +67,18 @@ std::optional<timestamp> lease_table::deadline(const std::string& name,
   return i->second.deadline;
 }
 
+void lease_waiters::forget(timestamp until) {
+  if (auto i = untils_.find(until); i != untils_.end())
+    untils_.erase(i);
+}
+
 std::optional<uint64_t> lease_waiters::push(const std::string& name, waiter w) {
   auto& q = queues_[name];
+  untils_.insert(w.until);
   for (auto& x : q)
     if (x.holder == w.holder) {
       auto old = x.id;
+      forget(x.until);
       x = std::move(w);
       return old != 0 ? std::optional<uint64_t>{old} : std::nullopt;
     }
@@ -67,6 +87,7 @@ std::optional<uint64_t> lease_waiters::push(const std::string& name, waiter w) {
 }
 
 void lease_waiters::push_front(const std::string& name, waiter w) {
+  untils_.insert(w.until);
   queues_[name].push_front(std::move(w));
 }
 
@@ -80,6 +101,7 @@ std::optional<lease_waiters::waiter> lease_waiters::pop(const std::string& name)
     return std::nullopt;
   auto w = std::move(*live);
   q.erase(live);
+  forget(w.until);
   if (q.empty())
     queues_.erase(i);
   return w;
@@ -108,11 +130,14 @@ std::vector<lease_waiters::waiter> lease_waiters::timed_out(timestamp now) {
       if (j->until > now) {
         ++j;
       } else if (j->id == 0) {
+        forget(j->until);
         j = q.erase(j); // a placeholder nobody came back for
       } else {
         out.push_back(*j);
+        forget(j->until);
         j->id = 0;
         j->until = now + grace_;
+        untils_.insert(j->until);
         ++j;
       }
     }
@@ -122,12 +147,9 @@ std::vector<lease_waiters::waiter> lease_waiters::timed_out(timestamp now) {
 }
 
 std::optional<timestamp> lease_waiters::next_deadline() const {
-  std::optional<timestamp> best;
-  for (auto& [k, q] : queues_)
-    for (auto& w : q)
-      if (!best || w.until < *best)
-        best = w.until;
-  return best;
+  if (untils_.empty())
+    return std::nullopt;
+  return *untils_.begin();
 }
 
 std::vector<lease_waiters::waiter> lease_waiters::drain() {
@@ -137,6 +159,7 @@ std::vector<lease_waiters::waiter> lease_waiters::drain() {
       if (w.id != 0)
         out.push_back(std::move(w));
   queues_.clear();
+  untils_.clear();
   return out;
 }
 

@@ -28,6 +28,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,7 +55,7 @@ public:
   /// The holder's slot was freed (release, expiry).
   void gone(const std::string& name, const std::string& holder);
   /// Stops acting: forgets every deadline.
-  void clear() { held_.clear(); }
+  void clear();
   size_t size() const { return held_.size(); }
 
   struct expiry {
@@ -72,14 +73,21 @@ public:
                                     const std::string& holder) const;
 
 private:
+  using key = std::pair<std::string, std::string>;
   struct entry {
     uint64_t token = 0;
     timestamp deadline{};
     std::optional<timestamp> asked;
+    /// When due() next looks at it (deadline, or asked + retry): its place
+    /// in by_time_.
+    timestamp next{};
   };
+  void index(const key& k, entry& e, timestamp next);
   lease_timing timing_;
-  std::map<std::pair<std::string, std::string>, entry> held_;
-  duration retry_{std::chrono::seconds(1)};
+  std::map<key, entry> held_;
+  /// (next, key) of every entry: next_deadline() and due() without a walk
+  /// over every holder (the host asks after every message).
+  std::set<std::pair<timestamp, key>> by_time_;
 };
 
 /// Acquires waiting for a slot, FIFO per lease.
@@ -121,8 +129,11 @@ public:
   std::vector<std::string> names() const;
 
 private:
+  void forget(timestamp until);
   duration grace_;
   std::map<std::string, std::deque<waiter>> queues_;
+  /// Every entry's `until`, for next_deadline() without a walk.
+  std::multiset<timestamp> untils_;
 };
 
 } // namespace conclave::replication
