@@ -209,6 +209,34 @@ TEST_F(lock_cluster, cpp_holders_take_turns_and_fenced_writes_carry_the_newest_t
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, std::to_string(std::max(tokens[0], tokens[1])) + "\n");
 }
+
+TEST_F(lock_cluster, a_cpp_holder_cut_off_from_a_majority_is_told_before_its_lease_ends) {
+  // The holder's renewals cannot commit once two of the three members are
+  // frozen: on_lost must run (the example exits 75) before the lease's ttl
+  // has passed since its last successful renewal, hence within one ttl.
+  auto out = dir / "holder.out";
+  auto holder = spawn(std::string{LEASE_LOCK_BIN} + " --dir " + dir.string()
+                      + " --ttl-ms 1000 --wait-ms 5000 --hold-ms 20000 > " + out.string()
+                      + " 2>&1");
+  ASSERT_TRUE(
+      eventually([&] { return read_file(out).find("token ") != std::string::npos; }, 10s))
+      << read_file(out);
+  std::this_thread::sleep_for(500ms);
+  auto stopped_at = std::chrono::steady_clock::now();
+  for (uint64_t n : {1, 2})
+    run_conclave("cluster kill --dir " + dir.string() + " --node " + std::to_string(n)
+                 + " --signal STOP");
+  int status = reap(holder, 10s);
+  auto took = std::chrono::steady_clock::now() - stopped_at;
+  for (uint64_t n : {1, 2})
+    run_conclave("cluster kill --dir " + dir.string() + " --node " + std::to_string(n)
+                 + " --signal CONT");
+  EXPECT_EQ(status, 75) << read_file(out);
+  EXPECT_NE(read_file(out).find("lost the lease"), std::string::npos) << read_file(out);
+  // Within about one ttl of the freeze (a renewal may still succeed while
+  // the two members are being stopped), long before its 20 s hold.
+  EXPECT_LT(took, 1600ms) << read_file(out);
+}
 #endif
 
 TEST_F(lock_cluster, elect_runs_a_command_while_leading_and_holding_ends_cleanly) {
