@@ -1,5 +1,7 @@
 #include "actors/replication/client.hpp"
 
+#include "actors/replication/session_table.hpp"
+
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
@@ -21,7 +23,31 @@ bool idempotent(const txn_request& req) {
   return true;
 }
 
+bool session_eligible(const txn_request& req) {
+  for (auto& op : req.ops)
+    if (op.kind == op_kind::lease_acquire || op.kind == op_kind::lease_renew
+        || op.kind == op_kind::lease_release || op.kind == op_kind::lease_expire
+        || op.kind == op_kind::session)
+      return false;
+  return true;
+}
+
 namespace {
+
+/// 16 random bytes in hex.
+std::string random_session_id() {
+  std::random_device rd;
+  std::string out;
+  static constexpr char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 4; ++i) {
+    auto x = rd();
+    for (int j = 0; j < 8; ++j) {
+      out.push_back(digits[x & 0xF]);
+      x >>= 4;
+    }
+  }
+  return out;
+}
 
 using time_point = caf::actor_clock::time_point;
 
@@ -62,6 +88,10 @@ struct pending {
   /// it (primary_changed, no answer, the host went down with it in flight),
   /// so it may have committed.
   bool uncertain = false;
+  /// A transaction with a session op (ops[0]) and its sequence number: its
+  /// retries are answered by the store's session table.
+  uint64_t seq = 0;
+  time_point first_sent{};
 };
 
 using any_pending =
@@ -77,6 +107,11 @@ struct client_state {
   /// Hosts monitored (one monitor per host, however many requests).
   std::set<caf::actor_addr> monitored;
   std::minstd_rand rng;
+  /// Sessions: this client's id, the next sequence number, and the numbers
+  /// in flight (the lowest is sent as "still waited for").
+  std::string session_id;
+  uint64_t next_seq = 1;
+  std::set<uint64_t> in_flight;
   static inline const char* name = "conclave.replication_client";
 };
 
@@ -91,6 +126,17 @@ Answer timed_out(const client_state& st) {
   Answer a;
   a.code = errc::timeout;
   a.primary = st.primary;
+  return a;
+}
+
+/// The answer when the deadline passes: a transaction an attempt of which
+/// may have committed (uncertain) is outcome_unknown, anything else timeout.
+template <class Request>
+answer_t<Request> at_deadline(const client_state& st, const pending<Request>& p) {
+  auto a = timed_out<answer_t<Request>>(st);
+  if constexpr (std::is_same_v<Request, txn_request>)
+    if (p.uncertain)
+      a.code = errc::outcome_unknown;
   return a;
 }
 
@@ -112,9 +158,21 @@ bool current(client_impl self, uint64_t id, uint64_t n) {
 template <class Request>
 void finish(client_impl self, uint64_t id, answer_t<Request> a) {
   if (auto* p = find<Request>(self, id)) {
+    if constexpr (std::is_same_v<Request, txn_request>)
+      if (p->seq != 0)
+        self->state.in_flight.erase(p->seq);
     p->promise.deliver(std::move(a));
     self->state.ops.erase(id);
   }
+}
+
+/// May this transaction be sent again after an attempt that may have
+/// committed? Sessioned ones within the window (the store answers the
+/// retry), else idempotent ones.
+bool retryable(client_impl self, const pending<txn_request>& p) {
+  if (p.seq != 0)
+    return self->clock().now() - p.first_sent < session_retry_window;
+  return idempotent(p.req);
 }
 
 /// Tries again after the backoff, or answers timeout if the deadline would
@@ -133,7 +191,7 @@ void retry_later(client_impl self, uint64_t id) {
   std::uniform_int_distribution<int64_t> dist(0, half > 0 ? half : 0);
   caf::timespan wait{half + dist(st.rng)};
   if (self->clock().now() + wait >= p->deadline) {
-    finish<Request>(self, id, timed_out<answer_t<Request>>(st));
+    finish<Request>(self, id, at_deadline(st, *p));
     return;
   }
   self->delayed_send(self, wait, replication_atoms::retry_atom_v, id);
@@ -182,7 +240,7 @@ void on_answer(client_impl self, uint64_t id, node_id asked, txn_result r) {
     lost(st, asked);
     if (r.primary != no_node && r.primary != asked)
       st.primary = r.primary;
-    if (!idempotent(p->req)) {
+    if (!retryable(self, *p)) {
       finish<txn_request>(self, id,
                           txn_result{errc::outcome_unknown, r.at, st.primary, {}});
       return;
@@ -196,8 +254,13 @@ void on_answer(client_impl self, uint64_t id, node_id asked, txn_result r) {
     // A failed condition after an attempt that may have committed: the
     // earlier attempt's own write may be what fails it (a compare-and-set
     // that committed, then ran again). Nobody can tell: unknown.
-    if (r.code == errc::condition_failed && p->uncertain)
+    // (A sessioned one is answered from the store's session table instead:
+    // the condition is checked only once.)
+    if (r.code == errc::condition_failed && p->uncertain && p->seq == 0)
       r.code = errc::outcome_unknown;
+    // The session op's own output is not the caller's.
+    if (p->seq != 0 && !r.outputs.empty())
+      r.outputs.erase(r.outputs.begin());
     finish<txn_request>(self, id, std::move(r));
   }
 }
@@ -238,7 +301,7 @@ void on_error(client_impl self, uint64_t id, node_id asked, const caf::error& er
       return;
     }
     auto* p = find<txn_request>(self, id);
-    if (p && !idempotent(p->req)) {
+    if (p && !retryable(self, *p)) {
       finish<txn_request>(self, id, txn_result{errc::outcome_unknown, {}, no_node, {}});
       return;
     }
@@ -256,7 +319,7 @@ void attempt(client_impl self, uint64_t id) {
     return;
   auto now = self->clock().now();
   if (now >= p->deadline) {
-    finish<Request>(self, id, timed_out<answer_t<Request>>(st));
+    finish<Request>(self, id, at_deadline(st, *p));
     return;
   }
   node_id target = st.primary;
@@ -321,6 +384,18 @@ caf::result<answer_t<Request>> start(client_impl self, Request req) {
   p.req = std::move(req);
   p.promise = self->make_response_promise<answer_t<Request>>();
   p.deadline = self->clock().now() + st.opts.deadline;
+  if constexpr (std::is_same_v<Request, txn_request>) {
+    if (st.opts.sessions && !p.req.ops.empty() && session_eligible(p.req)) {
+      p.seq = st.next_seq++;
+      st.in_flight.insert(p.seq);
+      p.first_sent = self->clock().now();
+      session_call c;
+      c.client = st.session_id;
+      c.seq = p.seq;
+      c.waiting_from = *st.in_flight.begin();
+      p.req.ops.insert(p.req.ops.begin(), make_session_op(c));
+    }
+  }
   auto rp = p.promise;
   st.ops.emplace(id, std::move(p));
   attempt<Request>(self, id);
@@ -331,6 +406,10 @@ caf::behavior make_client(client_impl self, client_options opts) {
   self->state.opts = std::move(opts);
   self->state.primary = self->state.opts.primary;
   self->state.rng.seed(static_cast<std::minstd_rand::result_type>(self->state.opts.seed));
+  self->state.session_id =
+      self->state.opts.session_id.empty()
+          ? random_session_id()
+          : self->state.opts.session_id.substr(0, max_client_id_bytes);
   self->set_default_handler(caf::drop);
   self->set_down_handler([self](const caf::down_msg& dm) {
     auto& st = self->state;

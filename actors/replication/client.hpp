@@ -20,23 +20,29 @@
 // - A request the host never handled (CAF's request_receiver_down: the host
 //   actor was dead, or stopped with the request still in its mailbox, or its
 //   node knows no such actor): retried, whatever it is (next member, backoff).
-// - No answer within attempt_timeout, primary_changed: reads and idempotent
-//   transactions are retried (next member, backoff); a transaction that is
-//   not idempotent (any enqueue or dequeue: a second run would add a second
-//   item or take a second one) is NOT retried and is answered
-//   outcome_unknown: it may have committed. put, remove and the expect_*
-//   conditions are idempotent (running them twice leaves the state of running
-//   them once, when nobody else writes in between; with a condition, the
-//   second run fails the condition instead of writing twice).
-// - condition_failed from a retry of a transaction whose earlier attempt
-//   may have committed is answered outcome_unknown: the earlier attempt's
-//   own write may be what failed the condition (a compare-and-set that
-//   committed, then ran again), and the client cannot tell.
+// - No answer within attempt_timeout, primary_changed: reads and sessioned
+//   transactions are retried (next member, backoff). A sessioned
+//   transaction (client_options::sessions, on by default) carries the
+//   client's id and a sequence number that its retries repeat, and the store
+//   answers a retry of an applied one with the first outcome
+//   (session_table.hpp): an enqueue is added once, a dequeue's item reaches
+//   the caller, a compare-and-set that committed reports success. With
+//   sessions off, idempotent transactions are retried, and one that is not
+//   (any enqueue or dequeue) is answered outcome_unknown: it may have
+//   committed.
+// - Without sessions, condition_failed from a retry of a transaction whose
+//   earlier attempt may have committed is answered outcome_unknown: the
+//   earlier attempt's own write may be what failed the condition.
+// - outcome_unknown is also the answer when the store no longer knows the
+//   outcome of a sessioned retry (retried past session_retry_window, or the
+//   client had more than the store keeps in flight at once).
 // - Backoff doubles from backoff_first to backoff_max, with jitter (a
 //   random half of it; seeded, so runs under CAF's test coordinator repeat).
 // - Everything else (ok, condition_failed, unknown_collection, wrong_kind,
-//   bad_request, too_large) is the answer. The deadline passing without one
-//   gives errc::timeout.
+//   bad_request, too_large, sessions_full) is the answer. The deadline
+//   passing without one gives outcome_unknown for a transaction an attempt
+//   of which may have committed (sent, and no settling answer), else
+//   errc::timeout (nothing was proposed, or a read).
 //
 // Two APIs:
 // - spawn_client(): an actor that answers txn_request, read_request and
@@ -88,7 +94,26 @@ struct client_options {
   caf::timespan backoff_max = std::chrono::milliseconds(20);
   /// Seeds the backoff jitter.
   uint64_t seed = 1;
+  /// Exactly-once transactions (session_table.hpp): every transaction
+  /// without lease acquire/renew/release carries this client's id and a
+  /// sequence number, so the store answers a retry with the first attempt's
+  /// outcome instead of applying it again. Such transactions are retried
+  /// after a lost answer whatever their ops (enqueue and dequeue included).
+  bool sessions = true;
+  /// The client's session id (1..64 bytes); empty: 16 random bytes in hex.
+  std::string session_id;
 };
+
+/// How long after its first attempt a sessioned transaction is still
+/// retried; later it is answered outcome_unknown. The store keeps a session
+/// that was used within the last minute (session_table.hpp), so a retry
+/// within this window is always recognised.
+constexpr std::chrono::seconds session_retry_window{50};
+
+/// True if the client puts a session op on this transaction: sessions are
+/// on and it has no lease acquire, renew or release (those are keyed by
+/// their holder and safe to repeat already).
+bool session_eligible(const txn_request& req);
 
 /// True if running the transaction twice is harmless (no enqueue, no
 /// dequeue): the client retries it after an unknown outcome.

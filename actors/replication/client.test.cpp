@@ -26,6 +26,14 @@ using conclave::testing::reply;
 
 namespace {
 
+/// What the randomized dequeue schedules saw.
+struct dequeue_run {
+  size_t got = 0;
+  size_t lost = 0;
+  int unknown = 0;
+  int failovers = 0;
+};
+
 class client_test : public conclave::replication::testing::replica_set_fixture {
 protected:
   /// The replica host of a member, or nothing while the test says it is
@@ -40,8 +48,11 @@ protected:
     return {};
   }
 
-  caf::actor make_client(uint64_t seed = 1, caf::timespan attempt_timeout = 100ms) {
+  caf::actor make_client(uint64_t seed = 1, caf::timespan attempt_timeout = 100ms,
+                         bool sessions = true) {
     client_options o;
+    o.sessions = sessions;
+    o.session_id = "client-" + std::to_string(seed);
     o.members = members();
     o.lookup = [this](node_id id) { return lookup(id); };
     o.attempt_timeout = attempt_timeout;
@@ -85,6 +96,8 @@ protected:
       rs[i].device->set_auto_sync(true);
     }
   }
+
+  dequeue_run dequeue_schedules(bool sessions);
 
   std::vector<node_id> looked_up;
   std::set<node_id> unreachable;
@@ -190,7 +203,7 @@ TEST_F(client_test, a_host_dying_with_requests_in_flight_ends_them_at_once) {
   make_primary(2, 1);
   // A long attempt timeout: only the host's down_msg can end the attempts
   // early.
-  auto c = make_client(1, 1s);
+  auto c = make_client(1, 1s, false);
   ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
   // The primary cannot commit (both secondaries' syncs held): a put and an
   // enqueue wait there when it dies.
@@ -202,7 +215,8 @@ TEST_F(client_test, a_host_dying_with_requests_in_flight_ends_them_at_once) {
   ASSERT_FALSE(e->done);
   crash(2);
   run();
-  // The enqueue may have been logged: unknown at once, not after 1 s.
+  // Without sessions the enqueue may have been logged: unknown at once, not
+  // after 1 s.
   ASSERT_TRUE(e->done && e->value);
   EXPECT_EQ(e->value->code, errc::outcome_unknown);
   EXPECT_FALSE(p->done);
@@ -215,9 +229,61 @@ TEST_F(client_test, a_host_dying_with_requests_in_flight_ends_them_at_once) {
   EXPECT_EQ(read(0, "k").value, "v");
 }
 
-TEST_F(client_test, a_condition_failed_by_a_retry_after_an_unknown_attempt_is_unknown) {
+TEST_F(client_test,
+       a_sessioned_enqueue_in_flight_at_a_dying_host_is_retried_and_added_once) {
   make_primary(2, 1);
   auto c = make_client(1, 1s);
+  ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
+  hold_syncs({0, 1});
+  auto e = ask<txn_result>(sys(), c, enqueue_req("item"));
+  advance(10ms);
+  crash(2);
+  run();
+  EXPECT_FALSE(e->done); // retried, not unknown
+  release_syncs({0, 1});
+  make_primary(0, 2);
+  ASSERT_TRUE(advance_until([&] { return e->done; }, 300ms));
+  EXPECT_EQ(e->value->code, errc::ok);
+  // The first attempt reached the secondaries' logs and the new primary kept
+  // it; the retry was answered from the session table: one item.
+  auto d = wait<txn_result>(c, dequeue_req());
+  ASSERT_EQ(d.code, errc::ok);
+  EXPECT_EQ(d.outputs.at(0).value, "item");
+  EXPECT_FALSE(wait<txn_result>(c, dequeue_req()).outputs.at(0).found);
+}
+
+TEST_F(client_test,
+       a_sessioned_compare_and_set_retried_after_a_crash_reports_its_success) {
+  make_primary(2, 1);
+  auto c = make_client(1, 1s);
+  ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
+  hold_syncs({0, 1});
+  txn_request cas{
+      {txn_op{"d", "k", "", op_kind::expect_absent}, txn_op{"d", "k", "v", op_kind::put}},
+      {}};
+  auto r = ask<txn_result>(sys(), c, cas);
+  advance(10ms);
+  crash(2);
+  run();
+  release_syncs({0, 1});
+  make_primary(0, 2);
+  ASSERT_TRUE(advance_until([&] { return r->done; }, 2s));
+  ASSERT_TRUE(r->value);
+  EXPECT_EQ(read(0, "k").value, "v");
+  // The first attempt committed; the retry gets its outcome (ok, two
+  // outputs: the caller's ops), not condition_failed or unknown.
+  EXPECT_EQ(r->value->code, errc::ok);
+  EXPECT_EQ(r->value->outputs.size(), 2u);
+  EXPECT_EQ(wait<txn_result>(c, cas).code, errc::condition_failed);
+  uint64_t dups = 0;
+  for (size_t i = 0; i < 2; ++i) // 2 crashed
+    dups += status(i).session_duplicates;
+  EXPECT_GE(dups, 1u);
+}
+
+TEST_F(client_test, a_condition_failed_by_a_retry_after_an_unknown_attempt_is_unknown) {
+  make_primary(2, 1);
+  auto c = make_client(1, 1s, false);
   ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
   // A compare-and-set (k absent -> v) reaches the secondaries' logs but no
   // quorum acknowledges it before the primary dies.
@@ -247,7 +313,7 @@ TEST_F(client_test, a_condition_failed_by_a_retry_after_an_unknown_attempt_is_un
 
 TEST_F(client_test, deposed_primary_idempotent_put_is_retried_enqueue_is_not) {
   make_primary(2, 1);
-  auto c = make_client();
+  auto c = make_client(1, 100ms, false);
   ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
   // The primary cannot commit (both secondaries' syncs held), then is deposed.
   hold_syncs({0, 1});
@@ -359,6 +425,23 @@ TEST_F(client_test, bad_requests_come_back_typed_and_are_not_retried) {
 /// nobody got and that is not left in the queue was taken by a dequeue whose
 /// answer was outcome_unknown.
 TEST_F(client_test, dequeue_never_hands_one_item_to_two_clients_across_failovers) {
+  auto r = dequeue_schedules(false);
+  // The schedules did exercise both paths: without sessions a dequeue whose
+  // answer is lost takes an item nobody receives.
+  EXPECT_GT(r.got, 0u);
+  EXPECT_GT(r.unknown, 0);
+}
+
+TEST_F(client_test, with_sessions_every_item_is_dequeued_exactly_once_across_failovers) {
+  auto r = dequeue_schedules(true);
+  EXPECT_GT(r.got, 0u);
+  EXPECT_EQ(r.lost, 0u);
+  EXPECT_EQ(r.unknown, 0);
+  EXPECT_GE(r.failovers, 12);
+}
+
+dequeue_run client_test::dequeue_schedules(bool sessions) {
+  dequeue_run out;
   constexpr int seeds = 12;
   constexpr int items = 120;
   size_t total_got = 0;
@@ -380,14 +463,14 @@ TEST_F(client_test, dequeue_never_hands_one_item_to_two_clients_across_failovers
     uint64_t epoch = 1;
     size_t primary = rng() % 3;
     make_primary(primary, epoch);
-    auto feeder = make_client(seed);
+    auto feeder = make_client(seed * 1000, 100ms, sessions);
     for (int i = 0; i < items; ++i)
-      ASSERT_EQ(wait<txn_result>(feeder, enqueue_req("item" + std::to_string(i))).code,
+      EXPECT_EQ(wait<txn_result>(feeder, enqueue_req("item" + std::to_string(i))).code,
                 errc::ok);
     std::vector<caf::actor> clients;
     std::vector<std::shared_ptr<reply<txn_result>>> inflight(3);
     for (int i = 0; i < 3; ++i)
-      clients.push_back(make_client(seed * 10 + i));
+      clients.push_back(make_client(seed * 10 + i, 100ms, sessions));
     std::multiset<std::string> got;
     int unknown = 0;
     std::optional<size_t> crashed;
@@ -438,7 +521,7 @@ TEST_F(client_test, dequeue_never_hands_one_item_to_two_clients_across_failovers
     if (crashed)
       spawn(*crashed);
     // Let the last answers arrive, then drain what is left.
-    ASSERT_TRUE(advance_until(
+    EXPECT_TRUE(advance_until(
         [&] {
           for (auto& f : inflight)
             if (f && !f->done)
@@ -451,8 +534,8 @@ TEST_F(client_test, dequeue_never_hands_one_item_to_two_clients_across_failovers
     std::multiset<std::string> left;
     for (;;) {
       auto r = wait<txn_result>(feeder, dequeue_req());
-      ASSERT_EQ(r.code, errc::ok);
-      if (!r.outputs.at(0).found)
+      EXPECT_EQ(r.code, errc::ok);
+      if (r.code != errc::ok || !r.outputs.at(0).found)
         break;
       left.insert(r.outputs[0].value);
     }
@@ -478,13 +561,16 @@ TEST_F(client_test, dequeue_never_hands_one_item_to_two_clients_across_failovers
     caf::anon_send_exit(feeder, caf::exit_reason::kill);
     run();
   }
-  // The schedules did exercise both paths.
-  EXPECT_GT(total_got, 0u);
-  EXPECT_GT(total_unknown, 0);
   EXPECT_GE(failovers, seeds);
-  std::printf("dequeue schedules: %d seeds, %d failovers, %zu items handed out, %zu "
-              "taken by %d dequeues of unknown outcome\n",
-              seeds, failovers, total_got, total_lost, total_unknown);
+  std::printf("dequeue schedules (sessions %s): %d seeds, %d failovers, %zu items "
+              "handed out, %zu taken by %d dequeues of unknown outcome\n",
+              sessions ? "on" : "off", seeds, failovers, total_got, total_lost,
+              total_unknown);
+  out.got = total_got;
+  out.lost = total_lost;
+  out.unknown = total_unknown;
+  out.failovers = failovers;
+  return out;
 }
 
 // -- the blocking facade, on a real scheduler -------------------------------------

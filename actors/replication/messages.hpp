@@ -144,10 +144,17 @@ enum class op_kind : uint8_t {
   /// Fencing condition: some holder of lease `collection` holds token
   /// `value`, else the whole transaction changes nothing (stale_token).
   expect_lease = 10,
+  /// Client session (session_table.hpp): only as a transaction's first op.
+  /// `collection` is the client's id, `key` the request's sequence number
+  /// and the lowest one the client still waits for, `value` the primary's
+  /// clock when it proposed the record (the primary sets it). A retry of a
+  /// sequence number the store has applied gets the first outcome back and
+  /// changes nothing. outputs[0].found: this was such a retry.
+  session = 11,
 };
 
 /// The highest op kind a record may carry.
-constexpr op_kind last_op_kind = op_kind::expect_lease;
+constexpr op_kind last_op_kind = op_kind::session;
 
 constexpr bool is_lease_op(op_kind k) {
   return k >= op_kind::lease_acquire && k <= op_kind::expect_lease;
@@ -368,6 +375,9 @@ struct replica_status {
   uint64_t snapshot_chunks_sent = 0;
   uint64_t snapshots_installed = 0;
   uint64_t snapshot_chunks_dropped = 0;
+  /// Sessioned retries answered from the session table instead of applied
+  /// again (session_table.hpp).
+  uint64_t session_duplicates = 0;
 };
 
 template <class Inspector>
@@ -377,7 +387,8 @@ typename Inspector::result_type inspect(Inspector& f, replica_status& x) {
            x.unknown_messages, x.bad_payloads, x.snapshots_unsupported, x.txns_refused,
            x.failed, x.lag, x.syncs, x.last_sync_us, x.digest, x.checkpoints_written,
            x.checkpoint_failures, x.checkpoint_lsn, x.snapshots_sent,
-           x.snapshot_chunks_sent, x.snapshots_installed, x.snapshot_chunks_dropped);
+           x.snapshot_chunks_sent, x.snapshots_installed, x.snapshot_chunks_dropped,
+           x.session_duplicates);
 }
 
 } // namespace conclave::replication

@@ -4,6 +4,7 @@
 #include "actors/replication/lease_state.hpp"
 #include "actors/replication/lease_table.hpp"
 #include "actors/replication/record_codec.hpp"
+#include "actors/replication/session_table.hpp"
 #include "actors/replication/txn_apply.hpp"
 #include "actors/timer/deadline_timer.hpp"
 
@@ -80,6 +81,11 @@ struct host_state {
     bool lease_grant = false;
   };
   std::map<uint64_t, waiter> waiting;
+  /// The latest session stamp proposed or applied here: a primary's stamps
+  /// never go back, even after a primary whose clock ran ahead.
+  int64_t session_stamp = 0;
+  /// Sessioned records answered from the session table (retries).
+  uint64_t session_duplicates = 0;
   /// lsn -> txn ref of the waiting transactions.
   std::map<uint64_t, uint64_t> waiting_at;
   deadline_timer timer;
@@ -352,12 +358,20 @@ void apply_entry(host_state& st, const entry& e, timestamp now) {
     ++st.bad_payloads;
     return;
   }
+  if (!ops->empty() && ops->front().kind == op_kind::session)
+    if (auto c = decode_session_op(ops->front()))
+      st.session_stamp = std::max(st.session_stamp, c->stamp_ms);
   auto outcome = apply_txn(*st.store, *ops, e.at);
-  if (outcome.code != errc::ok)
-    ++st.txns_refused;
-  else
-    count_garbage(st, *ops, outcome);
-  note_lease_ops(st, *ops, outcome, now);
+  if (outcome.duplicate) {
+    // A retry answered from the session table: it changed nothing.
+    ++st.session_duplicates;
+  } else {
+    if (outcome.code != errc::ok)
+      ++st.txns_refused;
+    else
+      count_garbage(st, *ops, outcome);
+    note_lease_ops(st, *ops, outcome, now);
+  }
   if (auto w = st.waiting_at.find(e.at.value); w != st.waiting_at.end())
     if (auto i = st.waiting.find(w->second); i != st.waiting.end())
       i->second.outcome = std::move(outcome);
@@ -643,6 +657,8 @@ void process(host_impl self) {
               if (auto& o = w->second.outcome) {
                 r.code = o->code;
                 r.outputs = std::move(o->outputs);
+                if (o->first_at)
+                  r.at = *o->first_at;
               }
               auto& lw = w->second;
               if (lw.lease_grant && lw.lease_acquire) {
@@ -974,6 +990,15 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
             }
           }
         }
+        if (req.ops.front().kind == op_kind::session) {
+          auto wall = st.opts.session_clock_ms
+                          ? st.opts.session_clock_ms()
+                          : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+          st.session_stamp = std::max(st.session_stamp, wall);
+          stamp_session_op(req.ops.front(), st.session_stamp);
+        }
         auto r = propose_txn(self, req.ops, req.mode);
         if (auto e = std::get_if<errc>(&r))
           return txn_result{*e, lsn{}, st.core->primary_hint(), {}};
@@ -1072,6 +1097,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         s.snapshot_chunks_sent = st.snapshot_chunks_sent;
         s.snapshots_installed = st.snapshots_installed;
         s.snapshot_chunks_dropped = st.snapshot_chunks_dropped;
+        s.session_duplicates = st.session_duplicates;
         return s;
       },
   };

@@ -80,6 +80,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -159,6 +160,10 @@ struct replica_host_options {
   /// acquire is answered lease_busy at once (memory stays bounded whatever
   /// clients send).
   size_t max_lease_waiters = 100000;
+  /// The clock a primary stamps into sessioned records, in ms since the
+  /// epoch (session_table.hpp: idle sessions expire by these stamps).
+  /// Unset: the system clock. The simulator sets its own.
+  std::function<int64_t()> session_clock_ms;
   /// Only for the simulator's meta-test, which shows the checkers catch a
   /// broken install: an installed checkpoint replaces the log and the
   /// digest but the host keeps its old store state.

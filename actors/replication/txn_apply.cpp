@@ -2,6 +2,7 @@
 
 #include "actors/replication/lease_state.hpp"
 #include "actors/replication/record_codec.hpp"
+#include "actors/replication/session_table.hpp"
 
 #include <map>
 #include <optional>
@@ -35,9 +36,18 @@ errc check_request(const txn_request& req, const store::core_limits& limits) {
   if (req.ops.empty())
     return errc::bad_request;
   int acquires = 0;
+  bool first = true;
   for (auto& op : req.ops) {
     if (static_cast<uint8_t>(op.kind) > static_cast<uint8_t>(last_op_kind))
       return errc::bad_request;
+    if (op.kind == op_kind::session) {
+      // First, once, well-formed, and followed by the ops it protects.
+      if (!first || req.ops.size() < 2 || !decode_session_op(op))
+        return errc::bad_request;
+      first = false;
+      continue;
+    }
+    first = false;
     if (op.collection.empty() || reserved_collection(op.collection))
       return errc::bad_request;
     if (is_lease_op(op.kind)) {
@@ -111,7 +121,17 @@ errc apply_lease(store::store_core& s, store::txn_id txn, const txn_op& op, lsn 
 
 } // namespace
 
-apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops, lsn at) {
+namespace {
+
+/// A run of a transaction's ops (all of them, or all after the session op).
+struct op_range {
+  const txn_op* first;
+  const txn_op* last;
+  const txn_op* begin() const { return first; }
+  const txn_op* end() const { return last; }
+};
+
+apply_outcome apply_ops(store::store_core& s, op_range ops, lsn at) {
   // Pass 1, changing nothing: each collection's kind as it will be when the
   // op runs (existing, or created by an earlier put / enqueue). Lease ops
   // touch only the reserved lease dictionary.
@@ -223,6 +243,60 @@ apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops, ls
     return out;
   }
   return out;
+}
+
+/// A sessioned transaction (session_table.hpp): the ops run only for a
+/// sequence number the session has not settled, and their outcome is kept.
+/// outputs[0] is the session op's: found = answered from the table.
+apply_outcome apply_sessioned(store::store_core& s, const std::vector<txn_op>& ops,
+                              const session_call& call, lsn at,
+                              const session_limits& limits) {
+  auto check_txn = s.begin();
+  auto check = check_session(s, check_txn, call, limits);
+  (void)s.abort(check_txn);
+  apply_outcome out;
+  switch (check.what) {
+  case session_check::verdict::duplicate:
+    out.code = check.kept->code;
+    out.outputs.push_back(op_output{true, {}});
+    for (auto& o : check.kept->outputs)
+      out.outputs.push_back(o);
+    out.duplicate = true;
+    out.first_at = check.kept->at;
+    return out;
+  case session_check::verdict::forgotten:
+    out.code = errc::outcome_unknown;
+    out.outputs.push_back(op_output{true, {}});
+    out.duplicate = true;
+    return out;
+  case session_check::verdict::full:
+    out.code = errc::sessions_full;
+    out.outputs.push_back(op_output{});
+    return out;
+  case session_check::verdict::run:
+    break;
+  }
+  out = apply_ops(s, op_range{ops.data() + 1, ops.data() + ops.size()}, at);
+  auto txn = s.begin();
+  auto e = record_outcome(s, txn, call, at, out.code, out.outputs, limits);
+  if (e || !s.commit(txn)) {
+    // Cannot happen short of a broken store; the ops' own outcome stands.
+    (void)s.abort(txn);
+  }
+  out.outputs.insert(out.outputs.begin(), op_output{});
+  return out;
+}
+
+} // namespace
+
+apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops, lsn at,
+                        const session_limits& sessions) {
+  if (!ops.empty() && ops.front().kind == op_kind::session) {
+    if (auto call = decode_session_op(ops.front()))
+      return apply_sessioned(s, ops, *call, at, sessions);
+    return {errc::bad_request, {}}; // check_request refuses it first
+  }
+  return apply_ops(s, op_range{ops.data(), ops.data() + ops.size()}, at);
 }
 
 } // namespace conclave::replication

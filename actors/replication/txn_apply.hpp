@@ -20,8 +20,10 @@
 #pragma once
 
 #include "actors/replication/messages.hpp"
+#include "actors/replication/session_table.hpp"
 #include "protocols/store/store_core.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace conclave::replication {
@@ -37,10 +39,19 @@ struct apply_outcome {
   /// One per op on success; on condition_failed the ops through the failing
   /// one; empty for unknown_collection and wrong_kind.
   std::vector<op_output> outputs;
+  /// A sessioned retry answered from the session table (session_table.hpp):
+  /// the record changed nothing; `first_at` is the lsn of the record that
+  /// produced the outcome (unset when it was forgotten).
+  bool duplicate = false;
+  std::optional<lsn> first_at;
 };
 
 /// Applies the ops as one store transaction, or not at all. `at` is the
-/// record's lsn: a lease granted by the record gets it as its token.
-apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops, lsn at);
+/// record's lsn: a lease granted by the record gets it as its token. A
+/// transaction whose first op is a session op runs only if the session has
+/// not settled its sequence number (session_table.hpp); its outputs then
+/// start with the session op's.
+apply_outcome apply_txn(store::store_core& s, const std::vector<txn_op>& ops, lsn at,
+                        const session_limits& sessions = {});
 
 } // namespace conclave::replication

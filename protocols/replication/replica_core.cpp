@@ -56,6 +56,8 @@ std::string_view to_string(errc e) {
     return "lease_busy";
   case errc::stale_token:
     return "stale_token";
+  case errc::sessions_full:
+    return "sessions_full";
   }
   return "unknown";
 }

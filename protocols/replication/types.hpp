@@ -104,13 +104,16 @@ enum class errc : uint8_t {
   /// An op on a collection of the other kind (a queue op on a dictionary or
   /// the reverse): the record changed nothing.
   wrong_kind = 8,
-  /// Client library: the deadline passed without an answer that settles the
-  /// request. An idempotent transaction may have committed (retrying it is
-  /// safe); for a read, nothing is known.
+  /// Client library: the deadline passed without an answer, and no attempt
+  /// of the request can have committed (none reached a primary that might
+  /// log it), or it is a read.
   timeout = 9,
-  /// Client library: a transaction that is not idempotent (enqueue, dequeue)
-  /// got primary_changed, or no answer, after it was sent: it may or may not
-  /// have committed. It is not retried.
+  /// The transaction may or may not have committed. From the client library:
+  /// the deadline passed after an attempt that may have committed (no
+  /// majority answered in time), or, with sessions off, a transaction that
+  /// is not idempotent (enqueue, dequeue) lost its answer and was not
+  /// retried. From the store: a sessioned retry whose outcome the session no
+  /// longer keeps (session_table.hpp); nothing was applied by the retry.
   outcome_unknown = 10,
   /// A lease acquire found every slot of the lease held by others (and its
   /// wait, if any, ran out): the record changed nothing. outputs[0].value
@@ -119,6 +122,10 @@ enum class errc : uint8_t {
   /// A lease op or an expect_lease condition named a fencing token that does
   /// not hold the lease (any more): the transaction changed nothing.
   stale_token = 12,
+  /// A transaction of a new client session found the store's session table
+  /// full of sessions used within the last minute (session_table.hpp):
+  /// nothing changed. Retry later.
+  sessions_full = 13,
 };
 
 std::string_view to_string(errc e);

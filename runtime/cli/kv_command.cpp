@@ -5,9 +5,10 @@
 // It connects to every member's front at once (front_directory.hpp) and runs
 // the operation through the client library (actors/replication/client.hpp),
 // which finds the primary: a secondary's not_primary hint is followed, a
-// syncing primary is asked again, a put or delete whose outcome is unknown is
-// retried and an enqueue or dequeue is answered outcome_unknown. --at reads
-// one member's replica directly. Everything is bounded by --timeout-ms.
+// syncing primary is asked again, and a write whose answer was lost is
+// retried with its session id and sequence number, so the store applies it
+// once (actors/replication/session_table.hpp). --at reads one member's
+// replica directly. Everything is bounded by --timeout-ms.
 #include "runtime/cli/commands.hpp"
 
 #include "actors/replication/client.hpp"
@@ -160,6 +161,9 @@ std::optional<std::string> final_error(rp::errc e) {
   case rp::errc::unknown_collection:
   case rp::errc::wrong_kind:
     return std::string{rp::to_string(e)};
+  case rp::errc::sessions_full:
+    return std::string{"sessions_full: the store's session table is full of clients "
+                       "active in the last minute; nothing was written, retry later"};
   case rp::errc::stale_token:
     return std::string{"stale_token: the --fence lease is no longer held with that "
                        "token; nothing was written"};
@@ -202,8 +206,9 @@ int fail_with(const kv_options& o, rp::errc code, uint64_t node,
   if (auto err = final_error(code))
     return fail(node, *err);
   if (code == rp::errc::outcome_unknown)
-    return fail(0, "outcome unknown (the primary changed or did not answer); not "
-                   "retried");
+    return fail(0, "outcome unknown: no majority answered within "
+                       + std::to_string(o.timeout_ms)
+                       + " ms; the write may or may not have taken effect");
   auto last = dir.last_error();
   std::string why = "no answer within " + std::to_string(o.timeout_ms) + " ms (last: ";
   if (code != rp::errc::timeout)
@@ -400,8 +405,8 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   }
   if (o.incr->parsed())
     return run_incr(o, client, dir, deadline);
-  // Put and delete are retried after an unknown outcome (running them twice
-  // is harmless); enqueue and dequeue are not (outcome_unknown).
+  // Retried after a lost answer until the timeout; the store answers a
+  // retry of an applied write with its first outcome.
   auto r = client.transact(write_request(o));
   if (r.code == rp::errc::ok)
     return print_commit(o, r, r.primary.value);
