@@ -252,6 +252,34 @@ TEST_F(client_test,
   EXPECT_FALSE(wait<txn_result>(c, dequeue_req()).outputs.at(0).found);
 }
 
+TEST_F(client_test, a_dequeue_whose_answer_is_lost_at_a_primary_change_gets_its_item) {
+  make_primary(2, 1);
+  auto c = make_client(1, 1s);
+  ASSERT_EQ(wait<txn_result>(c, enqueue_req("a")).code, errc::ok);
+  ASSERT_EQ(wait<txn_result>(c, enqueue_req("b")).code, errc::ok);
+  // The dequeue reaches every log but the primary is deposed before it
+  // answers: its answer (the item) is lost with it.
+  hold_syncs({0, 1});
+  auto d = ask<txn_result>(sys(), c, dequeue_req());
+  advance(10ms);
+  ASSERT_FALSE(d->done);
+  caf::anon_send(rs[2].host, leader_is_msg{term{2, rs[0].id, 0}});
+  run();
+  EXPECT_FALSE(d->done); // retried, not unknown
+  release_syncs({0, 1});
+  make_primary(0, 2);
+  ASSERT_TRUE(advance_until([&] { return d->done; }, 2s));
+  ASSERT_TRUE(d->value);
+  // The new primary committed the first attempt (it took "a"); the retry
+  // gets that item instead of taking "b".
+  EXPECT_EQ(d->value->code, errc::ok);
+  ASSERT_EQ(d->value->outputs.size(), 1u);
+  EXPECT_EQ(d->value->outputs[0].value, "a");
+  auto next = wait<txn_result>(c, dequeue_req());
+  EXPECT_EQ(next.outputs.at(0).value, "b");
+  EXPECT_FALSE(wait<txn_result>(c, dequeue_req()).outputs.at(0).found);
+}
+
 TEST_F(client_test,
        a_sessioned_compare_and_set_retried_after_a_crash_reports_its_success) {
   make_primary(2, 1);
