@@ -331,3 +331,26 @@ TEST(session_table, garbage_session_values_are_refused_never_crash) {
   EXPECT_EQ(apply_txn(st, rec, lsn{2}).code, errc::outcome_unknown);
   EXPECT_EQ(session_test_queue_length(st, "q"), 1u);
 }
+
+TEST(session_table, the_table_survives_a_checkpoint) {
+  // A replica that installs a checkpoint taken after the first attempt must
+  // answer the retry from the table too (it is part of the applied state).
+  store::store_core s;
+  ASSERT_EQ(apply_txn(s, {session_test_op(op_kind::enqueue, "q", "", "a")}, lsn{1}).code,
+            errc::ok);
+  auto rec =
+      sessioned("c", 1, 1, session_epoch_ms, {session_test_op(op_kind::dequeue, "q")});
+  ASSERT_EQ(apply_txn(s, rec, lsn{2}).outputs.at(1).value, "a");
+  auto image = s.encode_checkpoint();
+  store::store_core installed;
+  ASSERT_TRUE(installed.load_checkpoint(image));
+  EXPECT_EQ(session_count(installed), 1u);
+  ASSERT_EQ(
+      apply_txn(installed, {session_test_op(op_kind::enqueue, "q", "", "b")}, lsn{3})
+          .code,
+      errc::ok);
+  auto retry = apply_txn(installed, rec, lsn{4});
+  EXPECT_TRUE(retry.duplicate);
+  EXPECT_EQ(retry.outputs.at(1).value, "a");
+  EXPECT_EQ(session_test_queue_length(installed, "q"), 1u); // "b" stays
+}

@@ -45,7 +45,8 @@ std::string to_json(const node_status& s) {
                     {"checkpoint_lsn", r.checkpoint_lsn},
                     {"checkpoints_written", r.checkpoints_written},
                     {"snapshots_sent", r.snapshots_sent},
-                    {"snapshots_installed", r.snapshots_installed}};
+                    {"snapshots_installed", r.snapshots_installed},
+                    {"session_duplicates", r.session_duplicates}};
   }
   if (s.last_suspicion) {
     auto& v = *s.last_suspicion;
@@ -95,6 +96,7 @@ std::optional<node_status> status_from_json(const std::string& text) {
       out.checkpoints_written = r.value("checkpoints_written", uint64_t{0});
       out.snapshots_sent = r.value("snapshots_sent", uint64_t{0});
       out.snapshots_installed = r.value("snapshots_installed", uint64_t{0});
+      out.session_duplicates = r.value("session_duplicates", uint64_t{0});
       s.replica = out;
     }
     if (j.contains("last_suspicion") && j["last_suspicion"].is_object()) {

@@ -41,6 +41,9 @@ struct replica_summary {
   uint64_t checkpoints_written = 0;
   uint64_t snapshots_sent = 0;
   uint64_t snapshots_installed = 0;
+  /// Since the process started: client retries this replica answered from
+  /// the session table instead of applying them again.
+  uint64_t session_duplicates = 0;
   friend bool operator==(const replica_summary& a, const replica_summary& b) {
     return a.role == b.role && a.serving == b.serving && a.commit_lsn == b.commit_lsn
            && a.applied_lsn == b.applied_lsn && a.durable_lsn == b.durable_lsn
@@ -49,7 +52,8 @@ struct replica_summary {
            && a.checkpoint_lsn == b.checkpoint_lsn
            && a.checkpoints_written == b.checkpoints_written
            && a.snapshots_sent == b.snapshots_sent
-           && a.snapshots_installed == b.snapshots_installed;
+           && a.snapshots_installed == b.snapshots_installed
+           && a.session_duplicates == b.session_duplicates;
   }
 };
 

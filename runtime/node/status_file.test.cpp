@@ -47,6 +47,22 @@ TEST_F(status_file_test, the_status_round_trips_through_json) {
   EXPECT_FALSE(status_from_json("{\"id\": "));
 }
 
+TEST_F(status_file_test, the_replica_summary_round_trips_through_json) {
+  node_status s;
+  s.id = 1;
+  replica_summary r;
+  r.role = "primary";
+  r.commit_lsn = 12;
+  r.digest = 0x9f2c61d0a4b3e871ull;
+  r.snapshots_installed = 2;
+  r.session_duplicates = 4;
+  s.replica = r;
+  auto back = status_from_json(to_json(s));
+  ASSERT_TRUE(back && back->replica);
+  EXPECT_EQ(*back->replica, r);
+  EXPECT_EQ(back->replica->session_duplicates, 4u);
+}
+
 TEST_F(status_file_test, the_file_is_replaced_and_no_temporary_is_left) {
   auto p = dir / "status.json";
   ASSERT_TRUE(write_file_atomically(p.string(), "one"));
