@@ -23,10 +23,15 @@
 // the exit status is 1 only if something did not work (a put failed, a
 // cluster did not come up).
 //
+// `--sessions` also runs each conclave case with a client session op on every
+// put (exactly-once retries, actors/replication/session_table.hpp), side by
+// side with the plain case, and prints the ratio: the cost of exactly-once.
+//
 //   repl_bench [--etcd BIN] [--skip-etcd] [--conclave BIN]
-//              [--clients 1,8,32,128] [--seconds S] [--quick]
+//              [--clients 1,8,32,128] [--seconds S] [--quick] [--sessions]
 #include "actors/replication/client.hpp"
 #include "actors/replication/messages.hpp"
+#include "actors/replication/session_table.hpp"
 #include "actors/replication/type_ids.hpp"
 #include "runtime/cluster/client_connect.hpp"
 #include "runtime/cluster/cluster.hpp"
@@ -84,6 +89,9 @@ struct options {
   std::string up_args;
   /// With --failover: also etcd's, at its default and tuned timing.
   bool etcd_failover = false;
+  /// Each conclave case also with a client session on every put, side by
+  /// side (the cost of exactly-once).
+  bool sessions = false;
 };
 
 /// One measured case: commits, wall time, commit latencies (ms).
@@ -203,6 +211,8 @@ struct client_loop {
   std::string value;
   clock_type::time_point end;
   uint64_t seq = 0;
+  /// A client session id (empty: no session op, as before sessions).
+  std::string session;
 };
 
 void finish(caf::event_based_actor* self, const std::shared_ptr<client_loop>& l) {
@@ -220,6 +230,8 @@ void put_next(caf::event_based_actor* self, std::shared_ptr<client_loop> l) {
   op.value = l->value;
   op.kind = rp::op_kind::put;
   req.ops.push_back(std::move(op));
+  if (!l->session.empty()) // one put in flight: it is the lowest waited for
+    req.ops.insert(req.ops.begin(), rp::make_session_op({l->session, l->seq, l->seq, 0}));
   req.mode = rp::commit_mode::strong;
   auto t0 = clock_type::now();
   self->request(l->front, 10s, std::move(req))
@@ -319,7 +331,8 @@ public:
     return "no primary committed within 60 s (last: " + last + ")";
   }
 
-  figures run(int clients, double seconds, const std::string& tag) {
+  figures run(int clients, double seconds, const std::string& tag,
+              bool sessions = false) {
     caf::scoped_actor self{*sys_};
     std::vector<client_slot> slots(static_cast<size_t>(clients));
     auto start = clock_type::now();
@@ -327,6 +340,7 @@ public:
                + std::chrono::duration_cast<clock_type::duration>(
                    std::chrono::duration<double>(seconds));
     auto value = value_of_256();
+    ++runs_;
     cpu_meter meter{node_pids()};
     for (int c = 0; c < clients; ++c) {
       auto l = std::make_shared<client_loop>();
@@ -336,6 +350,9 @@ public:
       l->key_prefix = tag + "/c" + std::to_string(c) + "/";
       l->value = value;
       l->end = end;
+      // A new id per run: a session's numbers never start again.
+      if (sessions)
+        l->session = tag + "/r" + std::to_string(runs_) + "/c" + std::to_string(c);
       sys_->spawn([l](caf::event_based_actor* a) -> caf::behavior {
         put_next(a, l);
         return {[](caf::ok_atom) {}}; // answers arrive through then()
@@ -386,6 +403,7 @@ private:
   std::map<uint64_t, conclave::node::address> members_;
   std::string cluster_name_;
   std::string up_args_;
+  uint64_t runs_ = 0;
 };
 
 // -- failover with a resident client -----------------------------------------
@@ -1035,7 +1053,7 @@ int main(int argc, char** argv) {
   options o;
   const char* usage =
       "usage: repl_bench [--etcd BIN] [--skip-etcd] [--conclave BIN] "
-      "[--clients 1,8,32,128] [--seconds S] [--quick]\n"
+      "[--clients 1,8,32,128] [--seconds S] [--quick] [--sessions]\n"
       "       repl_bench --failover ROUNDS [--up-args 'CLUSTER UP ARGS'] [--skip-etcd]\n";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -1048,6 +1066,8 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::cout << usage;
       return 0;
+    } else if (a == "--sessions") {
+      o.sessions = true;
     } else if (a == "--skip-etcd") {
       o.skip_etcd = true;
     } else if (a == "--quick") {
@@ -1174,6 +1194,21 @@ int main(int argc, char** argv) {
         theirs = summarize(std::move(f));
         std::cout << line("etcd    ", n, *theirs) << std::endl;
       };
+      // With --sessions: the same case with a session op on every put, in
+      // alternating order with the plain one.
+      std::optional<summary> sessioned;
+      auto run_sessioned = [&] {
+        auto f = cc.run(n, o.seconds, tag + "s", true);
+        if (!f.error.empty()) {
+          std::cerr << "repl_bench: conclave with sessions, " << n
+                    << " clients: " << f.error << '\n';
+          status = 1;
+        }
+        sessioned = summarize(std::move(f));
+        std::cout << line("sessions", n, *sessioned) << std::endl;
+      };
+      if (o.sessions && k % 2 == 1)
+        run_sessioned();
       if (!ec) {
         run_conclave();
       } else if (k % 2 == 0) {
@@ -1183,6 +1218,12 @@ int main(int argc, char** argv) {
         run_etcd();
         run_conclave();
       }
+      if (o.sessions && k % 2 == 0)
+        run_sessioned();
+      if (mine && sessioned && mine->rate > 0 && mine->p99 > 0)
+        std::cout << std::fixed << std::setprecision(2) << "ratio    clients=" << n
+                  << " commits/s sessions/plain=" << sessioned->rate / mine->rate
+                  << " p99 sessions/plain=" << sessioned->p99 / mine->p99 << std::endl;
       if (mine && mine->rate == 0) {
         std::cerr << "repl_bench: conclave, " << n << " clients: no commit\n";
         status = 1;
