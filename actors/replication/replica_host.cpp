@@ -370,6 +370,12 @@ void apply_entry(host_state& st, const entry& e, timestamp now) {
       ++st.txns_refused;
     else
       count_garbage(st, *ops, outcome);
+    // A sessioned record rewrites its session's row and moves its age-index
+    // row: two old versions for collect_garbage (a new session adds rows
+    // instead; counting it as garbage only runs the collection a bit early).
+    if (!ops->empty() && ops->front().kind == op_kind::session
+        && outcome.code != errc::sessions_full)
+      st.garbage_since_gc += 2;
     note_lease_ops(st, *ops, outcome, now);
   }
   if (auto w = st.waiting_at.find(e.at.value); w != st.waiting_at.end())

@@ -94,6 +94,22 @@ std::vector<std::pair<int64_t, std::string>> oldest(store::store_core& s,
   return out;
 }
 
+/// The number of sessions, kept in the age dictionary under a key no age
+/// key can have (they are 8 bytes of stamp and a non-empty id): counting the
+/// rows would walk every session.
+const std::string count_key{"count"};
+
+uint64_t stored_count(store::store_core& s, store::txn_id txn) {
+  auto raw = get(s, txn, session_meta_collection, count_key);
+  if (!raw || raw->size() != 8)
+    return 0;
+  return from_be64(*raw);
+}
+
+std::error_code store_count(store::store_core& s, store::txn_id txn, uint64_t n) {
+  return write(s, txn, session_meta_collection, count_key, be64(n));
+}
+
 std::error_code forget(store::store_core& s, store::txn_id txn, int64_t last_ms,
                        const std::string& client) {
   if (auto e = write(s, txn, session_collection, client, std::nullopt))
@@ -205,16 +221,10 @@ std::string session_age_key(int64_t last_ms, std::string_view client) {
 }
 
 uint64_t session_count(store::store_core& s) {
-  if (!s.find_collection(session_collection))
-    return 0;
   auto txn = s.begin();
-  store::op_request r;
-  r.txn = txn;
-  r.op = store::operation::count;
-  r.collection = session_collection;
-  auto res = s.execute(r, store::timestamp::max());
+  auto n = stored_count(s, txn);
   (void)s.abort(txn);
-  return res ? res.value().count : 0;
+  return n;
 }
 
 session_check check_session(store::store_core& s, store::txn_id txn,
@@ -240,7 +250,7 @@ session_check check_session(store::store_core& s, store::txn_id txn,
     return out;
   }
   // A new session: room for it?
-  if (session_count(s) < limits.max_sessions)
+  if (stored_count(s, txn) < limits.max_sessions)
     return out;
   auto old = oldest(s, txn, 1);
   if (old.empty() || old.front().first > c.stamp_ms - limits.min_idle_evict.count())
@@ -256,6 +266,9 @@ std::error_code record_outcome(store::store_core& s, store::txn_id txn,
     return e;
   if (auto e = ensure(s, session_age_collection))
     return e;
+  if (auto e = ensure(s, session_meta_collection))
+    return e;
+  auto count = stored_count(s, txn);
   session cur;
   bool fresh = true;
   if (auto raw = get(s, txn, session_collection, c.client))
@@ -267,12 +280,17 @@ std::error_code record_outcome(store::store_core& s, store::txn_id txn,
     if (auto e = write(s, txn, session_age_collection,
                        session_age_key(cur.last_ms, c.client), std::nullopt))
       return e;
-  } else if (session_count(s) >= limits.max_sessions) {
-    // check_session found the oldest idle long enough.
-    auto old = oldest(s, txn, 1);
-    if (!old.empty())
-      if (auto e = forget(s, txn, old.front().first, old.front().second))
-        return e;
+  } else {
+    if (count >= limits.max_sessions) {
+      // check_session found the oldest idle long enough.
+      auto old = oldest(s, txn, 1);
+      if (!old.empty()) {
+        if (auto e = forget(s, txn, old.front().first, old.front().second))
+          return e;
+        --count;
+      }
+    }
+    ++count;
   }
   // The primaries' stamps never go back (replica_host keeps them rising),
   // but a record carries what its primary wrote: keep the latest.
@@ -306,8 +324,10 @@ std::error_code record_outcome(store::store_core& s, store::txn_id txn,
       break;
     if (auto e = forget(s, txn, last, client))
       return e;
+    if (count > 0)
+      --count;
   }
-  return {};
+  return store_count(s, txn, count);
 }
 
 } // namespace conclave::replication

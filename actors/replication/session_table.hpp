@@ -60,6 +60,8 @@ namespace conclave::replication {
 /// stamp (8 bytes big-endian) followed by the client id, value empty.
 inline const std::string session_collection{"\0session", 8};
 inline const std::string session_age_collection{"\0session_age", 12};
+/// Holds the number of sessions (key "count", 8 bytes big-endian).
+inline const std::string session_meta_collection{"\0session_meta", 13};
 
 constexpr size_t max_client_id_bytes = 64;
 

@@ -288,6 +288,7 @@ TEST(session_table, two_replicas_applying_the_same_records_agree) {
       }
     }
     EXPECT_EQ(session_test_queue_length(a, "q"), enqueued);
+    EXPECT_EQ(session_count(a), ran.size());
     EXPECT_EQ(session_test_queue_length(b, "q"), enqueued);
   }
 }
