@@ -489,9 +489,9 @@ void add_kv_command(command_registry& reg) {
       ->capture_default_str();
   kv->add_flag("--json", o->json, "print one JSON object")->envname(env_name("--json"));
   kv->add_flag("--dial-all", o->dial_all,
-               "connect to every member at once and wait for them, instead of to the "
-               "expected primary first (the one that answered last time, else the "
-               "leader --dir's status files name); no cache read or written")
+               "connect to every member at once, instead of to the expected primary "
+               "first (the one that answered last time, else the leader --dir's "
+               "status files name); no cache read or written")
       ->envname(env_name("--dial-all"));
   option(kv, "--cache-dir", o->cache_dir,
          "where kv remembers which member answered as the primary, one small file "
