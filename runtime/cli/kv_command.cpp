@@ -362,11 +362,14 @@ int run_kv(kv_options& o) {
   }
   if (o.at != 0 && !reading)
     return bad_input("--at: only for get and list (writes go to the primary)");
+  // OpenSSL's set-up overlaps the actor system's start (client_connect.hpp).
+  cluster::tls_warm_up warm{!o.tls_ca.empty()};
   caf::actor_system_config cfg;
   cluster::configure_client(cfg, o.tls_ca, o.tls_cert, o.tls_key);
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
+  warm.join();
   exit_now(run_connected(o, sys, members.value()));
 }
 
