@@ -2,13 +2,19 @@
 // cluster's replicated store, for scripts and operators. See docs/design/node.md
 // ("conclave kv").
 //
-// It connects to every member's front at once (front_directory.hpp) and runs
-// the operation through the client library (actors/replication/client.hpp),
+// It connects to the members' fronts (front_directory.hpp) and runs the
+// operation through the client library (actors/replication/client.hpp),
 // which finds the primary: a secondary's not_primary hint is followed, a
 // syncing primary is asked again, and a write whose answer was lost is
 // retried with its session id and sequence number, so the store applies it
 // once (actors/replication/session_table.hpp). --at reads one member's
 // replica directly. Everything is bounded by --timeout-ms.
+//
+// The fast path: one TLS handshake per member costs more than the operation,
+// so kv dials the member it expects to be the primary alone first (the one
+// that last answered, from a cache file, primary_cache.hpp; else the leader
+// the --dir status files name) and the others only when needed. --dial-all
+// dials every member at once instead.
 #include "runtime/cli/commands.hpp"
 
 #include "actors/replication/client.hpp"
@@ -17,6 +23,7 @@
 #include "runtime/cluster/client_connect.hpp"
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/cluster/front_directory.hpp"
+#include "runtime/cluster/primary_cache.hpp"
 #include "runtime/cluster/store_access.hpp"
 #include "runtime/node/node_config.hpp"
 
@@ -31,6 +38,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -71,6 +79,10 @@ struct kv_options {
   std::string fence;
   std::string fence_name;
   std::string fence_token;
+  /// Dial every member at once, with no primary hint.
+  bool dial_all = false;
+  /// Where the primary cache lives ("": the default; "none": nowhere).
+  std::string cache_dir;
 };
 
 std::optional<std::string> settle_access(kv_options& o) {
@@ -255,7 +267,8 @@ int read_at(const kv_options& o, caf::actor_system& sys, cluster::front_director
 /// transaction (actors/replication/interactive.hpp), run again on a conflict
 /// until the deadline.
 int run_incr(const kv_options& o, rp::kv_client& client, cluster::front_directory& dir,
-             clock_type::time_point deadline) {
+             clock_type::time_point deadline,
+             const std::function<void(rp::errc, uint64_t)>& remember) {
   std::string bad;
   bool late = false;
   int64_t result = 0;
@@ -288,6 +301,7 @@ int run_incr(const kv_options& o, rp::kv_client& client, cluster::front_director
         return true;
       },
       rp::run_options{1000});
+  remember(r.result.code, r.result.primary.value);
   if (!bad.empty())
     return fail(0, bad);
   if (late)
@@ -353,12 +367,50 @@ int run_kv(kv_options& o) {
   }
   if (o.at != 0 && !reading)
     return bad_input("--at: only for get and list (writes go to the primary)");
+  // OpenSSL's set-up overlaps the actor system's start (client_connect.hpp).
+  cluster::tls_warm_up warm{!o.tls_ca.empty()};
   caf::actor_system_config cfg;
   cluster::configure_client(cfg, o.tls_ca, o.tls_cert, o.tls_key);
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
+  warm.join();
   exit_now(run_connected(o, sys, members.value()));
+}
+
+/// The primary cache file of this cluster ("" for none).
+std::string cache_file_of(const kv_options& o) {
+  if (o.dial_all || o.cache_dir == "none")
+    return {};
+  auto dir = o.cache_dir.empty() ? cluster::default_cache_dir() : o.cache_dir;
+  return cluster::primary_cache_file(dir, o.cluster, o.peers);
+}
+
+/// The member to dial first: the one that answered as the primary last time,
+/// else the leader the --dir status files name; 0 (every member at once)
+/// with --dial-all or when nothing names a member.
+uint64_t first_to_dial(const kv_options& o, const std::string& cache_file,
+                       const std::map<uint64_t, node::address>& members) {
+  if (o.dial_all)
+    return 0;
+  if (o.at != 0)
+    return o.at;
+  auto id = cluster::read_primary_cache(cache_file);
+  if (members.count(id) != 0)
+    return id;
+  if (!o.cluster_dir.empty())
+    id = cluster::leader_named_in(o.cluster_dir);
+  return members.count(id) != 0 ? id : 0;
+}
+
+/// Remembers the member that answered as the primary when it is not the one
+/// dialed first. Only answers of a primary count: ok, or a refusal of the
+/// request itself (a timeout or an unknown outcome names no one reliably).
+void remember_primary(const std::string& cache_file, uint64_t first, rp::errc code,
+                      uint64_t primary) {
+  bool answered = code == rp::errc::ok || final_error(code).has_value();
+  if (answered && primary != 0 && primary != first)
+    cluster::write_primary_cache(cache_file, primary);
 }
 
 /// The operation, bounded by --timeout-ms from here.
@@ -366,19 +418,21 @@ int run_connected(kv_options& o, caf::actor_system& sys,
                   const std::map<uint64_t, node::address>& members) {
   auto timeout = std::chrono::milliseconds{o.timeout_ms};
   auto deadline = clock_type::now() + timeout;
+  auto cache_file = o.at != 0 ? std::string{} : cache_file_of(o);
   cluster::front_directory_options dopts;
   dopts.cluster = o.cluster;
   dopts.members = members;
   dopts.step_timeout = std::min(timeout, std::chrono::milliseconds{1000});
+  dopts.first = first_to_dial(o, cache_file, members);
   cluster::front_directory dir{sys, dopts};
   if (o.at != 0)
     return read_at(o, sys, dir, deadline);
-  // Every member is dialed at once. The client starts as soon as the
-  // primary a gate named is connected, or every member answered or failed
-  // (at most 200 ms: a frozen member answers nothing), asks that primary
-  // first and otherwise the connected members, and follows their answers
-  // (actors/replication/client.hpp); members still connecting join as they
-  // answer.
+  // The client starts as soon as the primary a gate named is connected, or
+  // every member answered or failed (at most 200 ms: a frozen member answers
+  // nothing), asks that primary first and otherwise the connected members,
+  // and follows their answers (actors/replication/client.hpp); members still
+  // connecting join as they answer, and a member the client asks for that
+  // was not dialed yet (dopts.first) is dialed then.
   dir.wait_ready(std::min(timeout, std::chrono::milliseconds{200}));
   rp::client_options copts;
   for (auto& m : dopts.members)
@@ -392,6 +446,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   rp::kv_client client{sys, copts};
   if (o.get->parsed() || o.list->parsed()) {
     auto answer = [&](auto& res, auto print) {
+      remember_primary(cache_file, dopts.first, res.code, res.primary.value);
       if (res.code == rp::errc::ok)
         return print(o, res, res.primary.value);
       return fail_with(o, res.code, res.primary.value, dir);
@@ -404,10 +459,13 @@ int run_connected(kv_options& o, caf::actor_system& sys,
     return answer(r, print_list);
   }
   if (o.incr->parsed())
-    return run_incr(o, client, dir, deadline);
+    return run_incr(o, client, dir, deadline, [&](rp::errc code, uint64_t primary) {
+      remember_primary(cache_file, dopts.first, code, primary);
+    });
   // Retried after a lost answer until the timeout; the store answers a
   // retry of an applied write with its first outcome.
   auto r = client.transact(write_request(o));
+  remember_primary(cache_file, dopts.first, r.code, r.primary.value);
   if (r.code == rp::errc::ok)
     return print_commit(o, r, r.primary.value);
   return fail_with(o, r.code, r.primary.value, dir);
@@ -438,6 +496,15 @@ void add_kv_command(command_registry& reg) {
   option(kv, "--timeout-ms", o->timeout_ms, "give up after this (exit 1)")
       ->capture_default_str();
   kv->add_flag("--json", o->json, "print one JSON object")->envname(env_name("--json"));
+  kv->add_flag("--dial-all", o->dial_all,
+               "connect to every member at once, instead of to the expected primary "
+               "first (the one that answered last time, else the leader --dir's "
+               "status files name); no cache read or written")
+      ->envname(env_name("--dial-all"));
+  option(kv, "--cache-dir", o->cache_dir,
+         "where kv remembers which member answered as the primary, one small file "
+         "per cluster (default: $XDG_CACHE_HOME/conclave, else ~/.cache/conclave; "
+         "none: nowhere)");
   option(kv, "--fence", o->fence,
          "NAME=TOKEN: write only while lease NAME is held with fencing token TOKEN "
          "(e.g. $CONCLAVE_LOCK_NAME=$CONCLAVE_LOCK_TOKEN under `conclave lock`); "

@@ -9,6 +9,8 @@
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 
+#include <openssl/ssl.h>
+
 namespace conclave::cluster {
 
 void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
@@ -30,6 +32,24 @@ void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
   // (the requester sees a timeout, not an error): a client that keeps its
   // connection between requests must send heartbeats like a node.
   cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{100}});
+}
+
+tls_warm_up::tls_warm_up(bool tls) {
+  if (!tls)
+    return;
+  // The context itself is of no use: what stays is OpenSSL's process-wide
+  // state (initialised once, thread-safely) and its cache of fetched
+  // algorithms, which CAF's contexts then find ready.
+  thread_ = std::thread{[] { SSL_CTX_free(SSL_CTX_new(TLS_method())); }};
+}
+
+tls_warm_up::~tls_warm_up() {
+  join();
+}
+
+void tls_warm_up::join() {
+  if (thread_.joinable())
+    thread_.join();
 }
 
 front_answer connect_front(caf::scoped_actor& self, const std::string& cluster,

@@ -696,6 +696,21 @@ std::optional<client_access> client_access_of(const std::string& dir) {
   return a;
 }
 
+uint64_t leader_named_in(const std::string& dir) {
+  auto c = load_cluster(dir);
+  if (!c)
+    return 0;
+  uint64_t leader = 0, term = 0;
+  for (auto& n : c->nodes) {
+    auto s = node::status_from_json(read_file(node_dir(dir, n.id) / "status.json"));
+    if (s && s->running && s->leader != 0 && (leader == 0 || s->term > term)) {
+      leader = s->leader;
+      term = s->term;
+    }
+  }
+  return leader;
+}
+
 int status(const std::string& dir, bool json_out, std::ostream& out) {
   auto c = load_cluster(dir);
   if (!c)

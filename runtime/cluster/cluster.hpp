@@ -135,6 +135,12 @@ struct client_access {
 };
 std::optional<client_access> client_access_of(const std::string& dir);
 
+/// The leader named by the newest term among the status files of the nodes
+/// in `dir` (DIR/node-I/status.json), 0 if none names one. A hint for a
+/// client, not a check: a node that died or froze leaves its last view
+/// behind, and `init` directories have no status files.
+uint64_t leader_named_in(const std::string& dir);
+
 /// Reads every node's view (for tests and the bench).
 std::vector<node_view> read_views(const std::string& dir);
 

@@ -24,6 +24,10 @@ struct front_directory::table {
   std::map<uint64_t, caf::actor> fronts;
   /// Members whose first attempt has ended (connected or not).
   std::set<uint64_t> tried;
+  /// Members dialed at least once, and those lookup() asked to dial.
+  std::set<uint64_t> dialed;
+  std::set<uint64_t> wanted;
+  std::set<uint64_t> ids;
   std::string last_error;
   uint64_t primary = 0;
   /// How many members there are.
@@ -33,6 +37,10 @@ struct front_directory::table {
 namespace {
 
 using dial_atom = caf::atom_constant<caf::atom("cn_fddial")>;
+/// Dial every member not dialed yet.
+using spread_atom = caf::atom_constant<caf::atom("cn_fdsprd")>;
+/// Dial this member if it was never dialed (lookup() asked for it).
+using want_atom = caf::atom_constant<caf::atom("cn_fdwant")>;
 
 struct connector_state {
   static inline const char* name = "conclave.front_directory";
@@ -43,6 +51,20 @@ struct connector_state {
 };
 
 using connector_ptr = caf::stateful_actor<connector_state>*;
+
+void dial(connector_ptr self, uint64_t id);
+
+bool was_dialed(connector_ptr self, uint64_t id) {
+  std::lock_guard<std::mutex> guard{self->state.table->mtx};
+  return self->state.table->dialed.count(id) != 0;
+}
+
+/// Dials every member not dialed yet.
+void spread(connector_ptr self) {
+  for (auto& m : self->state.opts.members)
+    if (!was_dialed(self, m.first))
+      dial(self, m.first);
+}
 
 void failed(connector_ptr self, uint64_t id, std::string why) {
   auto& st = self->state;
@@ -55,6 +77,8 @@ void failed(connector_ptr self, uint64_t id, std::string why) {
   auto& b = st.backoff[id];
   b = b.count() == 0 ? st.opts.retry_first : std::min(b * 2, st.opts.retry_max);
   self->delayed_send(self, b, dial_atom::value, id);
+  // Dialing one member first: it failed, the others are needed now.
+  spread(self);
 }
 
 void connected(connector_ptr self, uint64_t id, caf::actor front, uint64_t primary) {
@@ -70,6 +94,9 @@ void connected(connector_ptr self, uint64_t id, caf::actor front, uint64_t prima
       st.table->primary = primary;
   }
   st.table->changed.notify_all();
+  // Dialing one member first: its gate names another primary, dial that one.
+  if (primary != 0 && st.opts.members.count(primary) != 0 && !was_dialed(self, primary))
+    dial(self, primary);
 }
 
 void dial(connector_ptr self, uint64_t id) {
@@ -78,6 +105,10 @@ void dial(connector_ptr self, uint64_t id) {
   if (i == st.opts.members.end())
     return;
   auto where = i->second;
+  {
+    std::lock_guard<std::mutex> guard{st.table->mtx};
+    st.table->dialed.insert(id);
+  }
   auto& sys = self->system();
   auto mm = sys.has_openssl_manager() ? sys.openssl_manager().actor_handle()
                                       : sys.middleman().actor_handle();
@@ -142,11 +173,31 @@ caf::behavior connector(connector_ptr self, front_directory_options opts,
     st.table->changed.notify_all();
     // Its node may be restarting: dial again soon, then back off.
     self->delayed_send(self, st.opts.retry_first, dial_atom::value, id);
+    spread(self);
   });
-  for (auto& m : self->state.opts.members)
-    dial(self, m.first);
+  auto& st = self->state;
+  if (st.opts.members.count(st.opts.first) != 0) {
+    dial(self, st.opts.first);
+    self->delayed_send(self, st.opts.spread_after, spread_atom::value);
+  } else {
+    spread(self);
+  }
   return {
       [self](dial_atom, uint64_t id) { dial(self, id); },
+      [self](spread_atom) {
+        // Not needed if the primary a gate named is connected.
+        auto& t = *self->state.table;
+        {
+          std::lock_guard<std::mutex> guard{t.mtx};
+          if (t.primary != 0 && t.fronts.count(t.primary) != 0)
+            return;
+        }
+        spread(self);
+      },
+      [self](want_atom, uint64_t id) {
+        if (!was_dialed(self, id))
+          dial(self, id);
+      },
   };
 }
 
@@ -155,6 +206,8 @@ caf::behavior connector(connector_ptr self, front_directory_options opts,
 front_directory::front_directory(caf::actor_system& sys, front_directory_options opts)
     : table_(std::make_shared<table>()) {
   table_->members = opts.members.size();
+  for (auto& m : opts.members)
+    table_->ids.insert(m.first);
   connector_ = sys.spawn(connector, std::move(opts), table_);
 }
 
@@ -163,9 +216,17 @@ front_directory::~front_directory() {
 }
 
 caf::actor front_directory::lookup(uint64_t id) const {
-  std::lock_guard<std::mutex> guard{table_->mtx};
-  auto i = table_->fronts.find(id);
-  return i == table_->fronts.end() ? caf::actor{} : i->second;
+  {
+    std::lock_guard<std::mutex> guard{table_->mtx};
+    auto i = table_->fronts.find(id);
+    if (i != table_->fronts.end())
+      return i->second;
+    if (table_->ids.count(id) == 0 || table_->dialed.count(id) != 0
+        || !table_->wanted.insert(id).second)
+      return {};
+  }
+  caf::anon_send(connector_, want_atom::value, id);
+  return {};
 }
 
 size_t front_directory::wait_connected(size_t n,
@@ -199,6 +260,11 @@ caf::actor front_directory::wait_for(uint64_t id,
 std::string front_directory::last_error() const {
   std::lock_guard<std::mutex> guard{table_->mtx};
   return table_->last_error;
+}
+
+bool front_directory::dialed(uint64_t id) const {
+  std::lock_guard<std::mutex> guard{table_->mtx};
+  return table_->dialed.count(id) != 0;
 }
 
 uint64_t front_directory::primary_hint() const {

@@ -10,6 +10,17 @@
 // after a backoff (retry_first doubling up to retry_max). lookup() reads the
 // current table under a mutex, from any thread: an invalid handle means "not
 // connected now". Used by `conclave kv` and the replication benchmark.
+//
+// With front_directory_options::first (a member, e.g. the primary a cache or
+// the cluster directory names), only that member is dialed at first, so that
+// a one-shot client pays for one TLS handshake instead of one per member. The
+// others are dialed as soon as any of these happens: a dial fails or a front
+// goes down, `spread_after` passes without the first member's front (it may
+// be frozen: its kernel accepts the connection, the member never answers), a
+// gate names another member as the primary (that one), or lookup() asks for a
+// member not dialed yet (that one: the client library follows a hint there).
+// A wrong `first` costs a detour, never a wrong answer: the client library
+// finds the primary whichever members are connected.
 #pragma once
 
 #include "runtime/node/node_config.hpp"
@@ -32,6 +43,11 @@ struct front_directory_options {
   std::chrono::milliseconds step_timeout{1000};
   std::chrono::milliseconds retry_first{20};
   std::chrono::milliseconds retry_max{500};
+  /// A member to dial alone at first (0, or not a member: dial every member
+  /// at once).
+  uint64_t first = 0;
+  /// With `first`: when to dial the others if its front is not up by then.
+  std::chrono::milliseconds spread_after{50};
 };
 
 class front_directory {
@@ -44,7 +60,7 @@ public:
   front_directory& operator=(const front_directory&) = delete;
 
   /// Member `id`'s front, or an invalid handle while it is not connected.
-  /// Never blocks on the network.
+  /// Never blocks on the network; a member never dialed is dialed now.
   caf::actor lookup(uint64_t id) const;
 
   /// Waits until `n` members have a front, or `n` members' first attempts
@@ -66,6 +82,9 @@ public:
 
   /// The primary the last gate that answered named (0: none).
   uint64_t primary_hint() const;
+
+  /// Whether member `id` has been dialed (at least once).
+  bool dialed(uint64_t id) const;
 
   struct table;
 

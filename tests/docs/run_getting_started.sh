@@ -27,6 +27,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# kv remembers the primary in a cache file: keep it in the work dir.
+export CONCLAVE_KV_CACHE_DIR="$work/kv-cache"
 
 script="$work/getting-started.sh"
 {

@@ -60,6 +60,8 @@ protected:
     dir = fs::temp_directory_path() / ("conclave-netns-" + tag);
     fs::remove_all(dir);
     fs::create_directories(dir);
+    // kv's primary cache goes to the test's directory, not ~/.cache.
+    ::setenv("CONCLAVE_KV_CACHE_DIR", (dir / "kv-cache").c_str(), 1);
     // The probe namespace is the switch: if it cannot be made, skip.
     if (netns_sh("ip netns add " + switch_ns()) != 0)
       GTEST_SKIP() << "cannot create network namespaces here (ip netns add failed)";

@@ -5,7 +5,14 @@
 // killed after a hard limit (so the test never hangs on it) and measured with
 // wait4 (wall time, user + system CPU time). The frozen node is always
 // resumed and the cluster brought down (process_support.hpp). Loopback only.
+//
+// The primary cache (runtime/cluster/primary_cache.hpp) decides which member
+// kv dials first: a cache naming a follower, a frozen follower, or no member
+// must cost a detour at most, never a wrong answer or a missed bound.
 #include "tests/process/process_support.hpp"
+
+#include "runtime/cluster/cluster.hpp"
+#include "runtime/cluster/primary_cache.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -131,6 +138,20 @@ struct kv_timeout_test : cluster_test {
     ASSERT_EQ(r.status, 0) << r.out;
   }
 
+  /// The primary cache file kv uses for this cluster (the fixture points
+  /// CONCLAVE_KV_CACHE_DIR at DIR/kv-cache).
+  std::string cache_file() {
+    auto a = conclave::cluster::client_access_of(dir.string());
+    EXPECT_TRUE(a);
+    return conclave::cluster::primary_cache_file((dir / "kv-cache").string(),
+                                                 a ? a->cluster : "", a ? a->peers : "");
+  }
+
+  static void write_cache(const std::string& file, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path{file}.parent_path());
+    std::ofstream{file} << text << '\n';
+  }
+
   static void expect_bounded(const timed_run& r, const std::string& what) {
     EXPECT_FALSE(r.killed) << what << ": still running after the hard limit\n" << r.out;
     EXPECT_LE(r.wall_ms, timeout_ms + margin_ms) << what << "\n" << r.out;
@@ -198,6 +219,59 @@ TEST_F(kv_timeout_test, a_frozen_leader_does_not_hold_kv_past_its_timeout) {
   expect_bounded(g, "get with a new leader, the old one frozen");
   EXPECT_GE(runs.size(), 2u);
   signal(leader, "CONT");
+  frozen = 0;
+  down_and_check_replicas();
+}
+
+TEST_F(kv_timeout_test, a_stale_primary_cache_costs_a_detour_not_a_wrong_answer) {
+  uint64_t leader = 0;
+  ASSERT_NO_FATAL_FAILURE(up_and_write(leader));
+  uint64_t follower = leader == 1 ? 2 : 1;
+  auto file = cache_file();
+  int i = 0;
+  for (std::string stale :
+       {std::to_string(follower), std::string{"9"}, std::string{"x"}}) {
+    auto value = "v" + std::to_string(++i);
+    write_cache(file, stale);
+    auto p = kv("put stale " + value);
+    EXPECT_EQ(p.status, 0) << "cache " << stale << ": " << p.out;
+    expect_bounded(p, "put, the cache naming " + stale);
+    // The follower sent kv on to the leader, and the cache says so now; a
+    // cache naming no member was ignored (the status files named the leader).
+    if (stale == std::to_string(follower))
+      EXPECT_EQ(conclave::cluster::read_primary_cache(file), leader);
+    write_cache(file, stale);
+    auto g = kv("get stale");
+    EXPECT_EQ(g.status, 0) << g.out;
+    EXPECT_EQ(g.out, value + "\n") << "cache " << stale;
+    expect_bounded(g, "get, the cache naming " + stale);
+  }
+  // The old path agrees.
+  auto all = kv("--dial-all get stale");
+  EXPECT_EQ(all.out, "v3\n");
+  down_and_check_replicas();
+}
+
+TEST_F(kv_timeout_test, a_primary_cache_naming_a_frozen_follower_still_ends_in_time) {
+  uint64_t leader = 0;
+  ASSERT_NO_FATAL_FAILURE(up_and_write(leader));
+  uint64_t follower = leader == 1 ? 2 : 1;
+  auto file = cache_file();
+  frozen = follower;
+  signal(follower, "STOP");
+  for (int i = 0; i < 2; ++i) {
+    write_cache(file, std::to_string(follower));
+    auto p = kv("put frozen v" + std::to_string(i));
+    EXPECT_EQ(p.status, 0) << p.out;
+    expect_bounded(p, "put, the cache naming a frozen follower");
+    EXPECT_EQ(conclave::cluster::read_primary_cache(file), leader);
+    write_cache(file, std::to_string(follower));
+    auto g = kv("get frozen");
+    EXPECT_EQ(g.status, 0) << g.out;
+    EXPECT_EQ(g.out, "v" + std::to_string(i) + "\n");
+    expect_bounded(g, "get, the cache naming a frozen follower");
+  }
+  signal(follower, "CONT");
   frozen = 0;
   down_and_check_replicas();
 }

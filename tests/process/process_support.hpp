@@ -118,6 +118,8 @@ protected:
           / ("conclave-proc-" + std::to_string(::getpid()) + "-"
              + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir);
+    // kv's primary cache goes to the test's directory, not ~/.cache.
+    ::setenv("CONCLAVE_KV_CACHE_DIR", (dir / "kv-cache").c_str(), 1);
   }
 
   void TearDown() override {
