@@ -217,6 +217,17 @@ void redirect(client_impl self, uint64_t id, node_id asked, node_id hint) {
   retry_later<Request>(self, id);
 }
 
+/// Tells the caller's on_problem hook what an attempt ran into.
+void problem(const client_state& st, node_id asked, const std::string& what) {
+  if (st.opts.on_problem)
+    st.opts.on_problem("node " + std::to_string(asked.value) + ": " + what);
+}
+
+std::string naming(node_id hint) {
+  return hint == no_node ? std::string{", names no primary"}
+                         : ", names node " + std::to_string(hint.value);
+}
+
 /// The attempt got no answer (timeout, dead host): forget that primary.
 void lost(client_state& st, node_id asked) {
   if (st.primary == asked)
@@ -228,6 +239,9 @@ void on_answer(client_impl self, uint64_t id, node_id asked, txn_result r) {
   auto* p = find<txn_request>(self, id);
   if (!p)
     return;
+  if (r.code == errc::not_primary || r.code == errc::syncing
+      || r.code == errc::primary_changed)
+    problem(st, asked, std::string{to_string(r.code)} + naming(r.primary));
   switch (r.code) {
   case errc::not_primary:
     redirect<txn_request>(self, id, asked, r.primary);
@@ -279,6 +293,7 @@ void on_read_answer(client_impl self, uint64_t id, node_id asked, Answer r) {
   // lost its lease (runtime/node/replica_front.hpp): ask the primary.
   if ((r.code == errc::ok && r.replica_role != role::primary)
       || r.code == errc::not_primary) {
+    problem(st, asked, "not the acting primary" + naming(r.primary));
     redirect<Request>(self, id, asked, r.primary);
     return;
   }
@@ -290,6 +305,7 @@ void on_read_answer(client_impl self, uint64_t id, node_id asked, Answer r) {
 template <class Request>
 void on_error(client_impl self, uint64_t id, node_id asked, const caf::error& err) {
   auto& st = self->state;
+  problem(st, asked, self->system().render(err));
   lost(st, asked);
   // CAF answers request_receiver_down only for a request the host never
   // handled (sent to a dead actor, or left in its mailbox when it stopped,
@@ -326,8 +342,10 @@ void attempt(client_impl self, uint64_t id) {
   caf::actor host;
   if (target != no_node) {
     host = st.opts.lookup ? st.opts.lookup(target) : caf::actor{};
-    if (!host)
+    if (!host) {
+      problem(st, target, "the primary last named, not connected");
       lost(st, target);
+    }
   }
   // No primary known, or it cannot be reached now: the next member in turn
   // that can (one that is not connected would only cost a backoff).
@@ -338,6 +356,8 @@ void attempt(client_impl self, uint64_t id) {
   }
   p->target = target;
   if (!host) {
+    if (st.opts.on_problem)
+      st.opts.on_problem("no member connected");
     retry_later<Request>(self, id);
     return;
   }

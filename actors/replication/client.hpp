@@ -102,6 +102,11 @@ struct client_options {
   bool sessions = true;
   /// The client's session id (1..64 bytes); empty: 16 random bytes in hex.
   std::string session_id;
+  /// Called on the client actor's thread with a line on each attempt that
+  /// did not settle its request ("node 1: not_primary, names node 3",
+  /// "node 3: not connected", "node 2: request_timeout"): what a caller
+  /// shows when the deadline passes. Must not block.
+  std::function<void(const std::string&)> on_problem;
 };
 
 /// How long after its first attempt a sessioned transaction is still

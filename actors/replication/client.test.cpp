@@ -403,6 +403,28 @@ TEST_F(client_test, without_a_primary_the_client_gives_up_at_its_deadline) {
   EXPECT_GT(looked_up.size(), 6u); // it kept trying the members
 }
 
+TEST_F(client_test, a_request_that_times_out_tells_what_its_attempts_ran_into) {
+  make_primary(2, 1);
+  unreachable.insert(rs[2].id); // the primary the others name
+  client_options o;
+  o.members = members();
+  o.lookup = [this](node_id id) { return lookup(id); };
+  o.deadline = 500ms;
+  auto lines = std::make_shared<std::vector<std::string>>();
+  o.on_problem = [lines](const std::string& l) { lines->push_back(l); };
+  auto c = track(spawn_client(sys(), o));
+  auto r = wait<txn_result>(c, put_req("k", "v"));
+  EXPECT_EQ(r.code, errc::timeout);
+  auto has = [&](const std::string& what) {
+    return std::any_of(lines->begin(), lines->end(), [&](const std::string& l) {
+      return l.find(what) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(has("not_primary, names node " + std::to_string(rs[2].id.value)));
+  EXPECT_TRUE(has("node " + std::to_string(rs[2].id.value)
+                  + ": the primary last named, not connected"));
+}
+
 TEST_F(client_test, unreachable_members_are_skipped) {
   make_primary(2, 1);
   unreachable.insert(rs[0].id);

@@ -42,6 +42,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 
 namespace conclave::cli {
 
@@ -213,23 +214,47 @@ int fail(uint64_t node, const std::string& why) {
 
 /// Prints the failure of an answer that is not ok: the store's refusals by
 /// name, an unknown outcome, or no answer in time.
+/// What the client library's last unsettled attempt ran into
+/// (client_options::on_problem), written on its actor's thread.
+struct last_problem {
+  std::mutex mtx;
+  std::string text;
+  void set(const std::string& t) {
+    std::lock_guard<std::mutex> guard{mtx};
+    text = t;
+  }
+  std::string get() {
+    std::lock_guard<std::mutex> guard{mtx};
+    return text;
+  }
+};
+
+last_problem& client_problem() {
+  static last_problem p;
+  return p;
+}
+
 int fail_with(const kv_options& o, rp::errc code, uint64_t node,
               const cluster::front_directory& dir) {
   if (auto err = final_error(code))
     return fail(node, *err);
+  // What the last attempt ran into, then the last connection error.
+  std::string seen;
+  auto attempt = client_problem().get();
+  if (!attempt.empty())
+    seen = "last attempt: " + attempt;
+  if (auto conn = dir.last_error(); !conn.empty())
+    seen += (seen.empty() ? "" : "; ") + std::string{"last connection error: "} + conn;
+  if (seen.empty())
+    seen = "no primary answered";
   if (code == rp::errc::outcome_unknown)
-    return fail(0, "outcome unknown: no majority answered within "
-                       + std::to_string(o.timeout_ms)
-                       + " ms; the write may or may not have taken effect");
-  auto last = dir.last_error();
-  std::string why = "no answer within " + std::to_string(o.timeout_ms) + " ms (last: ";
+    return fail(
+        0, "outcome unknown: no majority answered within " + std::to_string(o.timeout_ms)
+               + " ms; the write may or may not have taken effect (" + seen + ")");
+  std::string why = "no answer within " + std::to_string(o.timeout_ms) + " ms (";
   if (code != rp::errc::timeout)
-    why += std::string{rp::to_string(code)};
-  else if (!last.empty())
-    why += last;
-  else
-    why += "no primary answered";
-  return fail(0, why + ")");
+    why += std::string{rp::to_string(code)} + "; ";
+  return fail(0, why + seen + ")");
 }
 
 /// --at: one read or list at that member's replica, whatever its role.
@@ -439,6 +464,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
     copts.members.push_back(rp::node_id{m.first});
   copts.lookup = [&dir](rp::node_id id) { return dir.lookup(id.value); };
   copts.primary = rp::node_id{dir.primary_hint()};
+  copts.on_problem = [](const std::string& what) { client_problem().set(what); };
   auto left = std::chrono::duration_cast<caf::timespan>(
       std::max<clock_type::duration>(deadline - clock_type::now(), 1ms));
   copts.deadline = left;
