@@ -6,6 +6,7 @@
 // (the retry would apply a second time).
 #include "actors/replication/session_table.hpp"
 #include "actors/replication/txn_apply.hpp"
+#include "tests/support/store_reads.hpp"
 
 #include <gtest/gtest.h>
 
@@ -36,20 +37,7 @@ std::vector<txn_op> sessioned(const std::string& client, uint64_t seq,
 
 std::optional<std::string> session_test_value(store::store_core& s, const std::string& c,
                                               const std::string& k) {
-  if (!s.find_collection(c))
-    return std::nullopt;
-  auto t = s.begin();
-  store::op_request r;
-  r.txn = t;
-  r.op = store::operation::try_get;
-  r.collection = c;
-  r.key = k;
-  r.mode = store::read_mode::snapshot;
-  auto res = s.execute(r, store::timestamp::max());
-  (void)s.abort(t);
-  if (!res || !res.value().found)
-    return std::nullopt;
-  return res.value().value;
+  return conclave::test::committed_value(s, c, k);
 }
 
 uint64_t session_test_queue_length(store::store_core& s, const std::string& q) {

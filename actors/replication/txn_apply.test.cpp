@@ -3,6 +3,8 @@
 // the same outcome on two replicas that apply the same records.
 #include "actors/replication/txn_apply.hpp"
 
+#include "tests/support/store_reads.hpp"
+
 #include <gtest/gtest.h>
 
 using namespace conclave::replication;
@@ -16,18 +18,7 @@ txn_op op(op_kind k, std::string c, std::string key = {}, std::string v = {}) {
 
 std::optional<std::string> get(store::store_core& s, const std::string& c,
                                const std::string& k) {
-  auto t = s.begin();
-  store::op_request r;
-  r.txn = t;
-  r.op = store::operation::try_get;
-  r.collection = c;
-  r.key = k;
-  r.mode = store::read_mode::snapshot;
-  auto res = s.execute(r, store::timestamp::max());
-  (void)s.abort(t);
-  if (!res || !res.value().found)
-    return std::nullopt;
-  return res.value().value;
+  return conclave::test::committed_value(s, c, k);
 }
 
 } // namespace
