@@ -162,7 +162,7 @@ struct replica_host_options {
   size_t max_lease_waiters = 100000;
   /// The clock a primary stamps into sessioned records, in ms since the
   /// epoch (session_table.hpp: idle sessions expire by these stamps).
-  /// Unset: the system clock. The simulator sets its own.
+  /// Unset: the system clock.
   std::function<int64_t()> session_clock_ms;
   /// Only for the simulator's meta-test, which shows the checkers catch a
   /// broken install: an installed checkpoint replaces the log and the

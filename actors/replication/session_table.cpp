@@ -307,7 +307,12 @@ std::error_code record_outcome(store::store_core& s, store::txn_id txn,
   cur.kept.insert(pos, kept_outcome{c.seq, at, code, outputs});
   // Over the bound: the oldest outcomes go, and with them every number up to
   // theirs (a late first attempt of such a number is refused, not run).
-  while (cur.kept.size() > std::max<size_t>(limits.kept_outcomes, 1)) {
+  // So too past the store's value limit (large dequeued items): an outcome
+  // that does not fit even alone is forgotten at once, and its retry is
+  // refused as unknown rather than run again.
+  auto fits = [&] { return encode_session(cur).size() <= s.limits().max_value_bytes; };
+  while (!cur.kept.empty()
+         && (cur.kept.size() > std::max<size_t>(limits.kept_outcomes, 1) || !fits())) {
     cur.floor = std::max(cur.floor, cur.kept.front().seq + 1);
     cur.kept.erase(cur.kept.begin());
   }

@@ -31,7 +31,10 @@
 // Bounds and expiry (the same on every replica: they use only the log):
 // (session_limits; the defaults in parentheses):
 // - per session, outcomes below the client's "lowest still waited for" are
-//   dropped, and at most kept_outcomes (32) are kept, the newest;
+//   dropped, and at most kept_outcomes (32) are kept, the newest, as many
+//   as fit in one value of the store (core_limits::max_value_bytes; an
+//   outcome too large to keep, a dequeued item close to that limit, is
+//   forgotten at once: its retry is answered outcome_unknown);
 // - a session unused for idle_expiry (10 min), by the primaries' clocks
 //   stamped into the records, is removed;
 // - at most max_sessions (100,000): a new session takes the place of the one

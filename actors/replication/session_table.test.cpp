@@ -343,3 +343,38 @@ TEST(session_table, the_table_survives_a_checkpoint) {
   EXPECT_EQ(retry.outputs.at(1).value, "a");
   EXPECT_EQ(session_test_queue_length(installed, "q"), 1u); // "b" stays
 }
+
+TEST(session_table, outcomes_too_large_for_one_value_are_forgotten_never_run_again) {
+  store::core_limits lim;
+  lim.max_value_bytes = 300;
+  store::store_core s{lim};
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(apply_txn(s,
+                        {session_test_op(op_kind::enqueue, "q", "",
+                                         std::string(120, char('a' + i)))},
+                        lsn{uint64_t(1 + i)})
+                  .code,
+              errc::ok);
+  ASSERT_EQ(apply_txn(s,
+                      {session_test_op(op_kind::enqueue, "q", "", std::string(290, 'z'))},
+                      lsn{4})
+                .code,
+            errc::ok);
+  auto deq = [](uint64_t seq) {
+    return sessioned("c", seq, 1, session_epoch_ms,
+                     {session_test_op(op_kind::dequeue, "q")});
+  };
+  // Two 120-byte items do not fit in one 300-byte session row: the older
+  // outcome goes, and its retry is refused, not run.
+  EXPECT_EQ(apply_txn(s, deq(1), lsn{5}).outputs.at(1).value, std::string(120, 'a'));
+  EXPECT_EQ(apply_txn(s, deq(2), lsn{6}).outputs.at(1).value, std::string(120, 'b'));
+  auto again1 = apply_txn(s, deq(1), lsn{7});
+  EXPECT_EQ(again1.code, errc::outcome_unknown);
+  auto again2 = apply_txn(s, deq(2), lsn{8});
+  EXPECT_EQ(again2.outputs.at(1).value, std::string(120, 'b'));
+  // An item too large to keep even alone: the retry is refused too.
+  EXPECT_EQ(apply_txn(s, deq(3), lsn{9}).outputs.at(1).value, std::string(120, 'c'));
+  EXPECT_EQ(apply_txn(s, deq(4), lsn{10}).outputs.at(1).value, std::string(290, 'z'));
+  EXPECT_EQ(apply_txn(s, deq(4), lsn{11}).code, errc::outcome_unknown);
+  EXPECT_EQ(session_test_queue_length(s, "q"), 0u);
+}

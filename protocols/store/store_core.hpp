@@ -75,6 +75,8 @@ class store_core {
 public:
   explicit store_core(core_limits limits = {}) : limits_(limits) {}
 
+  const core_limits& limits() const { return limits_; }
+
   // -- collections ----------------------------------------------------------
 
   /// Finds a collection by name.
