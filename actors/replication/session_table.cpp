@@ -232,20 +232,20 @@ session_check check_session(store::store_core& s, store::txn_id txn,
   session_check out;
   auto raw = get(s, txn, session_collection, c.client);
   if (raw) {
-    auto cur = decode_session(*raw);
-    if (!cur) {
+    out.current = decode_session(*raw);
+    if (!out.current) {
       // Only this code writes the table: a value it cannot read is damage.
       // Refuse to guess whether the request ran.
       out.what = session_check::verdict::forgotten;
       return out;
     }
-    for (auto& k : cur->kept)
+    for (auto& k : out.current->kept)
       if (k.seq == c.seq) {
         out.what = session_check::verdict::duplicate;
         out.kept = k;
         return out;
       }
-    if (c.seq < cur->floor)
+    if (c.seq < out.current->floor)
       out.what = session_check::verdict::forgotten;
     return out;
   }
@@ -261,6 +261,7 @@ session_check check_session(store::store_core& s, store::txn_id txn,
 std::error_code record_outcome(store::store_core& s, store::txn_id txn,
                                const session_call& c, lsn at, errc code,
                                const std::vector<op_output>& outputs,
+                               const std::optional<session>& current,
                                const session_limits& limits) {
   if (auto e = ensure(s, session_collection))
     return e;
@@ -269,14 +270,8 @@ std::error_code record_outcome(store::store_core& s, store::txn_id txn,
   if (auto e = ensure(s, session_meta_collection))
     return e;
   auto count = stored_count(s, txn);
-  session cur;
-  bool fresh = true;
-  if (auto raw = get(s, txn, session_collection, c.client))
-    if (auto d = decode_session(*raw)) {
-      cur = std::move(*d);
-      fresh = false;
-    }
-  if (!fresh) {
+  session cur = current.value_or(session{});
+  if (current) {
     if (auto e = write(s, txn, session_age_collection,
                        session_age_key(cur.last_ms, c.client), std::nullopt))
       return e;

@@ -138,6 +138,9 @@ struct session_check {
   };
   verdict what = verdict::run;
   std::optional<kept_outcome> kept;
+  /// The client's session as read (none: a new session); record_outcome
+  /// updates it without reading it again.
+  std::optional<session> current;
 };
 
 /// Reads the client's session and decides (within the store transaction
@@ -147,11 +150,13 @@ session_check check_session(store::store_core& s, store::txn_id txn,
                             const session_call& c, const session_limits& limits);
 
 /// Records the outcome of a run record and expires old sessions, in the
-/// store transaction txn (which the caller commits). Returns the store's
+/// store transaction txn (which the caller commits). `current` is
+/// check_session's session_check::current. Returns the store's
 /// error, if any (cannot happen short of a broken store).
 std::error_code record_outcome(store::store_core& s, store::txn_id txn,
                                const session_call& c, lsn at, errc code,
                                const std::vector<op_output>& outputs,
+                               const std::optional<session>& current,
                                const session_limits& limits);
 
 /// How many sessions the table holds (tests, status).

@@ -278,7 +278,7 @@ apply_outcome apply_sessioned(store::store_core& s, const std::vector<txn_op>& o
   }
   out = apply_ops(s, op_range{ops.data() + 1, ops.data() + ops.size()}, at);
   auto txn = s.begin();
-  auto e = record_outcome(s, txn, call, at, out.code, out.outputs, limits);
+  auto e = record_outcome(s, txn, call, at, out.code, out.outputs, check.current, limits);
   if (e || !s.commit(txn)) {
     // Cannot happen short of a broken store; the ops' own outcome stands.
     (void)s.abort(txn);
