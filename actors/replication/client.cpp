@@ -338,6 +338,13 @@ void attempt(client_impl self, uint64_t id) {
     finish<Request>(self, id, at_deadline(st, *p));
     return;
   }
+  // A sessioned transaction that may have committed is not sent again past
+  // the window: the store may no longer know its session.
+  if constexpr (std::is_same_v<Request, txn_request>)
+    if (p->seq != 0 && p->uncertain && !retryable(self, *p)) {
+      finish<Request>(self, id, txn_result{errc::outcome_unknown, {}, st.primary, {}});
+      return;
+    }
   node_id target = st.primary;
   caf::actor host;
   if (target != no_node) {

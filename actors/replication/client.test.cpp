@@ -403,6 +403,36 @@ TEST_F(client_test, without_a_primary_the_client_gives_up_at_its_deadline) {
   EXPECT_GT(looked_up.size(), 6u); // it kept trying the members
 }
 
+TEST_F(client_test, a_sessioned_transaction_is_not_sent_again_past_the_retry_window) {
+  make_primary(2, 1);
+  client_options o;
+  o.members = members();
+  o.lookup = [this](node_id id) { return lookup(id); };
+  o.attempt_timeout = 1s;
+  o.deadline = 120s;
+  auto c = track(spawn_client(sys(), o));
+  ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
+  // The enqueue reaches the logs, the primary dies, and no primary is made
+  // for longer than the window: the secondaries keep naming the dead one.
+  hold_syncs({0, 1});
+  auto start = now();
+  auto e = ask<txn_result>(sys(), c, enqueue_req("late"));
+  advance(10ms);
+  crash(2);
+  run();
+  ASSERT_TRUE(advance_until([&] { return e->done; }, 70s));
+  EXPECT_EQ(e->value->code, errc::outcome_unknown);
+  // Ended at the window, not at the 120 s deadline.
+  EXPECT_GE(now() - start, session_retry_window);
+  EXPECT_LT(now() - start, session_retry_window + 1s);
+  // Nothing was sent after it: a primary made now gets no retry.
+  release_syncs({0, 1});
+  looked_up.clear();
+  make_primary(0, 2);
+  advance(1s);
+  EXPECT_TRUE(looked_up.empty());
+}
+
 TEST_F(client_test, a_request_that_times_out_tells_what_its_attempts_ran_into) {
   make_primary(2, 1);
   unreachable.insert(rs[2].id); // the primary the others name
