@@ -116,6 +116,11 @@ void flush(self_pointer self, timestamp now) {
 
 template <class Message>
 void deliver(self_pointer self, const Message& m) {
+  if (!self->state.opts.net->admits(self->current_sender(), m.from)) {
+    // Sent by an actor that does not speak for m.from (directory_transport.hpp).
+    self->state.opts.probe->message_rejected("unverified_sender");
+    return;
+  }
   auto now = now_of(self);
   self->state.opts.probe->message_received(message_index<Message>);
   self->state.core->handle(message{m}, now);

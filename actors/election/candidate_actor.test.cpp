@@ -9,9 +9,12 @@
 #include "actors/election/local_group.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -72,6 +75,9 @@ struct muting_transport : el::transport {
   }
   std::optional<el::node_id> node_of(const caf::actor_addr& a) const override {
     return inner->node_of(a);
+  }
+  bool admits(const caf::strong_actor_ptr& sender, el::node_id from) const override {
+    return inner->admits(sender, from);
   }
 };
 
@@ -149,6 +155,55 @@ TEST_F(candidate_actor_test, highest_alive_id_wins_and_everyone_knows) {
   ASSERT_TRUE(advance_until([&] { return agreed_on(5); }, 2s));
   for (auto& [id, v] : rec->views)
     EXPECT_EQ(v.t, rec->views[el::node_id{5}].t) << el::to_string(id);
+}
+
+TEST_F(candidate_actor_test, a_message_naming_a_member_it_was_not_sent_by_is_dropped) {
+  spawn_group(3);
+  ASSERT_TRUE(advance_until([&] { return agreed_on(3); }, 2s));
+  auto t = rec->views[el::node_id{3}].t;
+  // "Node 2 leads a later term", to candidate 1: from an actor that is not
+  // node 2's candidate (a process linked as another member, or anyone), then
+  // anonymously, then from node 2's candidate itself.
+  el::coordinator_msg forged{el::node_id{2}, el::term{t.epoch + 5, el::node_id{2}, 1}};
+  auto impostor =
+      sys().spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
+  auto one = caf::actor_cast<caf::actor>(handles[el::node_id{1}]);
+  caf::send_as(impostor, one, forged);
+  run();
+  caf::anon_send(one, forged);
+  run();
+  EXPECT_EQ(std::count(rec->rejected.begin(), rec->rejected.end(), "unverified_sender"),
+            2);
+  EXPECT_EQ(rec->views[el::node_id{1}].leader, el::node_id{3});
+  EXPECT_EQ(rec->views[el::node_id{1}].t, t);
+  // The same content from node 2's candidate is taken.
+  caf::send_as(caf::actor_cast<caf::actor>(handles[el::node_id{2}]), one, forged);
+  run();
+  EXPECT_EQ(std::count(rec->rejected.begin(), rec->rejected.end(), "unverified_sender"),
+            2);
+  EXPECT_EQ(rec->views[el::node_id{1}].t, forged.t);
+  caf::anon_send_exit(impostor, caf::exit_reason::user_shutdown);
+}
+
+TEST(directory_transport, only_the_registered_handle_speaks_for_a_member) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto quiet = [](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; };
+  auto a = sys.spawn(quiet);
+  auto b = sys.spawn(quiet);
+  el::directory_transport d;
+  d.put(el::node_id{2}, caf::actor_cast<el::candidate_actor>(a));
+  auto ptr = [](const caf::actor& x) {
+    return caf::actor_cast<caf::strong_actor_ptr>(x);
+  };
+  EXPECT_TRUE(d.admits(ptr(a), el::node_id{2}));
+  EXPECT_FALSE(d.admits(ptr(b), el::node_id{2}));
+  EXPECT_FALSE(d.admits(nullptr, el::node_id{2}));
+  EXPECT_FALSE(d.admits(ptr(a), el::node_id{3})); // not registered
+  d.erase(el::node_id{2});
+  EXPECT_FALSE(d.admits(ptr(a), el::node_id{2}));
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(candidate_actor_test, killed_leader_is_replaced_through_the_monitor) {
@@ -265,8 +320,9 @@ TEST_F(candidate_actor_test, leader_task_is_cancelled_when_a_higher_term_appears
   ASSERT_EQ(log->started, 1);
   // Someone announces a newer leadership (as after a partition heals).
   auto t = rec->views[el::node_id{3}].t;
-  caf::anon_send(
-      handles[el::node_id{3}],
+  caf::send_as(
+      caf::actor_cast<caf::actor>(handles[el::node_id{1}]),
+      caf::actor_cast<caf::actor>(handles[el::node_id{3}]),
       el::heartbeat_ack_msg{el::node_id{1}, {t.epoch + 1, el::node_id{2}}, 0, false});
   run();
   EXPECT_TRUE(log->contexts.front().cancelled());

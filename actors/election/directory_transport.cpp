@@ -21,11 +21,27 @@ candidate_actor directory_transport::get(node_id id) const {
   return i == handles_.end() ? candidate_actor{} : i->second;
 }
 
-void directory_transport::send(caf::local_actor*, node_id to, const message& m) {
+void directory_transport::send(caf::local_actor* self, node_id to, const message& m) {
   auto h = get(to);
   if (!h)
     return; // not connected: dropped, as on a real network
-  std::visit([&](const auto& x) { caf::anon_send(h, x); }, m);
+  // Sent as `self`, so that the receiver can check who speaks (admits()).
+  auto sender = self != nullptr ? caf::actor_cast<caf::strong_actor_ptr>(self)
+                                : caf::strong_actor_ptr{};
+  std::visit(
+      [&](const auto& x) {
+        h->eq_impl(caf::make_message_id(), std::move(sender),
+                   self != nullptr ? self->context() : nullptr, x);
+      },
+      m);
+}
+
+bool directory_transport::admits(const caf::strong_actor_ptr& sender,
+                                 node_id from) const {
+  if (!sender)
+    return false;
+  auto h = get(from);
+  return h && h.address() == caf::actor_cast<caf::actor_addr>(sender);
 }
 
 void directory_transport::watch(caf::local_actor* self, node_id peer) {

@@ -27,6 +27,15 @@ public:
 
   /// The member behind an actor address (for down messages), if known.
   virtual std::optional<node_id> node_of(const caf::actor_addr& addr) const = 0;
+
+  /// Whether a message naming `from` as its sender may be taken from the actor
+  /// that sent it (`sender`, null for an anonymous message). Every election
+  /// message carries `from` in its content; a transport that knows which actor
+  /// speaks for which member refuses the others (the candidate drops the
+  /// message and reports `unverified_sender`). Default: every message.
+  virtual bool admits(const caf::strong_actor_ptr& /*sender*/, node_id /*from*/) const {
+    return true;
+  }
 };
 
 class election_clock {

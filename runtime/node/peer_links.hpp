@@ -63,6 +63,11 @@ public:
   std::optional<election::node_id> node_of(const caf::actor_addr&) const override {
     return std::nullopt; // down messages of peers are the links' business
   }
+  /// Only the candidate a member's identity proof named speaks for it.
+  bool admits(const caf::strong_actor_ptr& sender,
+              election::node_id from) const override {
+    return directory_->admits(sender, from);
+  }
 
 private:
   std::shared_ptr<election::directory_transport> directory_;
