@@ -1,5 +1,7 @@
 #include "runtime/node/basp_source_guard.hpp"
 
+#include "protocols/store/log_record.hpp"
+
 #include <algorithm>
 
 namespace conclave::node {
@@ -34,6 +36,8 @@ bool names_nodes(uint8_t op) {
 }
 
 } // namespace
+
+const uint32_t basp_source_guard::max_payload = store::max_record_body + (1u << 20);
 
 size_t basp_node_id_size(const char* p, size_t avail) {
   if (avail < 8)
@@ -92,6 +96,10 @@ basp_source_guard::refusal basp_source_guard::feed(const char* data, size_t size
       op_ = static_cast<uint8_t>(buf_[0]);
       payload_len_ = static_cast<uint32_t>(be(buf_.data() + 4, 4));
       buf_.clear();
+      if (payload_len_ > max_payload) {
+        refused_ = refusal::oversized;
+        continue;
+      }
       if (payload_len_ == 0) {
         if (op_ == routed_message || op_ == monitor_message || op_ == down_message
             || op_ == server_handshake || op_ == client_handshake)
@@ -129,6 +137,8 @@ std::string_view to_string(basp_source_guard::refusal r) {
     return "foreign_destination";
   case basp_source_guard::refusal::changed_node:
     return "changed_node";
+  case basp_source_guard::refusal::oversized:
+    return "oversized";
   case basp_source_guard::refusal::malformed:
     break;
   }

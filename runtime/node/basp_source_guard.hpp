@@ -22,7 +22,8 @@
 // source_actor u64, dest_actor u64), then payload_len bytes. Handshakes
 // (server 0x00, client 0x01) start with the sender's node id; routed (0x03),
 // monitor (0x04) and down (0x05) messages with (source node, destination
-// node). A node id is an 8-byte implementation atom, then for the "default"
+// node). A header announcing a body above max_payload is refused before CAF
+// allocates it. A node id is an 8-byte implementation atom, then for the "default"
 // kind a u32 process id and a 20-byte host id; the empty atom is no node.
 // Node ids are compared as these bytes. Pure: no CAF, no OpenSSL, no I/O.
 #pragma once
@@ -43,6 +44,7 @@ public:
     foreign_destination, ///< a frame asks this node to forward it to another node
     changed_node,        ///< a second handshake declares another node
     malformed,           ///< a node id of an unknown kind, or a payload too short for it
+    oversized,           ///< a header announcing a body above max_payload
   };
 
   /// `local_node`: this node's id as BASP serializes it; empty: destinations
@@ -60,6 +62,10 @@ public:
 
   /// Bytes of a BASP header.
   static constexpr size_t header_size = 32;
+  /// The largest body a frame may announce: CAF allocates what the header
+  /// announces before reading it (up to 4 GiB). The largest message conclave
+  /// sends is one log record (store::max_record_body) with its envelope.
+  static const uint32_t max_payload;
 
 private:
   refusal check_prefix();

@@ -124,4 +124,30 @@ TEST(basp_source_guard, forwarding_and_a_second_identity_are_refused) {
   EXPECT_EQ(feed(nobody, handshake(caf::node_id{}), 9), refusal::malformed);
 }
 
+TEST(basp_source_guard, a_header_announcing_a_body_above_the_largest_message_is_refused) {
+  // Only the header: the guard refuses before the body (which CAF would
+  // allocate at the size announced) arrives.
+  auto header_only = [](uint32_t len) {
+    caf::io::basp::header hdr{message_type::direct_message, 0, len, 0, 7, 9};
+    std::vector<char> buf;
+    caf::binary_serializer sink{nullptr, buf};
+    EXPECT_FALSE(sink(hdr));
+    return std::string{buf.begin(), buf.end()};
+  };
+  for (uint32_t len : {basp_source_guard::max_payload + 1, uint32_t{0xFFFFFFFF}}) {
+    for (size_t chunk : {size_t{1}, size_t{32}}) {
+      basp_source_guard g{basp_node_bytes(self_node)};
+      EXPECT_EQ(feed(g, handshake(peer) + header_only(len), chunk), refusal::oversized)
+          << len;
+    }
+    basp_source_guard early; // before any handshake too
+    EXPECT_EQ(feed(early, header_only(len), 32), refusal::oversized);
+  }
+  // At the bound: taken (the body follows in later reads).
+  basp_source_guard at{basp_node_bytes(self_node)};
+  EXPECT_EQ(feed(at, handshake(peer) + header_only(basp_source_guard::max_payload), 32),
+            refusal::none);
+  EXPECT_EQ(to_string(refusal::oversized), "oversized");
+}
+
 } // namespace basp_source_guard_test

@@ -50,8 +50,9 @@ void pace_pending_tls_dials(bool on);
 
 /// Reasons a TLS session's BASP stream was refused (the label of
 /// conclave_tls_frames_refused_total).
-inline constexpr std::array<std::string_view, 5> tls_frame_refusals{
-    "forged_source", "foreign_destination", "changed_node", "malformed", "claimed_node"};
+inline constexpr std::array<std::string_view, 6> tls_frame_refusals{
+    "forged_source", "foreign_destination", "changed_node",
+    "malformed",     "claimed_node",        "oversized"};
 
 /// Sessions closed for `reason` since the process started.
 uint64_t tls_frames_refused(std::string_view reason);

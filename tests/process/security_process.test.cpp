@@ -380,6 +380,17 @@ public:
     return SSL_write(ssl_, frame.data(), static_cast<int>(frame.size())) > 0;
   }
 
+  /// Sends only a BASP header announcing a body of `len` bytes (and none of it).
+  bool send_header(uint8_t op, uint32_t len) {
+    std::string h(32, '\0');
+    h[0] = static_cast<char>(op);
+    for (int i = 3; i >= 0; --i, len >>= 8)
+      h[4 + static_cast<size_t>(i)] = static_cast<char>(len & 0xff);
+    h[23] = 1; // source actor 1
+    h[31] = 1; // destination actor 1: a header CAF takes as valid
+    return SSL_write(ssl_, h.data(), static_cast<int>(h.size())) > 0;
+  }
+
   /// True if the node closes the session within the read timeout (5 s);
   /// what it sends before (its heartbeats) is read and dropped.
   bool closed_by_peer() {
@@ -479,6 +490,30 @@ TEST_F(cluster_test, frames_naming_another_member_as_their_source_are_refused) {
   }
   EXPECT_TRUE(eventually([&] { return refused("claimed_node") >= 1.0; }, 3s))
       << refused("claimed_node");
+
+  // 3. The same certificate, as a fresh node of its own, sends a header that
+  //    announces a body of almost 4 GiB: CAF would allocate all of it before
+  //    reading a byte. The session is cut at the header; memory stays.
+  {
+    int pid1 = j["nodes"][0]["pid"].get<int>();
+    auto before = rss_kib(pid1);
+    basp_intruder in{port_of(addr(0)), tls, 2};
+    ASSERT_TRUE(in.connected());
+    auto node1 = in.read_server_node();
+    ASSERT_EQ(node1.size(), 32u);
+    auto mine = node1;
+    mine[8] = '\x7e';
+    ASSERT_TRUE(in.send(0x01, mine));
+    ASSERT_TRUE(in.send_header(0x02, 0xFFFFFFF0u)); // a direct message
+    std::this_thread::sleep_for(300ms);             // within the link timeout: still open
+    auto after = rss_kib(pid1);
+    EXPECT_TRUE(in.closed_by_peer());
+    EXPECT_EQ(::kill(pid1, 0), 0) << "node 1 died";
+    EXPECT_GT(after, 0);
+    EXPECT_LT(after - before, 64 * 1024) << "RSS " << before << " KiB before, " << after;
+  }
+  EXPECT_TRUE(eventually([&] { return refused("oversized") >= 1.0; }, 3s))
+      << refused("oversized");
 
   // The honest members never noticed: no link went down, same term, and the
   // store still takes writes.
