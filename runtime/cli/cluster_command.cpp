@@ -86,9 +86,9 @@ int dispatch(cluster_options& o, const std::array<CLI::App*, 6>& subs) {
     return run_kill(o);
   if (rs->parsed())
     return cluster::restart(o.dir, o.node, std::chrono::milliseconds{o.timeout_ms},
-                            std::cout);
+                            o.json, std::cout);
   if (dn->parsed())
-    return cluster::down(o.dir, std::cout);
+    return cluster::down(o.dir, o.json, std::cout);
   return bad_input("cluster: give up, status, kill, restart, down or init (see --help)");
 }
 
@@ -162,9 +162,11 @@ void add_cluster_command(command_registry& reg) {
   option(rs, "--node", o->node, "node id")->required();
   option(rs, "--timeout-ms", o->timeout_ms, "give up waiting for it to rejoin after this")
       ->capture_default_str();
+  rs->add_flag("--json", o->json, "print one JSON document")->envname(env_name("--json"));
 
   auto* dn = cl->add_subcommand("down", "Stop every node (SIGCONT first, then SIGTERM)");
   dir_option(dn, o->dir)->required();
+  dn->add_flag("--json", o->json, "print one JSON document")->envname(env_name("--json"));
 
   auto* in = cl->add_subcommand(
       "init", "Write configs, certificates and a systemd unit for nodes on other hosts "
@@ -193,6 +195,7 @@ void add_cluster_command(command_registry& reg) {
       ->capture_default_str();
   option(in, "--days", io.days, "validity of the node and client certificates")
       ->capture_default_str();
+  in->add_flag("--json", io.json, "print one JSON document")->envname(env_name("--json"));
 
   *subs = {up, st, kl, rs, dn, in};
 }

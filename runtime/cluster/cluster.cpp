@@ -829,7 +829,7 @@ int kill(const std::string& dir, uint64_t id, int sig, bool wait,
 }
 
 int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeout,
-            std::ostream& out) {
+            bool json_out, std::ostream& out) {
   auto c = load_cluster(dir);
   if (!c)
     return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
@@ -857,8 +857,16 @@ int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeo
     auto me = std::find_if(views.begin(), views.end(),
                            [&](const node_view& v) { return v.id == id; });
     if (a && me != views.end() && me->reported && me->leader == a->leader) {
-      out << "node " << id << " restarted (pid " << pid << "); leader " << a->leader
-          << " (term " << term_text(a->term, a->term_leader) << ")\n";
+      if (json_out)
+        out << json{{"node", id},
+                    {"pid", pid},
+                    {"leader", a->leader},
+                    {"term", term_text(a->term, a->term_leader)}}
+                   .dump()
+            << '\n';
+      else
+        out << "node " << id << " restarted (pid " << pid << "); leader " << a->leader
+            << " (term " << term_text(a->term, a->term_leader) << ")\n";
       return exit_ok;
     }
     if (std::chrono::steady_clock::now() >= deadline)
@@ -869,7 +877,7 @@ int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeo
   }
 }
 
-int down(const std::string& dir, std::ostream& out) {
+int down(const std::string& dir, bool json_out, std::ostream& out) {
   auto c = load_cluster(dir);
   if (!c)
     return bad_input("--dir: no cluster in " + dir + " (no readable cluster.json)");
@@ -879,8 +887,11 @@ int down(const std::string& dir, std::ostream& out) {
   for (auto& v : views_of(dir, *c))
     running += v.alive ? 1 : 0;
   stop_nodes(dir, *c, 5s);
-  out << "cluster '" << c->name << "' down: stopped " << running
-      << " node(s); logs stay in " << dir << '\n';
+  if (json_out)
+    out << json{{"cluster", c->name}, {"stopped", running}, {"dir", dir}}.dump() << '\n';
+  else
+    out << "cluster '" << c->name << "' down: stopped " << running
+        << " node(s); logs stay in " << dir << '\n';
   return exit_ok;
 }
 

@@ -117,8 +117,8 @@ int status(const std::string& dir, bool json, std::ostream& out);
 int kill(const std::string& dir, uint64_t node, int signal, bool wait,
          std::chrono::milliseconds timeout, bool json, std::ostream& out);
 int restart(const std::string& dir, uint64_t node, std::chrono::milliseconds timeout,
-            std::ostream& out);
-int down(const std::string& dir, std::ostream& out);
+            bool json, std::ostream& out);
+int down(const std::string& dir, bool json, std::ostream& out);
 
 /// What a client (conclave kv --dir) needs to reach the cluster in
 /// `dir`: its name, its members as ID@HOST:PORT,..., and, unless it runs with

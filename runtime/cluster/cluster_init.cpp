@@ -4,6 +4,8 @@
 #include "runtime/cluster/cluster.hpp"
 #include "runtime/node/status_file.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -311,6 +313,32 @@ int init(const init_options& o, std::ostream& out) {
       fs::remove(entry.path(), ec);
   }
 
+  if (o.json) {
+    auto nodes = nlohmann::json::array();
+    for (auto& h : plan.value().hosts) {
+      auto n = node_name(h.id);
+      nodes.push_back({{"id", h.id},
+                       {"address", h.address.to_string()},
+                       {"files", (dir / n).string()},
+                       {"install_to", o.config_dir},
+                       {"unit", "conclave-node@" + std::to_string(h.id)}});
+    }
+    auto files = nlohmann::json::array();
+    for (auto& f : plan.value().files)
+      files.push_back((dir / f.path).string());
+    out << nlohmann::json{{"cluster", o.cluster},
+                          {"dir", dir.string()},
+                          {"nodes", nodes},
+                          {"client", (dir / "client").string()},
+                          {"systemd_unit", (dir / "conclave-node@.service").string()},
+                          {"ca_key", o.ca_cert.empty() ? nlohmann::json(
+                                         (dir / "ca" / "ca.key").string())
+                                                       : nlohmann::json(nullptr)},
+                          {"files", files}}
+               .dump(2)
+        << '\n';
+    return init_detail::exit_ok;
+  }
   out << "cluster '" << o.cluster << "': files for " << plan.value().hosts.size()
       << " node(s) in " << dir.string() << "\n";
   for (auto& h : plan.value().hosts) {

@@ -57,6 +57,8 @@ struct init_options {
   std::string binary = "/usr/local/bin/conclave";
   /// Validity of the node and client certificates (a new CA lives 10 times longer).
   unsigned days = 365;
+  /// Print one JSON document (what was written where) instead of the steps.
+  bool json = false;
 };
 
 /// One file `init` writes, relative to OUT.

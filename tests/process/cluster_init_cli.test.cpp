@@ -77,6 +77,27 @@ TEST(cluster_init_cli, bad_input_is_exit_2_with_one_line_and_writes_nothing) {
   expect_refused("--dir " + out + "/keep.txt --hosts " + hosts, "is not a directory");
 }
 
+TEST(cluster_init_cli, json_names_every_file_it_wrote) {
+  using namespace init_cli;
+  scratch s;
+  auto out = s.path / "out";
+  auto r = run_conclave("cluster init --json --hosts " + std::string{hosts} + " --dir "
+                        + out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["cluster"], "conclave");
+  ASSERT_EQ(j["nodes"].size(), 3u);
+  EXPECT_EQ(j["nodes"][1]["id"], 2);
+  EXPECT_EQ(j["nodes"][1]["address"], "10.0.0.2:7001");
+  EXPECT_EQ(j["nodes"][1]["files"], (out / "node-2").string());
+  EXPECT_EQ(j["ca_key"], (out / "ca" / "ca.key").string());
+  ASSERT_GE(j["files"].size(), 15u);
+  for (auto& f : j["files"])
+    EXPECT_TRUE(fs::exists(f.get<std::string>())) << f;
+  EXPECT_TRUE(fs::exists(j["systemd_unit"].get<std::string>()));
+}
+
 TEST(cluster_init_cli, writes_configs_certificates_and_a_unit_for_every_host) {
   using namespace init_cli;
   scratch s;

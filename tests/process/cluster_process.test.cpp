@@ -27,7 +27,12 @@ TEST_F(cluster_test, three_nodes_elect_one_leader) {
   auto term = std::to_string(st["term"].get<uint64_t>()) + "/3";
   EXPECT_NE(text.out.find("leader 3 (term " + term + ")"), std::string::npos) << text.out;
   // A health check: no live node, no leader, exit 1.
-  EXPECT_EQ(run_conclave("cluster down --dir " + dir.string()).status, 0);
+  auto dn = run_conclave("cluster down --json --dir " + dir.string());
+  EXPECT_EQ(dn.status, 0);
+  auto dj = nlohmann::json::parse(dn.out, nullptr, false);
+  ASSERT_TRUE(dj.is_object()) << dn.out;
+  EXPECT_EQ(dj["stopped"], 3);
+  EXPECT_EQ(dj["dir"], dir.string());
   auto down = status(1);
   EXPECT_TRUE(down["leader"].is_null());
 }
@@ -179,8 +184,13 @@ TEST_F(cluster_test, a_restarted_node_rejoins_without_deposing_the_leader) {
   auto k = kill(3, "KILL");
   ASSERT_EQ(k["leader"], 2);
   auto term = k["term"].get<uint64_t>();
-  auto r = run_conclave("cluster restart --dir " + dir.string() + " --node 3");
-  EXPECT_EQ(r.status, 0) << r.out;
+  auto r = run_conclave("cluster restart --json --dir " + dir.string() + " --node 3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto rj = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(rj.is_object()) << r.out;
+  EXPECT_EQ(rj["node"], 3);
+  EXPECT_EQ(rj["leader"], 2);
+  EXPECT_GT(rj["pid"].get<int>(), 0);
   // Proof that it rejoined: the restarted node itself reports the leader.
   nlohmann::json st;
   ASSERT_TRUE(eventually(
