@@ -101,6 +101,7 @@ replica_core::replica_core(node_id self, std::vector<node_id> members, replica_c
       peers_.push_back(fresh_peer(m));
   durable_ = log_.last();
   commit_ = log_.base();
+  amnesiac_ = recovered.amnesiac;
 }
 
 // -- inputs ----------------------------------------------------------------------
@@ -164,6 +165,7 @@ void replica_core::handle(const message& m, timestamp now) {
     step_primary(m, now);
     break;
   }
+  check_healed();
 }
 
 std::variant<lsn, errc> replica_core::propose(txn_ref txn, std::string payload,
@@ -196,6 +198,7 @@ void replica_core::log_durable(lsn through, timestamp now) {
   if (through <= durable_)
     return;
   durable_ = through;
+  check_healed();
   if (role_ == role::secondary) {
     send_ack(now);
   } else if (role_ == role::primary) {
@@ -264,6 +267,7 @@ bool replica_core::snapshot_offered(node_id from, const term& t, lsn at,
     match_hi_ = at;
     primary_commit_ = std::max(primary_commit_, at);
     send_ack(now);
+    check_healed();
     return true;
   }
   drop(drop_reason::unexpected);
@@ -484,6 +488,13 @@ void replica_core::step_secondary(const message& m, timestamp now) {
       drop(drop_reason::unexpected);
       return;
     }
+    if (amnesiac_) {
+      // Our log may lack records we acknowledged: it must not be counted as
+      // one of the majority a new primary chooses from (the term is promised
+      // all the same: observe_higher ran).
+      ++stats_.syncs_withheld;
+      return;
+    }
     send(req->from, sync_reply{self_, promised_, durable_, *log_.term_at(durable_),
                                log_.base(), commit_});
   } else if (auto* f = std::get_if<fetch_request>(&m)) {
@@ -599,20 +610,23 @@ void replica_core::start_sync(timestamp now) {
 }
 
 void replica_core::maybe_choose(timestamp now) {
-  size_t replies = 1;
+  // An amnesiac primary's own log does not count (see amnesiac()): a majority
+  // of the others must answer.
+  size_t replies = amnesiac_ ? 0 : 1;
   for (auto& p : peers_)
     replies += p.replied ? 1 : 0;
   if (replies < majority())
     return;
   // The most advanced durable log of the majority: highest last term, then
   // highest lsn; ourselves on a tie (nothing to fetch).
-  node_id best = self_;
-  lsn best_last = durable_;
-  term best_term = *log_.term_at(durable_);
+  node_id best = amnesiac_ ? no_node : self_;
+  lsn best_last = amnesiac_ ? lsn{} : durable_;
+  term best_term = amnesiac_ ? term{} : *log_.term_at(durable_);
   for (auto& p : peers_) {
     if (!p.replied)
       continue;
-    if (best_term < p.last_term || (best_term == p.last_term && best_last < p.last)) {
+    if (best == no_node || best_term < p.last_term
+        || (best_term == p.last_term && best_last < p.last)) {
       best = p.id;
       best_last = p.last;
       best_term = p.last_term;
@@ -831,6 +845,7 @@ void replica_core::update_commit(timestamp now) {
     ++stats_.syncs_finished;
     effects_.push_back(
         sync_finished{promised_, chosen_, new_primary_at_, now - sync_started_});
+    check_healed();
   }
 }
 
@@ -844,6 +859,27 @@ void replica_core::ack_weak() {
       ++stats_.commits_acked;
     }
   }
+}
+
+void replica_core::check_healed() {
+  if (!amnesiac_)
+    return;
+  if (role_ == role::primary) {
+    // Its new_primary record is committed: its log is the chosen one.
+    if (serving_)
+      amnesiac_ = false;
+    return;
+  }
+  if (role_ != role::secondary || promised_.leader == no_node
+      || promised_.leader == self_)
+    return;
+  // Durably matching the current primary through a record of its term: that
+  // record is at or after its new_primary record, so by log matching we hold
+  // its whole chosen log, which holds every committed record.
+  auto held = std::min(match_hi_, durable_);
+  auto t = log_.term_at(held);
+  if (held.value > 0 && t && *t == promised_)
+    amnesiac_ = false;
 }
 
 void replica_core::fail_pending() {

@@ -41,8 +41,18 @@
 // - Role change: uncommitted transactions of a primary that steps down fail
 //   with the retryable primary_changed error.
 //
+// - Amnesia (a replica whose damaged log or checkpoint was moved aside, its
+//   promised term intact). It may have acknowledged records it no longer
+//   holds, so its log must not stand for them in a sync phase: it answers no
+//   sync_request, and as a primary it chooses from a majority of the OTHER
+//   members. It stops being amnesiac once it durably holds the current
+//   primary's log through a record of the current term (that primary synced
+//   from a majority that did not count it, so its log holds every committed
+//   record), or, as primary, once its new_primary record is committed.
+//
 // Failure model: crash-recover replicas that lose the unsynced tail of their
-// log but keep the promised term and the durable log; message loss,
+// log but keep the promised term and the durable log, or lose the whole log
+// and know it (amnesia, above); message loss,
 // duplication, reordering and delay; partitions. Safety holds without clocks
 // (no lease is needed for it); liveness needs a primary that stays and a
 // connected majority.
@@ -93,6 +103,9 @@ struct recovered_state {
   lsn base;
   term base_term;
   std::vector<entry> entries;
+  /// The replica lost its log or checkpoint (damaged files moved aside): it may
+  /// have acknowledged records it no longer holds. See replica_core::amnesiac().
+  bool amnesiac = false;
 };
 
 // -- effects -------------------------------------------------------------------
@@ -176,6 +189,8 @@ struct replica_stats {
   uint64_t txns_failed = 0;
   uint64_t records_truncated = 0;
   uint64_t step_downs = 0;
+  /// Sync requests left unanswered while amnesiac.
+  uint64_t syncs_withheld = 0;
 
   uint64_t dropped_for(drop_reason r) const { return dropped[static_cast<size_t>(r)]; }
 };
@@ -259,6 +274,9 @@ public:
   const std::vector<node_id>& members() const { return members_; }
   size_t majority() const { return members_.size() / 2 + 1; }
   const replica_stats& stats() const { return stats_; }
+  /// The log was lost and is not yet rebuilt from a primary (recovered_state::
+  /// amnesiac); the host keeps a durable mark while this is true.
+  bool amnesiac() const { return amnesiac_; }
   /// Primary: lag of every secondary.
   std::vector<peer_lag> lag() const;
 
@@ -336,6 +354,8 @@ private:
   void update_commit(timestamp now);
   void ack_weak();
   void fail_pending();
+  /// Ends amnesia once the log is rebuilt (see amnesiac()).
+  void check_healed();
 
   node_id self_;
   std::vector<node_id> members_;
@@ -351,6 +371,7 @@ private:
   lsn match_hi_;
 
   std::vector<peer_state> peers_;
+  bool amnesiac_ = false;
 
   // sync phase
   timestamp sync_started_{0};
