@@ -46,7 +46,7 @@ typename Inspector::result_type inspect(Inspector& f, fetch_reply& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, append& x) {
   return f(caf::meta::type_name("repl_append"), x.from, x.t, x.prev, x.prev_term,
-           x.entries, x.commit);
+           x.entries, x.commit, x.last);
 }
 
 template <class Inspector>
@@ -378,6 +378,9 @@ struct replica_status {
   /// Sessioned retries answered from the session table instead of applied
   /// again (session_table.hpp).
   uint64_t session_duplicates = 0;
+  /// The replica lost its log and is rebuilding it from its peers: it takes
+  /// no part in choosing a new primary's log until then.
+  bool amnesiac = false;
 };
 
 template <class Inspector>
@@ -388,7 +391,7 @@ typename Inspector::result_type inspect(Inspector& f, replica_status& x) {
            x.failed, x.lag, x.syncs, x.last_sync_us, x.digest, x.checkpoints_written,
            x.checkpoint_failures, x.checkpoint_lsn, x.snapshots_sent,
            x.snapshot_chunks_sent, x.snapshots_installed, x.snapshot_chunks_dropped,
-           x.session_duplicates);
+           x.session_duplicates, x.amnesiac);
 }
 
 } // namespace conclave::replication

@@ -74,6 +74,9 @@ struct append {
   term prev_term;
   std::vector<entry> entries;
   lsn commit;
+  /// The primary's last record when it sent this (an amnesiac secondary is
+  /// rebuilt once it holds the log through here: replica_core.hpp).
+  lsn last;
 };
 
 /// Secondary -> primary. ok: its log matches the primary's through `matched`

@@ -361,6 +361,7 @@ std::vector<peer_lag> replica_core::lag() const {
 
 void replica_core::observe_higher(const term& t, timestamp now) {
   promised_ = t;
+  heal_target_ = lsn{}; // a new primary: its log is the one to hold
   effects_.push_back(persist_term{t});
   match_hi_ = lsn{};
   if (role_ != role::secondary) {
@@ -516,6 +517,8 @@ void replica_core::on_append(const append& m, timestamp now) {
     return;
   }
   primary_commit_ = std::max(primary_commit_, m.commit);
+  if (amnesiac_)
+    heal_target_ = std::max(heal_target_, m.last);
   lsn upto{m.prev.value + m.entries.size()};
   size_t skip = 0;
   if (m.prev < log_.base()) {
@@ -788,7 +791,7 @@ void replica_core::replicate(peer_state& p, timestamp now) {
       snapshot();
       return;
     }
-    append a{self_, promised_, lsn{p.next.value - 1}, {}, {}, commit_};
+    append a{self_, promised_, lsn{p.next.value - 1}, {}, {}, commit_, log_.last()};
     a.prev_term = *log_.term_at(a.prev);
     uint64_t bytes = 0;
     for (auto at = p.next; at <= log_.last(); at.value++) {
@@ -812,7 +815,7 @@ void replica_core::replicate(peer_state& p, timestamp now) {
       snapshot();
       return;
     }
-    append a{self_, promised_, lsn{p.next.value - 1}, {}, {}, commit_};
+    append a{self_, promised_, lsn{p.next.value - 1}, {}, {}, commit_, log_.last()};
     a.prev_term = *log_.term_at(a.prev);
     p.last_sent = now;
     send(p.id, std::move(a));
@@ -870,15 +873,14 @@ void replica_core::check_healed() {
       amnesiac_ = false;
     return;
   }
-  if (role_ != role::secondary || promised_.leader == no_node
-      || promised_.leader == self_)
+  if (role_ != role::secondary || promised_.leader == no_node || promised_.leader == self_
+      || heal_target_ == lsn{})
     return;
-  // Durably matching the current primary through a record of its term: that
-  // record is at or after its new_primary record, so by log matching we hold
-  // its whole chosen log, which holds every committed record.
-  auto held = std::min(match_hi_, durable_);
-  auto t = log_.term_at(held);
-  if (held.value > 0 && t && *t == promised_)
+  // Durably matching the current primary's log through the last record it
+  // had when it sent an append we received after the restart: every record
+  // we acknowledged before losing the log, if committed, is in that
+  // primary's log at or below that point (see the header, "Amnesia").
+  if (std::min(match_hi_, durable_) >= heal_target_)
     amnesiac_ = false;
 }
 

@@ -46,9 +46,12 @@
 //   holds, so its log must not stand for them in a sync phase: it answers no
 //   sync_request, and as a primary it chooses from a majority of the OTHER
 //   members. It stops being amnesiac once it durably holds the current
-//   primary's log through a record of the current term (that primary synced
-//   from a majority that did not count it, so its log holds every committed
-//   record), or, as primary, once its new_primary record is committed.
+//   primary's log through that primary's last record as of an append it
+//   received after the restart (append::last): a record it acknowledged
+//   before the loss came from this primary (then it is at or below that
+//   last) or from an earlier one (then, if committed, it is in this
+//   primary's log: no sync phase counts a log that lost records); or, as
+//   primary, once its new_primary record is committed.
 //
 // Failure model: crash-recover replicas that lose the unsynced tail of their
 // log but keep the promised term and the durable log, or lose the whole log
@@ -372,6 +375,9 @@ private:
 
   std::vector<peer_state> peers_;
   bool amnesiac_ = false;
+  /// Amnesiac secondary: the highest `last` of the current primary's appends
+  /// (0: none received in this term yet).
+  lsn heal_target_;
 
   // sync phase
   timestamp sync_started_{0};

@@ -52,6 +52,8 @@ struct node {
   std::vector<entry> applied;
   /// Frozen (SIGSTOP) until then: inputs wait, the disk goes on.
   timestamp paused_until{0};
+  /// The amnesia mark is on the disk: the log was lost and not yet rebuilt.
+  bool marked = false;
   // timer
   uint64_t timer_gen = 0;
   std::optional<timestamp> timer_at;
@@ -334,9 +336,29 @@ private:
     trace("crash node " + to_string(n.id));
     n.up = false;
     n.paused_until = timestamp{0};
+    // The host removes the mark once the core is rebuilt (durably).
+    n.marked = n.core && n.core->amnesiac();
     n.core.reset();
     n.disk.resize(n.synced.value - n.base.value); // the unsynced tail is lost
     n.applied.resize(n.base.value);               // the state is the checkpoint
+    // Damage on a minority only: with a majority amnesiac no replica set can
+    // know its committed records (they wait for an operator, documented).
+    size_t marked = 0;
+    for (auto& o : nodes_)
+      marked += (o.core ? o.core->amnesiac() : o.marked) ? 1 : 0;
+    if (opts_.amnesia > 0 && !n.marked && marked + 1 <= (nodes_.size() - 1) / 2
+        && chance(opts_.amnesia)) {
+      // The log and the checkpoint are damaged and moved aside: nothing but
+      // the promised term is left.
+      ++result_.amnesias;
+      trace("node " + to_string(n.id) + " loses its log");
+      n.disk.clear();
+      n.applied.clear();
+      n.base = lsn{};
+      n.base_term = term{};
+      n.synced = lsn{};
+      n.marked = true;
+    }
     n.sync_pending = false;
     n.timer_at.reset();
     ++n.timer_gen;
@@ -348,7 +370,8 @@ private:
     trace("restart node " + to_string(n.id));
     n.up = true;
     ++n.incarnation;
-    recovered_state st{n.persisted, n.base, n.base_term, n.disk};
+    recovered_state st{n.persisted, n.base, n.base_term, n.disk,
+                       n.marked && !opts_.amnesia_unmarked};
     n.core = std::make_unique<replica_core>(n.id, ids_, opts_.core, std::move(st));
     settle(n);
   }
@@ -652,8 +675,8 @@ std::string sim_result::summary() const {
   std::ostringstream os;
   os << "seed " << seed << ": acked " << acked << " (" << acked_after_heal
      << " after heal), failed " << failed << ", primaries " << primaries << ", syncs "
-     << syncs_finished << ", crashes " << crashes << ", snapshots " << snapshots
-     << ", messages " << messages << ", events " << events;
+     << syncs_finished << ", crashes " << crashes << " (amnesiac " << amnesias << ")"
+     << ", snapshots " << snapshots << ", messages " << messages << ", events " << events;
   for (size_t i = 0; i < violations.size() && i < 5; ++i)
     os << "\n  " << violations[i];
   if (violations.size() > 5)

@@ -59,6 +59,13 @@ struct sim_options {
   /// Meta-test: clients ask for weak commits but the checker counts their
   /// acknowledgements as strong ones ("ack before the majority is durable").
   bool weak_acks_counted_as_strong = false;
+  /// Probability that a crash also loses the node's log and checkpoint (a
+  /// damaged log moved aside): it restarts amnesiac, its promised term intact,
+  /// and stays marked until its core says it is rebuilt.
+  double amnesia = 0.0;
+  /// Meta-test: such a node restarts with an empty log but is not marked
+  /// amnesiac (the rule that keeps it out of sync majorities is off).
+  bool amnesia_unmarked = false;
   /// Print every fault and role change.
   bool trace = false;
 };
@@ -72,6 +79,7 @@ struct sim_result {
   uint64_t primaries = 0;
   uint64_t syncs_finished = 0;
   uint64_t crashes = 0;
+  uint64_t amnesias = 0;
   uint64_t snapshots = 0;
   uint64_t messages = 0;
   uint64_t events = 0;

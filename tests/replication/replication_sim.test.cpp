@@ -120,6 +120,22 @@ TEST(replication_sim, storm_with_five_replicas_keeps_every_acknowledged_commit) 
   run_many(storm(5), 200001, 500);
 }
 
+// Crashes that also lose the whole log (a damaged log moved aside): the node
+// rejoins amnesiac and must never count in a sync majority until rebuilt.
+sim_options amnesia(size_t n) {
+  auto o = replicas(n);
+  o.amnesia = 0.4;
+  return o;
+}
+
+TEST(replication_sim, three_replicas_with_lost_logs_keep_every_acknowledged_commit) {
+  run_many(amnesia(3), 300001, 1500);
+}
+
+TEST(replication_sim, five_replicas_with_lost_logs_keep_every_acknowledged_commit) {
+  run_many(amnesia(5), 400001, 1000);
+}
+
 TEST(replication_sim, same_seed_gives_the_same_run) {
   sim_options o;
   o.replicas = 5;
@@ -163,6 +179,16 @@ TEST(replication_sim_meta, checker_catches_a_primary_that_skips_the_sync_phase) 
   auto seed = first_failing_seed(o, 300, &example);
   EXPECT_NE(seed, 0u) << "no checker noticed a primary that skips the sync phase";
   std::printf("broken rule (no sync phase) caught: %s\n", example.c_str());
+}
+
+TEST(replication_sim_meta,
+     checker_catches_a_replica_that_lost_its_log_and_counts_anyway) {
+  auto o = amnesia(3);
+  o.amnesia_unmarked = true;
+  std::string example;
+  auto seed = first_failing_seed(o, 1500, &example);
+  EXPECT_NE(seed, 0u) << "no checker noticed an unmarked replica with a lost log";
+  std::printf("broken rule (lost log counted in a sync) caught: %s\n", example.c_str());
 }
 
 } // namespace
