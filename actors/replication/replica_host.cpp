@@ -132,6 +132,8 @@ struct host_state {
   /// Chained over the records applied (replica_status::digest).
   uint64_t digest = 0;
   bool failed = false;
+  /// The storage's amnesia mark is still on disk (replica_host_options).
+  bool amnesia_marked = false;
   // -- leases (lease_table.hpp): only while acting as a serving primary ------
   bool lease_serving = false;
   lease_table leases;
@@ -699,6 +701,13 @@ void process(host_impl self) {
     st.core->outbox().clear();
     return;
   }
+  if (st.amnesia_marked && !st.core->amnesiac()) {
+    // Rebuilt: what the core counted on is durable (log_durable, or an
+    // installed checkpoint), so the mark can go.
+    st.amnesia_marked = false;
+    if (st.opts.healed)
+      st.opts.healed();
+  }
   lease_after(self, now_of(self));
   auto out = std::move(st.core->outbox());
   st.core->outbox().clear();
@@ -922,6 +931,8 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
     rec.entries.clear();
   }
   st.appended = lsn{rec.base.value + rec.entries.size()};
+  rec.amnesiac = st.opts.amnesiac;
+  st.amnesia_marked = st.opts.amnesiac;
   st.core = std::make_unique<replica_core>(st.opts.self, st.opts.members, st.opts.config,
                                            std::move(rec));
   self->set_default_handler([self](caf::scheduled_actor* ptr,
@@ -1104,6 +1115,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         s.snapshots_installed = st.snapshots_installed;
         s.snapshot_chunks_dropped = st.snapshot_chunks_dropped;
         s.session_duplicates = st.session_duplicates;
+        s.amnesiac = st.core->amnesiac();
         return s;
       },
   };

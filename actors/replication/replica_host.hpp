@@ -168,6 +168,12 @@ struct replica_host_options {
   /// broken install: an installed checkpoint replaces the log and the
   /// digest but the host keeps its old store state.
   bool unsafe_install_keeps_state = false;
+  /// The replica lost its log (the storage moved damaged files aside and
+  /// marked it): it rejoins amnesiac (replica_core::amnesiac()), and
+  /// `healed` runs once, from the host's thread, when its log is rebuilt and
+  /// durable (the storage then removes the mark).
+  bool amnesiac = false;
+  std::function<void()> healed;
 };
 
 /// Spawns a host after recovering its term file and device.

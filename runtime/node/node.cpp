@@ -221,7 +221,7 @@ std::optional<int> prepare_data_dir(const node_config& c, replica_storage& out) 
     std::cerr << "conclave: error: " << claim.message << '\n';
     return claim.problem == data_dir_problem::other_owner ? 2 : 1;
   }
-  auto storage = open_replica_storage(c.data_dir);
+  auto storage = open_replica_storage(c.data_dir, c.peers.size() + 1);
   if (!storage) {
     std::cerr << "conclave: error: --data-dir " << c.data_dir << ": " << storage.error()
               << '\n';
@@ -249,6 +249,14 @@ void start_replica(caf::actor_system& sys, const node_config& c,
   o.transport = ep->transport;
   o.checkpoint_every_records = c.checkpoint_every_records;
   o.checkpoint_every_bytes = c.checkpoint_every_bytes;
+  o.amnesiac = storage.amnesiac;
+  if (storage.amnesiac)
+    o.healed = [heal = storage.healed, log = links.logger()] {
+      if (heal)
+        heal();
+      if (log)
+        log->info("replica log rebuilt from the other members: it counts again");
+    };
   ep->host = replication::spawn_replica_host(sys, std::move(o));
   replica_front_options fo;
   fo.host = ep->host;

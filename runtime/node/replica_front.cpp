@@ -57,6 +57,7 @@ node_probe::replica_report report_of(const rp::replica_status& s, const front_st
   r.summary.snapshots_sent = s.snapshots_sent;
   r.summary.snapshots_installed = s.snapshots_installed;
   r.summary.session_duplicates = s.session_duplicates;
+  r.summary.healing = s.amnesiac;
   for (auto& l : s.lag)
     r.lag.push_back(
         {l.peer.value, l.records, l.bytes, static_cast<double>(l.behind_us) / 1e6});

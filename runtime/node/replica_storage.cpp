@@ -1,33 +1,102 @@
 #include "runtime/node/replica_storage.hpp"
 
 #include "storage/file_term_file.hpp"
+#include "storage/file_util.hpp"
 #include "storage/wal_log_device.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <optional>
 
 namespace conclave::node {
 
 namespace fs = std::filesystem;
 
-result<replica_storage> open_replica_storage(const std::string& data_dir) {
+namespace {
+
+constexpr const char* amnesia_mark = "amnesiac";
+
+/// Moves every entry of `dir` but the term file, the lock, the mark and
+/// earlier damaged-* directories into a new dir/damaged-<ms>/ (`to`); the
+/// error, if any.
+std::optional<std::string> move_aside(const fs::path& dir, fs::path& to) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count();
+  to = dir / ("damaged-" + std::to_string(ms));
+  std::error_code ec;
+  fs::create_directory(to, ec);
+  if (ec)
+    return "cannot create " + to.string() + ": " + ec.message();
+  for (auto& e : fs::directory_iterator{dir, ec}) {
+    auto name = e.path().filename().string();
+    if (name == "term" || name == "LOCK" || name == amnesia_mark
+        || name.rfind("damaged-", 0) == 0)
+      continue;
+    fs::rename(e.path(), to / name, ec);
+    if (ec)
+      return "cannot move " + e.path().string() + " to " + to.string() + ": "
+             + ec.message();
+  }
+  if (ec)
+    return "cannot read " + dir.string() + ": " + ec.message();
+  auto sync = store::files::default_sync();
+  if (!store::files::sync_dir(to, sync) || !store::files::sync_dir(dir, sync))
+    return "cannot sync " + dir.string();
+  return std::nullopt;
+}
+
+} // namespace
+
+result<replica_storage> open_replica_storage(const std::string& data_dir,
+                                             size_t members) {
   auto dir = fs::path{data_dir} / "replica";
+  auto mark = dir / amnesia_mark;
   storage::replica_log_options opts;
   opts.dir = dir;
   store::wal_recovery report;
   auto device = storage::wal_log_device::open(opts, report);
+  std::string healing_note;
+  std::error_code ec;
+  auto term_path = dir / "term";
+  if (!device && !report.problem.empty() && members > 1 && fs::exists(term_path, ec)
+      && storage::open_term_file(dir)) {
+    // A damaged log or checkpoint, a term file that reads, and peers that hold
+    // what this replica acknowledged: move the damaged files aside (never
+    // delete them), mark the replica amnesiac (durably, before anything
+    // moves), and rebuild from the peers (replica_core.hpp, "Amnesia").
+    auto sync = store::files::default_sync();
+    if (!store::files::write_file_synced(mark, report.problem + "\n", sync)
+        || !store::files::sync_dir(dir, sync))
+      return "replica log in " + (dir / "log").string() + ": " + report.problem
+             + " (and the amnesia mark " + mark.string()
+             + " could not be written, so the damaged files stay in place)";
+    fs::path aside;
+    if (auto failed = move_aside(dir, aside))
+      return "replica log in " + (dir / "log").string() + ": " + report.problem + " ("
+             + *failed + ")";
+    healing_note = "the replica log was damaged (" + report.problem
+                   + "); moved it aside to " + aside.string()
+                   + " and rejoining from the other members";
+    report = store::wal_recovery{};
+    device = storage::wal_log_device::open(opts, report);
+  }
   if (!device)
     return "replica log in " + (dir / "log").string() + ": "
-           + (report.problem.empty() ? device.error().message() : report.problem);
+           + (report.problem.empty() ? device.error().message() : report.problem)
+           + (members <= 1 && !report.problem.empty()
+                  ? " (a single replica has no peer to rebuild it from: see `conclave "
+                    "store check`)"
+                  : "");
+  bool amnesiac = fs::exists(mark, ec);
   // A replica saves its promised term before it logs anything of that term:
   // a log or checkpoint without a term file means the file was lost, and
   // reading it as term zero would let the replica vote or accept again in a
   // term it already left. Refuse; the log stays as it is.
-  std::error_code ec;
-  auto term_path = dir / "term";
   bool has_state = report.records > 0 || report.last.value > 0
                    || (fs::is_directory(dir / "checkpoints", ec)
                        && !fs::is_empty(dir / "checkpoints", ec));
-  if (has_state && !fs::exists(term_path, ec))
+  if ((has_state || amnesiac) && !fs::exists(term_path, ec))
     return "replica term file " + term_path.string()
            + " is missing beside a log that holds records: the replica's promised "
              "term is unknown, so it will not start (restore the file from a "
@@ -39,10 +108,26 @@ result<replica_storage> open_replica_storage(const std::string& data_dir) {
   s.device = std::move(device.value());
   s.terms = std::move(terms.value());
   s.durable = true;
-  if (report.tail_cut)
-    s.recovery_note = "cut a torn tail of " + std::to_string(report.cut_bytes)
-                      + " byte(s) off the replica log (" + report.cut_reason
-                      + "); moved aside, not deleted";
+  s.amnesiac = amnesiac;
+  if (amnesiac) {
+    s.healed = [mark, dir] {
+      std::error_code e;
+      fs::remove(mark, e);
+      (void)store::files::sync_dir(dir, store::files::default_sync());
+    };
+    if (healing_note.empty())
+      healing_note = "the replica is still rebuilding its log from the other members "
+                     "(it lost it before the last stop; "
+                     + mark.string() + ")";
+  }
+  s.recovery_note = healing_note;
+  if (report.tail_cut) {
+    if (!s.recovery_note.empty())
+      s.recovery_note += "; ";
+    s.recovery_note += "cut a torn tail of " + std::to_string(report.cut_bytes)
+                       + " byte(s) off the replica log (" + report.cut_reason
+                       + "); moved aside, not deleted";
+  }
   return s;
 }
 

@@ -11,6 +11,7 @@
 #include "runtime/node/node_config.hpp"
 #include "storage/api/log_device.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,12 +23,22 @@ struct replica_storage {
   /// Whether the log and term survive a restart of the process.
   bool durable = false;
   /// What recovery did that the operator should know (a torn tail cut and
-  /// moved aside); empty if nothing.
+  /// moved aside, a damaged log moved aside); empty if nothing.
   std::string recovery_note;
+  /// The log was lost (damaged files moved aside; DIR/replica/amnesiac marks
+  /// it until the log is rebuilt): the replica rejoins amnesiac, and `healed`
+  /// removes the mark (replica_host_options).
+  bool amnesiac = false;
+  std::function<void()> healed;
 };
 
-/// Opens (creating if needed) the replica's storage under the data dir.
-/// Error: one line for the user (a corrupt log or term file: exit 1).
-result<replica_storage> open_replica_storage(const std::string& data_dir);
+/// Opens (creating if needed) the replica's storage under the data dir of a
+/// replica set of `members` members. A log or checkpoint damaged before its
+/// end (not a torn tail) is moved aside into DIR/replica/damaged-<ms>/, never
+/// deleted, when there are other members to rebuild it from and the term
+/// file reads; the replica then starts amnesiac. Error: one line for the user
+/// (a corrupt log of a single replica, a missing or corrupt term file, an
+/// unwritable directory: exit 1).
+result<replica_storage> open_replica_storage(const std::string& data_dir, size_t members);
 
 } // namespace conclave::node

@@ -46,7 +46,8 @@ std::string to_json(const node_status& s) {
                     {"checkpoints_written", r.checkpoints_written},
                     {"snapshots_sent", r.snapshots_sent},
                     {"snapshots_installed", r.snapshots_installed},
-                    {"session_duplicates", r.session_duplicates}};
+                    {"session_duplicates", r.session_duplicates},
+                    {"healing", r.healing}};
   }
   if (s.last_suspicion) {
     auto& v = *s.last_suspicion;
@@ -97,6 +98,7 @@ std::optional<node_status> status_from_json(const std::string& text) {
       out.snapshots_sent = r.value("snapshots_sent", uint64_t{0});
       out.snapshots_installed = r.value("snapshots_installed", uint64_t{0});
       out.session_duplicates = r.value("session_duplicates", uint64_t{0});
+      out.healing = r.value("healing", false);
       s.replica = out;
     }
     if (j.contains("last_suspicion") && j["last_suspicion"].is_object()) {

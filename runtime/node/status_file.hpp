@@ -44,6 +44,9 @@ struct replica_summary {
   /// Since the process started: client retries this replica answered from
   /// the session table instead of applying them again.
   uint64_t session_duplicates = 0;
+  /// The replica lost its log (damaged files moved aside) and is rebuilding
+  /// it from its peers.
+  bool healing = false;
   friend bool operator==(const replica_summary& a, const replica_summary& b) {
     return a.role == b.role && a.serving == b.serving && a.commit_lsn == b.commit_lsn
            && a.applied_lsn == b.applied_lsn && a.durable_lsn == b.durable_lsn
@@ -53,7 +56,7 @@ struct replica_summary {
            && a.checkpoints_written == b.checkpoints_written
            && a.snapshots_sent == b.snapshots_sent
            && a.snapshots_installed == b.snapshots_installed
-           && a.session_duplicates == b.session_duplicates;
+           && a.session_duplicates == b.session_duplicates && a.healing == b.healing;
   }
 };
 

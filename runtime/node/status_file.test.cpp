@@ -56,11 +56,13 @@ TEST_F(status_file_test, the_replica_summary_round_trips_through_json) {
   r.digest = 0x9f2c61d0a4b3e871ull;
   r.snapshots_installed = 2;
   r.session_duplicates = 4;
+  r.healing = true;
   s.replica = r;
   auto back = status_from_json(to_json(s));
   ASSERT_TRUE(back && back->replica);
   EXPECT_EQ(*back->replica, r);
   EXPECT_EQ(back->replica->session_duplicates, 4u);
+  EXPECT_TRUE(back->replica->healing);
 }
 
 TEST_F(status_file_test, the_file_is_replaced_and_no_temporary_is_left) {

@@ -374,3 +374,85 @@ TEST_F(
   EXPECT_EQ(mine.out, "v7\n");
   down_and_check_replicas();
 }
+
+namespace {
+
+/// Flips one byte `at` bytes into the first log segment of node `id`'s replica.
+void flip_log_byte(const std::filesystem::path& dir, uint64_t id, size_t at) {
+  auto log = dir / ("node-" + std::to_string(id)) / "replica" / "log";
+  for (auto& e : std::filesystem::directory_iterator{log}) {
+    if (e.path().extension() != ".wal")
+      continue;
+    std::fstream f{e.path(), std::ios::in | std::ios::out | std::ios::binary};
+    f.seekg(static_cast<std::streamoff>(at));
+    char c = 0;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.put(static_cast<char>(c ^ 0x20));
+    return;
+  }
+  ADD_FAILURE() << "no log segment in " << log;
+}
+
+} // namespace
+
+TEST_F(replication_test,
+       a_replica_whose_log_was_damaged_heals_from_its_peers_losing_nothing) {
+  auto j = up(3);
+  auto leader = j["leader"].get<uint64_t>();
+  uint64_t victim = leader == 1 ? 2 : 1;
+  auto node_status = [&](uint64_t id) {
+    auto text = read_file(dir / ("node-" + std::to_string(id)) / "status.json");
+    auto s = nlohmann::json::parse(text, nullptr, false);
+    return s.is_discarded() || !s.contains("replica") ? nlohmann::json::object()
+                                                      : s["replica"];
+  };
+  std::vector<std::string> acked;
+  auto write = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      auto key = "d" + std::to_string(i);
+      if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0)
+        acked.push_back(key);
+    }
+  };
+  auto heals = [&](uint64_t id) {
+    auto restart = run_conclave("cluster restart --timeout-ms 10000 --dir " + dir.string()
+                                    + " --node " + std::to_string(id),
+                                true);
+    ASSERT_EQ(restart.status, 0) << restart.out;
+    EXPECT_TRUE(eventually(
+        [&] { return replicas_equal(3) && !node_status(id).value("healing", true); },
+        10s))
+        << node_status(id).dump();
+    auto log = read_file(dir / ("node-" + std::to_string(id)) / "node.log");
+    EXPECT_NE(log.find("moved it aside"), std::string::npos) << log;
+    EXPECT_NE(log.find("rebuilt"), std::string::npos) << log;
+    // Nothing deleted: the damaged log is kept beside the new one.
+    size_t aside = 0;
+    for (auto& e : std::filesystem::directory_iterator{
+             dir / ("node-" + std::to_string(id)) / "replica"})
+      aside += e.path().filename().string().rfind("damaged-", 0) == 0 ? 1 : 0;
+    EXPECT_GE(aside, 1u);
+    // Every acknowledged write, from the healed replica's own state.
+    for (auto& key : acked) {
+      auto r = run_conclave(kv("get " + key + " --at " + std::to_string(id)));
+      EXPECT_EQ(r.status, 0) << key;
+      EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
+    }
+  };
+  // A secondary: stopped, a byte of its log flipped, started again.
+  write(0, 20);
+  ASSERT_EQ(acked.size(), 20u);
+  kill(victim, "KILL");
+  flip_log_byte(dir, victim, 40);
+  heals(victim);
+  // The old primary, after a failover: the same.
+  write(20, 30);
+  ASSERT_EQ(acked.size(), 30u);
+  auto k = kill(leader, "KILL");
+  ASSERT_NE(k["leader"].get<uint64_t>(), leader);
+  flip_log_byte(dir, leader, 40);
+  write(30, 35);
+  heals(leader);
+  down_and_check_replicas();
+}
