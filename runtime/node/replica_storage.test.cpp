@@ -31,12 +31,18 @@ st::log_record record_in_term(uint64_t l, uint64_t epoch) {
 
 /// Opens the storage, saves term (epoch 3, leader 2), then logs `records`
 /// records and, with `checkpoint`, a checkpoint covering them; closes it.
-void fill(const std::string& data_dir, uint64_t records, bool checkpoint) {
+/// With `sync_each`, every record is its own synced write (so that damage in
+/// an early one is followed by later writes: corruption, never a torn tail).
+void fill(const std::string& data_dir, uint64_t records, bool checkpoint,
+          bool sync_each = false) {
   auto s = nd::open_replica_storage(data_dir, 3);
   ASSERT_TRUE(s) << s.error();
   ASSERT_TRUE(s.value().terms->save(rp::term{3, rp::node_id{2}, 1}));
-  for (uint64_t l = 1; l <= records; ++l)
+  for (uint64_t l = 1; l <= records; ++l) {
     ASSERT_TRUE(s.value().device->append(record_in_term(l, 3)));
+    if (sync_each)
+      ASSERT_TRUE(conclave::test::sync_and_wait(*s.value().device));
+  }
   if (records > 0) {
     auto synced = conclave::test::sync_and_wait(*s.value().device);
     ASSERT_TRUE(synced);
@@ -143,7 +149,7 @@ std::vector<fs::path> damaged_dirs(const fs::path& replica) {
 TEST(replica_storage,
      a_log_damaged_before_its_end_is_moved_aside_and_the_replica_rejoins_amnesiac) {
   conclave::test::temp_dir dir{"replica-storage"};
-  fill(dir.path().string(), 20, false);
+  fill(dir.path().string(), 20, false, true);
   auto replica = dir.path() / "replica";
   auto seg = flip_byte(replica / "log", ".wal", 40); // inside the first record
   auto damaged = contents(seg);
@@ -194,7 +200,7 @@ TEST(replica_storage, a_damaged_checkpoint_is_moved_aside_too) {
 
 TEST(replica_storage, a_single_replica_with_a_damaged_log_refuses_and_moves_nothing) {
   conclave::test::temp_dir dir{"replica-storage"};
-  fill(dir.path().string(), 20, false);
+  fill(dir.path().string(), 20, false, true);
   auto replica = dir.path() / "replica";
   auto seg = flip_byte(replica / "log", ".wal", 40);
   auto damaged = contents(seg);
@@ -209,7 +215,7 @@ TEST(replica_storage, a_single_replica_with_a_damaged_log_refuses_and_moves_noth
 
 TEST(replica_storage, a_damaged_log_without_its_term_file_is_refused_not_healed) {
   conclave::test::temp_dir dir{"replica-storage"};
-  fill(dir.path().string(), 20, false);
+  fill(dir.path().string(), 20, false, true);
   auto replica = dir.path() / "replica";
   auto seg = flip_byte(replica / "log", ".wal", 40);
   ASSERT_TRUE(fs::remove(replica / "term"));

@@ -377,13 +377,18 @@ TEST_F(
 
 namespace {
 
-/// Flips one byte `at` bytes into the first log segment of node `id`'s replica.
+/// Flips one byte `at` bytes into the first log segment of node `id`'s replica
+/// (its oldest write: later writes follow, so this is corruption, not a torn
+/// tail).
 void flip_log_byte(const std::filesystem::path& dir, uint64_t id, size_t at) {
   auto log = dir / ("node-" + std::to_string(id)) / "replica" / "log";
-  for (auto& e : std::filesystem::directory_iterator{log}) {
-    if (e.path().extension() != ".wal")
-      continue;
-    std::fstream f{e.path(), std::ios::in | std::ios::out | std::ios::binary};
+  std::vector<std::filesystem::path> segments;
+  for (auto& e : std::filesystem::directory_iterator{log})
+    if (e.path().extension() == ".wal")
+      segments.push_back(e.path());
+  std::sort(segments.begin(), segments.end());
+  for (auto& p : segments) {
+    std::fstream f{p, std::ios::in | std::ios::out | std::ios::binary};
     f.seekg(static_cast<std::streamoff>(at));
     char c = 0;
     f.get(c);
