@@ -3,6 +3,7 @@
 
 #include "actors/replication/type_ids.hpp"
 #include "runtime/node/gate_actor.hpp"
+#include "runtime/node/socket_numbers.hpp"
 #include "runtime/node/tls_error_queue.hpp"
 
 #include <caf/actor_system.hpp>
@@ -16,6 +17,9 @@ namespace conclave::cluster {
 void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
                       const std::string& tls_cert, const std::string& tls_key) {
   cfg.load<caf::io::middleman>();
+  // Keeps this executable's socket renumbering linked in (socket_numbers.hpp):
+  // CAF names a connection by its descriptor number.
+  (void)node::socket_renumbering_active();
   if (!tls_ca.empty()) {
     cfg.load<caf::openssl::manager>();
     cfg.openssl_cafile = tls_ca;

@@ -16,6 +16,7 @@
 #include "runtime/node/replica_storage.hpp"
 #include "runtime/node/sched_slice.hpp"
 #include "runtime/node/status_file.hpp"
+#include "runtime/node/socket_numbers.hpp"
 #include "runtime/node/tls_error_queue.hpp"
 #include "runtime/node/tls_metrics.hpp"
 
@@ -183,6 +184,9 @@ void log_start(const node_config& c, const peer_links& links) {
                + std::to_string(c.id.value)
                + "): every peer will refuse "
                  "its identity proof");
+  if (!socket_renumbering_active())
+    links.warn("socket renumbering not active: a connection opened right after another "
+               "closed may lose its sender (socket_numbers.hpp)");
   if (c.tls && !tls_error_queue_fix_active())
     links.warn("OpenSSL error-queue fix not active: a failed TLS handshake may drop "
                "healthy links (docs/design/node.md)");
