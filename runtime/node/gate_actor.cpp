@@ -135,6 +135,10 @@ gate_actor::behavior_type gate_impl(gate_self self, std::shared_ptr<peer_links> 
         auto& links = *self->state.links;
         auto& m = links.members();
         auto& replica = links.replica();
+        if (!self->current_sender())
+          // The answer can go nowhere: the connection lost its route in CAF
+          // (socket_numbers.hpp). Counted, so that it shows if it comes back.
+          links.probe().message_rejected("no_sender");
         if (cluster != m.cluster) {
           links.probe().message_rejected("wrong_cluster");
           return {caf::actor{}, m.self, uint64_t{0}, std::string{},
