@@ -39,6 +39,24 @@ struct replication_test : cluster_test {
 
   void kill_primary_during_writes(int n);
 
+  /// The replica part of node `id`'s status.json ({} if there is none yet).
+  nlohmann::json node_status(uint64_t id) {
+    auto text = read_file(dir / ("node-" + std::to_string(id)) / "status.json");
+    auto s = nlohmann::json::parse(text, nullptr, false);
+    return s.is_discarded() || !s.contains("replica") ? nlohmann::json::object()
+                                                      : s["replica"];
+  }
+
+  /// Puts PREFIXi = vi for i in [from, to); the keys acknowledged go to `acked`.
+  void write(const std::string& prefix, int from, int to,
+             std::vector<std::string>& acked) {
+    for (int i = from; i < to; ++i) {
+      auto key = prefix + std::to_string(i);
+      if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0)
+        acked.push_back(key);
+    }
+  }
+
   /// Every live replica reports the same applied lsn (> 0) and digest.
   bool replicas_equal(size_t live) {
     auto rs = replicas();
@@ -324,20 +342,8 @@ TEST_F(
   auto j = up(3, "--insecure --checkpoint-every 10");
   auto leader = j["leader"].get<uint64_t>();
   uint64_t victim = leader == 1 ? 2 : 1;
-  auto node_status = [&](uint64_t id) {
-    auto text = read_file(dir / ("node-" + std::to_string(id)) / "status.json");
-    auto s = nlohmann::json::parse(text, nullptr, false);
-    return s.is_discarded() || !s.contains("replica") ? nlohmann::json::object()
-                                                      : s["replica"];
-  };
   std::vector<std::string> acked;
-  auto write = [&](int from, int to) {
-    for (int i = from; i < to; ++i) {
-      auto key = "c" + std::to_string(i);
-      if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0)
-        acked.push_back(key);
-    }
-  };
+  auto write = [&](int from, int to) { replication_test::write("c", from, to, acked); };
   write(0, 5);
   ASSERT_EQ(acked.size(), 5u);
   kill(victim, "KILL");
@@ -406,20 +412,8 @@ TEST_F(replication_test,
   auto j = up(3);
   auto leader = j["leader"].get<uint64_t>();
   uint64_t victim = leader == 1 ? 2 : 1;
-  auto node_status = [&](uint64_t id) {
-    auto text = read_file(dir / ("node-" + std::to_string(id)) / "status.json");
-    auto s = nlohmann::json::parse(text, nullptr, false);
-    return s.is_discarded() || !s.contains("replica") ? nlohmann::json::object()
-                                                      : s["replica"];
-  };
   std::vector<std::string> acked;
-  auto write = [&](int from, int to) {
-    for (int i = from; i < to; ++i) {
-      auto key = "d" + std::to_string(i);
-      if (run_conclave(kv("put " + key + " v" + std::to_string(i))).status == 0)
-        acked.push_back(key);
-    }
-  };
+  auto write = [&](int from, int to) { replication_test::write("d", from, to, acked); };
   auto heals = [&](uint64_t id) {
     auto restart = run_conclave("cluster restart --timeout-ms 10000 --dir " + dir.string()
                                     + " --node " + std::to_string(id),
