@@ -15,8 +15,8 @@
 #include "runtime/node/replica_link.hpp"
 #include "runtime/node/replica_storage.hpp"
 #include "runtime/node/sched_slice.hpp"
-#include "runtime/node/status_file.hpp"
 #include "runtime/node/socket_numbers.hpp"
+#include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
 #include "runtime/node/tls_metrics.hpp"
 

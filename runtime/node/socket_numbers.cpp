@@ -24,8 +24,7 @@ F libc_socket_fn(const char* name) {
 namespace conclave::node {
 
 socket_number_rotation::socket_number_rotation(int base, int limit)
-    : base_(base), limit_(limit), next_(base) {
-}
+    : base_(base), limit_(limit), next_(base) {}
 
 void socket_number_rotation::handed_out(int fd) {
   if (!active())
