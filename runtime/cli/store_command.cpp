@@ -172,6 +172,17 @@ int run_backup(const store_options& o) {
     std::cerr << "conclave: store backup: " << b.error().message() << '\n';
     return exit_failure;
   }
+  if (o.json) {
+    nlohmann::json j{{"written", !b.value().path.empty()}, {"to", b.value().to.value}};
+    if (!b.value().path.empty()) {
+      j["kind"] = b.value().kind;
+      j["from"] = b.value().from.value;
+      j["bytes"] = b.value().bytes;
+      j["path"] = b.value().path.string();
+    }
+    std::cout << j.dump() << '\n';
+    return exit_ok;
+  }
   if (b.value().path.empty()) {
     std::cout << "nothing new since the previous backup (lsn " << b.value().to.value
               << "); no backup written\n";
@@ -200,6 +211,24 @@ int run_repair(const store_options& o) {
     return exit_failure;
   }
   auto& r = store.value()->recovery();
+  if (o.json) {
+    nlohmann::json j{{"repaired", r.tail_cut}, {"last", r.last.value}};
+    if (r.tail_cut) {
+      j["cut_reason"] = r.cut_reason;
+      j["dropped_bytes"] = r.cut_bytes;
+      j["dropped_records"] = r.dropped_records;
+      if (r.dropped_records > 0) {
+        j["dropped_first"] = r.dropped_first.value;
+        j["dropped_last"] = r.dropped_last.value;
+      }
+      auto kept = nlohmann::json::array();
+      for (auto& p : r.moved_to)
+        kept.push_back(p.string());
+      j["copies"] = kept;
+    }
+    std::cout << j.dump() << '\n';
+    return exit_ok;
+  }
   if (!r.tail_cut) {
     std::cout << "nothing to repair: the log is intact up to lsn " << r.last.value
               << '\n';
@@ -227,8 +256,15 @@ int run_restore(const store_options& o) {
     std::cerr << "conclave: store restore: " << r.error().message() << '\n';
     return exit_failure;
   }
-  std::cout << "restored lsn " << r.value().from.value << ".." << r.value().to.value
-            << " into " << o.dir << '\n';
+  if (o.json)
+    std::cout << nlohmann::json{{"from", r.value().from.value},
+                                {"to", r.value().to.value},
+                                {"dir", o.dir}}
+                     .dump()
+              << '\n';
+  else
+    std::cout << "restored lsn " << r.value().from.value << ".." << r.value().to.value
+              << " into " << o.dir << '\n';
   return exit_ok;
 }
 
@@ -265,6 +301,8 @@ void add_store_command(command_registry& reg) {
   option(backup, "--to", o->to, "the backup directory")->required();
   backup->add_flag("--incremental", o->incremental,
                    "only the log since the previous backup in --to");
+  backup->add_flag("--json", o->json, "print one JSON document")
+      ->envname(env_name("--json"));
 
   auto* restore = store->add_subcommand(
       "restore",
@@ -272,6 +310,8 @@ void add_store_command(command_registry& reg) {
   option(restore, "--from", o->from, "the backup directory")->required();
   option(restore, "--dir", o->dir, "the new data directory (absent or empty)")
       ->required();
+  restore->add_flag("--json", o->json, "print one JSON document")
+      ->envname(env_name("--json"));
 
   auto* repair = store->add_subcommand(
       "repair",
@@ -280,6 +320,8 @@ void add_store_command(command_registry& reg) {
   option(repair, "--dir", o->dir,
          "the store's data directory (no store may have it open)")
       ->required();
+  repair->add_flag("--json", o->json, "print one JSON document")
+      ->envname(env_name("--json"));
 
   *subs = {check, backup, restore, repair};
 }

@@ -146,6 +146,18 @@ TEST(store_cli, a_log_corrupt_before_its_end_refuses_until_repair_keeps_a_copy) 
   EXPECT_TRUE(j["log"]["corrupt_in_middle"].get<bool>());
   EXPECT_GT(j["log"]["repair_would_drop"]["records"].get<int>(), 10) << j.dump();
   EXPECT_EQ(j["log"]["repair_would_drop"]["last_lsn"], 52);
+  // The same repair of a copy, as JSON.
+  auto copy = data.parent_path() / "copy";
+  fs::copy(data, copy, fs::copy_options::recursive);
+  auto as_json = run_conclave("store repair --json --dir " + copy.string());
+  ASSERT_EQ(as_json.status, 0) << as_json.out;
+  auto rj = nlohmann::json::parse(as_json.out, nullptr, false);
+  ASSERT_TRUE(rj.is_object()) << as_json.out;
+  EXPECT_TRUE(rj["repaired"].get<bool>());
+  EXPECT_EQ(rj["dropped_last"], 52);
+  EXPECT_GT(rj["dropped_records"].get<int>(), 10);
+  ASSERT_EQ(rj["copies"].size(), 1u);
+  EXPECT_TRUE(fs::exists(rj["copies"][0].get<std::string>()));
   auto repaired = run_conclave("store repair --dir " + data.string());
   ASSERT_EQ(repaired.status, 0) << repaired.out;
   EXPECT_NE(repaired.out.find("dropped"), std::string::npos) << repaired.out;
@@ -160,6 +172,11 @@ TEST(store_cli, a_log_corrupt_before_its_end_refuses_until_repair_keeps_a_copy) 
   auto again = run_conclave("store repair --dir " + data.string());
   EXPECT_EQ(again.status, 0);
   EXPECT_NE(again.out.find("nothing to repair"), std::string::npos) << again.out;
+  auto again_json = run_conclave("store repair --json --dir " + data.string());
+  auto aj = nlohmann::json::parse(again_json.out, nullptr, false);
+  ASSERT_TRUE(aj.is_object()) << again_json.out;
+  EXPECT_FALSE(aj["repaired"].get<bool>());
+  EXPECT_EQ(aj["last"], k["recovered_lsn"]);
 }
 
 TEST(store_cli, restore_reports_a_damaged_manifest_with_exit_1_never_an_abort) {
@@ -196,12 +213,25 @@ TEST(store_cli, backup_and_restore_through_the_command_line) {
   ASSERT_EQ(full.status, 0) << full.out;
   EXPECT_NE(full.out.find("full backup"), std::string::npos);
   fill(data, 9); // rewrites k0..k3, adds k4..k8
-  auto incr = run_conclave("store backup --incremental --dir " + data.string() + " --to "
-                           + (tmp / "b").string());
+  auto incr = run_conclave("store backup --json --incremental --dir " + data.string()
+                           + " --to " + (tmp / "b").string());
   ASSERT_EQ(incr.status, 0) << incr.out;
-  auto restored = run_conclave("store restore --from " + (tmp / "b").string() + " --dir "
-                               + (tmp / "r").string());
+  auto ij = nlohmann::json::parse(incr.out, nullptr, false);
+  ASSERT_TRUE(ij.is_object()) << incr.out;
+  EXPECT_TRUE(ij["written"].get<bool>());
+  EXPECT_EQ(ij["kind"], "incremental");
+  EXPECT_TRUE(fs::exists(ij["path"].get<std::string>()));
+  auto none = run_conclave("store backup --json --incremental --dir " + data.string()
+                           + " --to " + (tmp / "b").string());
+  EXPECT_FALSE(nlohmann::json::parse(none.out, nullptr, false)["written"].get<bool>())
+      << none.out;
+  auto restored = run_conclave("store restore --json --from " + (tmp / "b").string()
+                               + " --dir " + (tmp / "r").string());
   ASSERT_EQ(restored.status, 0) << restored.out;
+  auto rj = nlohmann::json::parse(restored.out, nullptr, false);
+  ASSERT_TRUE(rj.is_object()) << restored.out;
+  EXPECT_EQ(rj["to"], ij["to"]);
+  EXPECT_EQ(rj["dir"], (tmp / "r").string());
   auto a = check_json(data, 0);
   auto b = check_json(tmp / "r", 0);
   EXPECT_EQ(a["recovered_lsn"], b["recovered_lsn"]);
