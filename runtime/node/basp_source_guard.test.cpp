@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 // A named namespace: this file shares a unity batch with other tests.
 namespace basp_source_guard_test {
 
@@ -148,6 +150,75 @@ TEST(basp_source_guard, a_header_announcing_a_body_above_the_largest_message_is_
   EXPECT_EQ(feed(at, handshake(peer) + header_only(basp_source_guard::max_payload), 32),
             refusal::none);
   EXPECT_EQ(to_string(refusal::oversized), "oversized");
+}
+
+TEST(basp_source_guard,
+     random_streams_end_in_a_verdict_and_never_pass_an_oversized_header) {
+  // 20,000 streams: valid frames of this session, then random mutations (a
+  // flipped byte, a random length, garbage), fed in random chunks. The guard
+  // must never throw or stall, must refuse every header announcing more than
+  // max_payload, and once refused must stay refused.
+  std::mt19937_64 rng{20261127};
+  auto pick = [&](uint64_t n) { return static_cast<size_t>(rng() % n); };
+  for (int run = 0; run < 20000; ++run) {
+    std::string stream = handshake(peer);
+    int frames = 1 + static_cast<int>(pick(6));
+    for (int f = 0; f < frames; ++f) {
+      switch (pick(4)) {
+      case 0:
+        stream += frame(message_type::direct_message, std::string(pick(200), 'x'));
+        break;
+      case 1:
+        stream += routed(peer, self_node);
+        break;
+      case 2:
+        stream += down(peer, self_node);
+        break;
+      default:
+        stream += frame(message_type::heartbeat, "");
+      }
+    }
+    // A header announcing a random length, at a frame boundary.
+    bool oversized = false;
+    size_t header_end = 0;
+    if (pick(3) == 0) {
+      uint32_t len = pick(2) == 0 ? basp_source_guard::max_payload + 1
+                                        + static_cast<uint32_t>(pick(1u << 30))
+                                  : static_cast<uint32_t>(pick(1024));
+      caf::io::basp::header hdr{message_type::direct_message, 0, len, 0, 7, 9};
+      std::vector<char> buf;
+      caf::binary_serializer sink{nullptr, buf};
+      EXPECT_FALSE(sink(hdr));
+      stream.append(buf.begin(), buf.end());
+      oversized = len > basp_source_guard::max_payload;
+      header_end = stream.size();
+    }
+    // Garbage or a flipped byte somewhere.
+    bool flipped_before = false;
+    if (pick(4) == 0) {
+      auto at = pick(stream.size());
+      stream[at] ^= static_cast<char>(1 + pick(255));
+      flipped_before = at < header_end;
+    }
+    if (pick(4) == 0)
+      for (size_t i = pick(64); i > 0; --i)
+        stream.push_back(static_cast<char>(rng()));
+    basp_source_guard g{basp_node_bytes(self_node)};
+    refusal first = refusal::none;
+    for (size_t at = 0; at < stream.size();) {
+      auto n = std::min(stream.size() - at, 1 + pick(97));
+      auto r = g.feed(stream.data() + at, n);
+      if (first == refusal::none)
+        first = r;
+      else
+        ASSERT_EQ(r, first) << "run " << run; // refused for good
+      at += n;
+    }
+    // A flipped byte before it may shift the frame boundaries and hide the
+    // header (or be refused first); without one, it is refused as oversized.
+    if (oversized && !flipped_before)
+      EXPECT_EQ(g.refused(), refusal::oversized) << "run " << run;
+  }
 }
 
 } // namespace basp_source_guard_test
