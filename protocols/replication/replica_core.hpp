@@ -51,7 +51,12 @@
 //   before the loss came from this primary (then it is at or below that
 //   last) or from an earlier one (then, if committed, it is in this
 //   primary's log: no sync phase counts a log that lost records); or, as
-//   primary, once its new_primary record is committed.
+//   primary, once its new_primary record is committed. This one rule needs
+//   more of the transport than the rest: no message sent to the replica's
+//   previous life may reach it after the restart (an append from before the
+//   loss names an older `last`). A node's links give that (a restarted
+//   process has new connections; the old ones died with it); a transport
+//   that can deliver a message across a restart cannot.
 //
 // Failure model: crash-recover replicas that lose the unsynced tail of their
 // log but keep the promised term and the durable log, or lose the whole log
