@@ -47,6 +47,34 @@ struct replication_test : cluster_test {
                                                       : s["replica"];
   }
 
+  /// Restarts node `id`, whose replica data was damaged: it must heal (log
+  /// lines, damaged files kept, replicas equal) and hold every write in
+  /// `acked` in its own state.
+  void expect_healed(uint64_t id, const std::vector<std::string>& acked) {
+    auto restart = run_conclave("cluster restart --timeout-ms 10000 --dir " + dir.string()
+                                    + " --node " + std::to_string(id),
+                                true);
+    ASSERT_EQ(restart.status, 0) << restart.out;
+    EXPECT_TRUE(eventually(
+        [&] { return replicas_equal(3) && !node_status(id).value("healing", true); },
+        10s))
+        << node_status(id).dump();
+    auto log = read_file(dir / ("node-" + std::to_string(id)) / "node.log");
+    EXPECT_NE(log.find("moved it aside"), std::string::npos) << log;
+    EXPECT_NE(log.find("rebuilt"), std::string::npos) << log;
+    // Nothing deleted: the damaged files are kept beside the new ones.
+    size_t aside = 0;
+    for (auto& e : std::filesystem::directory_iterator{
+             dir / ("node-" + std::to_string(id)) / "replica"})
+      aside += e.path().filename().string().rfind("damaged-", 0) == 0 ? 1 : 0;
+    EXPECT_GE(aside, 1u);
+    for (auto& key : acked) {
+      auto r = run_conclave(kv("get " + key + " --at " + std::to_string(id)));
+      EXPECT_EQ(r.status, 0) << key;
+      EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
+    }
+  }
+
   /// Puts PREFIXi = vi for i in [from, to); the keys acknowledged go to `acked`.
   void write(const std::string& prefix, int from, int to,
              std::vector<std::string>& acked) {
@@ -383,26 +411,32 @@ TEST_F(
 
 namespace {
 
-/// Flips one byte `at` bytes into the first log segment of node `id`'s replica
-/// (its oldest write: later writes follow, so this is corruption, not a torn
-/// tail).
+/// Flips one byte `at` bytes into the first file (by name; the last with
+/// `last`) with extension `ext` in `where`; false if there is none.
+bool flip_byte_in(const std::filesystem::path& where, const std::string& ext, size_t at,
+                  bool last = false) {
+  std::vector<std::filesystem::path> files;
+  for (auto& e : std::filesystem::directory_iterator{where})
+    if (e.path().extension() == ext)
+      files.push_back(e.path());
+  if (files.empty())
+    return false;
+  std::sort(files.begin(), files.end());
+  std::fstream f{last ? files.back() : files.front(),
+                 std::ios::in | std::ios::out | std::ios::binary};
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(c ^ 0x20));
+  return true;
+}
+
+/// Flips a byte in the first log segment of node `id`'s replica: its oldest
+/// write, so later writes follow and this is corruption, not a torn tail.
 void flip_log_byte(const std::filesystem::path& dir, uint64_t id, size_t at) {
   auto log = dir / ("node-" + std::to_string(id)) / "replica" / "log";
-  std::vector<std::filesystem::path> segments;
-  for (auto& e : std::filesystem::directory_iterator{log})
-    if (e.path().extension() == ".wal")
-      segments.push_back(e.path());
-  std::sort(segments.begin(), segments.end());
-  for (auto& p : segments) {
-    std::fstream f{p, std::ios::in | std::ios::out | std::ios::binary};
-    f.seekg(static_cast<std::streamoff>(at));
-    char c = 0;
-    f.get(c);
-    f.seekp(static_cast<std::streamoff>(at));
-    f.put(static_cast<char>(c ^ 0x20));
-    return;
-  }
-  ADD_FAILURE() << "no log segment in " << log;
+  EXPECT_TRUE(flip_byte_in(log, ".wal", at)) << "no log segment in " << log;
 }
 
 } // namespace
@@ -414,31 +448,7 @@ TEST_F(replication_test,
   uint64_t victim = leader == 1 ? 2 : 1;
   std::vector<std::string> acked;
   auto write = [&](int from, int to) { replication_test::write("d", from, to, acked); };
-  auto heals = [&](uint64_t id) {
-    auto restart = run_conclave("cluster restart --timeout-ms 10000 --dir " + dir.string()
-                                    + " --node " + std::to_string(id),
-                                true);
-    ASSERT_EQ(restart.status, 0) << restart.out;
-    EXPECT_TRUE(eventually(
-        [&] { return replicas_equal(3) && !node_status(id).value("healing", true); },
-        10s))
-        << node_status(id).dump();
-    auto log = read_file(dir / ("node-" + std::to_string(id)) / "node.log");
-    EXPECT_NE(log.find("moved it aside"), std::string::npos) << log;
-    EXPECT_NE(log.find("rebuilt"), std::string::npos) << log;
-    // Nothing deleted: the damaged log is kept beside the new one.
-    size_t aside = 0;
-    for (auto& e : std::filesystem::directory_iterator{
-             dir / ("node-" + std::to_string(id)) / "replica"})
-      aside += e.path().filename().string().rfind("damaged-", 0) == 0 ? 1 : 0;
-    EXPECT_GE(aside, 1u);
-    // Every acknowledged write, from the healed replica's own state.
-    for (auto& key : acked) {
-      auto r = run_conclave(kv("get " + key + " --at " + std::to_string(id)));
-      EXPECT_EQ(r.status, 0) << key;
-      EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
-    }
-  };
+  auto heals = [&](uint64_t id) { expect_healed(id, acked); };
   // A secondary: stopped, a byte of its log flipped, started again.
   write(0, 20);
   ASSERT_EQ(acked.size(), 20u);
@@ -453,5 +463,26 @@ TEST_F(replication_test,
   flip_log_byte(dir, leader, 40);
   write(30, 35);
   heals(leader);
+  down_and_check_replicas();
+}
+
+TEST_F(replication_test,
+       a_replica_whose_checkpoint_was_damaged_heals_from_its_peers_too) {
+  // Checkpoints every 10 records: the secondary holds one after 25 writes.
+  auto j = up(3, "--checkpoint-every 10");
+  auto leader = j["leader"].get<uint64_t>();
+  uint64_t victim = leader == 1 ? 2 : 1;
+  std::vector<std::string> acked;
+  write("e", 0, 25, acked);
+  ASSERT_EQ(acked.size(), 25u);
+  ASSERT_TRUE(
+      eventually([&] { return node_status(victim).value("checkpoint_lsn", 0) > 0; }, 5s))
+      << node_status(victim).dump();
+  kill(victim, "KILL");
+  ASSERT_TRUE(flip_byte_in(
+      dir / ("node-" + std::to_string(victim)) / "replica" / "checkpoints", ".ckpt", 20,
+      true)); // the newest: the one recovery reads
+  write("e", 25, 30, acked);
+  expect_healed(victim, acked);
   down_and_check_replicas();
 }
