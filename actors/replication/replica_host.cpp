@@ -5,6 +5,7 @@
 #include "actors/replication/lease_table.hpp"
 #include "actors/replication/record_codec.hpp"
 #include "actors/replication/session_table.hpp"
+#include "actors/replication/store_reads.hpp"
 #include "actors/replication/txn_apply.hpp"
 #include "actors/timer/deadline_timer.hpp"
 
@@ -260,20 +261,10 @@ timestamp actor_time(const host_state& st, timestamp t) {
 
 /// The lease as this host applied it (nothing: no holder).
 std::optional<lease> lease_of(host_state& st, const std::string& name) {
-  if (!st.store->find_collection(lease_collection))
+  auto r = read_committed(*st.store, lease_collection, name);
+  if (!r || !r.value())
     return std::nullopt;
-  auto txn = st.store->begin();
-  store::op_request op;
-  op.txn = txn;
-  op.op = store::operation::try_get;
-  op.collection = lease_collection;
-  op.key = name;
-  op.mode = store::read_mode::snapshot;
-  std::optional<lease> out;
-  if (auto r = st.store->execute(op, timestamp::max()); r && r.value().found)
-    out = decode_lease(r.value().value);
-  (void)st.store->abort(txn);
-  return out;
+  return decode_lease(*r.value());
 }
 
 /// Every lease this host applied, by name.
@@ -1064,18 +1055,10 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
           out.code = errc::wrong_kind;
           return out;
         }
-        auto txn = st.store->begin();
-        store::op_request op;
-        op.txn = txn;
-        op.op = store::operation::try_get;
-        op.collection = req.collection;
-        op.key = req.key;
-        op.mode = store::read_mode::snapshot;
-        if (auto r = st.store->execute(op, timestamp::max()); r) {
-          out.found = r.value().found;
-          out.value = std::move(r.value().value);
+        if (auto r = read_committed(*st.store, req.collection, req.key); r && r.value()) {
+          out.found = true;
+          out.value = std::move(*r.value());
         }
-        (void)st.store->abort(txn);
         return out;
       },
       [self](const list_request& req) { return list(self->state, req); },

@@ -1,5 +1,6 @@
 #include "actors/replication/session_table.hpp"
 
+#include "actors/replication/store_reads.hpp"
 #include "protocols/store/byte_codec.hpp"
 
 #include <algorithm>
@@ -32,17 +33,8 @@ uint64_t from_be64(std::string_view in) {
 
 std::optional<std::string> get(store::store_core& s, store::txn_id txn,
                                const std::string& collection, const std::string& key) {
-  if (!s.find_collection(collection))
-    return std::nullopt;
-  store::op_request r;
-  r.txn = txn;
-  r.op = store::operation::try_get;
-  r.collection = collection;
-  r.key = key;
-  auto res = s.execute(r, store::timestamp::max());
-  if (!res || !res.value().found)
-    return std::nullopt;
-  return std::move(res.value().value);
+  auto v = read_key(s, txn, collection, key);
+  return v ? std::move(v.value()) : std::nullopt;
 }
 
 std::error_code ensure(store::store_core& s, const std::string& collection) {

@@ -3,6 +3,7 @@
 #include "actors/replication/lease_state.hpp"
 #include "actors/replication/record_codec.hpp"
 #include "actors/replication/session_table.hpp"
+#include "actors/replication/store_reads.hpp"
 
 #include <map>
 #include <optional>
@@ -78,20 +79,13 @@ namespace {
 errc apply_lease(store::store_core& s, store::txn_id txn, const txn_op& op, lsn at,
                  op_output& o) {
   std::optional<lease> current;
-  if (s.find_collection(lease_collection)) {
-    store::op_request r;
-    r.txn = txn;
-    r.op = store::operation::try_get;
-    r.collection = lease_collection;
-    r.key = op.collection;
-    auto res = s.execute(r, store::timestamp::max());
-    if (!res)
-      return from_store(res.error());
-    if (res.value().found) {
-      current = decode_lease(res.value().value);
-      if (!current)
-        return errc::bad_request; // cannot happen: only this code writes it
-    }
+  auto stored = read_key(s, txn, lease_collection, op.collection);
+  if (!stored)
+    return from_store(stored.error());
+  if (stored.value()) {
+    current = decode_lease(*stored.value());
+    if (!current)
+      return errc::bad_request; // cannot happen: only this code writes it
   }
   auto step = apply_lease_op(current, op, at);
   o = std::move(step.out);
