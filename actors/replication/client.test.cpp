@@ -99,6 +99,30 @@ protected:
 
   dequeue_run dequeue_schedules(bool sessions);
 
+  /// The compare-and-set (k absent -> v) both retry tests send.
+  static txn_request cas_request() {
+    return {{txn_op{"d", "k", "", op_kind::expect_absent},
+             txn_op{"d", "k", "v", op_kind::put}},
+            {}};
+  }
+  /// Its schedule: the request reaches the secondaries' logs but no quorum
+  /// acknowledges it before primary 2 dies; node 0 then becomes primary,
+  /// whose sync phase keeps the record. The client's answer once it came.
+  std::optional<txn_result> cas_across_a_primary_crash(const caf::actor& c) {
+    hold_syncs({0, 1});
+    auto r = ask<txn_result>(sys(), c, cas_request());
+    advance(10ms);
+    EXPECT_FALSE(r->done);
+    crash(2);
+    run();
+    EXPECT_FALSE(r->done); // idempotent: retried
+    release_syncs({0, 1});
+    make_primary(0, 2);
+    if (!advance_until([&] { return r->done; }, 2s))
+      return std::nullopt;
+    return r->value;
+  }
+
   std::vector<node_id> looked_up;
   std::set<node_id> unreachable;
   /// Actors answering instead of a member's host.
@@ -285,24 +309,14 @@ TEST_F(client_test,
   make_primary(2, 1);
   auto c = make_client(1, 1s);
   ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
-  hold_syncs({0, 1});
-  txn_request cas{
-      {txn_op{"d", "k", "", op_kind::expect_absent}, txn_op{"d", "k", "v", op_kind::put}},
-      {}};
-  auto r = ask<txn_result>(sys(), c, cas);
-  advance(10ms);
-  crash(2);
-  run();
-  release_syncs({0, 1});
-  make_primary(0, 2);
-  ASSERT_TRUE(advance_until([&] { return r->done; }, 2s));
-  ASSERT_TRUE(r->value);
+  auto r = cas_across_a_primary_crash(c);
+  ASSERT_TRUE(r);
   EXPECT_EQ(read(0, "k").value, "v");
   // The first attempt committed; the retry gets its outcome (ok, two
   // outputs: the caller's ops), not condition_failed or unknown.
-  EXPECT_EQ(r->value->code, errc::ok);
-  EXPECT_EQ(r->value->outputs.size(), 2u);
-  EXPECT_EQ(wait<txn_result>(c, cas).code, errc::condition_failed);
+  EXPECT_EQ(r->code, errc::ok);
+  EXPECT_EQ(r->outputs.size(), 2u);
+  EXPECT_EQ(wait<txn_result>(c, cas_request()).code, errc::condition_failed);
   uint64_t dups = 0;
   for (size_t i = 0; i < 2; ++i) // 2 crashed
     dups += status(i).session_duplicates;
@@ -313,30 +327,15 @@ TEST_F(client_test, a_condition_failed_by_a_retry_after_an_unknown_attempt_is_un
   make_primary(2, 1);
   auto c = make_client(1, 1s, false);
   ASSERT_EQ(wait<txn_result>(c, put_req("warm", "up")).code, errc::ok);
-  // A compare-and-set (k absent -> v) reaches the secondaries' logs but no
-  // quorum acknowledges it before the primary dies.
-  hold_syncs({0, 1});
-  txn_request cas{
-      {txn_op{"d", "k", "", op_kind::expect_absent}, txn_op{"d", "k", "v", op_kind::put}},
-      {}};
-  auto r = ask<txn_result>(sys(), c, cas);
-  advance(10ms);
-  ASSERT_FALSE(r->done);
-  crash(2);
-  run();
-  EXPECT_FALSE(r->done); // idempotent: retried
-  release_syncs({0, 1});
-  // The new primary's sync phase keeps the record: the first attempt
-  // committed, and the retry finds k present.
-  make_primary(0, 2);
-  ASSERT_TRUE(advance_until([&] { return r->done; }, 2s));
-  ASSERT_TRUE(r->value);
+  // The first attempt committed, and the retry finds k present.
+  auto r = cas_across_a_primary_crash(c);
+  ASSERT_TRUE(r);
   EXPECT_EQ(read(0, "k").value, "v");
   // condition_failed would tell the caller "someone else holds k": wrong,
   // it was this very request. Unknown is the truth.
-  EXPECT_EQ(r->value->code, errc::outcome_unknown);
+  EXPECT_EQ(r->code, errc::outcome_unknown);
   // Without an unknown attempt before it, a failed condition stays what it is.
-  EXPECT_EQ(wait<txn_result>(c, cas).code, errc::condition_failed);
+  EXPECT_EQ(wait<txn_result>(c, cas_request()).code, errc::condition_failed);
 }
 
 TEST_F(client_test, deposed_primary_idempotent_put_is_retried_enqueue_is_not) {
