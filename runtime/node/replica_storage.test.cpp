@@ -224,3 +224,36 @@ TEST(replica_storage, a_damaged_log_without_its_term_file_is_refused_not_healed)
   EXPECT_TRUE(fs::exists(seg));
   EXPECT_TRUE(damaged_dirs(replica).empty());
 }
+
+TEST(replica_storage, a_crash_between_the_mark_and_the_move_heals_on_the_next_start) {
+  // The storage writes the mark first, then moves the damaged files: a crash
+  // in between leaves both. The next start moves them and stays amnesiac.
+  conclave::test::temp_dir dir{"replica-storage"};
+  fill(dir.path().string(), 20, false, true);
+  auto replica = dir.path() / "replica";
+  auto seg = flip_byte(replica / "log", ".wal", 40);
+  auto damaged = contents(seg);
+  std::ofstream{replica / "amnesiac"} << "left by a crash\n";
+  auto s = nd::open_replica_storage(dir.path().string(), 3);
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_TRUE(s.value().amnesiac);
+  auto aside = damaged_dirs(replica);
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(contents(aside[0] / "log" / seg.filename()), damaged);
+}
+
+TEST(replica_storage, a_mark_beside_a_log_that_reads_still_means_amnesiac) {
+  // A crash after the move, or while the log was being rebuilt: whatever the
+  // log holds now, the mark decides until the replica says it is rebuilt.
+  conclave::test::temp_dir dir{"replica-storage"};
+  fill(dir.path().string(), 5, false, true);
+  auto replica = dir.path() / "replica";
+  std::ofstream{replica / "amnesiac"} << "left by a crash\n";
+  auto s = nd::open_replica_storage(dir.path().string(), 3);
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_TRUE(s.value().amnesiac);
+  EXPECT_TRUE(damaged_dirs(replica).empty()); // nothing to move
+  auto rec = s.value().device->recover();
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec.value().records.size(), 5u); // and nothing lost
+}
