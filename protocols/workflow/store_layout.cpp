@@ -175,4 +175,28 @@ std::vector<job_event> merge_events(std::vector<job_event> rows,
   return out;
 }
 
+std::string encode_kinds(const std::set<std::string>& kinds) {
+  std::string out;
+  for (auto& k : kinds) {
+    if (!out.empty())
+      out += '\n';
+    out += k;
+  }
+  return out;
+}
+
+std::set<std::string> decode_kinds(std::string_view row) {
+  std::set<std::string> out;
+  while (!row.empty()) {
+    auto nl = row.find('\n');
+    auto line = row.substr(0, nl);
+    if (!line.empty())
+      out.emplace(line);
+    if (nl == std::string_view::npos)
+      break;
+    row.remove_prefix(nl + 1);
+  }
+  return out;
+}
+
 } // namespace conclave::workflow::layout

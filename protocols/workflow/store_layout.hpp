@@ -21,6 +21,9 @@
 //                                             and compensating, so a job's
 //                                             first claim writes no index row
 //   wf.meta    "term"                      -> the highest supervisor term
+//   wf.agents  node id (decimal)           -> the agent kinds that node serves
+//                                             (encode_kinds), written by each
+//                                             node at start (nodes of a cluster)
 // A scheduler finds work by enumerating wf.ready up to now, a supervisor finds
 // expired steps by enumerating wf.due up to now: neither scans every job.
 //
@@ -35,6 +38,8 @@
 #include "protocols/workflow/lifecycle.hpp"
 
 #include <optional>
+#include <set>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -47,12 +52,18 @@ inline constexpr const char* ready = "wf.ready";
 inline constexpr const char* state = "wf.state";
 inline constexpr const char* meta = "wf.meta";
 inline constexpr const char* term_key = "term";
+inline constexpr const char* agents = "wf.agents";
 
 /// Every collection, for hosts that create them at start.
 inline const std::vector<std::string>& all() {
   static const std::vector<std::string> names{jobs, events, due, ready, state, meta};
   return names;
 }
+
+/// A node's agent kinds as stored in wf.agents: sorted, one per line.
+std::string encode_kinds(const std::set<std::string>& kinds);
+/// The kinds of a wf.agents row (empty lines skipped).
+std::set<std::string> decode_kinds(std::string_view row);
 
 /// One change to the store: put `value` at `key`, or remove `key`.
 struct write {

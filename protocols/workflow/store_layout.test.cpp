@@ -384,3 +384,12 @@ TEST(store_layout, random_lifecycles_keep_every_index_exactly_in_step) {
   for (uint64_t k = 0; k < 7; ++k)
     EXPECT_GT(applied[k], 100u) << "operation " << k;
 }
+
+TEST(store_layout, agent_kinds_round_trip_sorted_one_per_line) {
+  std::set<std::string> kinds{"sleep", "exec", "payment"};
+  auto row = layout::encode_kinds(kinds);
+  EXPECT_EQ(row, "exec\npayment\nsleep");
+  EXPECT_EQ(layout::decode_kinds(row), kinds);
+  EXPECT_TRUE(layout::decode_kinds("").empty());
+  EXPECT_EQ(layout::decode_kinds("\n\nexec\n"), (std::set<std::string>{"exec"}));
+}
