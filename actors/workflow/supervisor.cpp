@@ -7,6 +7,8 @@
 
 #include <map>
 
+#include <set>
+
 namespace conclave::workflow {
 
 namespace {
@@ -14,6 +16,10 @@ namespace {
 struct watched {
   uint64_t id = 0;
   bool scheduler = false;
+
+  friend bool operator<(const watched& a, const watched& b) {
+    return a.scheduler != b.scheduler ? a.scheduler < b.scheduler : a.id < b.id;
+  }
 };
 
 struct supervisor_state {
@@ -26,6 +32,10 @@ struct supervisor_state {
   bool scanning = false;
   uint64_t timer_generation = 0;
   std::map<caf::actor_addr, watched> watching;
+  /// Watched agents and schedulers that died and whose running steps were
+  /// not all recovered yet (this supervisor did not lead, or the store
+  /// failed meanwhile): swept again while leading until a sweep succeeds.
+  std::set<watched> dead;
   static inline const char* name = "conclave.supervisor";
 };
 
@@ -62,10 +72,14 @@ struct target {
 };
 
 void recover_all(supervisor_impl self, std::shared_ptr<std::vector<target>> ts, size_t i,
-                 recovery_cause cause, std::function<void()> done) {
+                 recovery_cause cause, std::function<void()> done,
+                 std::shared_ptr<bool> failed = nullptr) {
   auto& st = self->state;
-  if (i == ts->size() || !st.leading)
+  if (i == ts->size() || !st.leading) {
+    if (failed && i != ts->size())
+      *failed = true;
     return done();
+  }
   auto t = (*ts)[i];
   auto fence = st.leader_term;
   st.store->update(
@@ -73,8 +87,10 @@ void recover_all(supervisor_impl self, std::shared_ptr<std::vector<target>> ts, 
       [self, t, cause](job_view& v) {
         return recover(v, t.step, t.attempt, cause, now_of(self));
       },
-      [self, ts, i, cause, done, fence](caf::error e, job_change c) {
+      [self, ts, i, cause, done, fence, failed](caf::error e, job_change c) {
         auto& st = self->state;
+        if (e && failed && to_errc(e) != errc::unknown_job)
+          *failed = true;
         if (e && to_errc(e) == errc::stale_term) {
           st.probe->fenced_off();
           // A refusal of a term this supervisor already left behind (a newer
@@ -86,52 +102,98 @@ void recover_all(supervisor_impl self, std::shared_ptr<std::vector<target>> ts, 
         } else if (!e && !c.eff.stale) {
           st.probe->recovered(cause);
         }
-        recover_all(self, ts, i + 1, cause, done);
+        recover_all(self, ts, i + 1, cause, done, failed);
       });
 }
 
 /// Reads the running steps (the whole CompleteBy index, or its due prefix)
 /// and recovers those `pick` selects.
+/// `finished` (if any) learns whether every step picked was read and
+/// recovered (false: not leading, or the store failed; sweep again).
 void sweep(supervisor_impl self, bool due_only, recovery_cause cause,
-           std::function<bool(const step_record&)> pick) {
+           std::function<bool(const step_record&)> pick,
+           std::function<void(bool)> finished = nullptr) {
+  auto& st = self->state;
+  if (!st.ready || !st.leading) {
+    if (finished)
+      finished(false);
+    return;
+  }
+  auto failed = std::make_shared<bool>(false);
+  auto started = now_of(self);
+  auto to = due_only ? due_bound(started) : std::string{};
+  st.store->scan(
+      layout::due, std::string{}, to,
+      [self, cause, pick, started, failed, finished](caf::error e, kv_items items) {
+        if (e) {
+          if (finished)
+            finished(false);
+          return;
+        }
+        if (items.empty()) {
+          if (finished)
+            finished(true);
+          return self->state.probe->scanned(now_of(self) - started);
+        }
+        // The index names job and step; the attempt comes from the
+        // step record, read in one snapshot.
+        auto ts = std::make_shared<std::vector<target>>();
+        auto left = std::make_shared<size_t>(items.size());
+        for (auto& [k, v] : items) {
+          auto d = decode_due_key(k);
+          if (!d) {
+            if (--*left == 0) // the last entry: recover what was found
+              recover_all(
+                  self, ts, 0, cause,
+                  [self, started, failed, finished] {
+                    if (finished)
+                      finished(!*failed);
+                    self->state.probe->scanned(now_of(self) - started);
+                  },
+                  failed);
+            continue;
+          }
+          auto entry = d.value();
+          self->state.store->read(entry.job, [self, ts, left, entry, cause, pick, started,
+                                              failed,
+                                              finished](caf::error e, job_view v) {
+            if (e && to_errc(e) != errc::unknown_job)
+              *failed = true;
+            if (!e && entry.step.value < v.steps.size()) {
+              auto& s = v.steps[entry.step.value];
+              if (!s.locked_by.empty() && pick(s))
+                ts->push_back(target{entry.job, entry.step, s.attempt});
+            }
+            if (--*left == 0) {
+              recover_all(
+                  self, ts, 0, cause,
+                  [self, started, failed, finished] {
+                    if (finished)
+                      finished(!*failed);
+                    self->state.probe->scanned(now_of(self) - started);
+                  },
+                  failed);
+            }
+          });
+        }
+      });
+}
+
+/// Sweeps the running steps of every dead agent or scheduler not swept yet.
+void sweep_dead(supervisor_impl self) {
   auto& st = self->state;
   if (!st.ready || !st.leading)
     return;
-  auto started = now_of(self);
-  auto to = due_only ? due_bound(started) : std::string{};
-  st.store->scan(layout::due, std::string{}, to,
-                 [self, cause, pick, started](caf::error e, kv_items items) {
-                   if (e)
-                     return;
-                   if (items.empty())
-                     return self->state.probe->scanned(now_of(self) - started);
-                   // The index names job and step; the attempt comes from the
-                   // step record, read in one snapshot.
-                   auto ts = std::make_shared<std::vector<target>>();
-                   auto left = std::make_shared<size_t>(items.size());
-                   for (auto& [k, v] : items) {
-                     auto d = decode_due_key(k);
-                     if (!d) {
-                       --*left;
-                       continue;
-                     }
-                     auto entry = d.value();
-                     self->state.store->read(
-                         entry.job, [self, ts, left, entry, cause, pick,
-                                     started](caf::error e, job_view v) {
-                           if (!e && entry.step.value < v.steps.size()) {
-                             auto& s = v.steps[entry.step.value];
-                             if (!s.locked_by.empty() && pick(s))
-                               ts->push_back(target{entry.job, entry.step, s.attempt});
-                           }
-                           if (--*left == 0) {
-                             recover_all(self, ts, 0, cause, [self, started] {
-                               self->state.probe->scanned(now_of(self) - started);
-                             });
-                           }
-                         });
-                   }
-                 });
+  for (auto w : st.dead)
+    sweep(
+        self, false, recovery_cause::monitor,
+        [w](const step_record& s) {
+          return w.scheduler ? s.locked_by.instance == w.id : s.agent == w.id;
+        },
+        [self, w](bool ok) {
+          if (ok)
+            self->state.dead.erase(w);
+        });
 }
 
 void scan(supervisor_impl self) {
@@ -172,9 +234,17 @@ supervisor_actor::behavior_type make_supervisor(supervisor_impl self,
       return;
     auto w = i->second;
     st.watching.erase(i);
-    sweep(self, false, recovery_cause::monitor, [w](const step_record& s) {
-      return w.scheduler ? s.locked_by.instance == w.id : s.agent == w.id;
-    });
+    if (!st.dead.insert(w).second)
+      return; // a sweep for it is pending already
+    sweep(
+        self, false, recovery_cause::monitor,
+        [w](const step_record& s) {
+          return w.scheduler ? s.locked_by.instance == w.id : s.agent == w.id;
+        },
+        [self, w](bool ok) {
+          if (ok)
+            self->state.dead.erase(w);
+        });
   });
   return {
       [self](election::leadership_event& ev) {
@@ -184,6 +254,7 @@ supervisor_actor::behavior_type make_supervisor(supervisor_impl self,
           st.leading = true;
           st.leader_term = ev.t;
           scan(self);
+          sweep_dead(self);
         } else if (ev.what == kind::lost_leadership) {
           st.leading = false;
         }
@@ -192,9 +263,13 @@ supervisor_actor::behavior_type make_supervisor(supervisor_impl self,
         if (gen != self->state.timer_generation)
           return;
         scan(self);
+        sweep_dead(self);
         arm_scan(self);
       },
       [self](workflow_atoms::watch_atom, uint64_t id, caf::actor& who, bool scheduler) {
+        // Watched again (a restarted scheduler resumes what its previous
+        // life had claimed; a member whose link came back runs its steps).
+        self->state.dead.erase(watched{id, scheduler});
         self->state.watching[who.address()] = watched{id, scheduler};
         self->monitor(who);
       },
