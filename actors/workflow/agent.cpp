@@ -29,7 +29,8 @@ struct agent_state {
 using agent_impl = agent_actor::stateful_pointer<agent_state>;
 
 timestamp now_of(agent_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
+  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch())
+         + self->state.opts.clock_offset;
 }
 
 service_call make_call(const call& c) {

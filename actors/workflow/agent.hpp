@@ -38,6 +38,11 @@ struct agent_options {
   /// Seed of the jitter generator.
   uint64_t seed = 1;
   std::shared_ptr<workflow_probe> probe;
+  /// Added to the actor clock's reading to make the workflow's timestamps
+  /// (deadlines, CompleteBy, events). 0 under the test coordinator; a node
+  /// sets it so they are wall-clock time since the Unix epoch, comparable
+  /// across the cluster's processes and machines (within their clock skew).
+  duration clock_offset{0};
 };
 
 agent_actor spawn_agent(caf::actor_system& sys, agent_options opts);

@@ -89,7 +89,8 @@ void offer(client_impl self, subscription& sub, const job_event& ev) {
 }
 
 timestamp now_of(client_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
+  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch())
+         + self->state.opts.clock_offset;
 }
 
 /// The jobs with a wf.state row in the class of `s`, in key order.

@@ -40,6 +40,11 @@ struct client_options {
   size_t submit_group = 64;
   /// Reports submissions, cancels and resubmits (job and step states).
   std::shared_ptr<workflow_probe> probe;
+  /// Added to the actor clock's reading to make the workflow's timestamps
+  /// (deadlines, CompleteBy, events). 0 under the test coordinator; a node
+  /// sets it so they are wall-clock time since the Unix epoch, comparable
+  /// across the cluster's processes and machines (within their clock skew).
+  duration clock_offset{0};
 };
 
 client_actor spawn_client(caf::actor_system& sys, client_options opts);

@@ -108,6 +108,28 @@ public:
   /// the supervisor term the write is stamped with.
   void update(const job_id& id, std::optional<term> fence, mutate_fn mutate,
               change_fn done) {
+    update_tries(id, fence, std::move(mutate), std::move(done), conflict_retries);
+  }
+
+  /// How often update() runs a change again after a lock timeout (on the
+  /// replicated store: another writer committed first), from a fresh read.
+  static constexpr int conflict_retries = 8;
+
+private:
+  void update_tries(const job_id& id, std::optional<term> fence, mutate_fn mutate,
+                    change_fn done, int tries) {
+    if (tries > 0)
+      done = [this, id, fence, mutate, done = std::move(done), tries](caf::error e,
+                                                                      job_change c) {
+        if (e && store::to_errc(e) == store::errc::lock_timeout)
+          return update_tries(id, fence, mutate, done, tries - 1);
+        done(std::move(e), std::move(c));
+      };
+    update_once(id, fence, std::move(mutate), std::move(done));
+  }
+
+  void update_once(const job_id& id, std::optional<term> fence, mutate_fn mutate,
+                   change_fn done) {
     auto c = std::make_shared<update_ctx>();
     c->id = id;
     c->fence = fence;
@@ -123,6 +145,7 @@ public:
     });
   }
 
+public:
   /// Like update(), for a caller that knows the job as it was committed last
   /// (`known`, e.g. the view its own claim wrote, with its document's events):
   /// ONE message that checks in the store that the job's document is still

@@ -54,7 +54,8 @@ struct scheduler_state {
 };
 
 timestamp now_of(scheduler_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
+  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch())
+         + self->state.opts.clock_offset;
 }
 
 /// An agent of `kind` that is alive, round robin.

@@ -71,6 +71,11 @@ struct scheduler_options {
   /// How long after a deadline the scheduler stops waiting for a reply.
   duration reply_slack = std::chrono::milliseconds{1};
   std::shared_ptr<workflow_probe> probe;
+  /// Added to the actor clock's reading to make the workflow's timestamps
+  /// (deadlines, CompleteBy, events). 0 under the test coordinator; a node
+  /// sets it so they are wall-clock time since the Unix epoch, comparable
+  /// across the cluster's processes and machines (within their clock skew).
+  duration clock_offset{0};
   /// Where committed job events are published (a client, see client_actor's
   /// subscriptions); none if null.
   caf::actor events;

@@ -32,7 +32,8 @@ struct supervisor_state {
 using supervisor_impl = supervisor_actor::stateful_pointer<supervisor_state>;
 
 timestamp now_of(supervisor_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch());
+  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch())
+         + self->state.opts.clock_offset;
 }
 
 /// After a stale_term refusal: reads the recorded term and tells the candidate

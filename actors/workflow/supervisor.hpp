@@ -42,6 +42,11 @@ struct supervisor_options {
   store::store_actor store;
   duration scan_interval = std::chrono::milliseconds{10};
   std::shared_ptr<workflow_probe> probe;
+  /// Added to the actor clock's reading to make the workflow's timestamps
+  /// (deadlines, CompleteBy, events). 0 under the test coordinator; a node
+  /// sets it so they are wall-clock time since the Unix epoch, comparable
+  /// across the cluster's processes and machines (within their clock skew).
+  duration clock_offset{0};
   /// Where committed job events are published (a client, see client_actor's
   /// subscriptions); none if null.
   caf::actor events;

@@ -39,8 +39,8 @@
 
 #include <optional>
 #include <set>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace conclave::workflow::layout {
