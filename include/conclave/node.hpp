@@ -29,6 +29,8 @@
 #include <string>
 #include <string_view>
 
+#include "conclave/workflow.hpp"
+
 namespace conclave {
 
 namespace node {
@@ -110,6 +112,12 @@ public:
 
   /// Sets the leader task; call before run().
   void on_leading(leader_task task);
+
+  /// Serves agent kind `kind` on this node with `fn` (conclave/workflow.hpp),
+  /// at most `concurrency` steps at once; call before run(). A kind of
+  /// `conclave node` (exec, sleep, fail) registered here is replaced. A
+  /// null `fn` removes the kind.
+  void on_agent(std::string kind, agent_function fn, unsigned concurrency = 4);
 
   /// Writes `message` to the node's log (stderr, with a UTC timestamp and the
   /// node id, as text or JSON per --log-format). Safe from any thread.

@@ -4,9 +4,12 @@
 // `conclave node` runs through it too.
 #include "conclave/node.hpp"
 
+#include "actors/election/candidate_actor.hpp"
 #include "actors/election/leader_task.hpp"
 #include "runtime/cli/node_flags.hpp"
 #include "runtime/cluster/lease_leadership.hpp"
+#include "runtime/cluster/workflow_host.hpp"
+#include "runtime/embed/agent_functions.hpp"
 #include "runtime/node/node.hpp"
 #include "runtime/node/node_config.hpp"
 #include "runtime/node/node_log.hpp"
@@ -62,6 +65,11 @@ struct embedded_node::impl {
   int early_status = 0; ///< run()'s result when there is no config
   std::shared_ptr<const node::node_log> log;
   std::shared_ptr<const el::leader_task> task;
+  struct agent_kind {
+    agent_function fn;
+    unsigned concurrency = 1;
+  };
+  std::map<std::string, agent_kind> agents;
 
   void set_config(node::node_config c) {
     log = std::make_shared<const node::node_log>(c.id.value, c.log_format);
@@ -148,6 +156,15 @@ void embedded_node::on_leading(leader_task task) {
       }));
 }
 
+void embedded_node::on_agent(std::string kind, agent_function fn, unsigned concurrency) {
+  if (!fn) {
+    impl_->agents.erase(kind);
+    return;
+  }
+  impl_->agents[std::move(kind)] =
+      impl::agent_kind{std::move(fn), std::max(1u, concurrency)};
+}
+
 void embedded_node::log(std::string_view message) const {
   if (impl_->log)
     impl_->log->info(message);
@@ -180,6 +197,22 @@ int embedded_node::run() {
                                                          std::move(log));
     return std::function<void()>{[l] { l->stop(); }};
   };
+  hooks.configure = [](caf::actor_system_config& cfg) {
+    cluster::configure_workflows(cfg);
+  };
+  hooks.start_workflows =
+      [agents = impl_->agents](caf::actor_system& sys, const node::node_config& cfg,
+                               const caf::actor& candidate,
+                               std::shared_ptr<const node::node_log> log) {
+        cluster::workflow_host_options o;
+        for (auto& [kind, a] : agents)
+          for (unsigned i = 0; i < a.concurrency; ++i)
+            o.services[kind].push_back(embed::spawn_function_service(sys, a.fn));
+        o.candidate = caf::actor_cast<el::candidate_actor>(candidate);
+        o.log = std::move(log);
+        auto host = std::make_shared<cluster::workflow_host>(sys, cfg, std::move(o));
+        return std::function<void()>{[host] { host->stop(); }};
+      };
   return node::run_node(c, hooks);
 }
 

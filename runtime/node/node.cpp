@@ -367,6 +367,8 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   auto slice_problem = request_cpu_slice(node_cpu_slice);
   caf::actor_system_config cfg;
   configure(cfg, c);
+  if (hooks.configure)
+    hooks.configure(cfg);
   caf::actor_system sys{cfg};
   if (!link_settings_applied(sys, c)) {
     std::cerr << "conclave: error: the middleman did not take the link heartbeat "
@@ -421,12 +423,19 @@ int run_node(const node_config& c, const node_hooks& hooks) {
       links->warn("--algorithm lease: this program cannot campaign for the lease");
   }
 
+  std::function<void()> stop_workflows;
+  if (hooks.start_workflows)
+    stop_workflows =
+        hooks.start_workflows(sys, c, caf::actor_cast<caf::actor>(candidate), log);
+
   auto sig = await_termination(signals, *links, c);
   links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
              + ": leaving the group");
   // A lease holder releases first: another node leads at once.
   if (stop_lease_leadership)
     stop_lease_leadership();
+  if (stop_workflows)
+    stop_workflows();
   leave(sys, c, *links, std::move(connectors), caf::actor_cast<caf::actor>(gate),
         candidate);
   status->set_running(false);

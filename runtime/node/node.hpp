@@ -41,6 +41,16 @@ struct node_hooks {
                                       std::shared_ptr<const election::leader_task>,
                                       std::shared_ptr<const node_log>)>
       start_lease_leadership;
+  /// Registers more message types before the actor system starts (the
+  /// workflow actors' types).
+  std::function<void(caf::actor_system_config&)> configure;
+  /// Starts the node's workflow actors once it has joined, given its
+  /// election candidate, and returns what stops them (before the node
+  /// leaves; runtime/cluster/workflow_host.hpp, set by the embed API).
+  std::function<std::function<void()>(caf::actor_system&, const node_config&,
+                                      const caf::actor& candidate,
+                                      std::shared_ptr<const node_log>)>
+      start_workflows;
 };
 
 /// Runs the node until SIGTERM or SIGINT. Returns the process exit status:

@@ -1,0 +1,214 @@
+#include "runtime/cluster/workflow_host.hpp"
+
+#include "actors/replication/client.hpp"
+#include "actors/replication/messages.hpp"
+#include "actors/store/store_interface.hpp"
+#include "actors/workflow/agent.hpp"
+#include "actors/workflow/client.hpp"
+#include "actors/workflow/replicated_store.hpp"
+#include "actors/workflow/scheduler.hpp"
+#include "actors/workflow/supervisor.hpp"
+#include "protocols/workflow/store_layout.hpp"
+#include "runtime/cluster/front_directory.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+
+#include <set>
+
+namespace conclave::cluster {
+
+namespace rp = conclave::replication;
+namespace wf = conclave::workflow;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Writes this node's kinds to wf.agents until the store takes them, and
+/// tells the supervisor about each member's connection (a remote handle that
+/// goes down when the member's node dies or its link drops).
+struct keeper_state {
+  static inline const char* name = "conclave.workflow_keeper";
+};
+
+caf::behavior keeper(caf::stateful_actor<keeper_state>* self,
+                     std::shared_ptr<front_directory> dir, caf::actor repl,
+                     wf::supervisor_actor sup, uint64_t me, std::vector<uint64_t> peers,
+                     std::string kinds, std::shared_ptr<const node::node_log> log) {
+  auto registered = std::make_shared<bool>(false);
+  auto in_flight = std::make_shared<bool>(false);
+  auto watched = std::make_shared<std::map<uint64_t, caf::actor>>();
+  self->send(self, caf::tick_atom_v);
+  return {
+      [=](caf::tick_atom) {
+        if (!*registered && !*in_flight) {
+          *in_flight = true;
+          rp::txn_request req;
+          req.ops.push_back(rp::txn_op{wf::layout::agents, std::to_string(me), kinds,
+                                       rp::op_kind::put});
+          self->request(repl, 10s, std::move(req))
+              .then(
+                  [=](rp::txn_result& r) {
+                    *in_flight = false;
+                    if (r.code != rp::errc::ok)
+                      return;
+                    *registered = true;
+                    if (log)
+                      log->info("workflow agents registered: "
+                                + (kinds.empty() ? std::string{"none"} : kinds));
+                  },
+                  [=](caf::error&) { *in_flight = false; });
+        }
+        for (auto id : peers) {
+          auto h = dir->lookup(id);
+          auto& last = (*watched)[id];
+          if (h && h != last) {
+            last = h;
+            caf::anon_send(sup, conclave::workflow_atoms::watch_atom_v, id, h, true);
+          }
+        }
+        self->delayed_send(self, 100ms, caf::tick_atom_v);
+      },
+  };
+}
+
+std::string joined(const std::set<std::string>& kinds) {
+  std::string out;
+  for (auto& k : kinds)
+    out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+} // namespace
+
+struct workflow_host::state {
+  std::shared_ptr<front_directory> dir;
+  caf::actor repl;
+  conclave::store::store_actor store;
+  std::vector<caf::actor> actors;
+  wf::client_actor client;
+  bool stopped = false;
+};
+
+workflow::duration wall_clock_offset() {
+  return std::chrono::duration_cast<workflow::duration>(
+      std::chrono::system_clock::now().time_since_epoch()
+      - std::chrono::steady_clock::now().time_since_epoch());
+}
+
+void configure_workflows(caf::actor_system_config& cfg) {
+  store::add_store_types(cfg);
+  wf::add_workflow_types(cfg);
+}
+
+workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
+                             workflow_host_options opts)
+    : s_(std::make_shared<state>()) {
+  auto me = c.id.value;
+  auto offset = wall_clock_offset();
+  front_directory_options d;
+  d.cluster = c.cluster;
+  d.members = c.peers;
+  d.members.emplace(me, c.listen);
+  s_->dir = std::make_shared<front_directory>(sys, d);
+  rp::client_options o;
+  o.members.push_back(rp::node_id{me});
+  for (auto& [id, addr] : c.peers)
+    o.members.push_back(rp::node_id{id});
+  auto* dir = s_->dir.get();
+  o.lookup = [dir](rp::node_id id) { return dir->lookup(id.value); };
+  o.deadline = 5s;
+  auto incarnation =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  o.session_id = "node-" + std::to_string(me) + "-" + std::to_string(incarnation);
+  o.seed = incarnation;
+  s_->repl = rp::spawn_client(sys, o);
+  s_->actors.push_back(s_->repl);
+  wf::replicated_store_options so;
+  so.client = s_->repl;
+  s_->store = wf::spawn_replicated_store(sys, so);
+  s_->actors.push_back(caf::actor_cast<caf::actor>(s_->store));
+
+  // Agents: ids unique in the cluster (node id, then a counter).
+  std::vector<wf::agent_entry> agents;
+  std::set<std::string> kinds;
+  uint64_t n = 0;
+  for (auto& [kind, services] : opts.services) {
+    kinds.insert(kind);
+    for (auto& svc : services) {
+      wf::agent_options ao;
+      ao.id = me * 1000 + ++n;
+      ao.service = svc;
+      ao.seed = ao.id ^ incarnation;
+      ao.clock_offset = offset;
+      auto a = wf::spawn_agent(sys, ao);
+      s_->actors.push_back(caf::actor_cast<caf::actor>(a));
+      agents.push_back(wf::agent_entry{ao.id, kind, a});
+    }
+  }
+  wf::scheduler_options sched;
+  sched.self = wf::scheduler_ref{me, incarnation};
+  sched.store = s_->store;
+  sched.agents = agents;
+  sched.poll_interval = opts.poll_interval;
+  // One job per claim transaction: on the replicated store claims are
+  // optimistic, and a group conflicts as a whole when any of its jobs was
+  // claimed by another node first.
+  sched.claim_group = 1;
+  sched.claims_in_flight = 16;
+  sched.clock_offset = offset;
+  auto scheduler = wf::spawn_scheduler(sys, sched);
+  s_->actors.push_back(caf::actor_cast<caf::actor>(scheduler));
+
+  wf::client_options co;
+  co.store = s_->store;
+  co.known_kinds = kinds;
+  co.id_prefix = "n" + std::to_string(me) + "-" + std::to_string(incarnation % 1000000);
+  co.clock_offset = offset;
+  s_->client = wf::spawn_client(sys, co);
+  s_->actors.push_back(caf::actor_cast<caf::actor>(s_->client));
+
+  wf::supervisor_options sup;
+  sup.store = s_->store;
+  sup.scan_interval = opts.scan_interval;
+  sup.candidate = opts.candidate;
+  sup.clock_offset = offset;
+  sup.events = caf::actor_cast<caf::actor>(s_->client);
+  auto supervisor = wf::spawn_supervisor(sys, sup);
+  s_->actors.push_back(caf::actor_cast<caf::actor>(supervisor));
+  if (opts.candidate)
+    caf::anon_send(opts.candidate, caf::subscribe_atom_v,
+                   caf::actor_cast<caf::actor>(supervisor));
+  std::vector<uint64_t> peers;
+  for (auto& [id, addr] : c.peers)
+    peers.push_back(id);
+  s_->actors.push_back(sys.spawn(keeper, s_->dir, s_->repl, supervisor, me, peers,
+                                 wf::layout::encode_kinds(kinds), opts.log));
+  if (opts.log)
+    opts.log->info("workflows: scheduler " + std::to_string(me) + ", "
+                   + std::to_string(agents.size()) + " agent(s)"
+                   + (kinds.empty() ? std::string{} : " of " + joined(kinds))
+                   + ", supervisor acting while this node leads");
+}
+
+workflow_host::~workflow_host() {
+  stop();
+}
+
+wf::client_actor workflow_host::client() const {
+  return s_->client;
+}
+
+void workflow_host::stop() {
+  if (!s_ || s_->stopped)
+    return;
+  s_->stopped = true;
+  for (auto& a : s_->actors)
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  s_->actors.clear();
+  s_->dir.reset();
+}
+
+} // namespace conclave::cluster

@@ -1,0 +1,81 @@
+// The workflow actors of one node (docs/concepts/workflows.md, "Workflows
+// across nodes"): every node runs a scheduler and an agent per registered
+// service; every node runs a supervisor, and only the one whose candidate
+// leads acts (its recovery writes carry the leader's term); job state lives
+// in the cluster's replicated store (actors/workflow/replicated_store.hpp),
+// reached through the node's own client connections to every member.
+//
+// - The scheduler's instance is the node id and its incarnation the time the
+//   process started: a restarted node resumes the steps its previous life
+//   had claimed.
+// - Each node writes the kinds it serves to wf.agents (retried until the
+//   store takes it), so a client can refuse a kind no node serves.
+// - A member whose connection drops (killed, or paused past the link
+//   timeout) is reported to this node's supervisor; the leader's recovers at
+//   once every step that member's scheduler had claimed, without waiting for
+//   the step's deadline. A paused member that comes back and completes such
+//   a step late is refused by the step's attempt (a stale outcome).
+// - Workflow timestamps are wall-clock (the actors' clock_offset): deadlines
+//   written by one node are compared by the supervisor of another, so the
+//   members' clocks must agree within a small fraction of a step's timeout.
+#pragma once
+
+#include "actors/election/candidate_actor.hpp"
+#include "actors/workflow/interfaces.hpp"
+#include "runtime/node/node_config.hpp"
+#include "runtime/node/node_log.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace conclave::cluster {
+
+struct workflow_host_options {
+  /// Kind -> the services serving it on this node (one agent each; a kind
+  /// with several runs that many steps at once).
+  std::map<std::string, std::vector<workflow::service_actor>> services;
+  /// This node's election candidate: the supervisor follows its leadership.
+  election::candidate_actor candidate;
+  std::shared_ptr<const node::node_log> log;
+  /// How often the scheduler looks for ready steps, the supervisor for
+  /// expired ones.
+  std::chrono::milliseconds poll_interval{50};
+  std::chrono::milliseconds scan_interval{200};
+};
+
+class workflow_host {
+public:
+  /// Starts the node's workflow actors on `sys` (configured with
+  /// configure_workflows()).
+  workflow_host(caf::actor_system& sys, const node::node_config& c,
+                workflow_host_options opts);
+  ~workflow_host();
+  workflow_host(const workflow_host&) = delete;
+  workflow_host& operator=(const workflow_host&) = delete;
+
+  /// A workflow client actor (actors/workflow/interfaces.hpp, client_actor)
+  /// that submits to and reads this cluster's jobs.
+  workflow::client_actor client() const;
+
+  /// Stops the actors (idempotent). Running steps are left to their
+  /// deadlines or to the leader's supervisor.
+  void stop();
+
+private:
+  struct state;
+  std::shared_ptr<state> s_;
+};
+
+/// Registers the message types the workflow actors exchange.
+void configure_workflows(caf::actor_system_config& cfg);
+
+/// Workflow time for a process: the offset that turns CAF's clock (steady)
+/// into wall-clock time since the Unix epoch.
+workflow::duration wall_clock_offset();
+
+} // namespace conclave::cluster
