@@ -34,7 +34,8 @@ struct keeper_state {
 caf::behavior keeper(caf::stateful_actor<keeper_state>* self,
                      std::shared_ptr<front_directory> dir, caf::actor repl,
                      wf::supervisor_actor sup, uint64_t me, std::vector<uint64_t> peers,
-                     std::string kinds, std::shared_ptr<const node::node_log> log) {
+                     std::string kinds, std::string shown,
+                     std::shared_ptr<const node::node_log> log) {
   auto registered = std::make_shared<bool>(false);
   auto in_flight = std::make_shared<bool>(false);
   auto watched = std::make_shared<std::map<uint64_t, caf::actor>>();
@@ -54,8 +55,8 @@ caf::behavior keeper(caf::stateful_actor<keeper_state>* self,
                       return;
                     *registered = true;
                     if (log)
-                      log->info("workflow agents registered: "
-                                + (kinds.empty() ? std::string{"none"} : kinds));
+                      log->info("workflow agent kinds registered in the store: "
+                                + (shown.empty() ? std::string{"none"} : shown));
                   },
                   [=](caf::error&) { *in_flight = false; });
         }
@@ -138,6 +139,7 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   for (auto& [kind, services] : opts.services) {
     kinds.insert(kind);
     for (auto& svc : services) {
+      s_->actors.push_back(caf::actor_cast<caf::actor>(svc)); // stopped with the host
       wf::agent_options ao;
       ao.id = me * 1000 + ++n;
       ao.service = svc;
@@ -185,7 +187,8 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   for (auto& [id, addr] : c.peers)
     peers.push_back(id);
   s_->actors.push_back(sys.spawn(keeper, s_->dir, s_->repl, supervisor, me, peers,
-                                 wf::layout::encode_kinds(kinds), opts.log));
+                                 wf::layout::encode_kinds(kinds), joined(kinds),
+                                 opts.log));
   if (opts.log)
     opts.log->info("workflows: scheduler " + std::to_string(me) + ", "
                    + std::to_string(agents.size()) + " agent(s)"

@@ -37,7 +37,7 @@ namespace conclave::cluster {
 
 struct workflow_host_options {
   /// Kind -> the services serving it on this node (one agent each; a kind
-  /// with several runs that many steps at once).
+  /// with several runs that many steps at once). The host stops them.
   std::map<std::string, std::vector<workflow::service_actor>> services;
   /// This node's election candidate: the supervisor follows its leadership.
   election::candidate_actor candidate;

@@ -6,6 +6,7 @@
 
 #include "actors/election/candidate_actor.hpp"
 #include "actors/election/leader_task.hpp"
+#include "runtime/agents/builtin_agents.hpp"
 #include "runtime/cli/node_flags.hpp"
 #include "runtime/cluster/lease_leadership.hpp"
 #include "runtime/cluster/workflow_host.hpp"
@@ -13,6 +14,8 @@
 #include "runtime/node/node.hpp"
 #include "runtime/node/node_config.hpp"
 #include "runtime/node/node_log.hpp"
+
+#include <caf/send.hpp>
 
 #include <iostream>
 #include <thread>
@@ -201,11 +204,19 @@ int embedded_node::run() {
     cluster::configure_workflows(cfg);
   };
   hooks.start_workflows =
-      [agents = impl_->agents](caf::actor_system& sys, const node::node_config& cfg,
-                               const caf::actor& candidate,
-                               std::shared_ptr<const node::node_log> log) {
+      [kinds = impl_->agents](caf::actor_system& sys, const node::node_config& cfg,
+                              const caf::actor& candidate,
+                              std::shared_ptr<const node::node_log> log) {
         cluster::workflow_host_options o;
-        for (auto& [kind, a] : agents)
+        agents::builtin_options b;
+        b.clock_offset = cluster::wall_clock_offset();
+        for (auto& [kind, svc] : agents::spawn_builtin_services(sys, b)) {
+          if (kinds.count(kind))
+            caf::anon_send_exit(svc, caf::exit_reason::user_shutdown);
+          else
+            o.services[kind].push_back(svc);
+        }
+        for (auto& [kind, a] : kinds)
           for (unsigned i = 0; i < a.concurrency; ++i)
             o.services[kind].push_back(embed::spawn_function_service(sys, a.fn));
         o.candidate = caf::actor_cast<el::candidate_actor>(candidate);
