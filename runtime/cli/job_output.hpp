@@ -7,10 +7,10 @@
 // bytes that are not UTF-8 (U+FFFD), so printing never fails on what a job
 // holds.
 //
-// Times: the workflow records carry the monotonic clock of the process that
-// wrote them (CAF's steady clock). Human output shows them relative to `now`
-// (the same clock of this process: meaningful on the same host); JSON gives
-// the raw nanoseconds next to the relative milliseconds.
+// Times: a cluster's workflow records carry wall-clock time (nanoseconds
+// since the Unix epoch: the nodes' clock_offset). Human output shows them
+// relative to `now`, the caller's reading of the same clock; JSON gives the
+// raw nanoseconds next to the relative milliseconds.
 #pragma once
 
 #include "protocols/workflow/explain.hpp"
