@@ -16,5 +16,7 @@ void add_store_command(command_registry& reg);
 void add_kv_command(command_registry& reg);
 /// lock, elect and leader (lock_command.cpp).
 void add_lock_commands(command_registry& reg);
+/// job submit|get|list|cancel|resubmit|explain|watch (job_command.cpp).
+void add_job_command(command_registry& reg);
 
 } // namespace conclave::cli

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   add_store_command(reg);
   add_kv_command(reg);
   add_lock_commands(reg);
+  add_job_command(reg);
   reg.add_reference_command();
   return reg.run(argc, argv);
 }

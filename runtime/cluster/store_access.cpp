@@ -43,9 +43,12 @@ std::optional<std::string> parse_members(const store_access& a,
 
 store_connection::store_connection(const store_access& a,
                                    const std::map<uint64_t, node::address>& members,
-                                   std::chrono::milliseconds step_timeout)
+                                   std::chrono::milliseconds step_timeout,
+                                   const configure_fn& configure)
     : members_(members) {
   configure_client(cfg_, a.tls_ca, a.tls_cert, a.tls_key);
+  if (configure)
+    configure(cfg_);
   cfg_.set("scheduler.policy", caf::atom("sharing"));
   cfg_.set("scheduler.max-threads", 2);
   sys_ = std::make_unique<caf::actor_system>(cfg_);

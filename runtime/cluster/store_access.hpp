@@ -13,6 +13,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,10 +45,16 @@ std::optional<std::string> parse_members(const store_access& a,
 /// may wait for connections to close (the CLI commands end with _Exit).
 class store_connection {
 public:
+  /// Adds to a client's configuration before the actor system starts, e.g.
+  /// the type-ID blocks of the actors a command runs next to the client
+  /// (`conclave job` registers the workflow's).
+  using configure_fn = std::function<void(caf::actor_system_config&)>;
+
   /// `a` must be settled. Starts dialing every member at once.
   store_connection(const store_access& a,
                    const std::map<uint64_t, node::address>& members,
-                   std::chrono::milliseconds step_timeout = std::chrono::seconds(1));
+                   std::chrono::milliseconds step_timeout = std::chrono::seconds(1),
+                   const configure_fn& configure = {});
   ~store_connection();
 
   caf::actor_system& system() { return *sys_; }
