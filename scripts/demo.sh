@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the main job: a 5-node cluster on loopback elects a
-# leader, a key is written to the replicated store, the leader is killed
-# (kill -9), the others elect a new one; the script shows both leaders and the
-# failover time, reads the key back from the new primary, then stops the
-# cluster.
+# leader, a key is written to the replicated store, a 2-step job is submitted,
+# the leader is killed (kill -9), the others elect a new one; the script shows
+# both leaders and the failover time, reads the key back from the new
+# primary, watches the job finish anyway, then stops the cluster.
 # Extra arguments go to `conclave cluster up` (e.g. --algorithm ring).
 #
 # It reuses a current build: the package set-up is skipped when a conclave
@@ -28,11 +28,19 @@ echo
 echo "== a key written to the replicated store (acknowledged once a majority has it)"
 "$conclave" kv --dir "$dir" put greeting "written before the failover"
 echo
+echo "== a job of two steps (sleep 1.5 s, then a shell command), run by the nodes' agents"
+job=$("$conclave" job submit --dir "$dir" sleep:1500 exec:'echo step 2 ran')
+"$conclave" job explain --dir "$dir" "$job"
+echo
 echo "== kill -9 of the leader: conclave cluster kill --leader --signal KILL --wait"
 "$conclave" cluster kill --dir "$dir" --leader --signal KILL --wait
 echo
 echo "== the key read back from the new primary"
 "$conclave" kv --dir "$dir" get greeting
+echo
+echo "== the job finishes anyway (its state is replicated; a lost step moves to another node)"
+"$conclave" job watch --dir "$dir" "$job"
+"$conclave" job get --dir "$dir" "$job"
 echo
 echo "== conclave cluster status (exit 0: the live nodes agree on a leader)"
 "$conclave" cluster status --dir "$dir"
