@@ -186,7 +186,7 @@ client_actor::behavior_type make_client(client_impl self, client_options opts) {
         if (spec.id.value.empty())
           spec.id.value = st.opts.id_prefix + "-" + std::to_string(st.next_id++);
         auto known = [self](const std::string& k) {
-          return self->state.opts.known_kinds.count(k) > 0;
+          return self->state.opts.any_kind || self->state.opts.known_kinds.count(k) > 0;
         };
         if (auto ok = validate(spec, st.opts.limits, known); !ok)
           return to_caf_error(ok.error());

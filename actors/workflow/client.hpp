@@ -26,6 +26,9 @@ struct client_options {
   store::store_actor store;
   /// Agent kinds some agent serves; submissions naming others are refused.
   std::set<std::string> known_kinds;
+  /// Accept every agent kind (the caller checks them, e.g. against the
+  /// kinds a cluster's nodes registered).
+  bool any_kind = false;
   record_limits limits;
   /// Generated ids are "<prefix>-<n>".
   std::string id_prefix = "job";

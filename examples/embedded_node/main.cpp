@@ -2,7 +2,8 @@
 // (or --config FILE, as `conclave cluster up --program` writes it) and, while
 // it leads, logs "leading in term E/L" every second; it logs "stopped leading"
 // the moment it stops. It also serves the agent kind "greet": a job step
-// greet:NAME logs "hello, NAME", once per step however often the step runs.
+// greet:NAME logs "hello, NAME", once per step however often the step runs;
+// each leader submits one such job when it starts leading.
 // See docs/concepts/nodes.md, "Embed a node in your program", and
 // docs/concepts/workflows.md, "Workflows across nodes".
 //
@@ -20,6 +21,13 @@ int main(int argc, char** argv) {
   node.on_leading([&node](const conclave::leadership& lead) {
     // Stamp the term on everything the leader does: it fences older leaders.
     auto term = lead.term().to_string();
+    // Work for the cluster: one job per leadership, run by some node's agent.
+    conclave::job_request job;
+    job.steps.push_back({"greet", "from the leader of term " + term});
+    if (auto id = node.submit(job))
+      node.log("submitted job " + id.value);
+    else
+      node.log("could not submit a job: " + id.error);
     do
       node.log("leading in term " + term);
     while (lead.wait_for(std::chrono::seconds(1)));

@@ -119,6 +119,21 @@ public:
   /// null `fn` removes the kind.
   void on_agent(std::string kind, agent_function fn, unsigned concurrency = 4);
 
+  /// Jobs of this node's cluster, from any thread while run() runs (after
+  /// the node started its workflow actors; before: error "not running").
+  /// Each call returns within `timeout` plus a small margin.
+  /// Submits a job; its id once a majority of the replicas has it.
+  job_answer<std::string>
+  submit(const job_request& job,
+         std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  /// The job as stored (error "unknown job" if there is none).
+  job_answer<job_status> job(const std::string& id,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  /// Cancels an unfinished job; its state afterwards.
+  job_answer<std::string>
+  cancel(const std::string& id,
+         std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
   /// Writes `message` to the node's log (stderr, with a UTC timestamp and the
   /// node id, as text or JSON per --log-format). Safe from any thread.
   void log(std::string_view message) const;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace conclave {
 
@@ -73,5 +74,53 @@ struct step_result {
 /// An agent kind's function. An exception it throws is a transient failure
 /// whose message is the exception's what().
 using agent_function = std::function<step_result(const step_call&)>;
+
+/// One step of a job to submit.
+struct job_step {
+  /// The agent kind that runs it (some node must serve it).
+  std::string kind;
+  std::string payload;
+  /// How long one dispatch may take before the step is recovered.
+  std::chrono::milliseconds timeout{30000};
+  /// Tries of the agent within one dispatch (transient failures).
+  uint32_t attempts = 3;
+};
+
+/// A job to submit.
+struct job_request {
+  /// Empty: the node makes one up (unique in the cluster).
+  std::string id;
+  std::vector<job_step> steps;
+  /// Recoveries of one step before the job fails.
+  uint32_t failure_threshold = 3;
+};
+
+/// A job as the store holds it.
+struct job_status {
+  std::string id;
+  /// pending, processing, processed, error, compensating, compensated or
+  /// cancelled.
+  std::string state;
+  /// processed, error, compensated or cancelled: nothing more happens.
+  bool final = false;
+  struct step {
+    std::string kind;
+    std::string state;
+    uint32_t attempt = 0;
+    uint32_t failures = 0;
+    std::string last_error;
+  };
+  std::vector<step> steps;
+  /// Where the job is and what happens next, in one line (empty once final).
+  std::string explanation;
+};
+
+/// The answer of a job call: `error` is empty on success.
+template <class T>
+struct job_answer {
+  T value{};
+  std::string error;
+  explicit operator bool() const { return error.empty(); }
+};
 
 } // namespace conclave

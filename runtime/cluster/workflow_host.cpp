@@ -166,7 +166,9 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
 
   wf::client_options co;
   co.store = s_->store;
-  co.known_kinds = kinds;
+  // Other nodes may serve kinds this one does not: callers check kinds
+  // against wf.agents (embedded_node::submit, `conclave job submit`).
+  co.any_kind = true;
   co.id_prefix = "n" + std::to_string(me) + "-" + std::to_string(incarnation % 1000000);
   co.clock_offset = offset;
   s_->client = wf::spawn_client(sys, co);
@@ -202,6 +204,10 @@ workflow_host::~workflow_host() {
 
 wf::client_actor workflow_host::client() const {
   return s_->client;
+}
+
+caf::actor workflow_host::replication_client() const {
+  return s_->repl;
 }
 
 void workflow_host::stop() {

@@ -62,6 +62,10 @@ public:
   /// that submits to and reads this cluster's jobs.
   workflow::client_actor client() const;
 
+  /// The replication client the host's actors use (answers txn_request,
+  /// read_request and list_request of actors/replication/messages.hpp).
+  caf::actor replication_client() const;
+
   /// Stops the actors (idempotent). Running steps are left to their
   /// deadlines or to the leader's supervisor.
   void stop();

@@ -11,6 +11,7 @@
 #include "runtime/cluster/lease_leadership.hpp"
 #include "runtime/cluster/workflow_host.hpp"
 #include "runtime/embed/agent_functions.hpp"
+#include "runtime/embed/live_jobs.hpp"
 #include "runtime/node/node.hpp"
 #include "runtime/node/node_config.hpp"
 #include "runtime/node/node_log.hpp"
@@ -73,6 +74,7 @@ struct embedded_node::impl {
     unsigned concurrency = 1;
   };
   std::map<std::string, agent_kind> agents;
+  std::shared_ptr<embed::live_jobs> jobs = std::make_shared<embed::live_jobs>();
 
   void set_config(node::node_config c) {
     log = std::make_shared<const node::node_log>(c.id.value, c.log_format);
@@ -168,6 +170,21 @@ void embedded_node::on_agent(std::string kind, agent_function fn, unsigned concu
       impl::agent_kind{std::move(fn), std::max(1u, concurrency)};
 }
 
+job_answer<std::string> embedded_node::submit(const job_request& job,
+                                              std::chrono::milliseconds timeout) {
+  return impl_->jobs->submit(job, timeout);
+}
+
+job_answer<job_status> embedded_node::job(const std::string& id,
+                                          std::chrono::milliseconds timeout) {
+  return impl_->jobs->get(id, timeout);
+}
+
+job_answer<std::string> embedded_node::cancel(const std::string& id,
+                                              std::chrono::milliseconds timeout) {
+  return impl_->jobs->cancel(id, timeout);
+}
+
 void embedded_node::log(std::string_view message) const {
   if (impl_->log)
     impl_->log->info(message);
@@ -203,27 +220,31 @@ int embedded_node::run() {
   hooks.configure = [](caf::actor_system_config& cfg) {
     cluster::configure_workflows(cfg);
   };
-  hooks.start_workflows =
-      [kinds = impl_->agents](caf::actor_system& sys, const node::node_config& cfg,
+  hooks.start_workflows = [kinds = impl_->agents, jobs = impl_->jobs](
+                              caf::actor_system& sys, const node::node_config& cfg,
                               const caf::actor& candidate,
                               std::shared_ptr<const node::node_log> log) {
-        cluster::workflow_host_options o;
-        agents::builtin_options b;
-        b.clock_offset = cluster::wall_clock_offset();
-        for (auto& [kind, svc] : agents::spawn_builtin_services(sys, b)) {
-          if (kinds.count(kind))
-            caf::anon_send_exit(svc, caf::exit_reason::user_shutdown);
-          else
-            o.services[kind].push_back(svc);
-        }
-        for (auto& [kind, a] : kinds)
-          for (unsigned i = 0; i < a.concurrency; ++i)
-            o.services[kind].push_back(embed::spawn_function_service(sys, a.fn));
-        o.candidate = caf::actor_cast<el::candidate_actor>(candidate);
-        o.log = std::move(log);
-        auto host = std::make_shared<cluster::workflow_host>(sys, cfg, std::move(o));
-        return std::function<void()>{[host] { host->stop(); }};
-      };
+    cluster::workflow_host_options o;
+    agents::builtin_options b;
+    b.clock_offset = cluster::wall_clock_offset();
+    for (auto& [kind, svc] : agents::spawn_builtin_services(sys, b)) {
+      if (kinds.count(kind))
+        caf::anon_send_exit(svc, caf::exit_reason::user_shutdown);
+      else
+        o.services[kind].push_back(svc);
+    }
+    for (auto& [kind, a] : kinds)
+      for (unsigned i = 0; i < a.concurrency; ++i)
+        o.services[kind].push_back(embed::spawn_function_service(sys, a.fn));
+    o.candidate = caf::actor_cast<el::candidate_actor>(candidate);
+    o.log = std::move(log);
+    auto host = std::make_shared<cluster::workflow_host>(sys, cfg, std::move(o));
+    jobs->set(sys, host->client(), host->replication_client());
+    return std::function<void()>{[host, jobs] {
+      jobs->clear();
+      host->stop();
+    }};
+  };
   return node::run_node(c, hooks);
 }
 

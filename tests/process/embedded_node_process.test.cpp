@@ -2,7 +2,9 @@
 // conclave/node.hpp only), run as a 3-node cluster by `conclave cluster up
 // --program`: its leader task runs only while it leads, a kill -9 of the
 // leader moves the task to another copy with a higher term, and no two
-// copies' tasks ever run at once (judged from the copies' logs, one clock).
+// copies' tasks ever run at once (judged from the copies' logs, one clock);
+// each leader submits a job through the embedded API that some copy's
+// agent kind ("greet") runs.
 // Loopback only; the cluster is brought down however the test ends.
 #include "tests/process/process_support.hpp"
 
@@ -104,6 +106,19 @@ TEST_F(embedded_node_cluster, the_leader_task_moves_to_another_copy_after_kill_9
   auto new_term = std::to_string(k["term"].get<uint64_t>()) + "/"
                   + std::to_string(k["term_leader"].get<uint64_t>());
   ASSERT_TRUE(logs(new_leader, "leading in term " + new_term, 5s)) << log_of(new_leader);
+
+  // Each leader submitted a job through the node's client, and some copy's
+  // agent ran it: the new leader's too, after the kill.
+  auto greeted = [&](const std::string& term) {
+    for (uint64_t id = 1; id <= 3; ++id)
+      if (log_of(id).find("hello, from the leader of term " + term) != std::string::npos)
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(eventually([&] { return greeted(new_term); }, 10s))
+      << log_of(1) << log_of(2) << log_of(3);
+  EXPECT_NE(log_of(new_leader).find("submitted job "), std::string::npos)
+      << log_of(new_leader);
 
   // SIGTERM to the survivors: the leader's task logs that it stopped.
   EXPECT_EQ(run_conclave("cluster down --dir " + dir.string()).status, 0);

@@ -1,0 +1,43 @@
+// The job calls of embedded_node (include/conclave/node.hpp): blocking
+// requests to the node's workflow client, from any thread, while the node
+// runs. The node's workflow hook sets the handles once its workflow actors
+// run and clears them before they stop; a call holds a shared lock while it
+// waits, so the actor system outlives every call in flight.
+#pragma once
+
+#include "actors/workflow/interfaces.hpp"
+#include "conclave/workflow.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <shared_mutex>
+#include <string>
+
+namespace conclave::embed {
+
+class live_jobs {
+public:
+  /// The node's workflow actors run (on `sys`).
+  void set(caf::actor_system& sys, workflow::client_actor client, caf::actor repl);
+  /// They stop: waits for the calls in flight (each bounded by its timeout).
+  void clear();
+
+  job_answer<std::string> submit(const job_request& job,
+                                 std::chrono::milliseconds timeout);
+  job_answer<job_status> get(const std::string& id, std::chrono::milliseconds timeout);
+  job_answer<std::string> cancel(const std::string& id,
+                                 std::chrono::milliseconds timeout);
+
+private:
+  std::shared_mutex mu_;
+  caf::actor_system* sys_ = nullptr;
+  workflow::client_actor client_;
+  caf::actor repl_;
+};
+
+/// What a stored job looks like to the facade (`now`: wall-clock ns).
+job_status to_status(const workflow::job_view& v, workflow::timestamp now);
+
+} // namespace conclave::embed
