@@ -38,6 +38,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -155,12 +156,19 @@ std::string random_id_prefix() {
   return buf;
 }
 
+std::vector<uint64_t> ids_of(const std::map<uint64_t, node::address>& members) {
+  std::vector<uint64_t> out;
+  for (auto& [id, addr] : members)
+    out.push_back(id);
+  return out;
+}
+
 /// The client chain of one command: connection, replication client, store
 /// adapter, workflow client.
 class job_session {
 public:
   job_session(job_options& o, const std::map<uint64_t, node::address>& members)
-      : o_(o), timeout_(o.timeout_ms),
+      : o_(o), timeout_(o.timeout_ms), members_(members.size()), ids_(ids_of(members)),
         conn_(o.access, members, std::min<ms>(timeout_, 1s),
               [](caf::actor_system_config& cfg) {
                 store::add_store_types(cfg);
@@ -176,6 +184,17 @@ public:
   }
 
   caf::actor_system& system() { return conn_.system(); }
+  const std::vector<uint64_t>& member_ids() const { return ids_; }
+
+  /// Whether this process reaches member `id` now (a node it cannot reach
+  /// is taken as not live), after giving every member a moment to connect.
+  bool reaches(uint64_t id) {
+    if (!waited_) {
+      conn_.directory().wait_connected(members_, std::min<ms>(timeout_, 500ms));
+      waited_ = true;
+    }
+    return static_cast<bool>(conn_.directory().lookup(id));
+  }
   rp::kv_client& kv() { return *kv_; }
 
   /// Starts the workflow client; `kinds`: those submissions may name.
@@ -239,6 +258,9 @@ public:
 private:
   job_options& o_;
   ms timeout_;
+  size_t members_;
+  std::vector<uint64_t> ids_;
+  bool waited_ = false;
   cluster::store_connection conn_;
   std::unique_ptr<rp::kv_client> kv_;
   store::store_actor store_;
@@ -247,14 +269,14 @@ private:
 
 // -- reading the served kinds -------------------------------------------------------
 
-/// Every kind some node's agents serve (the wf.agents rows), or the line
-/// saying why they could not be read.
-std::optional<std::string> served_kinds(job_session& s, std::set<std::string>& out) {
+/// The wf.agents rows: node id -> the kinds it serves (empty if none yet).
+std::optional<std::string> agent_rows(job_session& s,
+                                      std::map<uint64_t, std::set<std::string>>& out) {
   std::string after;
   for (int page = 0; page < 1000; ++page) {
     auto r = s.kv().list(wf::layout::agents, "", 0, after);
     if (r.code == rp::errc::unknown_collection)
-      return std::nullopt; // no node has registered kinds yet
+      return std::nullopt;
     if (r.code != rp::errc::ok) {
       auto why = r.code == rp::errc::timeout ? std::string{"no answer in time"}
                                              : std::string{rp::to_string(r.code)};
@@ -262,14 +284,53 @@ std::optional<std::string> served_kinds(job_session& s, std::set<std::string>& o
              + "): " + why + s.problem_suffix();
     }
     for (auto& item : r.items) {
-      auto kinds = wf::layout::decode_kinds(item.value);
-      out.insert(kinds.begin(), kinds.end());
+      uint64_t id = 0;
+      auto [p, ec] =
+          std::from_chars(item.key.data(), item.key.data() + item.key.size(), id);
+      if (ec == std::errc{} && p == item.key.data() + item.key.size())
+        out[id] = wf::layout::decode_kinds(item.value);
     }
     if (!r.more || r.items.empty())
       return std::nullopt;
     after = r.items.back().key;
   }
   return std::nullopt;
+}
+
+/// For a job whose current step waits to be claimed: "no live agent of kind
+/// X (...)" when no member this process reaches serves the step's kind;
+/// empty otherwise (or when it cannot tell).
+std::string agent_gap(job_session& s, const wf::stuck_report& r,
+                      const std::map<uint64_t, std::set<std::string>>& rows) {
+  if (!r.step || r.current_state != wf::step_state::pending)
+    return {};
+  wf::job_view v;
+  std::string error;
+  std::optional<wf::errc> code;
+  if (!s.ask(v, error, code, caf::get_atom_v, r.job) || r.step->value >= v.steps.size())
+    return {};
+  auto& spec = v.steps[r.step->value].spec;
+  std::string kind = spec.agent_kind;
+  if (r.compensation) {
+    if (!spec.compensation)
+      return {};
+    kind = spec.compensation->agent_kind;
+  }
+  std::vector<uint64_t> serving;
+  for (auto& [id, kinds] : rows)
+    if (kinds.count(kind)) {
+      if (s.reaches(id))
+        return {};
+      serving.push_back(id);
+    }
+  std::string why = "no live agent of kind " + kind;
+  if (serving.empty())
+    return why + " (no node serves it)";
+  why += " (served by node";
+  why += serving.size() > 1 ? "s " : " ";
+  for (size_t i = 0; i < serving.size(); ++i)
+    why += (i ? ", " : "") + std::to_string(serving[i]);
+  return why + ", not reachable)";
 }
 
 // -- the subcommands ------------------------------------------------------------------
@@ -310,11 +371,28 @@ std::variant<wf::job_view, int> wait_final(job_options& o, job_session& s,
 
 int run_submit(job_options& o, job_session& s, const wf::job_spec& spec,
                std::chrono::nanoseconds wait_for) {
+  // A kind is unknown for sure once every member has registered its kinds;
+  // right after the cluster started some may not have yet: read again for
+  // a moment then.
   std::set<std::string> kinds;
-  if (auto e = served_kinds(s, kinds))
-    return fail(*e);
-  if (auto e = job::check_kinds(spec, kinds))
-    return bad_input(*e);
+  auto until = clock_type::now() + std::min<ms>(ms{o.timeout_ms}, 3s);
+  for (;;) {
+    std::map<uint64_t, std::set<std::string>> rows;
+    if (auto e = agent_rows(s, rows))
+      return fail(*e);
+    kinds.clear();
+    for (auto& [id, ks] : rows)
+      kinds.insert(ks.begin(), ks.end());
+    auto bad = job::check_kinds(spec, kinds);
+    if (!bad)
+      break;
+    bool all_registered = true;
+    for (auto id : s.member_ids())
+      all_registered = all_registered && rows.count(id) > 0;
+    if (all_registered || clock_type::now() >= until)
+      return bad_input(*bad);
+    std::this_thread::sleep_for(50ms);
+  }
   s.start_client(kinds);
   wf::job_id id;
   std::string error;
@@ -423,15 +501,26 @@ int run_change(job_options& o, job_session& s, bool cancel) {
 int run_explain(job_options& o, job_session& s) {
   std::string error;
   std::optional<wf::errc> code;
+  std::map<uint64_t, std::set<std::string>> rows;
+  bool rows_read = !agent_rows(s, rows);
+  // One line per job: the stored report, and why nothing claims its step
+  // when no live node serves the step's kind.
+  auto print = [&](const wf::stuck_report& r, wf::timestamp t) {
+    auto gap = rows_read ? agent_gap(s, r, rows) : std::string{};
+    if (o.json) {
+      auto j = job::to_json(r, t);
+      if (!gap.empty())
+        j["waits_for"] = gap;
+      return job::dump(j);
+    }
+    auto line = job::report_line(r, t);
+    return gap.empty() ? line : line + "; waits: " + gap;
+  };
   if (!o.job.empty()) {
     wf::stuck_report r;
     if (!s.ask(r, error, code, atoms::explain_atom_v, wf::job_id{o.job}))
       return request_failed(o, "explain", code, error);
-    auto t = now();
-    if (o.json)
-      std::cout << job::dump(job::to_json(r, t)) << '\n';
-    else
-      std::cout << job::report_line(r, t) << '\n';
+    std::cout << print(r, now()) << '\n';
     return exit_ok;
   }
   std::vector<wf::stuck_report> reports;
@@ -442,11 +531,11 @@ int run_explain(job_options& o, job_session& s) {
   if (o.json) {
     auto all = nlohmann::json::array();
     for (auto& r : reports)
-      all.push_back(job::to_json(r, t));
+      all.push_back(nlohmann::json::parse(print(r, t)));
     std::cout << job::dump(nlohmann::json{{"jobs", all}}) << '\n';
   } else {
     for (auto& r : reports)
-      std::cout << job::report_line(r, t) << '\n';
+      std::cout << print(r, t) << '\n';
   }
   return exit_ok;
 }

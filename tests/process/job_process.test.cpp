@@ -192,3 +192,31 @@ TEST_F(job_cluster, a_cancelled_job_stops_and_watch_reports_it) {
   EXPECT_EQ(w.status, 1) << w.out;
   EXPECT_NE(w.out.find("cancelled"), std::string::npos) << w.out;
 }
+
+TEST_F(job_cluster, a_job_whose_kind_no_live_node_serves_waits_and_explain_says_why) {
+  // Node 9 registered kind "special" once and is not a member that answers.
+  auto put =
+      run_conclave("kv --collection wf.agents --dir " + dir.string() + " put 9 special");
+  ASSERT_EQ(put.status, 0) << put.out;
+  auto r = job("submit --json special:x");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto id = parse(r.out)["id"].get<std::string>();
+  auto ex = job("explain " + id);
+  EXPECT_EQ(ex.status, 0) << ex.out;
+  EXPECT_NE(ex.out.find("waits: no live agent of kind special (served by node 9, not "
+                        "reachable)"),
+            std::string::npos)
+      << ex.out;
+  auto all = job("explain --json");
+  EXPECT_NE(all.out.find("\"waits_for\":\"no live agent of kind special"),
+            std::string::npos)
+      << all.out;
+  // A job whose kinds are served waits for nothing of the kind.
+  auto s = job("submit --json sleep:30000");
+  ASSERT_EQ(s.status, 0) << s.out;
+  auto sid = parse(s.out)["id"].get<std::string>();
+  auto sx = job("explain " + sid);
+  EXPECT_EQ(sx.out.find("waits:"), std::string::npos) << sx.out;
+  EXPECT_EQ(job("cancel " + id).status, 0);
+  EXPECT_EQ(job("cancel " + sid).status, 0);
+}
