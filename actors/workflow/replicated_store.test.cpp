@@ -308,7 +308,8 @@ protected:
   }
 
   /// A scheduler with its own agent, as each node has.
-  void add_node(uint64_t id) {
+  void add_node(uint64_t id, std::function<bool(const wf::job_id&)> mine = nullptr,
+                wf::duration takeover = 200ms) {
     wf::agent_options ao;
     ao.id = id;
     ao.service = svc;
@@ -321,6 +322,8 @@ protected:
     so.claim_group = 1;
     so.claims_in_flight = 8;
     so.poll_interval = 5ms;
+    so.mine = std::move(mine);
+    so.takeover_after = takeover;
     track(wf::spawn_scheduler(sys(), so));
   }
 
@@ -400,6 +403,47 @@ TEST_F(replicated_workflow_test, every_job_finishes_across_a_failover_of_the_pri
   ASSERT_TRUE(advance_until(all_done, 20s, 5ms));
   // The service de-duplicates by idempotency key: one effect per step, even
   // if a step whose answer was lost in the failover ran again.
+  EXPECT_EQ(service->effects.size(), size_t{jobs * 2});
+  for (auto& [key, n] : service->effects)
+    EXPECT_EQ(n, 1) << key;
+}
+
+TEST_F(replicated_workflow_test, a_share_left_unclaimed_is_taken_over_after_the_delay) {
+  // The only scheduler owns no share: it claims a job only once the job has
+  // been ready for the takeover delay (its owner may be dead).
+  add_node(
+      1, [](const wf::job_id&) { return false; }, 500ms);
+  auto r = ask<wf::job_id>(sys(), client, conclave::workflow_atoms::submit_atom_v,
+                           spec("late", 1));
+  ASSERT_TRUE(advance_until([&] { return r->done; }, 1s));
+  ASSERT_TRUE(r->value) << caf::to_string(r->error);
+  advance(400ms, 5ms);
+  EXPECT_EQ(state_of("late"), wf::job_state::pending);
+  EXPECT_TRUE(service->effects.empty());
+  EXPECT_TRUE(advance_until([&] { return state_of("late") == wf::job_state::processed; },
+                            1s, 5ms));
+}
+
+TEST_F(replicated_workflow_test, disjoint_shares_claim_at_once_and_each_step_once) {
+  service->deduplicate = false;
+  // Two schedulers splitting the jobs by the parity of their number: no job
+  // waits for the takeover delay (10 s here).
+  auto parity = [](const wf::job_id& j) { return (j.value.back() - '0') % 2; };
+  add_node(
+      1, [parity](const wf::job_id& j) { return parity(j) == 0; }, 10s);
+  add_node(
+      2, [parity](const wf::job_id& j) { return parity(j) == 1; }, 10s);
+  constexpr int jobs = 20;
+  for (int i = 0; i < jobs; ++i)
+    ask<wf::job_id>(sys(), client, conclave::workflow_atoms::submit_atom_v,
+                    spec("s" + std::to_string(i), 2));
+  auto all_done = [&] {
+    for (int i = 0; i < jobs; ++i)
+      if (state_of("s" + std::to_string(i)) != wf::job_state::processed)
+        return false;
+    return true;
+  };
+  ASSERT_TRUE(advance_until(all_done, 5s, 5ms));
   EXPECT_EQ(service->effects.size(), size_t{jobs * 2});
   for (auto& [key, n] : service->effects)
     EXPECT_EQ(n, 1) << key;

@@ -337,12 +337,15 @@ void poll(scheduler_impl self) {
   }
   st.polling = true;
   auto limit = st.opts.batched ? st.opts.poll_limit : 0;
-  auto bound = layout::ready_bound(now_of(self));
+  auto now = now_of(self);
+  auto bound = layout::ready_bound(now);
   if (st.poll_from >= bound)
     st.poll_from.clear();
+  // Ready since before this: any scheduler takes it (see scheduler_options::mine).
+  auto stale = layout::ready_bound(now - st.opts.takeover_after);
   st.store->scan(
       layout::ready, st.poll_from, std::move(bound),
-      [self, limit](caf::error e, kv_items items) {
+      [self, limit, stale](caf::error e, kv_items items) {
         // A full page: more may be ready behind it.
         auto& st = self->state;
         if (!e && limit > 0 && items.size() >= limit) {
@@ -352,10 +355,12 @@ void poll(scheduler_impl self) {
           st.poll_from.clear();
         }
         auto jobs = std::make_shared<std::vector<job_id>>();
+        auto& mine = self->state.opts.mine;
         if (!e)
           for (auto& kv : items)
             if (auto j = layout::decode_ready_key(kv.first))
-              jobs->push_back(j.value());
+              if (!mine || kv.first < stale || mine(j.value()))
+                jobs->push_back(j.value());
         if (self->state.opts.pipelined && !jobs->empty()) {
           // Every scheduler reads the same page; each starts claiming at its
           // own offset (instance x golden ratio, mod 1) and goes on in

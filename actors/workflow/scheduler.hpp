@@ -33,6 +33,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -79,6 +80,13 @@ struct scheduler_options {
   /// Where committed job events are published (a client, see client_actor's
   /// subscriptions); none if null.
   caf::actor events;
+  /// Shares the ready jobs among several schedulers: this one claims a job
+  /// at once only if `mine(job)` holds (null: every job), and any job that
+  /// has been ready for `takeover_after` (another's share left unclaimed:
+  /// its scheduler may be dead). Disjoint shares keep schedulers that poll
+  /// the same store from racing for the same jobs.
+  std::function<bool(const job_id&)> mine;
+  duration takeover_after = std::chrono::milliseconds{200};
   /// Start polling at once instead of waiting for start_atom.
   bool start_immediately = true;
   /// false: one store request per round trip and claims in index order (the

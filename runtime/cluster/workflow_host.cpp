@@ -14,6 +14,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
+#include <algorithm>
+#include <mutex>
 #include <set>
 
 namespace conclave::cluster {
@@ -24,9 +26,42 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Writes this node's kinds to wf.agents until the store takes them, and
-/// tells the supervisor about each member's connection (a remote handle that
-/// goes down when the member's node dies or its link drops).
+/// Which of `n` members' share job `id` is in: FNV-1a of the id, the same in
+/// every process.
+uint64_t share_of(const std::string& id, uint64_t n) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char ch : id) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return n == 0 ? 0 : h % n;
+}
+
+/// The members this node reaches now (itself included), sorted: the
+/// schedulers that share the ready jobs.
+struct live_members {
+  std::mutex mu;
+  std::vector<uint64_t> ids;
+
+  void set(std::vector<uint64_t> now) {
+    std::lock_guard<std::mutex> lk{mu};
+    ids = std::move(now);
+  }
+
+  /// Whether `me` owns the share of job `id` among the live members.
+  bool owns(uint64_t me, const std::string& id) {
+    std::lock_guard<std::mutex> lk{mu};
+    auto i = std::find(ids.begin(), ids.end(), me);
+    if (i == ids.end())
+      return true;
+    return share_of(id, ids.size()) == static_cast<uint64_t>(i - ids.begin());
+  }
+};
+
+/// Writes this node's kinds to wf.agents until the store takes them, tells
+/// the supervisor about each member's connection (a remote handle that goes
+/// down when the member's node dies or its link drops), and keeps the live
+/// members for the schedulers' shares.
 struct keeper_state {
   static inline const char* name = "conclave.workflow_keeper";
 };
@@ -35,7 +70,8 @@ caf::behavior keeper(caf::stateful_actor<keeper_state>* self,
                      std::shared_ptr<front_directory> dir, caf::actor repl,
                      wf::supervisor_actor sup, uint64_t me, std::vector<uint64_t> peers,
                      std::string kinds, std::string shown,
-                     std::shared_ptr<const node::node_log> log) {
+                     std::shared_ptr<const node::node_log> log,
+                     std::shared_ptr<live_members> live) {
   auto registered = std::make_shared<bool>(false);
   auto in_flight = std::make_shared<bool>(false);
   auto watched = std::make_shared<std::map<uint64_t, caf::actor>>();
@@ -60,14 +96,19 @@ caf::behavior keeper(caf::stateful_actor<keeper_state>* self,
                   },
                   [=](caf::error&) { *in_flight = false; });
         }
+        std::vector<uint64_t> reached{me};
         for (auto id : peers) {
           auto h = dir->lookup(id);
+          if (h)
+            reached.push_back(id);
           auto& last = (*watched)[id];
           if (h && h != last) {
             last = h;
             caf::anon_send(sup, conclave::workflow_atoms::watch_atom_v, id, h, true);
           }
         }
+        std::sort(reached.begin(), reached.end());
+        live->set(std::move(reached));
         self->delayed_send(self, 100ms, caf::tick_atom_v);
       },
   };
@@ -155,11 +196,23 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   sched.store = s_->store;
   sched.agents = agents;
   sched.poll_interval = opts.poll_interval;
-  // One job per claim transaction: on the replicated store claims are
-  // optimistic, and a group conflicts as a whole when any of its jobs was
-  // claimed by another node first.
-  sched.claim_group = 1;
-  sched.claims_in_flight = 16;
+  // The members share the ready jobs by a hash of the job id, so their
+  // optimistic claims rarely meet; a share left unclaimed for
+  // takeover_after (its node is dead or busy) is anyone's. A claim group
+  // conflicts as a whole when one of its jobs was claimed elsewhere first:
+  // small groups keep that cheap.
+  auto live = std::make_shared<live_members>();
+  {
+    std::vector<uint64_t> ids{me};
+    for (auto& [id, addr] : c.peers)
+      ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    live->set(std::move(ids)); // until the keeper knows whom this node reaches
+  }
+  sched.mine = [live, me](const wf::job_id& j) { return live->owns(me, j.value); };
+  sched.takeover_after = opts.takeover_after;
+  sched.claim_group = 8;
+  sched.claims_in_flight = 64;
   sched.clock_offset = offset;
   auto scheduler = wf::spawn_scheduler(sys, sched);
   s_->actors.push_back(caf::actor_cast<caf::actor>(scheduler));
@@ -189,8 +242,8 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   for (auto& [id, addr] : c.peers)
     peers.push_back(id);
   s_->actors.push_back(sys.spawn(keeper, s_->dir, s_->repl, supervisor, me, peers,
-                                 wf::layout::encode_kinds(kinds), joined(kinds),
-                                 opts.log));
+                                 wf::layout::encode_kinds(kinds), joined(kinds), opts.log,
+                                 live));
   if (opts.log)
     opts.log->info("workflows: scheduler " + std::to_string(me) + ", "
                    + std::to_string(agents.size()) + " agent(s)"

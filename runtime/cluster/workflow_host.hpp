@@ -46,6 +46,10 @@ struct workflow_host_options {
   /// expired ones.
   std::chrono::milliseconds poll_interval{50};
   std::chrono::milliseconds scan_interval{200};
+  /// Ready jobs are shared among the members by a hash of their id; one
+  /// ready this long is claimed by whichever member polls first (its share's
+  /// member may be dead).
+  std::chrono::milliseconds takeover_after{200};
 };
 
 class workflow_host {
