@@ -16,22 +16,24 @@ prometheus::Counter& counter(prometheus::Registry& r, const char* name,
 } // namespace
 
 prometheus_workflow_probe::prometheus_workflow_probe(
-    std::shared_ptr<prometheus::Registry> registry)
+    std::shared_ptr<prometheus::Registry> registry, bool state_gauges)
     : registry_(registry ? std::move(registry)
                          : std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
-  auto& jobs = prometheus::BuildGauge()
-                   .Name("conclave_workflow_jobs")
-                   .Help("Jobs by state (changes made through this process)")
-                   .Register(r);
-  auto& steps = prometheus::BuildGauge()
-                    .Name("conclave_workflow_steps")
-                    .Help("Steps by state (changes made through this process)")
-                    .Register(r);
-  for (size_t i = 0; i < state_count; ++i) {
-    auto name = to_string(static_cast<step_state>(i));
-    jobs_[i] = &jobs.Add({{"state", name}});
-    steps_[i] = &steps.Add({{"state", name}});
+  if (state_gauges) {
+    auto& jobs = prometheus::BuildGauge()
+                     .Name("conclave_workflow_jobs")
+                     .Help("Jobs by state (changes made through this process)")
+                     .Register(r);
+    auto& steps = prometheus::BuildGauge()
+                      .Name("conclave_workflow_steps")
+                      .Help("Steps by state (changes made through this process)")
+                      .Register(r);
+    for (size_t i = 0; i < state_count; ++i) {
+      auto name = to_string(static_cast<step_state>(i));
+      jobs_[i] = &jobs.Add({{"state", name}});
+      steps_[i] = &steps.Add({{"state", name}});
+    }
   }
   auto& dispatches = prometheus::BuildCounter()
                          .Name("conclave_workflow_dispatches_total")
@@ -113,6 +115,8 @@ void prometheus_workflow_probe::scanned(std::chrono::nanoseconds d) {
 
 void prometheus_workflow_probe::job_state_changed(std::optional<job_state> from,
                                                   job_state to) {
+  if (!jobs_[0])
+    return; // no state gauges
   if (from && static_cast<size_t>(*from) < state_count)
     jobs_[static_cast<size_t>(*from)]->Decrement();
   if (static_cast<size_t>(to) < state_count)
@@ -121,6 +125,8 @@ void prometheus_workflow_probe::job_state_changed(std::optional<job_state> from,
 
 void prometheus_workflow_probe::step_state_changed(std::optional<step_state> from,
                                                    step_state to) {
+  if (!steps_[0])
+    return; // no state gauges
   if (from && static_cast<size_t>(*from) < state_count)
     steps_[static_cast<size_t>(*from)]->Decrement();
   if (static_cast<size_t>(to) < state_count)

@@ -21,9 +21,12 @@ namespace conclave::workflow {
 
 class prometheus_workflow_probe final : public workflow_probe {
 public:
-  /// Registers the metrics in `registry` (a new one if null).
+  /// Registers the metrics in `registry` (a new one if null). Without
+  /// `state_gauges` the jobs and steps by state are left out: in a process
+  /// that changes only some of a shared store's jobs (a cluster's node) the
+  /// +1/-1 of its own changes say nothing about the jobs.
   explicit prometheus_workflow_probe(
-      std::shared_ptr<prometheus::Registry> registry = nullptr);
+      std::shared_ptr<prometheus::Registry> registry = nullptr, bool state_gauges = true);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 

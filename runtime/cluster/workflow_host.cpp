@@ -5,6 +5,7 @@
 #include "actors/store/store_interface.hpp"
 #include "actors/workflow/agent.hpp"
 #include "actors/workflow/client.hpp"
+#include "actors/workflow/prometheus_workflow_probe.hpp"
 #include "actors/workflow/replicated_store.hpp"
 #include "actors/workflow/scheduler.hpp"
 #include "actors/workflow/supervisor.hpp"
@@ -148,6 +149,9 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
     : s_(std::make_shared<state>()) {
   auto me = c.id.value;
   auto offset = wall_clock_offset();
+  std::shared_ptr<wf::workflow_probe> probe;
+  if (opts.metrics)
+    probe = std::make_shared<wf::prometheus_workflow_probe>(opts.metrics, false);
   front_directory_options d;
   d.cluster = c.cluster;
   d.members = c.peers;
@@ -186,6 +190,7 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
       ao.service = svc;
       ao.seed = ao.id ^ incarnation;
       ao.clock_offset = offset;
+      ao.probe = probe;
       auto a = wf::spawn_agent(sys, ao);
       s_->actors.push_back(caf::actor_cast<caf::actor>(a));
       agents.push_back(wf::agent_entry{ao.id, kind, a});
@@ -214,6 +219,7 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   sched.claim_group = 8;
   sched.claims_in_flight = 64;
   sched.clock_offset = offset;
+  sched.probe = probe;
   auto scheduler = wf::spawn_scheduler(sys, sched);
   s_->actors.push_back(caf::actor_cast<caf::actor>(scheduler));
 
@@ -224,6 +230,7 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   co.any_kind = true;
   co.id_prefix = "n" + std::to_string(me) + "-" + std::to_string(incarnation % 1000000);
   co.clock_offset = offset;
+  co.probe = probe;
   s_->client = wf::spawn_client(sys, co);
   s_->actors.push_back(caf::actor_cast<caf::actor>(s_->client));
 
@@ -232,6 +239,7 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   sup.scan_interval = opts.scan_interval;
   sup.candidate = opts.candidate;
   sup.clock_offset = offset;
+  sup.probe = probe;
   sup.events = caf::actor_cast<caf::actor>(s_->client);
   auto supervisor = wf::spawn_supervisor(sys, sup);
   s_->actors.push_back(caf::actor_cast<caf::actor>(supervisor));

@@ -27,6 +27,10 @@
 
 #include <caf/actor_system.hpp>
 
+namespace prometheus {
+class Registry;
+}
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -42,6 +46,10 @@ struct workflow_host_options {
   /// This node's election candidate: the supervisor follows its leadership.
   election::candidate_actor candidate;
   std::shared_ptr<const node::node_log> log;
+  /// Where the workflow counters go (the node's /metrics registry); none if
+  /// null. The jobs and steps by state are not exported by a node (its own
+  /// changes are only part of the cluster's): `conclave job list` has them.
+  std::shared_ptr<prometheus::Registry> metrics;
   /// How often the scheduler looks for ready steps, the supervisor for
   /// expired ones.
   std::chrono::milliseconds poll_interval{50};

@@ -223,7 +223,8 @@ int embedded_node::run() {
   hooks.start_workflows = [kinds = impl_->agents, jobs = impl_->jobs](
                               caf::actor_system& sys, const node::node_config& cfg,
                               const caf::actor& candidate,
-                              std::shared_ptr<const node::node_log> log) {
+                              std::shared_ptr<const node::node_log> log,
+                              std::shared_ptr<prometheus::Registry> metrics) {
     cluster::workflow_host_options o;
     agents::builtin_options b;
     b.clock_offset = cluster::wall_clock_offset();
@@ -238,6 +239,7 @@ int embedded_node::run() {
         o.services[kind].push_back(embed::spawn_function_service(sys, a.fn));
     o.candidate = caf::actor_cast<el::candidate_actor>(candidate);
     o.log = std::move(log);
+    o.metrics = std::move(metrics);
     auto host = std::make_shared<cluster::workflow_host>(sys, cfg, std::move(o));
     jobs->set(sys, host->client(), host->replication_client());
     return std::function<void()>{[host, jobs] {

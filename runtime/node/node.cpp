@@ -425,8 +425,8 @@ int run_node(const node_config& c, const node_hooks& hooks) {
 
   std::function<void()> stop_workflows;
   if (hooks.start_workflows)
-    stop_workflows =
-        hooks.start_workflows(sys, c, caf::actor_cast<caf::actor>(candidate), log);
+    stop_workflows = hooks.start_workflows(sys, c, caf::actor_cast<caf::actor>(candidate),
+                                           log, probe->registry());
 
   auto sig = await_termination(signals, *links, c);
   links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")

@@ -19,6 +19,10 @@ namespace conclave::election {
 class leader_task;
 }
 
+namespace prometheus {
+class Registry;
+}
+
 namespace conclave::node {
 
 class node_log;
@@ -47,9 +51,9 @@ struct node_hooks {
   /// Starts the node's workflow actors once it has joined, given its
   /// election candidate, and returns what stops them (before the node
   /// leaves; runtime/cluster/workflow_host.hpp, set by the embed API).
-  std::function<std::function<void()>(caf::actor_system&, const node_config&,
-                                      const caf::actor& candidate,
-                                      std::shared_ptr<const node_log>)>
+  std::function<std::function<void()>(
+      caf::actor_system&, const node_config&, const caf::actor& candidate,
+      std::shared_ptr<const node_log>, std::shared_ptr<prometheus::Registry>)>
       start_workflows;
 };
 

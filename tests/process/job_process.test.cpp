@@ -178,6 +178,19 @@ TEST_F(job_cluster, jobs_run_to_their_final_state_and_every_command_agrees) {
   EXPECT_EQ(after.size(), 4u) << after.dump();
 }
 
+TEST_F(job_cluster, the_nodes_export_the_workflow_counters_but_not_partial_state_gauges) {
+  for (int i = 0; i < 3; ++i) {
+    auto r = job("submit --wait --wait-timeout 60s sleep:10 sleep:10");
+    ASSERT_EQ(r.status, 0) << r.out;
+  }
+  bool no_gauges = false;
+  auto dispatched =
+      sum_metric(status(), "conclave_workflow_dispatches_total{action=\"step\"}",
+                 "conclave_workflow_jobs", &no_gauges);
+  EXPECT_GE(dispatched, 6.0); // every step claimed and sent, on some node
+  EXPECT_TRUE(no_gauges);     // a node's own +1/-1 say nothing of the cluster's jobs
+}
+
 TEST_F(job_cluster, a_cancelled_job_stops_and_watch_reports_it) {
   auto r = job("submit --json sleep:30000");
   ASSERT_EQ(r.status, 0) << r.out;

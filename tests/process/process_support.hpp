@@ -108,6 +108,33 @@ inline void expect_replicas_clean(const std::vector<std::filesystem::path>& data
   }
 }
 
+/// The sum over the members listed in `status` (`cluster status --json`)
+/// that answer of the Prometheus sample `series` (name with labels, exactly
+/// as exposed), and whether `absent` appears in none of their /metrics.
+inline double sum_metric(const nlohmann::json& status, const std::string& series,
+                         const std::string& absent, bool* absent_everywhere) {
+  double sum = 0;
+  if (absent_everywhere)
+    *absent_everywhere = true;
+  for (auto& n : status["nodes"]) {
+    auto url = n.value("metrics_url", std::string{});
+    auto at = url.find("://");
+    if (at == std::string::npos || !n.value("alive", false))
+      continue;
+    auto rest = url.substr(at + 3);
+    auto slash = rest.find('/');
+    auto body = http_get(rest.substr(0, slash), rest.substr(slash));
+    std::istringstream in{body};
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(series + " ", 0) == 0)
+        sum += std::stod(line.substr(series.size() + 1));
+      if (absent_everywhere && !absent.empty() && line.rfind(absent, 0) == 0)
+        *absent_everywhere = false;
+    }
+  }
+  return sum;
+}
+
 /// A cluster directory under /tmp, brought down (and removed) however a test ends.
 class cluster_test : public ::testing::Test {
 protected:

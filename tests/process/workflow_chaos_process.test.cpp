@@ -24,10 +24,10 @@ protected:
   /// was lost in a failover may have committed: job_exists then).
   bool submit(const std::string& id, const std::string& steps) {
     for (int tries = 0; tries < 20; ++tries) {
-      auto r = run_conclave("job submit --dir " + dir.string() + " --id " + id
-                                + " --timeout 4s --attempts 3 --failure-threshold 20 "
-                                + steps,
-                            true);
+      auto r =
+          run_conclave("job submit --dir " + dir.string() + " --id " + id
+                           + " --timeout 4s --attempts 3 --failure-threshold 20 " + steps,
+                       true);
       if (r.status == 0 || r.out.find("exists") != std::string::npos)
         return true;
       std::this_thread::sleep_for(100ms);
@@ -78,7 +78,8 @@ std::vector<std::string> lines(const std::string& text) {
 
 } // namespace
 
-TEST_F(workflow_chaos, every_job_finishes_once_while_nodes_are_killed_paused_and_restarted) {
+TEST_F(workflow_chaos,
+       every_job_finishes_once_while_nodes_are_killed_paused_and_restarted) {
   constexpr int nodes = 5;
   constexpr int jobs = 40;
   auto j = up(nodes);
@@ -88,11 +89,11 @@ TEST_F(workflow_chaos, every_job_finishes_once_while_nodes_are_killed_paused_and
   // The step's effect happens once per idempotency key (mkdir is atomic);
   // every run is recorded. A node killed mid-step leaves the command running.
   std::string e = effects.string();
-  std::string exec =
-      "'exec:k=$(echo $CONCLAVE_IDEMPOTENCY_KEY | tr / _); "
-      "echo \"$k $CONCLAVE_ATTEMPT\" >> "
-      + e + "/runs.log; if mkdir " + e + "/keys/$k 2>/dev/null; then echo $k >> " + e
-      + "/effects.log; fi; sleep 0.2'";
+  std::string exec = "'exec:k=$(echo $CONCLAVE_IDEMPOTENCY_KEY | tr / _); "
+                     "echo \"$k $CONCLAVE_ATTEMPT\" >> "
+                     + e + "/runs.log; if mkdir " + e
+                     + "/keys/$k 2>/dev/null; then echo $k >> " + e
+                     + "/effects.log; fi; sleep 0.2'";
   std::filesystem::create_directories(effects / "keys");
 
   std::mt19937_64 rng{std::random_device{}()};
@@ -174,9 +175,19 @@ TEST_F(workflow_chaos, every_job_finishes_once_while_nodes_are_killed_paused_and
   for (auto& [k, n] : per_key)
     EXPECT_EQ(n, 1) << k;
   EXPECT_GE(runs.size(), eff.size());
+  // Recoveries by cause, as the nodes count them (a killed node's counts
+  // died with it: these are the members' at the end).
+  auto st = status();
+  auto recovered = [&](const std::string& cause) {
+    return sum_metric(st, "conclave_workflow_recoveries_total{cause=\"" + cause + "\"}",
+                      "", nullptr);
+  };
   std::printf("[workflow chaos] %d jobs (exec + sleep) on %d nodes in %.1f s: %.1f "
-              "jobs/s under %zu faults; exec runs %zu for %zu effects\n",
+              "jobs/s under %zu faults; exec runs %zu for %zu effects; recoveries "
+              "counted by the members at the end: monitor %.0f, deadline %.0f, failure "
+              "%.0f\n",
               jobs, nodes, took.count(), jobs / took.count(), faults.size(), runs.size(),
-              eff.size());
+              eff.size(), recovered("monitor"), recovered("deadline"),
+              recovered("failure"));
   down_and_check_replicas();
 }
