@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       node.log("submitted job " + id.value);
     else
       node.log("could not submit a job: " + id.error);
+    if (auto done = node.jobs("processed"))
+      node.log("jobs processed so far: " + std::to_string(done.value.size()));
     do
       node.log("leading in term " + term);
     while (lead.wait_for(std::chrono::seconds(1)));

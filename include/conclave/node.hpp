@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "conclave/workflow.hpp"
 
@@ -133,6 +134,16 @@ public:
   job_answer<std::string>
   cancel(const std::string& id,
          std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  /// Runs a failed, compensated or cancelled job again from its failed step;
+  /// its state afterwards.
+  job_answer<std::string>
+  resubmit(const std::string& id,
+           std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  /// The ids of the jobs in `state` (pending, processing, processed, error,
+  /// compensating, compensated, cancelled).
+  job_answer<std::vector<std::string>>
+  jobs(const std::string& state,
+       std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
   /// Writes `message` to the node's log (stderr, with a UTC timestamp and the
   /// node id, as text or JSON per --log-format). Safe from any thread.

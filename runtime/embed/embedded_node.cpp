@@ -185,6 +185,16 @@ job_answer<std::string> embedded_node::cancel(const std::string& id,
   return impl_->jobs->cancel(id, timeout);
 }
 
+job_answer<std::string> embedded_node::resubmit(const std::string& id,
+                                                std::chrono::milliseconds timeout) {
+  return impl_->jobs->resubmit(id, timeout);
+}
+
+job_answer<std::vector<std::string>>
+embedded_node::jobs(const std::string& state, std::chrono::milliseconds timeout) {
+  return impl_->jobs->list(state, timeout);
+}
+
 void embedded_node::log(std::string_view message) const {
   if (impl_->log)
     impl_->log->info(message);

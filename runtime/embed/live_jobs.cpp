@@ -152,4 +152,46 @@ job_answer<std::string> live_jobs::cancel(const std::string& id,
   return out;
 }
 
+job_answer<std::string> live_jobs::resubmit(const std::string& id,
+                                            std::chrono::milliseconds timeout) {
+  std::shared_lock<std::shared_mutex> lk{mu_};
+  job_answer<std::string> out;
+  if (!sys_) {
+    out.error = not_running;
+    return out;
+  }
+  caf::scoped_actor self{*sys_};
+  self->request(client_, span(timeout), workflow_atoms::resubmit_atom_v, wf::job_id{id})
+      .receive([&](wf::step_state& s) { out.value = wf::to_string(s); },
+               [&](caf::error& e) { out.error = sys_->render(e); });
+  return out;
+}
+
+job_answer<std::vector<std::string>> live_jobs::list(const std::string& state,
+                                                     std::chrono::milliseconds timeout) {
+  job_answer<std::vector<std::string>> out;
+  std::optional<wf::step_state> s;
+  for (uint8_t i = 0; i <= static_cast<uint8_t>(wf::step_state::cancelled); ++i)
+    if (state == wf::to_string(static_cast<wf::step_state>(i)))
+      s = static_cast<wf::step_state>(i);
+  if (!s) {
+    out.error = "no such state '" + state + "'";
+    return out;
+  }
+  std::shared_lock<std::shared_mutex> lk{mu_};
+  if (!sys_) {
+    out.error = not_running;
+    return out;
+  }
+  caf::scoped_actor self{*sys_};
+  self->request(client_, span(timeout), workflow_atoms::list_atom_v, *s)
+      .receive(
+          [&](std::vector<wf::job_id>& ids) {
+            for (auto& j : ids)
+              out.value.push_back(std::move(j.value));
+          },
+          [&](caf::error& e) { out.error = sys_->render(e); });
+  return out;
+}
+
 } // namespace conclave::embed

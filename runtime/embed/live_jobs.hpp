@@ -14,6 +14,7 @@
 #include <chrono>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 namespace conclave::embed {
 
@@ -29,6 +30,10 @@ public:
   job_answer<job_status> get(const std::string& id, std::chrono::milliseconds timeout);
   job_answer<std::string> cancel(const std::string& id,
                                  std::chrono::milliseconds timeout);
+  job_answer<std::string> resubmit(const std::string& id,
+                                   std::chrono::milliseconds timeout);
+  job_answer<std::vector<std::string>> list(const std::string& state,
+                                            std::chrono::milliseconds timeout);
 
 private:
   std::shared_mutex mu_;

@@ -57,4 +57,9 @@ TEST(embedded_jobs, calls_before_the_node_runs_fail_with_a_reason_at_once) {
   EXPECT_NE(a.error.find("not running"), std::string::npos);
   EXPECT_FALSE(jobs.get("j-1", 1s));
   EXPECT_FALSE(jobs.cancel("j-1", 1s));
+  EXPECT_FALSE(jobs.resubmit("j-1", 1s));
+  EXPECT_NE(jobs.list("pending", 1s).error.find("not running"), std::string::npos);
+  // A state name is checked first.
+  EXPECT_NE(jobs.list("stuck", 1s).error.find("no such state 'stuck'"),
+            std::string::npos);
 }

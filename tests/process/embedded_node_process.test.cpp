@@ -119,6 +119,14 @@ TEST_F(embedded_node_cluster, the_leader_task_moves_to_another_copy_after_kill_9
       << log_of(1) << log_of(2) << log_of(3);
   EXPECT_NE(log_of(new_leader).find("submitted job "), std::string::npos)
       << log_of(new_leader);
+  // ...and listed the jobs processed: the old leader's had run by then.
+  auto new_log = log_of(new_leader);
+  std::regex listed{"jobs processed so far: (\\d+)"};
+  int last = -1; // the newest leadership's line
+  for (auto i = std::sregex_iterator(new_log.begin(), new_log.end(), listed);
+       i != std::sregex_iterator(); ++i)
+    last = std::stoi((*i)[1]);
+  EXPECT_GE(last, 1) << new_log;
 
   // SIGTERM to the survivors: the leader's task logs that it stopped.
   EXPECT_EQ(run_conclave("cluster down --dir " + dir.string()).status, 0);
