@@ -12,6 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
+#include <set>
 
 namespace conclave::election {
 
@@ -22,14 +23,22 @@ namespace {
 struct task_slot {
   caf::actor running;
   std::shared_ptr<std::atomic<bool>> cancelled;
+  /// Cancelled tasks that have not returned yet (monitored): a new one waits
+  /// for them, so this node never runs two leader tasks at once.
+  std::set<caf::actor_addr> stopping;
+  /// The task to start once `stopping` is empty (this node acts again).
+  std::optional<leader_context> pending;
 
   void cancel() {
     if (cancelled)
       cancelled->store(true, std::memory_order_release);
-    if (running)
+    if (running) {
+      stopping.insert(running.address());
       caf::anon_send_exit(running, caf::exit_reason::user_shutdown);
+    }
     running = nullptr;
     cancelled = nullptr;
+    pending.reset();
   }
 };
 
@@ -67,6 +76,13 @@ std::optional<leadership_event::kind> leadership_kind(event_kind k) {
   }
 }
 
+void start_task(self_pointer self, const leader_context& ctx) {
+  auto& st = self->state;
+  st.task->running = st.opts.task->start(self->system(), ctx);
+  if (st.task->running)
+    self->monitor(st.task->running);
+}
+
 void on_event(self_pointer self, const election_event& e, timestamp now) {
   auto& st = self->state;
   st.opts.probe->event(e, now);
@@ -74,9 +90,10 @@ void on_event(self_pointer self, const election_event& e, timestamp now) {
     st.task->cancel();
     st.task->cancelled = std::make_shared<std::atomic<bool>>(false);
     leader_context ctx{st.core->id(), e.t, st.task->cancelled};
-    st.task->running = st.opts.task->start(self->system(), ctx);
-    if (st.task->running)
-      self->monitor(st.task->running);
+    if (st.task->stopping.empty())
+      start_task(self, ctx);
+    else
+      st.task->pending = ctx; // once the cancelled one has returned
   } else if (e.kind == event_kind::acting_stopped) {
     st.task->cancel();
   }
@@ -148,6 +165,14 @@ candidate_actor::behavior_type candidate_impl(self_pointer self, candidate_optio
   self->attach_functor([slot = st.task] { slot->cancel(); });
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
+    if (st.task->stopping.erase(dm.source) > 0) { // a cancelled task returned
+      if (st.task->stopping.empty() && st.task->pending) {
+        auto ctx = *st.task->pending;
+        st.task->pending.reset();
+        start_task(self, ctx);
+      }
+      return;
+    }
     if (st.task->running && dm.source == st.task->running.address()) {
       st.task->running = nullptr; // the task ended by itself
       return;

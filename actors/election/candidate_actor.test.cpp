@@ -330,6 +330,73 @@ TEST_F(candidate_actor_test, leader_task_is_cancelled_when_a_higher_term_appears
   EXPECT_FALSE(rec->views[el::node_id{3}].is_leader);
 }
 
+TEST_F(candidate_actor_test, a_new_leader_task_waits_until_the_cancelled_one_returned) {
+  // A task that goes on after its cancellation until told "done" (a slow
+  // task finishing its last action).
+  struct slow_log {
+    int started = 0;
+    int running = 0;
+    int most_at_once = 0;
+    std::vector<caf::actor> tasks;
+  };
+  auto log = std::make_shared<slow_log>();
+  auto task = std::make_shared<const el::leader_task>(el::leader_task::from_actor(
+      [log](caf::actor_system& sys, el::leader_context) -> caf::actor {
+        log->started++;
+        log->most_at_once = std::max(log->most_at_once, ++log->running);
+        auto a = sys.spawn([log](caf::event_based_actor* self) -> caf::behavior {
+          self->set_exit_handler([](caf::exit_msg&) {}); // finishes first
+          self->attach_functor([log] { log->running--; });
+          return {[self](const std::string&) { self->quit(); }};
+        });
+        log->tasks.push_back(a);
+        return a;
+      }));
+  // However the test ends: stop the candidates, then kill every task (kill
+  // cannot be trapped), or the actor system would wait for them forever.
+  auto stop_all = [this, log] {
+    for (auto& [id, h] : handles)
+      caf::anon_send_exit(h, caf::exit_reason::kill);
+    run();
+    for (auto& a : log->tasks)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+    run();
+  };
+  std::unique_ptr<void, std::function<void(void*)>> guard{this,
+                                                          [&](void*) { stop_all(); }};
+  el::election_config cfg;
+  cfg.guard.enabled = true; // a cut-off leader stops acting when its lease lapses
+  spawn_group(3, cfg, task);
+  ASSERT_TRUE(advance_until([&] { return agreed_on(3); }, 2s));
+  run();
+  ASSERT_EQ(log->started, 1);
+  // Node 3 is cut off: its lease lapses, it stops acting (its task is
+  // cancelled, and keeps running); then the links come back.
+  net->muted.insert(el::node_id{3});
+  ASSERT_TRUE(advance_until([&] { return !rec->views[el::node_id{3}].acting; }, 2s));
+  net->muted.clear();
+  ASSERT_TRUE(advance_until(
+      [&] {
+        for (auto& [id, v] : rec->views)
+          if (v.acting)
+            return true;
+        return false;
+      },
+      2s));
+  advance(200ms);
+  // Whoever acts now: if it is node 3, its new task waits for the old one.
+  EXPECT_EQ(log->most_at_once, 1);
+  // The cancelled tasks finish; a waiting one starts only then.
+  auto started_before = log->started;
+  for (size_t i = 0; i + 1 < log->tasks.size() || i == 0; ++i)
+    if (i < log->tasks.size())
+      caf::anon_send(log->tasks[i], std::string{"done"});
+  advance(50ms);
+  EXPECT_LE(log->running, 1);
+  EXPECT_EQ(log->most_at_once, 1);
+  EXPECT_GE(log->started, started_before);
+}
+
 TEST_F(candidate_actor_test, leader_task_is_cancelled_on_shutdown_and_the_others_elect) {
   auto log = std::make_shared<task_log>();
   spawn_group(3, {}, counting_task(log));
