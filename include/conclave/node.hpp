@@ -91,6 +91,8 @@ public:
   /// for each leadership; cancelled the moment it ends (lost to a higher
   /// term, lease not renewed, or shutdown). It must return soon after
   /// leadership.cancelled() turns true: run() waits for it when it stops.
+  /// A node never runs two at once: when it leads again before a cancelled
+  /// task has returned, the new one starts once the old one has.
   using leader_task = std::function<void(const leadership&)>;
 
   /// Parses the `conclave node` flags from argv (argv[0] is the program),
@@ -120,8 +122,9 @@ public:
   /// null `fn` removes the kind.
   void on_agent(std::string kind, agent_function fn, unsigned concurrency = 4);
 
-  /// Jobs of this node's cluster, from any thread while run() runs (after
-  /// the node started its workflow actors; before: error "not running").
+  /// Jobs of this node's cluster, from any thread while run() runs (a call
+  /// made while the node is starting waits for its workflow actors; before
+  /// run() or after it stopped: error "not running" once `timeout` passed).
   /// Each call returns within `timeout` plus a small margin.
   /// Submits a job; its id once a majority of the replicas has it.
   job_answer<std::string>

@@ -19,6 +19,7 @@
 #include <caf/send.hpp>
 
 #include <iostream>
+#include <set>
 #include <thread>
 
 namespace conclave {
@@ -250,8 +251,11 @@ int embedded_node::run() {
     o.candidate = caf::actor_cast<el::candidate_actor>(candidate);
     o.log = std::move(log);
     o.metrics = std::move(metrics);
+    std::set<std::string> local;
+    for (auto& [kind, services] : o.services)
+      local.insert(kind);
     auto host = std::make_shared<cluster::workflow_host>(sys, cfg, std::move(o));
-    jobs->set(sys, host->client(), host->replication_client());
+    jobs->set(sys, host->client(), host->replication_client(), std::move(local));
     return std::function<void()>{[host, jobs] {
       jobs->clear();
       host->stop();

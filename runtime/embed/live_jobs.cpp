@@ -9,6 +9,7 @@
 
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace conclave::embed {
 
@@ -69,23 +70,41 @@ job_status to_status(const wf::job_view& v, wf::timestamp now) {
   return s;
 }
 
-void live_jobs::set(caf::actor_system& sys, wf::client_actor client, caf::actor repl) {
-  std::unique_lock<std::shared_mutex> lk{mu_};
-  sys_ = &sys;
-  client_ = std::move(client);
-  repl_ = std::move(repl);
+void live_jobs::set(caf::actor_system& sys, wf::client_actor client, caf::actor repl,
+                    std::set<std::string> local) {
+  {
+    std::unique_lock<std::shared_mutex> lk{mu_};
+    if (closed_)
+      return;
+    sys_ = &sys;
+    client_ = std::move(client);
+    repl_ = std::move(repl);
+    local_ = std::move(local);
+  }
+  cv_.notify_all();
 }
 
 void live_jobs::clear() {
-  std::unique_lock<std::shared_mutex> lk{mu_};
-  sys_ = nullptr;
-  client_ = nullptr;
-  repl_ = nullptr;
+  {
+    std::unique_lock<std::shared_mutex> lk{mu_};
+    closed_ = true;
+    sys_ = nullptr;
+    client_ = nullptr;
+    repl_ = nullptr;
+  }
+  cv_.notify_all();
+}
+
+std::shared_lock<std::shared_mutex>
+live_jobs::wait_running(std::chrono::milliseconds timeout) {
+  std::shared_lock<std::shared_mutex> lk{mu_};
+  cv_.wait_for(lk, timeout, [this] { return sys_ != nullptr || closed_; });
+  return lk;
 }
 
 job_answer<std::string> live_jobs::submit(const job_request& job,
                                           std::chrono::milliseconds timeout) {
-  std::shared_lock<std::shared_mutex> lk{mu_};
+  auto lk = wait_running(timeout);
   job_answer<std::string> out;
   if (!sys_) {
     out.error = not_running;
@@ -93,10 +112,26 @@ job_answer<std::string> live_jobs::submit(const job_request& job,
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;
   caf::scoped_actor self{*sys_};
-  auto kinds = served_kinds(self, repl_, timeout);
-  if (!kinds) {
-    out.error = kinds.error;
-    return out;
+  // The kinds some node registered, and this node's own (registered a moment
+  // after it starts); a kind missing may be a member still starting: read
+  // again until the timeout.
+  job_answer<std::set<std::string>> kinds;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    kinds = served_kinds(self, repl_, std::max(left, std::chrono::milliseconds{1}));
+    if (!kinds) {
+      out.error = kinds.error;
+      return out;
+    }
+    kinds.value.insert(local_.begin(), local_.end());
+    bool all = true;
+    for (auto& st : job.steps)
+      all = all && kinds.value.count(st.kind) > 0;
+    if (all
+        || std::chrono::steady_clock::now() + std::chrono::milliseconds{50} >= deadline)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
   }
   wf::job_spec spec;
   spec.id = wf::job_id{job.id};
@@ -124,7 +159,7 @@ job_answer<std::string> live_jobs::submit(const job_request& job,
 
 job_answer<job_status> live_jobs::get(const std::string& id,
                                       std::chrono::milliseconds timeout) {
-  std::shared_lock<std::shared_mutex> lk{mu_};
+  auto lk = wait_running(timeout);
   job_answer<job_status> out;
   if (!sys_) {
     out.error = not_running;
@@ -139,7 +174,7 @@ job_answer<job_status> live_jobs::get(const std::string& id,
 
 job_answer<std::string> live_jobs::cancel(const std::string& id,
                                           std::chrono::milliseconds timeout) {
-  std::shared_lock<std::shared_mutex> lk{mu_};
+  auto lk = wait_running(timeout);
   job_answer<std::string> out;
   if (!sys_) {
     out.error = not_running;
@@ -154,7 +189,7 @@ job_answer<std::string> live_jobs::cancel(const std::string& id,
 
 job_answer<std::string> live_jobs::resubmit(const std::string& id,
                                             std::chrono::milliseconds timeout) {
-  std::shared_lock<std::shared_mutex> lk{mu_};
+  auto lk = wait_running(timeout);
   job_answer<std::string> out;
   if (!sys_) {
     out.error = not_running;
@@ -178,7 +213,7 @@ job_answer<std::vector<std::string>> live_jobs::list(const std::string& state,
     out.error = "no such state '" + state + "'";
     return out;
   }
-  std::shared_lock<std::shared_mutex> lk{mu_};
+  auto lk = wait_running(timeout);
   if (!sys_) {
     out.error = not_running;
     return out;

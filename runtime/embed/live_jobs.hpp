@@ -1,8 +1,9 @@
 // The job calls of embedded_node (include/conclave/node.hpp): blocking
 // requests to the node's workflow client, from any thread, while the node
-// runs. The node's workflow hook sets the handles once its workflow actors
-// run and clears them before they stop; a call holds a shared lock while it
-// waits, so the actor system outlives every call in flight.
+// runs; a call made while the node is still starting waits (within its
+// timeout) for the workflow actors. The node's workflow hook sets the handles once its
+// workflow actors run and clears them before they stop; a call holds a shared lock while
+// it waits, so the actor system outlives every call in flight.
 #pragma once
 
 #include "actors/workflow/interfaces.hpp"
@@ -12,6 +13,8 @@
 #include <caf/fwd.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -20,8 +23,9 @@ namespace conclave::embed {
 
 class live_jobs {
 public:
-  /// The node's workflow actors run (on `sys`).
-  void set(caf::actor_system& sys, workflow::client_actor client, caf::actor repl);
+  /// The node's workflow actors run (on `sys`), serving `local` kinds.
+  void set(caf::actor_system& sys, workflow::client_actor client, caf::actor repl,
+           std::set<std::string> local = {});
   /// They stop: waits for the calls in flight (each bounded by its timeout).
   void clear();
 
@@ -36,10 +40,17 @@ public:
                                             std::chrono::milliseconds timeout);
 
 private:
+  /// The lock every call holds; waits up to `timeout` for the workflow
+  /// actors while the node is starting (not after clear()).
+  std::shared_lock<std::shared_mutex> wait_running(std::chrono::milliseconds timeout);
+
   std::shared_mutex mu_;
+  std::condition_variable_any cv_;
+  bool closed_ = false;
   caf::actor_system* sys_ = nullptr;
   workflow::client_actor client_;
   caf::actor repl_;
+  std::set<std::string> local_;
 };
 
 /// What a stored job looks like to the facade (`now`: wall-clock ns).

@@ -48,18 +48,29 @@ TEST(embedded_jobs, a_final_job_has_no_explanation) {
   EXPECT_TRUE(s.explanation.empty());
 }
 
-TEST(embedded_jobs, calls_before_the_node_runs_fail_with_a_reason_at_once) {
+TEST(embedded_jobs,
+     calls_before_the_node_runs_wait_their_timeout_then_fail_with_a_reason) {
   embed::live_jobs jobs;
   job_request r;
   r.steps.push_back({"greet", "x"});
-  auto a = jobs.submit(r, 1s);
+  auto t0 = std::chrono::steady_clock::now();
+  auto a = jobs.submit(r, 30ms);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 30ms); // it waited for the node
   EXPECT_FALSE(a);
   EXPECT_NE(a.error.find("not running"), std::string::npos);
-  EXPECT_FALSE(jobs.get("j-1", 1s));
-  EXPECT_FALSE(jobs.cancel("j-1", 1s));
-  EXPECT_FALSE(jobs.resubmit("j-1", 1s));
-  EXPECT_NE(jobs.list("pending", 1s).error.find("not running"), std::string::npos);
+  EXPECT_FALSE(jobs.get("j-1", 1ms));
+  EXPECT_FALSE(jobs.cancel("j-1", 1ms));
+  EXPECT_FALSE(jobs.resubmit("j-1", 1ms));
+  EXPECT_NE(jobs.list("pending", 1ms).error.find("not running"), std::string::npos);
   // A state name is checked first.
-  EXPECT_NE(jobs.list("stuck", 1s).error.find("no such state 'stuck'"),
+  EXPECT_NE(jobs.list("stuck", 1ms).error.find("no such state 'stuck'"),
             std::string::npos);
+}
+
+TEST(embedded_jobs, calls_after_the_node_stopped_fail_at_once) {
+  embed::live_jobs jobs;
+  jobs.clear();
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(jobs.get("j-1", 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
 }
