@@ -347,6 +347,17 @@ protected:
     return r->value ? r->value->job.state : wf::job_state::pending;
   }
 
+  /// Whether jobs PREFIX0 .. PREFIX(n-1) all succeed within `limit`.
+  bool all_processed(const std::string& prefix, int n, caf::timespan limit) {
+    auto done = [&] {
+      for (int i = 0; i < n; ++i)
+        if (state_of(prefix + std::to_string(i)) != wf::job_state::processed)
+          return false;
+      return true;
+    };
+    return advance_until(done, limit, 5ms);
+  }
+
   std::shared_ptr<wf::test_service_state> service;
   wf::service_actor svc;
   wf::client_actor client;
@@ -361,13 +372,7 @@ TEST_F(replicated_workflow_test,
   for (int i = 0; i < jobs; ++i)
     ask<wf::job_id>(sys(), client, conclave::workflow_atoms::submit_atom_v,
                     spec("j" + std::to_string(i), 3));
-  auto all_done = [&] {
-    for (int i = 0; i < jobs; ++i)
-      if (state_of("j" + std::to_string(i)) != wf::job_state::processed)
-        return false;
-    return true;
-  };
-  ASSERT_TRUE(advance_until(all_done, 20s, 5ms));
+  ASSERT_TRUE(all_processed("j", jobs, 20s));
   EXPECT_EQ(service->effects.size(), size_t{jobs * 3});
   for (auto& [key, n] : service->effects)
     EXPECT_EQ(n, 1) << key;
@@ -394,13 +399,7 @@ TEST_F(replicated_workflow_test, every_job_finishes_across_a_failover_of_the_pri
       make_primary(1, 2);
     }
   }
-  auto all_done = [&] {
-    for (int i = 0; i < jobs; ++i)
-      if (state_of("j" + std::to_string(i)) != wf::job_state::processed)
-        return false;
-    return true;
-  };
-  ASSERT_TRUE(advance_until(all_done, 20s, 5ms));
+  ASSERT_TRUE(all_processed("j", jobs, 20s));
   // The service de-duplicates by idempotency key: one effect per step, even
   // if a step whose answer was lost in the failover ran again.
   EXPECT_EQ(service->effects.size(), size_t{jobs * 2});
@@ -437,13 +436,7 @@ TEST_F(replicated_workflow_test, disjoint_shares_claim_at_once_and_each_step_onc
   for (int i = 0; i < jobs; ++i)
     ask<wf::job_id>(sys(), client, conclave::workflow_atoms::submit_atom_v,
                     spec("s" + std::to_string(i), 2));
-  auto all_done = [&] {
-    for (int i = 0; i < jobs; ++i)
-      if (state_of("s" + std::to_string(i)) != wf::job_state::processed)
-        return false;
-    return true;
-  };
-  ASSERT_TRUE(advance_until(all_done, 5s, 5ms));
+  ASSERT_TRUE(all_processed("s", jobs, 5s));
   EXPECT_EQ(service->effects.size(), size_t{jobs * 2});
   for (auto& [key, n] : service->effects)
     EXPECT_EQ(n, 1) << key;

@@ -179,21 +179,27 @@ void sweep(supervisor_impl self, bool due_only, recovery_cause cause,
       });
 }
 
+/// Recovers the running steps of dead agent or scheduler `w`; forgets it
+/// once every one of them was recovered.
+void sweep_one(supervisor_impl self, watched w) {
+  sweep(
+      self, false, recovery_cause::monitor,
+      [w](const step_record& s) {
+        return w.scheduler ? s.locked_by.instance == w.id : s.agent == w.id;
+      },
+      [self, w](bool ok) {
+        if (ok)
+          self->state.dead.erase(w);
+      });
+}
+
 /// Sweeps the running steps of every dead agent or scheduler not swept yet.
 void sweep_dead(supervisor_impl self) {
   auto& st = self->state;
   if (!st.ready || !st.leading)
     return;
   for (auto w : st.dead)
-    sweep(
-        self, false, recovery_cause::monitor,
-        [w](const step_record& s) {
-          return w.scheduler ? s.locked_by.instance == w.id : s.agent == w.id;
-        },
-        [self, w](bool ok) {
-          if (ok)
-            self->state.dead.erase(w);
-        });
+    sweep_one(self, w);
 }
 
 void scan(supervisor_impl self) {
@@ -236,15 +242,7 @@ supervisor_actor::behavior_type make_supervisor(supervisor_impl self,
     st.watching.erase(i);
     if (!st.dead.insert(w).second)
       return; // a sweep for it is pending already
-    sweep(
-        self, false, recovery_cause::monitor,
-        [w](const step_record& s) {
-          return w.scheduler ? s.locked_by.instance == w.id : s.agent == w.id;
-        },
-        [self, w](bool ok) {
-          if (ok)
-            self->state.dead.erase(w);
-        });
+    sweep_one(self, w);
   });
   return {
       [self](election::leadership_event& ev) {

@@ -27,6 +27,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -88,5 +89,30 @@ int bad_input(std::string_view what);
 
 /// `s` in single quotes for a POSIX shell (replay commands).
 std::string shell_quote(const std::string& s);
+
+/// What a replication client's last unsettled attempt ran into
+/// (client_options::on_problem, written on its actor's thread): the client
+/// commands add it to the line they print when a request fails. One per
+/// process (a process runs one command).
+class last_problem {
+public:
+  void set(const std::string& t) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    text_ = t;
+  }
+  std::string get() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return text_;
+  }
+
+private:
+  std::mutex mtx_;
+  std::string text_;
+};
+
+inline last_problem& client_problem() {
+  static last_problem p;
+  return p;
+}
 
 } // namespace conclave::cli

@@ -96,26 +96,6 @@ struct job_options {
   CLI::App* watch = nullptr;
 };
 
-/// What the replication client's last unsettled attempt ran into
-/// (client_options::on_problem), written on its actor's thread.
-struct last_problem {
-  std::mutex mtx;
-  std::string text;
-  void set(const std::string& t) {
-    std::lock_guard<std::mutex> guard{mtx};
-    text = t;
-  }
-  std::string get() {
-    std::lock_guard<std::mutex> guard{mtx};
-    return text;
-  }
-};
-
-last_problem& client_problem() {
-  static last_problem p;
-  return p;
-}
-
 [[noreturn]] void exit_now(int status) {
   std::cout.flush();
   std::cerr.flush();

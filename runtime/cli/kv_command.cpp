@@ -214,26 +214,6 @@ int fail(uint64_t node, const std::string& why) {
 
 /// Prints the failure of an answer that is not ok: the store's refusals by
 /// name, an unknown outcome, or no answer in time.
-/// What the client library's last unsettled attempt ran into
-/// (client_options::on_problem), written on its actor's thread.
-struct last_problem {
-  std::mutex mtx;
-  std::string text;
-  void set(const std::string& t) {
-    std::lock_guard<std::mutex> guard{mtx};
-    text = t;
-  }
-  std::string get() {
-    std::lock_guard<std::mutex> guard{mtx};
-    return text;
-  }
-};
-
-last_problem& client_problem() {
-  static last_problem p;
-  return p;
-}
-
 int fail_with(const kv_options& o, rp::errc code, uint64_t node,
               const cluster::front_directory& dir) {
   if (auto err = final_error(code))

@@ -172,8 +172,9 @@ job_answer<job_status> live_jobs::get(const std::string& id,
   return out;
 }
 
-job_answer<std::string> live_jobs::cancel(const std::string& id,
-                                          std::chrono::milliseconds timeout) {
+template <class Atom>
+job_answer<std::string> live_jobs::state_call(Atom atom, const std::string& id,
+                                              std::chrono::milliseconds timeout) {
   auto lk = wait_running(timeout);
   job_answer<std::string> out;
   if (!sys_) {
@@ -181,25 +182,20 @@ job_answer<std::string> live_jobs::cancel(const std::string& id,
     return out;
   }
   caf::scoped_actor self{*sys_};
-  self->request(client_, span(timeout), workflow_atoms::cancel_atom_v, wf::job_id{id})
+  self->request(client_, span(timeout), atom, wf::job_id{id})
       .receive([&](wf::step_state& s) { out.value = wf::to_string(s); },
                [&](caf::error& e) { out.error = sys_->render(e); });
   return out;
 }
 
+job_answer<std::string> live_jobs::cancel(const std::string& id,
+                                          std::chrono::milliseconds timeout) {
+  return state_call(workflow_atoms::cancel_atom_v, id, timeout);
+}
+
 job_answer<std::string> live_jobs::resubmit(const std::string& id,
                                             std::chrono::milliseconds timeout) {
-  auto lk = wait_running(timeout);
-  job_answer<std::string> out;
-  if (!sys_) {
-    out.error = not_running;
-    return out;
-  }
-  caf::scoped_actor self{*sys_};
-  self->request(client_, span(timeout), workflow_atoms::resubmit_atom_v, wf::job_id{id})
-      .receive([&](wf::step_state& s) { out.value = wf::to_string(s); },
-               [&](caf::error& e) { out.error = sys_->render(e); });
-  return out;
+  return state_call(workflow_atoms::resubmit_atom_v, id, timeout);
 }
 
 job_answer<std::vector<std::string>> live_jobs::list(const std::string& state,

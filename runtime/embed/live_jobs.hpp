@@ -40,6 +40,11 @@ public:
                                             std::chrono::milliseconds timeout);
 
 private:
+  /// A call answered with the job's state (cancel, resubmit).
+  template <class Atom>
+  job_answer<std::string> state_call(Atom atom, const std::string& id,
+                                     std::chrono::milliseconds timeout);
+
   /// The lock every call holds; waits up to `timeout` for the workflow
   /// actors while the node is starting (not after clear()).
   std::shared_lock<std::shared_mutex> wait_running(std::chrono::milliseconds timeout);
