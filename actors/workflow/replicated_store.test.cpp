@@ -14,7 +14,9 @@
 #include "actors/workflow/supervisor.hpp"
 #include "actors/workflow/test_service.hpp"
 #include "protocols/store/batch.hpp"
+#include "tests/support/leadership_events.hpp"
 #include "tests/support/replica_set_fixture.hpp"
+#include "tests/support/store_requests.hpp"
 
 #include <caf/send.hpp>
 
@@ -70,13 +72,8 @@ protected:
 
   static st::op_request op(st::txn_id t, st::operation o, std::string c, std::string k,
                            std::string v = {}) {
-    st::op_request r;
-    r.txn = t;
-    r.op = o;
-    r.collection = std::move(c);
-    r.key = std::move(k);
-    r.value = std::move(v);
-    return r;
+    return conclave::test::dictionary_request(t, o, std::move(k), std::move(v), {},
+                                              std::move(c));
   }
 
   /// Sends and waits (virtual time) for an answer.
@@ -287,12 +284,7 @@ TEST_F(replicated_store_test, enumerate_matches_a_model_over_random_ranges_and_l
 // -- whole workflows --------------------------------------------------------------
 
 el::leadership_event leader_event(uint64_t epoch, uint64_t id) {
-  el::leadership_event ev;
-  ev.what = el::leadership_event::kind::became_leader;
-  ev.self = el::node_id{id};
-  ev.leader = el::node_id{id};
-  ev.t = el::term{epoch, el::node_id{id}, 1};
-  return ev;
+  return conclave::test::became_leader(epoch, id);
 }
 
 class replicated_workflow_test : public replicated_store_test {

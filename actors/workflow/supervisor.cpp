@@ -139,42 +139,37 @@ void sweep(supervisor_impl self, bool due_only, recovery_cause cause,
         // step record, read in one snapshot.
         auto ts = std::make_shared<std::vector<target>>();
         auto left = std::make_shared<size_t>(items.size());
+        // Once every entry was read: recover what was found.
+        auto entry_done = [self, ts, left, cause, started, failed, finished] {
+          if (--*left != 0)
+            return;
+          recover_all(
+              self, ts, 0, cause,
+              [self, started, failed, finished] {
+                if (finished)
+                  finished(!*failed);
+                self->state.probe->scanned(now_of(self) - started);
+              },
+              failed);
+        };
         for (auto& [k, v] : items) {
           auto d = decode_due_key(k);
           if (!d) {
-            if (--*left == 0) // the last entry: recover what was found
-              recover_all(
-                  self, ts, 0, cause,
-                  [self, started, failed, finished] {
-                    if (finished)
-                      finished(!*failed);
-                    self->state.probe->scanned(now_of(self) - started);
-                  },
-                  failed);
+            entry_done();
             continue;
           }
           auto entry = d.value();
-          self->state.store->read(entry.job, [self, ts, left, entry, cause, pick, started,
-                                              failed,
-                                              finished](caf::error e, job_view v) {
-            if (e && to_errc(e) != errc::unknown_job)
-              *failed = true;
-            if (!e && entry.step.value < v.steps.size()) {
-              auto& s = v.steps[entry.step.value];
-              if (!s.locked_by.empty() && pick(s))
-                ts->push_back(target{entry.job, entry.step, s.attempt});
-            }
-            if (--*left == 0) {
-              recover_all(
-                  self, ts, 0, cause,
-                  [self, started, failed, finished] {
-                    if (finished)
-                      finished(!*failed);
-                    self->state.probe->scanned(now_of(self) - started);
-                  },
-                  failed);
-            }
-          });
+          self->state.store->read(
+              entry.job, [ts, entry, pick, failed, entry_done](caf::error e, job_view v) {
+                if (e && to_errc(e) != errc::unknown_job)
+                  *failed = true;
+                if (!e && entry.step.value < v.steps.size()) {
+                  auto& s = v.steps[entry.step.value];
+                  if (!s.locked_by.empty() && pick(s))
+                    ts->push_back(target{entry.job, entry.step, s.attempt});
+                }
+                entry_done();
+              });
         }
       });
 }

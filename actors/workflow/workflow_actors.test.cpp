@@ -12,6 +12,7 @@
 #include "storage/api/memory_log_device.hpp"
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
+#include "tests/support/leadership_events.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -40,12 +41,7 @@ struct counting_probe : workflow_probe {
 };
 
 el::leadership_event leader_event(uint64_t epoch, uint64_t id) {
-  el::leadership_event ev;
-  ev.what = el::leadership_event::kind::became_leader;
-  ev.self = el::node_id{id};
-  ev.leader = el::node_id{id};
-  ev.t = el::term{epoch, el::node_id{id}, 1};
-  return ev;
+  return conclave::test::became_leader(epoch, id);
 }
 
 class workflow_test : public conclave::testing::coordinator_fixture {
