@@ -21,6 +21,7 @@
 // 100 ms until the job is final or --wait-timeout passes. The process ends
 // with _Exit, like kv (a frozen member's unfinished TLS handshake would hold
 // up CAF's orderly shutdown).
+#include "runtime/cli/access_flags.hpp"
 #include "runtime/cli/commands.hpp"
 
 #include "actors/replication/client.hpp"
@@ -631,17 +632,7 @@ int run_job(job_options& o) {
 /// The flags every job subcommand takes: how to reach the cluster, the
 /// request bound, --json.
 void add_common_flags(CLI::App* sub, job_options& o) {
-  auto& a = o.access;
-  option(sub, "--dir", a.dir,
-         "a `conclave cluster up` or `cluster init` directory: its members, name, CA "
-         "and client certificate");
-  option(sub, "--peers", a.peers,
-         "the members, ID@HOST:PORT,... (as given to the nodes)");
-  option(sub, "--cluster", a.cluster, "cluster name")->capture_default_str();
-  option(sub, "--tls-ca", a.tls_ca, "CA certificate (PEM) that signs the members'");
-  option(sub, "--tls-cert", a.tls_cert,
-         "a client certificate (PEM) signed by that CA (with --dir: instead of its own)");
-  option(sub, "--tls-key", a.tls_key, "its private key (PEM)");
+  add_access_flags(sub, o.access);
   option(sub, "--timeout-ms", o.timeout_ms,
          "give up on a request to the cluster after this (exit 1)")
       ->capture_default_str();

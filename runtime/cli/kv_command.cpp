@@ -15,6 +15,7 @@
 // that last answered, from a cache file, primary_cache.hpp; else the leader
 // the --dir status files name) and the others only when needed. --dial-all
 // dials every member at once instead.
+#include "runtime/cli/access_flags.hpp"
 #include "runtime/cli/commands.hpp"
 
 #include "actors/replication/client.hpp"
@@ -53,12 +54,8 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 struct kv_options {
-  std::string peers;
-  std::string cluster = "conclave";
-  std::string cluster_dir;
-  std::string tls_ca;
-  std::string tls_cert;
-  std::string tls_key;
+  /// --dir or --peers, --cluster, --tls-*.
+  cluster::store_access access;
   std::string collection = "kv";
   unsigned timeout_ms = 5000;
   uint64_t at = 0;
@@ -87,15 +84,7 @@ struct kv_options {
 };
 
 std::optional<std::string> settle_access(kv_options& o) {
-  cluster::store_access a{o.peers,  o.cluster,  o.cluster_dir,
-                          o.tls_ca, o.tls_cert, o.tls_key};
-  auto err = cluster::settle_access(a);
-  o.peers = a.peers;
-  o.cluster = a.cluster;
-  o.tls_ca = a.tls_ca;
-  o.tls_cert = a.tls_cert;
-  o.tls_key = a.tls_key;
-  return err;
+  return cluster::settle_access(o.access);
 }
 
 int print_read(const kv_options& o, const rp::read_result& r, uint64_t node_id) {
@@ -349,7 +338,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
 int run_kv(kv_options& o) {
   if (auto err = settle_access(o))
     return bad_input(*err);
-  auto members = node::parse_peers(o.peers);
+  auto members = node::parse_peers(o.access.peers);
   if (!members)
     return bad_input("--peers: " + members.error());
   if (o.at != 0 && members.value().count(o.at) == 0)
@@ -373,9 +362,9 @@ int run_kv(kv_options& o) {
   if (o.at != 0 && !reading)
     return bad_input("--at: only for get and list (writes go to the primary)");
   // OpenSSL's set-up overlaps the actor system's start (client_connect.hpp).
-  cluster::tls_warm_up warm{!o.tls_ca.empty()};
+  cluster::tls_warm_up warm{!o.access.tls_ca.empty()};
   caf::actor_system_config cfg;
-  cluster::configure_client(cfg, o.tls_ca, o.tls_cert, o.tls_key);
+  cluster::configure_client(cfg, o.access.tls_ca, o.access.tls_cert, o.access.tls_key);
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
@@ -388,7 +377,7 @@ std::string cache_file_of(const kv_options& o) {
   if (o.dial_all || o.cache_dir == "none")
     return {};
   auto dir = o.cache_dir.empty() ? cluster::default_cache_dir() : o.cache_dir;
-  return cluster::primary_cache_file(dir, o.cluster, o.peers);
+  return cluster::primary_cache_file(dir, o.access.cluster, o.access.peers);
 }
 
 /// The member to dial first: the one that answered as the primary last time,
@@ -403,8 +392,8 @@ uint64_t first_to_dial(const kv_options& o, const std::string& cache_file,
   auto id = cluster::read_primary_cache(cache_file);
   if (members.count(id) != 0)
     return id;
-  if (!o.cluster_dir.empty())
-    id = cluster::leader_named_in(o.cluster_dir);
+  if (!o.access.dir.empty())
+    id = cluster::leader_named_in(o.access.dir);
   return members.count(id) != 0 ? id : 0;
 }
 
@@ -425,7 +414,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   auto deadline = clock_type::now() + timeout;
   auto cache_file = o.at != 0 ? std::string{} : cache_file_of(o);
   cluster::front_directory_options dopts;
-  dopts.cluster = o.cluster;
+  dopts.cluster = o.access.cluster;
   dopts.members = members;
   dopts.step_timeout = std::min(timeout, std::chrono::milliseconds{1000});
   dopts.first = first_to_dial(o, cache_file, members);
@@ -484,19 +473,9 @@ void add_kv_command(command_registry& reg) {
   auto* kv = reg.add("kv", "Read and write a running cluster's replicated store",
                      [o] { return run_kv(*o); });
   kv->require_subcommand(1);
-  option(kv, "--peers", o->peers,
-         "the members, ID@HOST:PORT,... (as given to the nodes)");
-  option(kv, "--cluster", o->cluster, "cluster name")->capture_default_str();
-  option(kv, "--dir", o->cluster_dir,
-         "a `conclave cluster up` or `cluster init` directory: its members, name, CA "
-         "and client certificate");
+  add_access_flags(kv, o->access);
   // The name before `--dir` was the cluster commands' one too: kept, hidden.
-  option(kv, "--cluster-dir", o->cluster_dir, "the same as --dir")->group("");
-  option(kv, "--tls-ca", o->tls_ca, "CA certificate (PEM) that signs the members'");
-  option(kv, "--tls-cert", o->tls_cert,
-         "a client certificate (PEM) signed by that CA (with --dir: instead "
-         "of its own)");
-  option(kv, "--tls-key", o->tls_key, "its private key (PEM)");
+  option(kv, "--cluster-dir", o->access.dir, "the same as --dir")->group("");
   option(kv, "--collection", o->collection, "the dictionary to use")
       ->capture_default_str();
   option(kv, "--timeout-ms", o->timeout_ms, "give up after this (exit 1)")

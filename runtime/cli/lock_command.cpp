@@ -12,6 +12,7 @@
 //   instead of campaigning.
 // - leader [--watch]: the node whose replica acts as primary of the cluster,
 //   as the acting primary itself answers (and each change, with --watch).
+#include "runtime/cli/access_flags.hpp"
 #include "runtime/cli/commands.hpp"
 
 #include "actors/replication/lease_client.hpp"
@@ -54,18 +55,6 @@ struct lease_cli_options {
   bool json = false;
   std::vector<std::string> cmd;
 };
-
-void add_access_flags(CLI::App* sub, cluster::store_access& a) {
-  option(sub, "--dir", a.dir,
-         "a `conclave cluster up` or `cluster init` directory: its members, name, CA "
-         "and client certificate");
-  option(sub, "--peers", a.peers,
-         "the members, ID@HOST:PORT,... (as given to the nodes)");
-  option(sub, "--cluster", a.cluster, "cluster name")->capture_default_str();
-  option(sub, "--tls-ca", a.tls_ca, "CA certificate (PEM) that signs the members'");
-  option(sub, "--tls-cert", a.tls_cert, "a client certificate (PEM) signed by that CA");
-  option(sub, "--tls-key", a.tls_key, "its private key (PEM)");
-}
 
 /// Ends the process without CAF's orderly shutdown (see kv_command.cpp:
 /// a frozen member's unfinished TLS handshake would hold it up).

@@ -148,3 +148,43 @@ TEST(node_cli, version_and_unknown_commands) {
   EXPECT_EQ(v.out.rfind("conclave ", 0), 0u) << v.out;
   expect_bad_input("foo", "unknown command 'foo'; commands: version, sim, node, cluster");
 }
+
+TEST(node_cli, every_client_command_takes_the_same_cluster_access_flags) {
+  // kv, job, lock, elect and leader reach a cluster the same way: the same
+  // flags with the same help, each with its own CONCLAVE_<COMMAND>_ variable.
+  auto flag_lines = [](const std::string& help) {
+    std::map<std::string, std::string> out;
+    std::istringstream in{help};
+    std::string flag;
+    for (std::string l; std::getline(in, l);) {
+      for (auto f :
+           {"--dir", "--peers", "--cluster", "--tls-ca", "--tls-cert", "--tls-key"})
+        if (l.find(std::string{"  "} + f + " ") == 0) {
+          flag = f;
+          out[flag] = "";
+          l.clear();
+        }
+      if (!flag.empty() && l.rfind("    ", 0) == 0)
+        out[flag] += l.substr(l.find_first_not_of(' ')) + " ";
+      else if (!l.empty())
+        flag.clear();
+    }
+    return out;
+  };
+  std::map<std::string, std::string> first;
+  for (std::string cmd : {"kv", "job submit", "lock", "elect", "leader"}) {
+    auto r = run_conclave(cmd + " --help");
+    EXPECT_EQ(r.status, 0) << cmd << "\n" << r.out;
+    auto lines = flag_lines(r.out);
+    EXPECT_EQ(lines.size(), 6u) << cmd << "\n" << r.out;
+    for (auto& [flag, text] : lines) {
+      if (first.count(flag) == 0)
+        first[flag] = text;
+      EXPECT_EQ(text, first[flag]) << cmd << " " << flag;
+    }
+    auto upper = cmd.substr(0, cmd.find(' '));
+    for (auto& c : upper)
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    EXPECT_NE(r.out.find("CONCLAVE_" + upper + "_TLS_CERT"), std::string::npos) << r.out;
+  }
+}
