@@ -107,6 +107,11 @@ public:
   virtual void deliver(node_id to, const message& m) = 0;
   /// A piece of a checkpoint stream (replica_host.hpp).
   virtual void deliver_chunk(node_id to, const snapshot_chunk& c) = 0;
+  /// Messages lost on the way (no route to the peer, a cut link), and records
+  /// shipped in append messages, retransmissions included: totals that only
+  /// grow (0 where the transport does not count them).
+  virtual uint64_t lost() const { return 0; }
+  virtual uint64_t records_shipped() const { return 0; }
 };
 
 /// Sends to peer actors in the same actor system (or remote handles). Links
@@ -120,7 +125,7 @@ public:
   void deliver(node_id to, const message& m) override;
   void deliver_chunk(node_id to, const snapshot_chunk& c) override;
   /// Messages lost: no handle for the peer, or its link cut.
-  uint64_t lost() const { return lost_; }
+  uint64_t lost() const override { return lost_; }
 
 private:
   std::map<node_id, caf::actor> peers_;

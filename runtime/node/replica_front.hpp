@@ -38,7 +38,7 @@ namespace conclave::node {
 struct replica_front_options {
   caf::actor host;
   std::shared_ptr<node_probe> probe;
-  std::shared_ptr<peer_replica_transport> transport;
+  std::shared_ptr<replication::replica_transport> transport;
   /// Whether the host's log survives a restart (reported in status.json).
   bool durable_storage = false;
   std::chrono::milliseconds status_period{200};
@@ -53,6 +53,9 @@ struct replica_front_options {
   /// The candidate's leadership (none: reads are passed on unchecked and no
   /// epoch is sent to the candidate).
   std::shared_ptr<leadership_board> board;
+  /// Simulator only (a planted defect its checkers must catch): a primary's
+  /// reads are passed on without checking that the candidate acts.
+  bool unsafe_reads_without_lease = false;
 };
 
 /// Whether a read the host answered in role `answered_as` may reach the

@@ -316,9 +316,8 @@ TEST(world, a_crash_kills_every_actor_of_the_node_even_while_paused) {
   sim::world w{1, 1, {}, {}, nullptr};
   auto log = std::make_shared<std::vector<std::string>>();
   w.spawn(node_id{1}, two_ports(log));
-  auto second = w.system().spawn([](caf::event_based_actor*) -> caf::behavior {
-    return {[](int) {}};
-  });
+  auto second = w.system().spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
   w.inject(node_id{1}, caf::make_message(3), 1);
   w.at(sim::timestamp{5ms}, [&] { w.pause(node_id{1}, sim::timestamp{50ms}); });
   w.at(sim::timestamp{20ms}, [&] { w.crash(node_id{1}); });
