@@ -96,7 +96,8 @@ caf::result<Answer> checked_read(front_ptr self, Request& req) {
       .then(
           [self, rpromise, before](Answer& a) mutable {
             auto& board = self->state.opts.board;
-            if (board && !read_allowed(a.replica_role, before, board->acting())) {
+            if (board && !self->state.opts.unsafe_reads_without_lease
+                && !read_allowed(a.replica_role, before, board->acting())) {
               self->state.opts.probe->message_rejected("read_without_lease");
               rpromise.deliver(refused_read<Answer>());
               return;
