@@ -72,6 +72,7 @@
 
 #include "actors/replication/lease_table.hpp"
 #include "actors/replication/type_ids.hpp"
+#include "actors/timer/host_clock.hpp"
 #include "protocols/replication/replica_core.hpp"
 #include "protocols/store/store_core.hpp"
 #include "storage/api/log_device.hpp"
@@ -158,8 +159,11 @@ struct replica_host_options {
   /// When the acting primary frees the slot of a holder that stopped
   /// renewing (lease_table.hpp).
   lease_timing lease;
-  /// Simulator only: the rate of this host's lease clock against the actor
-  /// clock (clock drift).
+  /// How the host reads time and arms its timer (null: CAF's clock). The
+  /// simulator gives each host its node's own drifting clock.
+  std::shared_ptr<host_clock> clock;
+  /// Simulator only: the rate of this host's lease clock against its clock
+  /// (an extra drift of the lease table alone).
   double lease_clock_rate = 1.0;
   /// Most acquires waiting at the primary, all leases together; past it an
   /// acquire is answered lease_busy at once (memory stays bounded whatever

@@ -16,13 +16,6 @@ void world_election_transport::send(caf::local_actor*, node_id to,
       m);
 }
 
-void world_election_clock::schedule(caf::local_actor*, duration after,
-                                    uint64_t generation) {
-  w_.schedule(self_, after,
-              caf::make_message(election_atoms::timer_atom::value, generation),
-              candidate_port);
-}
-
 void world_replica_transport::deliver(node_id to, const replication::message& m) {
   if (auto* a = std::get_if<replication::append>(&m))
     shipped_ += a->entries.size();

@@ -42,19 +42,6 @@ private:
   node_id self_;
 };
 
-/// The candidate's clock: the node's own (drifting) clock; timers in the
-/// world's queue.
-class world_election_clock final : public election::election_clock {
-public:
-  world_election_clock(world& w, node_id self) : w_(w), self_(self) {}
-  timestamp now(caf::local_actor*) override { return w_.local_now(self_); }
-  void schedule(caf::local_actor*, duration after, uint64_t generation) override;
-
-private:
-  world& w_;
-  node_id self_;
-};
-
 /// The replica host's transport: replication messages and checkpoint chunks
 /// through the world's network to the peer's host.
 class world_replica_transport final : public replication::replica_transport {

@@ -10,6 +10,7 @@
 #include "runtime/sim/node_world.hpp"
 #include "runtime/sim/sim_disk.hpp"
 #include "runtime/sim/world.hpp"
+#include "runtime/sim/world_clock.hpp"
 
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
@@ -462,7 +463,7 @@ private:
     co.peers = members_;
     co.config = econfig_;
     co.net = std::make_shared<world_election_transport>(world_, id);
-    co.clock = std::make_shared<world_election_clock>(world_, id);
+    co.clock = std::make_shared<world_host_clock>(world_, id, candidate_port);
     co.incarnation = incarnation;
     node::node_config cfg;
     cfg.id = id;
@@ -479,6 +480,7 @@ private:
     ro.device = n.disk;
     ro.terms = n.terms;
     ro.transport = std::make_shared<world_replica_transport>(world_, id);
+    ro.clock = std::make_shared<world_host_clock>(world_, id, host_port);
     ro.checkpoint_every_records = settings_.checkpoint_every;
     ro.checkpoint_every_bytes = 0;
     ro.unsafe_install_keeps_state = settings_.bad_install;
