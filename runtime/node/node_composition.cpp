@@ -6,6 +6,8 @@ composed_node compose_node(caf::actor_system& sys, composition_options opts) {
   composed_node out;
   auto& co = opts.candidate;
   co.probe = opts.probe;
+  if (!co.clock)
+    co.clock = std::make_shared<caf_host_clock>();
   if (opts.replica) {
     auto& ro = *opts.replica;
     ro.self = co.id;
@@ -22,6 +24,7 @@ composed_node compose_node(caf::actor_system& sys, composition_options opts) {
     fo.probe = opts.probe;
     fo.transport = transport;
     fo.board = out.board;
+    fo.clock = co.clock; // the board's lease is on the candidate's clock
     out.front = spawn_replica_front(sys, std::move(fo));
     out.board->set_front(out.front);
     // A replica follows the candidate's leadership.
