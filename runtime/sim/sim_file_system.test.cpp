@@ -189,8 +189,9 @@ TEST(sim_file_system, bit_flips_change_what_reads_see_and_survive_a_crash) {
   crash_restart(d);
   auto got = read(d, "/f");
   EXPECT_EQ(got[10], static_cast<char>(0x08 ^ (r->offset == 10 ? 1u << r->bit : 0u)));
-  if (r->offset != 10)
+  if (r->offset != 10) {
     EXPECT_EQ(got[r->offset], static_cast<char>(1u << r->bit));
+  }
   // Unsynced bytes are never chosen.
   sim_file_system e{7};
   auto g = create(e, "/g");
@@ -254,10 +255,12 @@ TEST(sim_file_system, the_same_seed_and_operations_give_the_same_disk) {
     for (int i = 0; i < 20; ++i) {
       auto f = create(d, "/x/f" + std::to_string(i));
       EXPECT_TRUE(f->write(std::string(700 + i, static_cast<char>('a' + i))));
-      if (i % 3 == 0)
+      if (i % 3 == 0) {
         EXPECT_TRUE(f->sync());
-      if (i % 5 == 0)
+      }
+      if (i % 5 == 0) {
         EXPECT_TRUE(d.sync_directory("/x"));
+      }
     }
     d.crash();
     d.restart();
