@@ -263,46 +263,13 @@ public:
   /// Sends a transaction to node i's replica front (what clients talk to);
   /// the answer lands in the slot.
   std::shared_ptr<timed_reply<rp::txn_result>> send_txn(size_t i, rp::txn_request req) {
-    auto out = std::make_shared<timed_reply<rp::txn_result>>();
-    auto to = nodes_[i].front;
-    auto* w = &world_;
-    world_.system().spawn([=](caf::event_based_actor* self) {
-      self->request(to, caf::infinite, req)
-          .then(
-              [=](rp::txn_result& r) {
-                out->value = std::move(r);
-                out->done = true;
-                out->at = w->now();
-              },
-              [=](caf::error&) {
-                out->done = true;
-                out->at = w->now();
-              });
-    });
-    return out;
+    return ask_front<rp::txn_result>(i, std::move(req));
   }
 
-  /// Reads a key through node i's replica front (what clients do); the
-  /// answer lands in the slot.
+  /// Reads a key through node i's replica front; the answer lands in the slot.
   std::shared_ptr<timed_reply<rp::read_result>> send_read(size_t i,
                                                           rp::read_request req) {
-    auto out = std::make_shared<timed_reply<rp::read_result>>();
-    auto to = nodes_[i].front;
-    auto* w = &world_;
-    world_.system().spawn([=](caf::event_based_actor* self) {
-      self->request(to, caf::infinite, req)
-          .then(
-              [=](rp::read_result& r) {
-                out->value = std::move(r);
-                out->done = true;
-                out->at = w->now();
-              },
-              [=](caf::error&) {
-                out->done = true;
-                out->at = w->now();
-              });
-    });
-    return out;
+    return ask_front<rp::read_result>(i, std::move(req));
   }
 
   /// The promised term of node i's host now (none if it is down or paused).
@@ -409,6 +376,29 @@ public:
   }
 
 private:
+  /// Sends `req` to node i's front from a throw-away actor; the answer (or
+  /// the error, as an empty answer) lands in the slot with its time.
+  template <class Answer, class Request>
+  std::shared_ptr<timed_reply<Answer>> ask_front(size_t i, Request req) {
+    auto out = std::make_shared<timed_reply<Answer>>();
+    auto to = nodes_[i].front;
+    auto* w = &world_;
+    world_.system().spawn([=](caf::event_based_actor* self) {
+      self->request(to, caf::infinite, req)
+          .then(
+              [=](Answer& r) {
+                out->value = std::move(r);
+                out->done = true;
+                out->at = w->now();
+              },
+              [=](caf::error&) {
+                out->done = true;
+                out->at = w->now();
+              });
+    });
+    return out;
+  }
+
   static network_model network_of(const fault_plan& plan) {
     network_model net;
     net.delay_min = plan.delay_min;
