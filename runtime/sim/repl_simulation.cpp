@@ -640,7 +640,9 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>{lo, hi}(crng);
   };
-  auto retarget = [&](client& c, rp::node_id hint) {
+  // The replica a client tries next: the one a refusal named, else the
+  // acting primary of the last sample, else the next one.
+  auto retarget = [&](auto& c, rp::node_id hint) {
     if (hint != rp::no_node && hint.value <= settings.replicas)
       c.target = hint.value - 1;
     else if (acting != no_acting)
@@ -659,14 +661,6 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
     hclients[k].target = (k + 1) % settings.replicas;
     hclients[k].next_at = std::chrono::milliseconds{pick(0, 10)};
   }
-  auto hretarget = [&](history_client& c, rp::node_id hint) {
-    if (hint != rp::no_node && hint.value <= settings.replicas)
-      c.target = hint.value - 1;
-    else if (acting != no_acting)
-      c.target = acting;
-    else
-      c.target = (c.target + 1) % settings.replicas;
-  };
   // The answer to c's operation, if it came: into the history.
   auto hanswer = [&](history_client& c) -> std::optional<answer_kind> {
     if (!c.op || !((c.txn && c.txn->done) || (c.read && c.read->done)))
@@ -703,7 +697,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
     if (k == answer_kind::refused)
       dropped[op] = true;
     if (k != answer_kind::known)
-      hretarget(c, hint);
+      retarget(c, hint);
     c.op.reset();
     c.txn.reset();
     c.read.reset();
@@ -711,7 +705,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   };
   auto hstart = [&](history_client& c, duration now) {
     if (!w.node_alive(c.target))
-      hretarget(c, rp::no_node);
+      retarget(c, rp::no_node);
     if (!w.node_alive(c.target)) {
       c.next_at = now + retry_pause;
       return;
@@ -801,7 +795,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
         c.op.reset(); // no answer: the operation stays unanswered in the history
         c.txn.reset();
         c.read.reset();
-        hretarget(c, rp::no_node);
+        retarget(c, rp::no_node);
         c.next_at = now;
       }
     }

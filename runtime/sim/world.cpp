@@ -181,31 +181,24 @@ void world::pause(node_id id, timestamp until) {
     // The node's actors stop: their jobs wait until the pause ends.
     n.holding = true;
     ++holding_;
-    auto index = static_cast<uint32_t>(id.value - 1);
-    auto incarnation = n.incarnation;
-    std::function<void()> resume;
-    resume = [this, index, incarnation] {
-      auto& m = nodes_[index];
-      if (!m.holding || m.incarnation != incarnation)
-        return;
-      if (now_ < m.paused_until) { // extended meanwhile
-        auto again = [this, index, incarnation] {
-          auto& k = nodes_[index];
-          if (k.holding && k.incarnation == incarnation && now_ >= k.paused_until) {
-            release_held(k);
-            run_jobs();
-          }
-        };
-        at(m.paused_until, again);
-        return;
-      }
-      release_held(m);
-      run_jobs();
-    };
-    at(n.paused_until, resume);
+    resume_at(static_cast<uint32_t>(id.value - 1), n.incarnation, n.paused_until);
   }
   for (auto* o : observers_)
     o->paused(id, now_, n.paused_until);
+}
+
+void world::resume_at(uint32_t index, uint32_t incarnation, timestamp t) {
+  at(t, [this, index, incarnation] {
+    auto& m = nodes_[index];
+    if (!m.holding || m.incarnation != incarnation)
+      return; // crashed meanwhile: what it held died with it
+    if (now_ < m.paused_until) {
+      resume_at(index, incarnation, m.paused_until); // extended meanwhile
+      return;
+    }
+    release_held(m);
+    run_jobs();
+  });
 }
 
 void world::release_held(node_state& n) {

@@ -287,6 +287,9 @@ private:
   void run_jobs();
   /// Gives a node whose pause ended its held jobs back.
   void release_held(node_state& n);
+  /// At `t`, releases what the node (its life `incarnation`) held, unless
+  /// its pause was extended past `t` (then at the new end).
+  void resume_at(uint32_t index, uint32_t incarnation, timestamp t);
   /// The true time of CAF's next timer (a request timeout, a delayed send),
   /// if any is armed.
   std::optional<timestamp> next_caf_timer() const;
