@@ -27,11 +27,9 @@ constexpr std::array<std::string_view, fault_word_count> word_names{
     "fail",      "reject",  "hang",  "slow",         "cancel",         "heal",
     "loss",      "dup",     "delay", "drift",        "random",         "horizon"};
 
-constexpr size_t workload_count = 4;
-
 /// Why a workload does not take a word (empty: it takes it). The replication
-/// and lease workloads take drift and the disk faults once their simulation
-/// applies them (their one-world rewrite).
+/// and lease workloads take the disk faults (and lease drift=) once their
+/// simulation applies them.
 std::string_view why_not(fault_word word, workload w) {
   using fw = fault_word;
   switch (word) {
@@ -53,9 +51,10 @@ std::string_view why_not(fault_word word, workload w) {
     case workload::jobs:
       return "its actors share one clock";
     case workload::replication:
-      return "its nodes share one clock";
+      return "";
     default:
-      return "its nodes share one clock (--lease-drift sets the lease clocks' drift)";
+      return "its simulation does not take drift= yet (--lease-drift sets the drift "
+             "of its lease clocks)";
     }
   case fw::fail:
   case fw::reject:

@@ -255,7 +255,7 @@ TEST(fault_words, each_workload_refuses_the_words_it_does_not_apply) {
                              "delay",  "random",  "horizon"};
   std::map<workload, std::set<std::string>> expected{{workload::election, election},
                                                      {workload::jobs, jobs},
-                                                     {workload::replication, node_words},
+                                                     {workload::replication, election},
                                                      {workload::lease, node_words}};
   for (auto w : all_workloads) {
     std::set<std::string> got;
