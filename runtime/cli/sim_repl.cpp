@@ -65,15 +65,18 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
     return bad_input("--unsafe bad-install needs --checkpoint-every N (N > 0)");
   if (runs < 1)
     return bad_input("--runs: must be at least 1");
-  auto plan = sim::parse_fault_spec(faults);
+  auto plan = sim::parse_fault_spec(faults, sim::workload::replication);
   if (!plan)
     return bad_input("--faults: " + plan.error());
   if (auto v = sim::validate_repl(plan.value(), o.replicas); !v)
     return bad_input("--faults: " + v.error());
+  sim::complete_partitions(plan.value(), o.replicas);
   sim::repl_settings s;
   s.replicas = o.replicas;
   s.clients = o.clients;
   s.plan = std::move(plan.value());
+  if (s.plan.drift) // drift= of the fault spec: the nodes' clocks
+    s.clock_rate_error = *s.plan.drift;
   s.weak_share = o.weak_share;
   s.fsync = std::chrono::microseconds{o.fsync_us};
   s.skip_sync = o.unsafe == "skip-sync";

@@ -109,6 +109,8 @@ private:
 };
 
 double rate_error(const sim_settings& s) {
+  if (s.plan.drift) // drift= of the fault spec
+    return *s.plan.drift;
   if (s.clock_rate_error >= 0)
     return s.clock_rate_error;
   auto& g = s.config.guard;
