@@ -10,17 +10,11 @@
 
 #include <string>
 
+using conclave::process_test::has;
+using conclave::process_test::line_count;
 using conclave::process_test::run_conclave;
 
 namespace {
-
-size_t lines(const std::string& text) {
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-bool has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
 
 struct refusal {
   const char* workload;
@@ -71,7 +65,7 @@ TEST(sim_faults_cli, a_word_the_workload_does_not_apply_is_exit_2_naming_both) {
                 + (std::string{workload} == "jobs" ? "agent1" : "1") + "," + item + "'";
     auto r = run_conclave(args, true);
     EXPECT_EQ(r.status, 2) << args << ": " << r.out;
-    EXPECT_EQ(lines(r.out), 1u) << args << ": " << r.out;
+    EXPECT_EQ(line_count(r.out), 1u) << args << ": " << r.out;
     EXPECT_TRUE(has(r.out, "conclave: error: --faults: ")) << args << ": " << r.out;
     EXPECT_TRUE(has(r.out, std::string{"'"} + word + "'")) << args << ": " << r.out;
     EXPECT_TRUE(has(r.out, std::string{workload} + " workload")) << args << ": " << r.out;
@@ -86,7 +80,7 @@ TEST(sim_faults_cli, crash_names_what_the_workload_has) {
                     "sim --faults 'partition@1s-2s:1|9' --nodes 5"}) {
     auto r = run_conclave(args, true);
     EXPECT_EQ(r.status, 2) << args << ": " << r.out;
-    EXPECT_EQ(lines(r.out), 1u) << args << ": " << r.out;
+    EXPECT_EQ(line_count(r.out), 1u) << args << ": " << r.out;
   }
 }
 
