@@ -18,7 +18,10 @@
 // before and after, divided by N. Each run starts from fresh objects; the
 // figure printed is the median over R runs (default 3). It also prints what
 // a job is made of: the document's encoded size, its rows and key bytes, and
-// the store's bytes per row beyond the key and value bytes.
+// the store's bytes per row beyond the key and value bytes. Two columns side
+// by side: the job documents in version 1 (the format before compact
+// documents, encode_doc_v1) and as encode_doc writes them now; both on this
+// build's store core.
 //
 // Figures: docs/design/workflow.md, "Memory per pending job".
 #include "actors/replication/record_codec.hpp"
@@ -87,7 +90,7 @@ struct shape {
 
 /// The replicated transactions of N new jobs, G per transaction, as payloads
 /// (what a replica's log holds and what it applies).
-std::vector<std::string> make_payloads(const options& o, shape& sh) {
+std::vector<std::string> make_payloads(const options& o, bool v1, shape& sh) {
   std::vector<std::string> out;
   auto now = wall_now();
   std::vector<rp::txn_op> checks, writes;
@@ -109,8 +112,11 @@ std::vector<std::string> make_payloads(const options& o, shape& sh) {
     absent.key = v.job.id.value;
     checks.push_back(std::move(absent));
     for (auto& w : wf::layout::job_writes(nullptr, v, e)) {
-      if (w.collection == wf::layout::jobs)
+      if (w.collection == wf::layout::jobs) {
+        if (v1)
+          w.value = wf::encode_doc_v1(v);
         sh.doc_bytes += static_cast<double>(w.value.size());
+      }
       sh.rows += 1;
       sh.key_bytes += static_cast<double>(w.key.size());
       sh.value_bytes += static_cast<double>(w.value.size());
@@ -141,9 +147,9 @@ struct figures {
   shape sh;
 };
 
-figures run_once(const options& o) {
+figures run_once(const options& o, bool v1) {
   figures f;
-  auto payloads = make_payloads(o, f.sh);
+  auto payloads = make_payloads(o, v1, f.sh);
   for (auto& p : payloads)
     f.log_payload += static_cast<double>(p.size());
   f.log_payload /= o.jobs;
@@ -228,28 +234,37 @@ int main(int argc, char** argv) {
   }
   if (o.jobs < 1 || o.group < 1 || o.runs < 1 || o.kind.empty())
     return usage("--jobs, --group and --runs must be at least 1, --kind not empty");
-  std::vector<double> state, log, log_after;
-  figures f;
-  for (int r = 0; r < o.runs; ++r) {
-    f = run_once(o);
-    state.push_back(f.state);
-    log.push_back(f.log);
-    log_after.push_back(f.log_after);
-  }
+  struct column {
+    std::vector<double> state, log, log_after;
+    figures f;
+  };
+  column cols[2]; // documents in version 1, then as written now
+  for (int r = 0; r < o.runs; ++r)
+    for (int v = 0; v < 2; ++v) {
+      auto& c = cols[v];
+      c.f = run_once(o, v == 0);
+      c.state.push_back(c.f.state);
+      c.log.push_back(c.f.log);
+      c.log_after.push_back(c.f.log_after);
+    }
   std::printf("%d pending 1-step jobs (kind '%s', %zu payload bytes), %d per "
-              "transaction, median of %d runs, glibc bytes in use:\n",
+              "transaction, median of %d runs, glibc bytes in use per job:\n",
               o.jobs, o.kind.c_str(), o.payload.size(), o.group, o.runs);
-  std::printf(
-      "  job: document %.0f bytes, %.1f rows, keys %.0f bytes, values %.0f bytes; "
-      "log payload %.0f bytes\n",
-      f.sh.doc_bytes, f.sh.rows, f.sh.key_bytes, f.sh.value_bytes, f.log_payload);
-  auto s = median(state), l = median(log), la = median(log_after);
-  std::printf("  store state         %6.0f bytes per job (%.0f per row beyond key and "
-              "value bytes)\n",
-              s, (s - f.sh.key_bytes - f.sh.value_bytes) / f.sh.rows);
-  std::printf("  log in memory       %6.0f bytes per job\n", l);
-  std::printf("  replica, log kept   %6.0f bytes per job (state + log)\n", s + l);
-  std::printf("  replica, after a checkpoint %6.0f bytes per job (state + %.0f)\n",
-              s + la, la);
+  std::printf("  %-34s %12s %12s\n", "", "document v1", "document v2");
+  auto row = [&](const char* what, auto get) {
+    std::printf("  %-34s %12.0f %12.0f\n", what, get(cols[0]), get(cols[1]));
+  };
+  row("document bytes", [](column& c) { return c.f.sh.doc_bytes; });
+  row("rows", [](column& c) { return c.f.sh.rows; });
+  row("key bytes", [](column& c) { return c.f.sh.key_bytes; });
+  row("log payload bytes", [](column& c) { return c.f.log_payload; });
+  row("store state", [](column& c) { return median(c.state); });
+  row("  per row beyond key and value bytes", [](column& c) {
+    return (median(c.state) - c.f.sh.key_bytes - c.f.sh.value_bytes) / c.f.sh.rows;
+  });
+  row("log in memory", [](column& c) { return median(c.log); });
+  row("replica: state + log", [](column& c) { return median(c.state) + median(c.log); });
+  row("replica after a checkpoint",
+      [](column& c) { return median(c.state) + median(c.log_after); });
   return 0;
 }
