@@ -2,6 +2,7 @@
 
 #include "protocols/store/byte_codec.hpp"
 #include "protocols/store/crc32c.hpp"
+#include "storage/posix_file_system.hpp"
 
 #include <algorithm>
 
@@ -20,17 +21,16 @@ constexpr size_t keep = 2;
 
 } // namespace
 
-result<void> write_checkpoint(const fs::path& dir, lsn at, std::string_view image,
-                              const files::sync_fn& sync) {
+result<void> write_checkpoint(file_system& disk, const fs::path& dir, lsn at,
+                              std::string_view image) {
   auto ckdir = dir / "checkpoints";
-  std::error_code ec;
-  fs::create_directories(ckdir, ec);
-  if (ec)
-    return ec;
+  if (auto c = disk.create_directories(ckdir); !c)
+    return c.error();
   // Leftovers of a checkpoint interrupted by a crash.
-  for (auto& e : fs::directory_iterator(ckdir, ec))
-    if (e.path().extension() == ".tmp")
-      fs::remove(e.path(), ec);
+  if (auto names = disk.list_directory(ckdir))
+    for (auto& name : names.value())
+      if (fs::path{name}.extension() == ".tmp")
+        (void)disk.remove(ckdir / name);
   std::string file;
   file.reserve(header_size + image.size());
   file.append(magic);
@@ -42,30 +42,35 @@ result<void> write_checkpoint(const fs::path& dir, lsn at, std::string_view imag
   file.append(image);
   auto name = files::lsn_name(prefix, at, suffix);
   auto tmp = ckdir / (name + ".tmp");
-  if (auto r = files::write_file_synced(tmp, file, sync); !r)
+  if (auto r = files::write_file_synced(disk, tmp, file); !r)
     return r.error();
-  fs::rename(tmp, ckdir / name, ec);
-  if (ec)
-    return ec;
-  if (auto r = files::sync_dir(ckdir, sync); !r)
+  if (auto r = disk.rename(tmp, ckdir / name); !r)
     return r.error();
-  auto all = list_checkpoints(dir);
+  if (auto r = disk.sync_directory(ckdir); !r)
+    return r.error();
+  auto all = list_checkpoints(disk, dir);
   bool removed = false;
   for (size_t i = keep; i < all.size(); ++i) {
-    fs::remove(all[i], ec);
+    (void)disk.remove(all[i]);
     removed = true;
   }
   if (removed)
-    return files::sync_dir(ckdir, sync);
+    return disk.sync_directory(ckdir);
   return outcome::success();
 }
 
-std::vector<fs::path> list_checkpoints(const fs::path& dir) {
+result<void> write_checkpoint(const fs::path& dir, lsn at, std::string_view image,
+                              const files::sync_fn& sync) {
+  return write_checkpoint(*make_posix_file_system(sync), dir, at, image);
+}
+
+std::vector<fs::path> list_checkpoints(file_system& disk, const fs::path& dir) {
   std::vector<std::pair<lsn, fs::path>> found;
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(dir / "checkpoints", ec))
-    if (auto l = files::parse_lsn_name(e.path().filename().string(), prefix, suffix))
-      found.emplace_back(*l, e.path());
+  auto ckdir = dir / "checkpoints";
+  if (auto names = disk.list_directory(ckdir))
+    for (auto& name : names.value())
+      if (auto l = files::parse_lsn_name(name, prefix, suffix))
+        found.emplace_back(*l, ckdir / name);
   std::sort(found.begin(), found.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<fs::path> out;
@@ -74,8 +79,16 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir) {
   return out;
 }
 
+std::vector<fs::path> list_checkpoints(const fs::path& dir) {
+  return list_checkpoints(*default_file_system(), dir);
+}
+
 result<checkpoint_image> read_checkpoint(const fs::path& file) {
-  auto data = files::read_file(file);
+  return read_checkpoint(*default_file_system(), file);
+}
+
+result<checkpoint_image> read_checkpoint(file_system& disk, const fs::path& file) {
+  auto data = disk.read_file(file);
   if (!data)
     return data.error();
   std::string_view bytes = data.value();

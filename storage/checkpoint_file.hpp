@@ -11,6 +11,7 @@
 
 #include "protocols/store/errc.hpp"
 #include "protocols/store/types.hpp"
+#include "storage/api/file_system.hpp"
 #include "storage/file_util.hpp"
 
 #include <filesystem>
@@ -20,10 +21,18 @@
 
 namespace conclave::store {
 
+result<void> write_checkpoint(file_system& files, const std::filesystem::path& dir,
+                              lsn at, std::string_view image);
+
+/// The same on the disk, with `sync` for fdatasync (empty: fdatasync of the
+/// file, fsync of the directory).
 result<void> write_checkpoint(const std::filesystem::path& dir, lsn at,
                               std::string_view image, const files::sync_fn& sync);
 
-/// Checkpoint files in dir/checkpoints, newest first.
+/// Checkpoint files in dir/checkpoints, newest first (none when the directory
+/// cannot be read).
+std::vector<std::filesystem::path> list_checkpoints(file_system& files,
+                                                    const std::filesystem::path& dir);
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
 
 struct checkpoint_image {
@@ -33,6 +42,8 @@ struct checkpoint_image {
 
 /// Reads and checks a checkpoint file: corrupt_data on a bad header, size or
 /// checksum.
+result<checkpoint_image> read_checkpoint(file_system& files,
+                                         const std::filesystem::path& file);
 result<checkpoint_image> read_checkpoint(const std::filesystem::path& file);
 
 } // namespace conclave::store

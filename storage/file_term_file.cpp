@@ -2,8 +2,7 @@
 
 #include "protocols/store/crc32c.hpp"
 #include "storage/file_util.hpp"
-
-#include <cerrno>
+#include "storage/posix_file_system.hpp"
 
 namespace conclave::storage {
 
@@ -34,8 +33,8 @@ void put_le(std::string& out, uint64_t x, size_t n) {
 
 } // namespace
 
-file_term_file::file_term_file(fs::path dir)
-    : dir_(std::move(dir)), path_(dir_ / "term") {}
+file_term_file::file_term_file(fs::path dir, std::shared_ptr<store::file_system> disk)
+    : files_(std::move(disk)), dir_(std::move(dir)), path_(dir_ / "term") {}
 
 std::string file_term_file::encode(const term& t) {
   std::string out{magic};
@@ -60,16 +59,19 @@ result<term> file_term_file::decode(std::string_view bytes) {
 }
 
 result<std::shared_ptr<file_term_file>> file_term_file::open(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    return ec;
-  std::shared_ptr<file_term_file> f{new file_term_file(dir)};
+  return open(dir, store::default_file_system());
+}
+
+result<std::shared_ptr<file_term_file>>
+file_term_file::open(const fs::path& dir, std::shared_ptr<store::file_system> disk) {
+  if (auto c = disk->create_directories(dir); !c)
+    return c.error();
+  std::shared_ptr<file_term_file> f{new file_term_file(dir, std::move(disk))};
   auto tmp = f->path_;
   tmp += ".tmp";
-  if (fs::remove(tmp, ec); ec)
-    return ec;
-  auto data = files::read_file(f->path_);
+  if (auto r = f->files_->remove(tmp); !r)
+    return r.error();
+  auto data = f->files_->read_file(f->path_);
   if (!data) {
     if (data.error() == std::errc::no_such_file_or_directory)
       return f; // never saved: term zero
@@ -85,21 +87,23 @@ result<std::shared_ptr<file_term_file>> file_term_file::open(const fs::path& dir
 result<void> file_term_file::save(const term& t) {
   auto tmp = path_;
   tmp += ".tmp";
-  auto sync = files::default_sync();
-  if (auto w = files::write_file_synced(tmp, encode(t), sync); !w)
+  if (auto w = files::write_file_synced(*files_, tmp, encode(t)); !w)
     return w.error();
-  std::error_code ec;
-  fs::rename(tmp, path_, ec);
-  if (ec)
-    return ec;
-  if (auto s = files::sync_dir(dir_, sync); !s)
+  if (auto r = files_->rename(tmp, path_); !r)
+    return r.error();
+  if (auto s = files_->sync_directory(dir_); !s)
     return s.error();
   t_ = t;
   return outcome::success();
 }
 
 result<std::shared_ptr<replication::term_file>> open_term_file(const fs::path& dir) {
-  auto f = file_term_file::open(dir);
+  return open_term_file(dir, store::default_file_system());
+}
+
+result<std::shared_ptr<replication::term_file>>
+open_term_file(const fs::path& dir, std::shared_ptr<store::file_system> disk) {
+  auto f = file_term_file::open(dir, std::move(disk));
   if (!f)
     return f.error();
   return std::shared_ptr<replication::term_file>{std::move(f.value())};

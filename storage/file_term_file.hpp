@@ -1,5 +1,6 @@
 // file_term_file: a replica's promised term in DIR/term, for the replica host
-// (storage/api/term_file.hpp).
+// (storage/api/term_file.hpp), on the disk or on another file_system
+// (storage/api/file_system.hpp).
 //
 // File (36 bytes, little endian): "CTRM", u32 version (1), u64 epoch,
 // u64 leader, u64 incarnation, u32 CRC-32C of the 32 bytes before it.
@@ -17,6 +18,7 @@
 //   would let the replica vote or accept again in a term it already left.
 #pragma once
 
+#include "storage/api/file_system.hpp"
 #include "storage/api/term_file.hpp"
 
 #include <filesystem>
@@ -27,9 +29,12 @@ namespace conclave::storage {
 
 class file_term_file final : public replication::term_file {
 public:
-  /// Opens DIR/term (dir created if missing).
+  /// Opens DIR/term (dir created if missing) on the disk.
   static store::result<std::shared_ptr<file_term_file>>
   open(const std::filesystem::path& dir);
+  /// The same on `disk` (a simulated one, say).
+  static store::result<std::shared_ptr<file_term_file>>
+  open(const std::filesystem::path& dir, std::shared_ptr<store::file_system> disk);
 
   store::result<void> save(const replication::term& t) override;
   replication::term load() const override { return t_; }
@@ -42,15 +47,20 @@ public:
   static store::result<replication::term> decode(std::string_view bytes);
 
 private:
-  explicit file_term_file(std::filesystem::path dir);
+  file_term_file(std::filesystem::path dir, std::shared_ptr<store::file_system> disk);
 
+  std::shared_ptr<store::file_system> files_;
   std::filesystem::path dir_;
   std::filesystem::path path_;
   replication::term t_;
 };
 
-/// Opens the term file of a replica in `dir` (created if missing).
+/// Opens the term file of a replica in `dir` (created if missing), on the
+/// disk, or on `disk` when given.
 store::result<std::shared_ptr<replication::term_file>>
 open_term_file(const std::filesystem::path& dir);
+store::result<std::shared_ptr<replication::term_file>>
+open_term_file(const std::filesystem::path& dir,
+               std::shared_ptr<store::file_system> disk);
 
 } // namespace conclave::storage

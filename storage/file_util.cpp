@@ -76,6 +76,19 @@ result<void> write_file_synced(const std::filesystem::path& file, std::string_vi
   return w;
 }
 
+result<void> write_file_synced(file_system& fs, const std::filesystem::path& file,
+                               std::string_view data) {
+  auto f = fs.open_for_write(file, file_system::open_mode::create_truncate);
+  if (!f)
+    return f.error();
+  auto w = f.value()->write(data);
+  if (w)
+    w = f.value()->sync();
+  if (auto c = f.value()->close(); !c && w)
+    w = c.error();
+  return w;
+}
+
 std::string lsn_name(const std::string& prefix, lsn l, const std::string& suffix) {
   char digits[32];
   std::snprintf(digits, sizeof(digits), "%020llu",

@@ -1,6 +1,7 @@
 #include "storage/log_scan.hpp"
 
 #include "storage/file_util.hpp"
+#include "storage/posix_file_system.hpp"
 
 #include <algorithm>
 
@@ -48,9 +49,8 @@ bool all_zero(std::string_view bytes) {
 namespace {
 
 /// Reads and classifies out.segments (listed, sorted, not yet read).
-result<void> scan_segments(log_scan& out, const log_scan_options& opts,
+result<void> scan_segments(file_system& disk, log_scan& out, const log_scan_options& opts,
                            const log_scan_fn& each) {
-  std::error_code ec;
   const uint64_t base = opts.base.value;
   uint64_t expected = base + 1; // the next needed lsn
   bool have_prev = false;
@@ -75,13 +75,12 @@ result<void> scan_segments(log_scan& out, const log_scan_options& opts,
         i + 1 < out.segments.size() && out.segments[i + 1].named.value <= base + 1;
     if (covered && !opts.read_covered) {
       seg.skipped = true;
-      seg.bytes = fs::file_size(seg.path, ec);
-      ec.clear();
+      seg.bytes = files::value_or(disk.file_size(seg.path), uint64_t{0});
       if (!out.fatal)
         last_good = {i + 1, 0};
       continue;
     }
-    auto data = files::read_file(seg.path);
+    auto data = disk.read_file(seg.path);
     if (!data)
       return data.error();
     std::string_view bytes = data.value();
@@ -249,7 +248,8 @@ log_position kept_end(const log_scan& out) {
 /// would be cut then, a second cut. So read it now, as that open would, and
 /// if it ends in damage, make the end of its valid records the end of the
 /// log: one recovery or repair cuts all there is to cut.
-result<void> read_tail_of_skipped(log_scan& out, const log_scan_options& opts) {
+result<void> read_tail_of_skipped(file_system& disk, log_scan& out,
+                                  const log_scan_options& opts) {
   auto end = kept_end(out);
   if (end.offset != 0 || end.segment == 0 || end.segment > out.segments.size()
       || !out.segments[end.segment - 1].skipped)
@@ -263,7 +263,7 @@ result<void> read_tail_of_skipped(log_scan& out, const log_scan_options& opts) {
   seg.named = out.segments[k].named;
   alone.segments.push_back(std::move(seg));
   bool needed = false;
-  if (auto r = scan_segments(alone, opts,
+  if (auto r = scan_segments(disk, alone, opts,
                              [&](const log_record&, std::string_view) -> result<void> {
                                needed = true;
                                return outcome::success();
@@ -304,31 +304,33 @@ result<void> read_tail_of_skipped(log_scan& out, const log_scan_options& opts) {
 
 } // namespace
 
-result<log_scan> scan_log(const fs::path& dir, const log_scan_options& opts,
-                          const log_scan_fn& each) {
+result<log_scan> scan_log(file_system& disk, const fs::path& dir,
+                          const log_scan_options& opts, const log_scan_fn& each) {
   log_scan out;
   out.base = opts.base;
   out.needed_last = opts.base;
-  std::error_code ec;
   auto log_dir = dir / "log";
-  if (!fs::exists(log_dir, ec))
+  auto found = disk.exists(log_dir);
+  if (!found)
+    return found.error();
+  if (!found.value())
     return out;
-  for (auto& e : fs::directory_iterator(log_dir, ec))
-    if (auto named =
-            files::parse_lsn_name(e.path().filename().string(), "seg-", ".wal")) {
+  auto names = disk.list_directory(log_dir);
+  if (!names)
+    return names.error();
+  for (auto& name : names.value())
+    if (auto named = files::parse_lsn_name(name, "seg-", ".wal")) {
       segment_scan s;
-      s.path = e.path();
+      s.path = log_dir / name;
       s.named = *named;
       out.segments.push_back(std::move(s));
     }
-  if (ec)
-    return ec;
   std::sort(
       out.segments.begin(), out.segments.end(),
       [](const segment_scan& a, const segment_scan& b) { return a.named < b.named; });
-  if (auto r = scan_segments(out, opts, each); !r)
+  if (auto r = scan_segments(disk, out, opts, each); !r)
     return r.error();
-  if (auto r = read_tail_of_skipped(out, opts); !r)
+  if (auto r = read_tail_of_skipped(disk, out, opts); !r)
     return r.error();
   if (out.fatal) {
     for (size_t i = out.keep_end.segment; i < out.segments.size(); ++i) {
@@ -340,6 +342,11 @@ result<log_scan> scan_log(const fs::path& dir, const log_scan_options& opts,
     }
   }
   return out;
+}
+
+result<log_scan> scan_log(const fs::path& dir, const log_scan_options& opts,
+                          const log_scan_fn& each) {
+  return scan_log(*default_file_system(), dir, opts, each);
 }
 
 } // namespace conclave::store

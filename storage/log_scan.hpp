@@ -38,6 +38,7 @@
 
 #include "protocols/store/errc.hpp"
 #include "protocols/store/log_record.hpp"
+#include "storage/api/file_system.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -141,6 +142,10 @@ using log_scan_fn =
 /// Scans dir/"log" (an absent directory is an empty log). An error from
 /// `each` or a failed read stops the scan and is returned (a read error is
 /// never taken for damage).
+result<log_scan> scan_log(file_system& files, const std::filesystem::path& dir,
+                          const log_scan_options& opts, const log_scan_fn& each);
+
+/// The same on the disk.
 result<log_scan> scan_log(const std::filesystem::path& dir, const log_scan_options& opts,
                           const log_scan_fn& each);
 

@@ -1,11 +1,9 @@
 #include "storage/wal.hpp"
 
 #include "storage/log_scan.hpp"
+#include "storage/posix_file_system.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace conclave::store {
 
@@ -20,7 +18,9 @@ const std::string segment_suffix = ".wal";
 
 wal::wal(wal_options opts)
     : opts_(std::move(opts)), log_dir_(opts_.dir / "log"),
-      sync_(opts_.sync ? opts_.sync : files::default_sync()) {}
+      fs_(opts_.fs     ? opts_.fs
+          : opts_.sync ? make_posix_file_system(opts_.sync)
+                       : default_file_system()) {}
 
 result<std::unique_ptr<wal>> wal::open(wal_options opts, lsn after,
                                        const replay_fn& replay, wal_recovery& report) {
@@ -40,35 +40,19 @@ wal::~wal() {
     work_cv_.notify_all();
     writer_.join();
   }
-  if (fd_ >= 0)
-    ::close(fd_);
+  file_.reset(); // closes
 }
 
 namespace {
 
 /// A free name in `dir` for bytes moved aside from `segment` at `offset`.
-fs::path aside_name(const fs::path& dir, const fs::path& segment, uint64_t offset) {
+fs::path aside_name(file_system& disk, const fs::path& dir, const fs::path& segment,
+                    uint64_t offset) {
   auto stem = segment.filename().string() + ".from-" + std::to_string(offset);
-  std::error_code ec;
   auto p = dir / (stem + ".torn");
-  for (int n = 1; fs::exists(p, ec); ++n)
+  for (int n = 1; files::value_or(disk.exists(p), false); ++n)
     p = dir / (stem + "." + std::to_string(n) + ".torn");
   return p;
-}
-
-/// pwrite of all of `data` at `offset` (retrying short writes and EINTR).
-result<void> write_at(int fd, std::string_view data, uint64_t offset) {
-  while (!data.empty()) {
-    auto n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return files::last_error();
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
-  }
-  return outcome::success();
 }
 
 } // namespace
@@ -76,21 +60,16 @@ result<void> write_at(int fd, std::string_view data, uint64_t offset) {
 result<void> wal::move_aside(const segment_scan& seg, uint64_t offset,
                              wal_recovery& report) {
   auto aside_dir = log_dir_ / "lost+found";
-  std::error_code ec;
   uint64_t used = seg.bytes - seg.zero_tail; // zero bytes at the end are no data
   if (offset == 0) {
-    if (used == 0) {
-      fs::remove(seg.path, ec); // empty or never written
-      return ec ? result<void>{ec} : outcome::success();
-    }
-    fs::create_directories(aside_dir, ec);
-    if (ec)
-      return ec;
-    auto to = aside_name(aside_dir, seg.path, 0);
-    fs::rename(seg.path, to, ec);
-    if (ec)
-      return ec;
-    if (auto s = files::sync_dir(aside_dir, sync_); !s)
+    if (used == 0)
+      return fs_->remove(seg.path); // empty or never written
+    if (auto c = fs_->create_directories(aside_dir); !c)
+      return c.error();
+    auto to = aside_name(*fs_, aside_dir, seg.path, 0);
+    if (auto r = fs_->rename(seg.path, to); !r)
+      return r.error();
+    if (auto s = fs_->sync_directory(aside_dir); !s)
       return s.error();
     report.cut_bytes += used;
     report.moved_to.push_back(to);
@@ -98,59 +77,50 @@ result<void> wal::move_aside(const segment_scan& seg, uint64_t offset,
   }
   if (used > offset) {
     // Copy first (synced), then cut: a crash in between cuts again next time.
-    auto data = files::read_file(seg.path);
+    auto data = fs_->read_file(seg.path);
     if (!data)
       return data.error();
     if (data.value().size() < used)
       return errc::corrupt_data; // changed under us
-    fs::create_directories(aside_dir, ec);
-    if (ec)
-      return ec;
-    auto to = aside_name(aside_dir, seg.path, offset);
+    if (auto c = fs_->create_directories(aside_dir); !c)
+      return c.error();
+    auto to = aside_name(*fs_, aside_dir, seg.path, offset);
     auto tmp = to;
     tmp += ".tmp";
     std::string_view bytes = data.value();
-    if (auto w =
-            files::write_file_synced(tmp, bytes.substr(offset, used - offset), sync_);
+    if (auto w = files::write_file_synced(*fs_, tmp, bytes.substr(offset, used - offset));
         !w)
       return w.error();
-    fs::rename(tmp, to, ec);
-    if (ec)
-      return ec;
-    if (auto s = files::sync_dir(aside_dir, sync_); !s)
+    if (auto r = fs_->rename(tmp, to); !r)
+      return r.error();
+    if (auto s = fs_->sync_directory(aside_dir); !s)
       return s.error();
     report.cut_bytes += used - offset;
     report.moved_to.push_back(to);
   }
-  int fd = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return files::last_error();
-  auto rc = ::ftruncate(fd, static_cast<off_t>(offset));
-  if (rc == 0)
-    rc = sync_(fd);
-  auto err = rc != 0 ? files::last_error() : std::error_code{};
-  ::close(fd);
-  if (err)
-    return err;
-  return outcome::success();
+  auto f = fs_->open_for_write(seg.path, file_system::open_mode::existing);
+  if (!f)
+    return f.error();
+  auto cut = f.value()->truncate(offset);
+  if (cut)
+    cut = f.value()->sync();
+  return cut;
 }
 
 result<void> wal::scan(lsn after, const replay_fn& replay, wal_recovery& report) {
-  std::error_code ec;
-  fs::create_directories(log_dir_, ec);
-  if (ec)
-    return ec;
+  if (auto c = fs_->create_directories(log_dir_); !c)
+    return c.error();
   log_scan_options so;
   so.base = after;
-  auto scanned =
-      scan_log(opts_.dir, so, [&](const log_record& r, std::string_view) -> result<void> {
-        if (auto a = replay(r); !a)
-          return a.error();
-        if (report.records++ == 0)
-          report.first = r.lsn;
-        report.last = r.lsn;
-        return outcome::success();
-      });
+  auto scanned = scan_log(*fs_, opts_.dir, so,
+                          [&](const log_record& r, std::string_view) -> result<void> {
+                            if (auto a = replay(r); !a)
+                              return a.error();
+                            if (report.records++ == 0)
+                              report.first = r.lsn;
+                            report.last = r.lsn;
+                            return outcome::success();
+                          });
   if (!scanned)
     return scanned.error();
   auto& log = scanned.value();
@@ -203,7 +173,7 @@ result<void> wal::scan(lsn after, const replay_fn& replay, wal_recovery& report)
     report.cut_reason = log.fatal ? "repair: " + log.problem : log.reason;
   }
   if (end.segment < log.segments.size())
-    if (auto s = files::sync_dir(log_dir_, sync_); !s)
+    if (auto s = fs_->sync_directory(log_dir_); !s)
       return s.error();
   appended_ = durable_ = log.needed_last;
   return outcome::success();
@@ -302,13 +272,10 @@ result<void> wal::truncate_through(lsn l) {
   }
   if (doomed.empty())
     return outcome::success();
-  for (auto& p : doomed) {
-    std::error_code ec;
-    fs::remove(p, ec);
-    if (ec)
-      return ec;
-  }
-  return files::sync_dir(log_dir_, sync_);
+  for (auto& p : doomed)
+    if (auto r = fs_->remove(p); !r)
+      return r.error();
+  return fs_->sync_directory(log_dir_);
 }
 
 void wal::crash_for_testing() {
@@ -412,14 +379,12 @@ bool wal::lead(std::unique_lock<std::mutex>& lk) {
 
 result<void> wal::open_segment(lsn first) {
   auto path = log_dir_ / files::lsn_name(segment_prefix, first, segment_suffix);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return files::last_error();
-  if (auto s = files::sync_dir(log_dir_, sync_); !s) {
-    ::close(fd);
+  auto f = fs_->open_for_write(path, file_system::open_mode::create_truncate);
+  if (!f)
+    return f.error();
+  if (auto s = fs_->sync_directory(log_dir_); !s)
     return s.error();
-  }
-  fd_ = fd;
+  file_ = std::move(f.value());
   segment_size_ = 0;
   zeroed_ = 0;
   std::lock_guard<std::mutex> guard{mtx_};
@@ -428,8 +393,8 @@ result<void> wal::open_segment(lsn first) {
 }
 
 result<void> wal::sync_current() {
-  if (sync_(fd_) != 0)
-    return files::last_error();
+  if (auto s = file_->sync(); !s)
+    return s.error();
   std::lock_guard<std::mutex> guard{mtx_};
   ++stats_.syncs;
   return outcome::success();
@@ -453,7 +418,7 @@ result<void> wal::write_batch(std::vector<entry>& batch) {
       buf.append(target - end, '\0');
       zeroed_ = target;
     }
-    if (auto w = write_at(fd_, buf, at); !w)
+    if (auto w = file_->write_at(at, buf); !w)
       return w.error();
     {
       std::lock_guard<std::mutex> guard{mtx_};
@@ -465,15 +430,14 @@ result<void> wal::write_batch(std::vector<entry>& batch) {
     return outcome::success();
   };
   for (auto& e : batch) {
-    if (fd_ < 0 || e.roll_before || segment_size_ >= opts_.segment_bytes) {
+    if (!file_ || e.roll_before || segment_size_ >= opts_.segment_bytes) {
       if (auto f = flush(); !f)
         return f.error();
-      if (fd_ >= 0) {
+      if (file_) {
         if (dirty)
           if (auto s = sync_current(); !s)
             return s.error();
-        ::close(fd_);
-        fd_ = -1;
+        file_.reset(); // closes
         dirty = false;
       }
       if (auto o = open_segment(e.l); !o)

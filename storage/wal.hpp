@@ -35,6 +35,7 @@
 
 #include "protocols/store/errc.hpp"
 #include "protocols/store/log_record.hpp"
+#include "storage/api/file_system.hpp"
 #include "storage/file_util.hpp"
 #include "storage/log_scan.hpp"
 
@@ -63,7 +64,11 @@ struct wal_options {
   /// false: one write + sync per record (the serial baseline).
   bool group_commit = true;
   /// fdatasync replacement (tests inject failures); empty: ::fdatasync.
+  /// For the disk only: ignored when `fs` is set.
   files::sync_fn sync;
+  /// Where the files are (a simulated disk in tests and simulations); empty:
+  /// the disk (storage/posix_file_system.hpp) with `sync`.
+  std::shared_ptr<file_system> fs;
   /// Accept the loss of corruption in the middle (the operator's `store
   /// repair`): cut there, keeping a copy, instead of refusing to open.
   bool repair = false;
@@ -179,10 +184,10 @@ private:
 
   wal_options opts_;
   std::filesystem::path log_dir_;
-  files::sync_fn sync_;
+  std::shared_ptr<file_system> fs_;
 
   // The leader's only (leading_ hands them over under mtx_).
-  int fd_ = -1;
+  std::unique_ptr<writable_file> file_;
   uint64_t segment_size_ = 0; // bytes of records in the current segment
   uint64_t zeroed_ = 0;       // file size: records, then zeros up to here
 

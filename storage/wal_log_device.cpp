@@ -3,12 +3,10 @@
 #include "storage/checkpoint_file.hpp"
 #include "storage/file_util.hpp"
 #include "storage/log_scan.hpp"
+#include "storage/posix_file_system.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 namespace conclave::storage {
 
@@ -30,15 +28,15 @@ struct named_segment {
 };
 
 /// The segment files of log_dir, oldest first.
-result<std::vector<named_segment>> list_segments(const fs::path& log_dir) {
+result<std::vector<named_segment>> list_segments(store::file_system& disk,
+                                                 const fs::path& log_dir) {
   std::vector<named_segment> out;
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(log_dir, ec))
-    if (auto named = files::parse_lsn_name(e.path().filename().string(), segment_prefix,
-                                           segment_suffix))
-      out.push_back({e.path(), *named});
-  if (ec)
-    return ec;
+  auto names = disk.list_directory(log_dir);
+  if (!names)
+    return names.error();
+  for (auto& name : names.value())
+    if (auto named = files::parse_lsn_name(name, segment_prefix, segment_suffix))
+      out.push_back({log_dir / name, *named});
   std::sort(out.begin(), out.end(), [](const named_segment& a, const named_segment& b) {
     return a.first < b.first;
   });
@@ -46,28 +44,28 @@ result<std::vector<named_segment>> list_segments(const fs::path& log_dir) {
 }
 
 /// A free name in `dir` for the bytes of `segment` from `offset` on.
-fs::path truncated_name(const fs::path& dir, const fs::path& segment, uint64_t offset) {
+fs::path truncated_name(store::file_system& disk, const fs::path& dir,
+                        const fs::path& segment, uint64_t offset) {
   auto stem = segment.filename().string() + ".from-" + std::to_string(offset);
-  std::error_code ec;
   auto p = dir / (stem + ".truncated");
-  for (int n = 1; fs::exists(p, ec); ++n)
+  for (int n = 1; files::value_or(disk.exists(p), false); ++n)
     p = dir / (stem + "." + std::to_string(n) + ".truncated");
   return p;
 }
 
 /// A free name in `dir` for `file` (moved aside).
-fs::path aside_name(const fs::path& dir, const fs::path& file) {
-  std::error_code ec;
+fs::path aside_name(store::file_system& disk, const fs::path& dir, const fs::path& file) {
   auto p = dir / file.filename();
-  for (int n = 1; fs::exists(p, ec); ++n)
+  for (int n = 1; files::value_or(disk.exists(p), false); ++n)
     p = dir / (file.filename().string() + "." + std::to_string(n));
   return p;
 }
 
 /// Reads a checkpoint file; a bad one is reported by name in `problem`.
-result<store::checkpoint_image> read_named_checkpoint(const fs::path& file,
+result<store::checkpoint_image> read_named_checkpoint(store::file_system& disk,
+                                                      const fs::path& file,
                                                       std::string& problem) {
-  auto ck = store::read_checkpoint(file);
+  auto ck = store::read_checkpoint(disk, file);
   if (!ck) {
     problem = "checkpoint " + file.string() + " is corrupt or unreadable ("
               + ck.error().message() + ")";
@@ -78,45 +76,43 @@ result<store::checkpoint_image> read_named_checkpoint(const fs::path& file,
 
 } // namespace
 
-wal_log_device::wal_log_device(replica_log_options opts) : opts_(std::move(opts)) {}
+wal_log_device::wal_log_device(replica_log_options opts)
+    : opts_(std::move(opts)), fs_(opts_.fs     ? opts_.fs
+                                  : opts_.sync ? store::make_posix_file_system(opts_.sync)
+                                               : store::default_file_system()) {}
 
 wal_log_device::~wal_log_device() {
   wal_.reset(); // writes and syncs what is queued; completes pending syncs
-  if (lock_fd_ >= 0)
-    ::close(lock_fd_); // releases the flock
+  lock_.reset();
 }
 
 result<std::shared_ptr<wal_log_device>>
 wal_log_device::open(replica_log_options opts, store::wal_recovery& report) {
-  std::error_code ec;
-  fs::create_directories(opts.dir, ec);
-  if (ec)
-    return ec;
   std::shared_ptr<wal_log_device> dev{new wal_log_device(std::move(opts))};
-  auto lock_path = dev->opts_.dir / "LOCK";
-  dev->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (dev->lock_fd_ < 0)
-    return files::last_error();
-  if (::flock(dev->lock_fd_, LOCK_EX | LOCK_NB) != 0)
-    return errc::directory_in_use;
+  auto& disk = *dev->fs_;
+  if (auto c = disk.create_directories(dev->opts_.dir); !c)
+    return c.error();
+  auto lock = disk.lock_exclusive(dev->opts_.dir / "LOCK");
+  if (!lock)
+    return lock.error();
+  dev->lock_ = std::move(lock.value());
   // A snapshot install that passed its commit point is finished first; one
   // that did not (only a .tmp) never happened.
   auto install_dir = dev->opts_.dir / "install";
-  if (fs::exists(install_dir, ec)) {
-    auto pending = store::list_checkpoints(install_dir);
+  if (files::value_or(disk.exists(install_dir), false)) {
+    auto pending = store::list_checkpoints(disk, install_dir);
     if (!pending.empty()) {
-      if (auto ck = read_named_checkpoint(pending.front(), report.problem); !ck)
+      if (auto ck = read_named_checkpoint(disk, pending.front(), report.problem); !ck)
         return ck.error();
       if (auto f = dev->finish_install(pending.front()); !f)
         return f.error();
     } else {
-      fs::remove_all(install_dir, ec);
-      if (ec)
-        return ec;
+      if (auto r = disk.remove_all(install_dir); !r)
+        return r.error();
     }
   }
-  if (auto cks = store::list_checkpoints(dev->opts_.dir); !cks.empty()) {
-    auto ck = read_named_checkpoint(cks.front(), report.problem);
+  if (auto cks = store::list_checkpoints(disk, dev->opts_.dir); !cks.empty()) {
+    auto ck = read_named_checkpoint(disk, cks.front(), report.problem);
     if (!ck)
       return ck.error();
     dev->checkpoint_lsn_ = ck.value().at;
@@ -135,7 +131,7 @@ result<void> wal_log_device::open_wal(lsn after, store::wal_recovery& report,
   wo.dir = opts_.dir;
   wo.segment_bytes = opts_.segment_bytes;
   wo.preallocate_bytes = opts_.preallocate_bytes;
-  wo.sync = opts_.sync;
+  wo.fs = fs_;
   auto replay = [records](const store::log_record& r) -> result<void> {
     if (records)
       records->push_back(r);
@@ -258,19 +254,17 @@ result<void> wal_log_device::truncate_after(lsn at) {
 }
 
 result<void> wal_log_device::cut_files(lsn at) {
+  auto& disk = *fs_;
   auto log_dir = opts_.dir / "log";
   auto aside_dir = log_dir / "truncated";
-  auto sync = opts_.sync ? opts_.sync : files::default_sync();
-  auto segs = list_segments(log_dir);
+  auto segs = list_segments(disk, log_dir);
   if (!segs)
     return segs.error();
   auto& all = segs.value();
-  std::error_code ec;
   auto make_aside_dir = [&]() -> result<void> {
-    fs::create_directories(aside_dir, ec);
-    if (ec)
-      return ec;
-    return files::sync_dir(log_dir, sync);
+    if (auto c = disk.create_directories(aside_dir); !c)
+      return c.error();
+    return disk.sync_directory(log_dir);
   };
   // Whole segments after `at`, newest first, each move synced before the
   // next: a crash in between leaves a log that ends earlier, never one with
@@ -282,13 +276,12 @@ result<void> wal_log_device::cut_files(lsn at) {
         return m.error();
       have_aside_dir = true;
     }
-    auto to = truncated_name(aside_dir, all.back().path, 0);
-    fs::rename(all.back().path, to, ec);
-    if (ec)
-      return ec;
-    if (auto s = files::sync_dir(aside_dir, sync); !s)
+    auto to = truncated_name(disk, aside_dir, all.back().path, 0);
+    if (auto r = disk.rename(all.back().path, to); !r)
+      return r.error();
+    if (auto s = disk.sync_directory(aside_dir); !s)
       return s.error();
-    if (auto s = files::sync_dir(log_dir, sync); !s)
+    if (auto s = disk.sync_directory(log_dir); !s)
       return s.error();
     all.pop_back();
   }
@@ -297,7 +290,7 @@ result<void> wal_log_device::cut_files(lsn at) {
                                                   : result<void>{errc::corrupt_data};
   // The segment that holds record `at`: find where that record ends.
   auto& holder = all.back();
-  auto data = files::read_file(holder.path);
+  auto data = disk.read_file(holder.path);
   if (!data)
     return data.error();
   std::string_view bytes = data.value();
@@ -331,28 +324,25 @@ result<void> wal_log_device::cut_files(lsn at) {
     if (!have_aside_dir)
       if (auto m = make_aside_dir(); !m)
         return m.error();
-    auto to = truncated_name(aside_dir, holder.path, end);
+    auto to = truncated_name(disk, aside_dir, holder.path, end);
     auto tmp = to;
     tmp += ".tmp";
-    if (auto w = files::write_file_synced(tmp, bytes.substr(end, used - end), sync); !w)
+    if (auto w = files::write_file_synced(disk, tmp, bytes.substr(end, used - end)); !w)
       return w.error();
-    fs::rename(tmp, to, ec);
-    if (ec)
-      return ec;
-    if (auto s = files::sync_dir(aside_dir, sync); !s)
+    if (auto r = disk.rename(tmp, to); !r)
+      return r.error();
+    if (auto s = disk.sync_directory(aside_dir); !s)
       return s.error();
   }
   if (bytes.size() > end) {
-    int fd = ::open(holder.path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-      return files::last_error();
-    auto rc = ::ftruncate(fd, static_cast<off_t>(end));
-    if (rc == 0)
-      rc = sync(fd); // the size change is what fdatasync must persist here
-    auto err = rc != 0 ? files::last_error() : std::error_code{};
-    ::close(fd);
-    if (err)
-      return err;
+    auto f = disk.open_for_write(holder.path, store::file_system::open_mode::existing);
+    if (!f)
+      return f.error();
+    if (auto t = f.value()->truncate(end); !t)
+      return t.error();
+    // The size change is what fdatasync must persist here.
+    if (auto s = f.value()->sync(); !s)
+      return s.error();
   }
   return outcome::success();
 }
@@ -365,8 +355,7 @@ result<void> wal_log_device::checkpoint(std::string image, lsn at) {
     if (at > durable_ || at < checkpoint_lsn_)
       return errc::bad_argument; // never checkpoint what is not durable
   }
-  auto sync = opts_.sync ? opts_.sync : files::default_sync();
-  if (auto w = store::write_checkpoint(opts_.dir, at, image, sync); !w)
+  if (auto w = store::write_checkpoint(*fs_, opts_.dir, at, image); !w)
     return w.error(); // not fatal: the log still holds every record
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -403,50 +392,42 @@ result<void> wal_log_device::stop_wal(lsn appended) {
 }
 
 result<void> wal_log_device::finish_install(const fs::path& install_file) {
-  auto sync = opts_.sync ? opts_.sync : files::default_sync();
+  auto& disk = *fs_;
   auto log_dir = opts_.dir / "log";
   auto aside_dir = log_dir / "replaced";
   auto ck_dir = opts_.dir / "checkpoints";
-  std::error_code ec;
-  fs::create_directories(aside_dir, ec);
-  if (ec)
-    return ec;
-  if (auto s = files::sync_dir(log_dir, sync); !s)
+  if (auto c = disk.create_directories(aside_dir); !c)
+    return c.error();
+  if (auto s = disk.sync_directory(log_dir); !s)
     return s.error();
   // Newest first, each move synced: a crash leaves a prefix of the old log
   // (and the install file, so the next open finishes the install).
-  auto segs = list_segments(log_dir);
+  auto segs = list_segments(disk, log_dir);
   if (!segs)
     return segs.error();
   auto& all = segs.value();
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    fs::rename(it->path, aside_name(aside_dir, it->path), ec);
-    if (ec)
-      return ec;
-    if (auto s = files::sync_dir(aside_dir, sync); !s)
+    if (auto r = disk.rename(it->path, aside_name(disk, aside_dir, it->path)); !r)
+      return r.error();
+    if (auto s = disk.sync_directory(aside_dir); !s)
       return s.error();
-    if (auto s = files::sync_dir(log_dir, sync); !s)
+    if (auto s = disk.sync_directory(log_dir); !s)
       return s.error();
   }
-  fs::create_directories(ck_dir, ec);
-  if (ec)
-    return ec;
-  for (auto& old : store::list_checkpoints(opts_.dir)) {
-    fs::rename(old, aside_name(aside_dir, old), ec);
-    if (ec)
-      return ec;
-  }
-  if (auto s = files::sync_dir(aside_dir, sync); !s)
+  if (auto c = disk.create_directories(ck_dir); !c)
+    return c.error();
+  for (auto& old : store::list_checkpoints(disk, opts_.dir))
+    if (auto r = disk.rename(old, aside_name(disk, aside_dir, old)); !r)
+      return r.error();
+  if (auto s = disk.sync_directory(aside_dir); !s)
     return s.error();
-  fs::rename(install_file, ck_dir / install_file.filename(), ec);
-  if (ec)
-    return ec;
-  if (auto s = files::sync_dir(ck_dir, sync); !s)
+  if (auto r = disk.rename(install_file, ck_dir / install_file.filename()); !r)
+    return r.error();
+  if (auto s = disk.sync_directory(ck_dir); !s)
     return s.error();
-  fs::remove_all(opts_.dir / "install", ec);
-  if (ec)
-    return ec;
-  return files::sync_dir(opts_.dir, sync);
+  if (auto r = disk.remove_all(opts_.dir / "install"); !r)
+    return r.error();
+  return disk.sync_directory(opts_.dir);
 }
 
 result<void> wal_log_device::install_snapshot(std::string image, lsn at) {
@@ -455,22 +436,20 @@ result<void> wal_log_device::install_snapshot(std::string image, lsn at) {
     if (failure_ || !wal_)
       return errc::store_failed;
   }
-  auto sync = opts_.sync ? opts_.sync : files::default_sync();
+  auto& disk = *fs_;
   auto install_dir = opts_.dir / "install";
-  std::error_code ec;
-  fs::remove_all(install_dir, ec);
-  if (ec)
-    return ec;
+  if (auto r = disk.remove_all(install_dir); !r)
+    return r.error();
   // The commit point: the image durable under install/.
-  if (auto w = store::write_checkpoint(install_dir, at, image, sync); !w)
+  if (auto w = store::write_checkpoint(disk, install_dir, at, image); !w)
     return w.error();
-  if (auto s = files::sync_dir(install_dir, sync); !s)
+  if (auto s = disk.sync_directory(install_dir); !s)
     return s.error();
-  if (auto s = files::sync_dir(opts_.dir, sync); !s)
+  if (auto s = disk.sync_directory(opts_.dir); !s)
     return s.error();
   if (auto st = stop_wal(); !st)
     return st.error();
-  auto pending = store::list_checkpoints(install_dir);
+  auto pending = store::list_checkpoints(disk, install_dir);
   if (pending.empty()) {
     fail(make_error_code(errc::corrupt_data));
     return errc::corrupt_data;
@@ -522,10 +501,10 @@ result<store::log_device::recovered> wal_log_device::recover() {
     base = checkpoint_lsn_;
   }
   if (base.value > 0) {
-    auto cks = store::list_checkpoints(opts_.dir);
+    auto cks = store::list_checkpoints(*fs_, opts_.dir);
     if (cks.empty())
       return errc::corrupt_data;
-    auto ck = store::read_checkpoint(cks.front());
+    auto ck = store::read_checkpoint(*fs_, cks.front());
     if (!ck)
       return errc::corrupt_data;
     if (ck.value().at != base)
@@ -537,12 +516,13 @@ result<store::log_device::recovered> wal_log_device::recover() {
     return errc::io_failure;
   store::log_scan_options so;
   so.base = base;
-  auto scanned = store::scan_log(
-      opts_.dir, so, [&](const store::log_record& r, std::string_view) -> result<void> {
-        if (r.lsn <= appended)
-          out.records.push_back(r);
-        return outcome::success();
-      });
+  auto scanned =
+      store::scan_log(*fs_, opts_.dir, so,
+                      [&](const store::log_record& r, std::string_view) -> result<void> {
+                        if (r.lsn <= appended)
+                          out.records.push_back(r);
+                        return outcome::success();
+                      });
   if (!scanned)
     return scanned.error();
   if (scanned.value().fatal || out.records.size() != appended.value - base.value)

@@ -53,6 +53,7 @@
 //   the report's `problem` naming the file: never read as no checkpoint.
 #pragma once
 
+#include "storage/api/file_system.hpp"
 #include "storage/api/log_device.hpp"
 #include "storage/wal.hpp"
 
@@ -71,7 +72,11 @@ struct replica_log_options {
   /// Zeros written ahead of the records (wal_options::preallocate_bytes).
   uint64_t preallocate_bytes = 1u << 20;
   /// fdatasync replacement (tests inject failures); empty: ::fdatasync.
+  /// For the disk only: ignored when `fs` is set.
   store::files::sync_fn sync;
+  /// Where the files are (a simulated disk); empty: the disk
+  /// (storage/posix_file_system.hpp) with `sync`.
+  std::shared_ptr<store::file_system> fs;
 };
 
 class wal_log_device final : public store::log_device {
@@ -124,7 +129,8 @@ private:
   store::result<void> finish_install(const std::filesystem::path& install_file);
 
   replica_log_options opts_;
-  int lock_fd_ = -1;
+  std::shared_ptr<store::file_system> fs_;
+  std::unique_ptr<store::file_lock> lock_; // held while open
   std::unique_ptr<store::wal> wal_;
 
   mutable std::mutex mtx_;

@@ -110,7 +110,9 @@ void arm_timer(self_pointer self, timestamp now) {
   if (!due || (st.armed && *st.armed <= *due))
     return; // nothing to do, or a timer at least as early is pending
   st.armed = due;
-  st.opts.clock->schedule(self, std::max(duration{0}, *due - now), ++st.timer_generation);
+  st.opts.clock->send_later(
+      self, std::max(duration{0}, *due - now),
+      caf::make_message(election_atoms::timer_atom::value, ++st.timer_generation));
 }
 
 /// Hands the core's outputs to the world. Called after every input.
@@ -157,7 +159,7 @@ void start(self_pointer self) {
 candidate_actor::behavior_type candidate_impl(self_pointer self, candidate_options opts) {
   auto& st = self->state;
   if (!opts.clock)
-    opts.clock = std::make_shared<caf_clock>();
+    opts.clock = std::make_shared<caf_host_clock>();
   if (!opts.probe)
     opts.probe = std::make_shared<election_probe>();
   st.core = make_core(opts.id, opts.peers, opts.config);

@@ -17,6 +17,7 @@
 //                       exit message                    resign if leader, stop
 #pragma once
 
+#include "actors/election/host.hpp"
 #include "protocols/election/config.hpp"
 #include "protocols/election/type_ids.hpp"
 
@@ -49,7 +50,6 @@ using candidate_actor = caf::typed_actor<
     caf::reacts_to<caf::subscribe_atom, caf::actor>>;
 
 class transport;
-class election_clock;
 class election_probe;
 class leader_task;
 

@@ -4,6 +4,7 @@
 // across processes (CAF middleman) and in the simulator (virtual network and time).
 #pragma once
 
+#include "actors/timer/host_clock.hpp"
 #include "protocols/election/messages.hpp"
 
 #include <caf/actor_addr.hpp>
@@ -38,21 +39,8 @@ public:
   }
 };
 
-class election_clock {
-public:
-  virtual ~election_clock() = default;
-
-  virtual timestamp now(caf::local_actor* self) = 0;
-
-  /// Delivers (timer_atom, generation) to `self` after `after`.
-  virtual void schedule(caf::local_actor* self, duration after, uint64_t generation) = 0;
-};
-
-/// CAF's own clock: real time, or virtual time under the test coordinator.
-class caf_clock final : public election_clock {
-public:
-  timestamp now(caf::local_actor* self) override;
-  void schedule(caf::local_actor* self, duration after, uint64_t generation) override;
-};
+/// The candidate's clock: it reads time and arms its timer, (timer_atom,
+/// generation), through it.
+using election_clock = host_clock;
 
 } // namespace conclave::election

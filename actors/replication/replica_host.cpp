@@ -155,6 +155,11 @@ struct host_state {
 
 using host_impl = caf::stateful_actor<host_state>*;
 
+/// The host's time: its clock's, or CAF's.
+timestamp host_now(host_impl self) {
+  return clock_now(self->state.opts.clock.get(), self);
+}
+
 /// The device or term file failed: answer every waiting client and accept
 /// nothing more (a replica that cannot keep its promises must not answer).
 void fail(host_impl self) {
@@ -462,7 +467,7 @@ void arm_timer(host_impl self) {
     consider(st.leases.next_deadline());
     consider(st.lease_queue.next_deadline());
   }
-  st.timer.arm(self, next, replication_atoms::timer_atom_v);
+  st.timer.arm(self, st.opts.clock.get(), next, replication_atoms::timer_atom_v);
 }
 
 /// Proposals are flushed by a message the host sends itself, so that the
@@ -481,7 +486,7 @@ std::variant<std::pair<txn_ref, lsn>, errc>
 propose_txn(host_impl self, const std::vector<txn_op>& ops, commit_mode mode) {
   auto& st = self->state;
   auto ref = txn_ref{st.next_txn++};
-  auto r = st.core->propose(ref, encode_payload(ops), mode, now_of(self));
+  auto r = st.core->propose(ref, encode_payload(ops), mode, host_now(self));
   if (auto e = std::get_if<errc>(&r))
     return *e;
   schedule_flush(self);
@@ -645,7 +650,7 @@ void process(host_impl self) {
               lsn next{st.applied.value + 1};
               if (next > log.base()) {
                 auto& e = log.at(next);
-                apply_entry(st, e, now_of(self));
+                apply_entry(st, e, host_now(self));
                 st.digest = chain_digest(st.digest, e);
               }
               st.applied = next;
@@ -664,7 +669,7 @@ void process(host_impl self) {
                 st.granting.erase(lw.lease_acquire->collection);
                 st.lease_freed.push_back(lw.lease_acquire->collection);
               }
-              if (requeue_if_waiting(self, lw, r.code, now_of(self))) {
+              if (requeue_if_waiting(self, lw, r.code, host_now(self))) {
                 st.waiting_at.erase(lw.at.value);
                 st.waiting.erase(w);
               } else {
@@ -699,7 +704,7 @@ void process(host_impl self) {
     if (st.opts.healed)
       st.opts.healed();
   }
-  lease_after(self, now_of(self));
+  lease_after(self, host_now(self));
   auto out = std::move(st.core->outbox());
   st.core->outbox().clear();
   for (auto& o : out)
@@ -714,7 +719,7 @@ auto peer_handler(host_impl self) {
   return [self](Msg& m) {
     if (self->state.failed)
       return;
-    self->state.core->handle(message{std::move(m)}, now_of(self));
+    self->state.core->handle(message{std::move(m)}, host_now(self));
     process(self);
   };
 }
@@ -795,7 +800,7 @@ void on_chunk(host_impl self, snapshot_chunk& c) {
     return;
   }
   if (st.core->snapshot_offered(c.from, done.head.t, done.head.at, done.head.at_term,
-                                now_of(self)))
+                                host_now(self)))
     install(self, std::move(done.data), img.value(), std::move(state));
   process(self);
 }
@@ -953,7 +958,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
       [self](const become_primary_msg& m) {
         if (self->state.failed)
           return false;
-        auto ok = self->state.core->become_primary(m.t, now_of(self));
+        auto ok = self->state.core->become_primary(m.t, host_now(self));
         process(self);
         return ok;
       },
@@ -962,7 +967,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         if (st.failed || st.core->current_role() == role::secondary
             || m.t.leader == st.opts.self)
           return false;
-        st.core->step_down(now_of(self));
+        st.core->step_down(host_now(self));
         process(self);
         return true;
       },
@@ -972,7 +977,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
           return txn_result{errc::not_primary, lsn{}, no_node, {}};
         if (auto bad = check_request(req, st.opts.limits); bad != errc::ok)
           return txn_result{bad, lsn{}, st.core->primary_hint(), {}};
-        auto now = now_of(self);
+        auto now = host_now(self);
         // A lone acquire that may wait: FIFO behind the lease's waiters.
         std::optional<txn_op> acquire;
         timestamp until{};
@@ -1026,7 +1031,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         st.flush_pending = false;
         if (st.failed)
           return;
-        st.core->flush(now_of(self));
+        st.core->flush(host_now(self));
         process(self);
       },
       [self](replication_atoms::synced_atom, bool ok, uint64_t through) {
@@ -1039,15 +1044,15 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
           return;
         }
         lsn l{std::min({through, st.appended.value, st.sync_cap.value})};
-        st.core->log_durable(l, now_of(self));
+        st.core->log_durable(l, host_now(self));
         process(self);
       },
       [self](replication_atoms::timer_atom, uint64_t gen) {
         auto& st = self->state;
         if (st.failed || !st.timer.fire(gen))
           return;
-        st.core->tick(now_of(self));
-        lease_tick(self, now_of(self));
+        st.core->tick(host_now(self));
+        lease_tick(self, host_now(self));
         process(self);
       },
       [self](const read_request& req) {
@@ -1084,7 +1089,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         s.snapshots_unsupported = st.snapshots_unsupported;
         s.txns_refused = st.txns_refused;
         s.failed = st.failed;
-        auto now = now_of(self);
+        auto now = host_now(self);
         for (auto& l : st.core->lag()) {
           auto behind = l.records > 0 ? now - l.behind_since : duration::zero();
           s.lag.push_back(

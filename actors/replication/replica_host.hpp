@@ -72,6 +72,7 @@
 
 #include "actors/replication/lease_table.hpp"
 #include "actors/replication/type_ids.hpp"
+#include "actors/timer/host_clock.hpp"
 #include "protocols/replication/replica_core.hpp"
 #include "protocols/store/store_core.hpp"
 #include "storage/api/log_device.hpp"
@@ -107,6 +108,11 @@ public:
   virtual void deliver(node_id to, const message& m) = 0;
   /// A piece of a checkpoint stream (replica_host.hpp).
   virtual void deliver_chunk(node_id to, const snapshot_chunk& c) = 0;
+  /// Messages lost on the way (no route to the peer, a cut link), and records
+  /// shipped in append messages, retransmissions included: totals that only
+  /// grow (0 where the transport does not count them).
+  virtual uint64_t lost() const { return 0; }
+  virtual uint64_t records_shipped() const { return 0; }
 };
 
 /// Sends to peer actors in the same actor system (or remote handles). Links
@@ -120,7 +126,7 @@ public:
   void deliver(node_id to, const message& m) override;
   void deliver_chunk(node_id to, const snapshot_chunk& c) override;
   /// Messages lost: no handle for the peer, or its link cut.
-  uint64_t lost() const { return lost_; }
+  uint64_t lost() const override { return lost_; }
 
 private:
   std::map<node_id, caf::actor> peers_;
@@ -153,8 +159,11 @@ struct replica_host_options {
   /// When the acting primary frees the slot of a holder that stopped
   /// renewing (lease_table.hpp).
   lease_timing lease;
-  /// Simulator only: the rate of this host's lease clock against the actor
-  /// clock (clock drift).
+  /// How the host reads time and arms its timer (null: CAF's clock). The
+  /// simulator gives each host its node's own drifting clock.
+  std::shared_ptr<host_clock> clock;
+  /// Simulator only: the rate of this host's lease clock against its clock
+  /// (an extra drift of the lease table alone).
   double lease_clock_rate = 1.0;
   /// Most acquires waiting at the primary, all leases together; past it an
   /// acquire is answered lease_busy at once (memory stays bounded whatever

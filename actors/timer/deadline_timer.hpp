@@ -11,7 +11,10 @@
 // arrives, older ones are no-ops.
 #pragma once
 
+#include "actors/timer/host_clock.hpp"
+
 #include <caf/actor_clock.hpp>
+#include <caf/make_message.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -56,6 +59,18 @@ public:
     if (auto s = arm(next, now_of(self)))
       self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(s->delay), atom,
                          s->generation);
+  }
+
+  /// Arms for `next` on `clock` (CAF's when null): the host's time and its
+  /// timer both come from that clock.
+  template <class Self, class Atom>
+  void arm(Self* self, host_clock* clock, std::optional<timestamp> next, Atom atom) {
+    if (!clock) {
+      arm(self, next, atom);
+      return;
+    }
+    if (auto s = arm(next, clock->now(self)))
+      clock->send_later(self, s->delay, caf::make_message(atom, s->generation));
   }
 
   /// A timer of generation `gen` arrived: true if it is the armed one (then

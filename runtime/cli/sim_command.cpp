@@ -164,7 +164,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
                      "size in --nodes");
   if (trace && o.json)
     return bad_input("--trace prints on stdout; it does not mix with --json");
-  auto plan = sim::parse_fault_spec(o.faults);
+  auto plan = sim::parse_fault_spec(o.faults, sim::workload::election);
   if (!plan)
     return bad_input("--faults: " + plan.error());
   for (auto n : *sizes)
@@ -215,6 +215,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
         s.config.algo = algo;
         s.nodes = n;
         s.plan = plan.value();
+        sim::complete_partitions(s.plan, n);
         s.seed = o.seed + k;
         s.record_timeline = !o.out.empty() && timeline_run.timeline.empty() && k == 0;
         if (trace) {

@@ -56,7 +56,7 @@ int run_sim_jobs(const sim_jobs_options& o, size_t runs, uint64_t seed,
                      + "'");
   if (runs < 1)
     return bad_input("--runs: must be at least 1");
-  auto plan = sim::parse_jobs_fault_spec(faults);
+  auto plan = sim::parse_fault_spec(faults, sim::workload::jobs);
   if (!plan)
     return bad_input("--faults: " + plan.error());
   sim::jobs_settings s;

@@ -114,11 +114,12 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
     return bad_input("--pause-clients: " + pause_error);
   if (runs < 1)
     return bad_input("--runs: must be at least 1");
-  auto plan = sim::parse_fault_spec(faults);
+  auto plan = sim::parse_fault_spec(faults, sim::workload::lease);
   if (!plan)
     return bad_input("--faults: " + plan.error());
   if (auto v = sim::validate_repl(plan.value(), repl.replicas); !v)
     return bad_input("--faults: " + v.error());
+  sim::complete_partitions(plan.value(), repl.replicas);
   sim::lease_settings s;
   s.base.replicas = repl.replicas;
   s.base.clients = repl.clients;

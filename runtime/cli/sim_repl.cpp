@@ -33,7 +33,7 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
       ->capture_default_str();
   option(sub, "--unsafe", o.unsafe,
          "replication workload: none, or a broken fixture the checkers must catch: "
-         "skip-sync, lying-disk or bad-install")
+         "skip-sync, lying-disk, bad-install or reads-without-lease")
       ->capture_default_str();
 }
 
@@ -56,28 +56,33 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
     return bad_input("--fsync-us: expected 1 to 1000000, got "
                      + std::to_string(o.fsync_us));
   if (o.unsafe != "none" && o.unsafe != "skip-sync" && o.unsafe != "lying-disk"
-      && o.unsafe != "bad-install")
-    return bad_input(
-        "--unsafe: expected none, skip-sync, lying-disk or bad-install, got '" + o.unsafe
-        + "'");
+      && o.unsafe != "bad-install" && o.unsafe != "reads-without-lease")
+    return bad_input("--unsafe: expected none, skip-sync, lying-disk, bad-install or "
+                     "reads-without-lease, "
+                     "got '"
+                     + o.unsafe + "'");
   if (o.unsafe == "bad-install" && o.checkpoint_every == 0)
     return bad_input("--unsafe bad-install needs --checkpoint-every N (N > 0)");
   if (runs < 1)
     return bad_input("--runs: must be at least 1");
-  auto plan = sim::parse_fault_spec(faults);
+  auto plan = sim::parse_fault_spec(faults, sim::workload::replication);
   if (!plan)
     return bad_input("--faults: " + plan.error());
   if (auto v = sim::validate_repl(plan.value(), o.replicas); !v)
     return bad_input("--faults: " + v.error());
+  sim::complete_partitions(plan.value(), o.replicas);
   sim::repl_settings s;
   s.replicas = o.replicas;
   s.clients = o.clients;
   s.plan = std::move(plan.value());
+  if (s.plan.drift) // drift= of the fault spec: the nodes' clocks
+    s.clock_rate_error = *s.plan.drift;
   s.weak_share = o.weak_share;
   s.fsync = std::chrono::microseconds{o.fsync_us};
   s.skip_sync = o.unsafe == "skip-sync";
   s.lying_disk = o.unsafe == "lying-disk";
   s.bad_install = o.unsafe == "bad-install";
+  s.reads_without_lease = o.unsafe == "reads-without-lease";
   s.checkpoint_every = o.checkpoint_every;
   std::ostringstream weak;
   weak << o.weak_share;

@@ -1,4 +1,5 @@
 #include "runtime/node/node.hpp"
+#include "runtime/node/node_composition.hpp"
 
 #include "actors/election/candidate_actor.hpp"
 #include "actors/election/directory_transport.hpp"
@@ -144,31 +145,6 @@ std::shared_ptr<peer_links> make_links(const node_config& c,
                                       std::make_shared<el::directory_transport>(), log);
 }
 
-el::candidate_actor start_candidate_actor(caf::actor_system& sys, const node_config& c,
-                                          const std::shared_ptr<peer_links>& links,
-                                          const std::shared_ptr<node_probe>& probe,
-                                          const node_hooks& hooks) {
-  el::candidate_options opts;
-  opts.id = c.id;
-  for (auto& [id, addr] : c.peers)
-    opts.peers.push_back(el::node_id{id});
-  opts.config = c.election;
-  opts.net = std::make_shared<node_transport>(links->directory());
-  opts.probe = probe;
-  // A replica follows the candidate's leadership (replica_leadership.hpp).
-  if (auto& replica = links->replica())
-    opts.probe = std::make_shared<leadership_relay>(probe, replica->host, replica->board);
-  opts.incarnation = static_cast<uint64_t>(wall_clock_us());
-  // --algorithm lease: the task runs under the lease instead.
-  if (!c.lease_leadership)
-    opts.task = hooks.task;
-  auto candidate = el::spawn_candidate(sys, opts);
-  links->set_candidate(candidate);
-  if (auto& replica = links->replica())
-    replica->board->set_candidate(caf::actor_cast<caf::actor>(candidate));
-  return candidate;
-}
-
 void log_start(const node_config& c, const peer_links& links) {
   links.log("listening on " + c.listen.to_string() + ", cluster '" + c.cluster + "', "
             + std::string{el::to_string(c.election.algo)} + ", "
@@ -235,52 +211,67 @@ std::optional<int> prepare_data_dir(const node_config& c, replica_storage& out) 
   return std::nullopt;
 }
 
-/// Spawns the replica host and its front, and gives the links the endpoint
-/// that the gate and connectors exchange.
-void start_replica(caf::actor_system& sys, const node_config& c,
-                   const replica_storage& storage, peer_links& links,
-                   const std::shared_ptr<node_probe>& probe,
-                   const std::shared_ptr<status_writer>& status) {
-  auto ep = std::make_shared<replica_endpoint>();
-  ep->transport = std::make_shared<peer_replica_transport>();
-  replication::replica_host_options o;
-  o.self = c.id;
-  o.members.push_back(c.id);
+/// The node's actors (node_composition.hpp) with the process's pieces: the
+/// peer links' transports, the files of --data-dir, CAF's clock. Gives the
+/// links the candidate and the replica endpoint that the gate and connectors
+/// exchange.
+el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
+                            const replica_storage& storage, peer_links& links,
+                            const std::shared_ptr<node_probe>& probe,
+                            const std::shared_ptr<status_writer>& status,
+                            const node_hooks& hooks) {
+  composition_options o;
+  auto& co = o.candidate;
+  co.id = c.id;
   for (auto& [id, addr] : c.peers)
-    o.members.push_back(replication::node_id{id});
-  o.device = storage.device;
-  o.terms = storage.terms;
-  o.transport = ep->transport;
-  o.checkpoint_every_records = c.checkpoint_every_records;
-  o.checkpoint_every_bytes = c.checkpoint_every_bytes;
-  o.amnesiac = storage.amnesiac;
-  if (storage.amnesiac)
-    o.healed = [heal = storage.healed, log = links.logger()] {
-      if (heal)
-        heal();
-      if (log)
-        log->info("replica log rebuilt from the other members: it counts again");
+    co.peers.push_back(el::node_id{id});
+  co.config = c.election;
+  co.net = std::make_shared<node_transport>(links.directory());
+  co.incarnation = static_cast<uint64_t>(wall_clock_us());
+  // --algorithm lease: the task runs under the lease instead.
+  if (!c.lease_leadership)
+    co.task = hooks.task;
+  o.probe = probe;
+  std::shared_ptr<peer_replica_transport> transport;
+  if (storage.device) {
+    transport = std::make_shared<peer_replica_transport>();
+    replication::replica_host_options ro;
+    ro.device = storage.device;
+    ro.terms = storage.terms;
+    ro.transport = transport;
+    ro.checkpoint_every_records = c.checkpoint_every_records;
+    ro.checkpoint_every_bytes = c.checkpoint_every_bytes;
+    ro.amnesiac = storage.amnesiac;
+    if (storage.amnesiac)
+      ro.healed = [heal = storage.healed, log = links.logger()] {
+        if (heal)
+          heal();
+        if (log)
+          log->info("replica log rebuilt from the other members: it counts again");
+      };
+    o.replica = std::move(ro);
+    o.front.durable_storage = storage.durable;
+  }
+  auto parts = compose_node(sys, std::move(o));
+  if (parts.host) {
+    auto ep = std::make_shared<replica_endpoint>();
+    ep->host = parts.host;
+    ep->front = parts.front;
+    ep->transport = transport;
+    ep->board = parts.board;
+    ep->primary = [status, self = c.id.value, listen = c.listen,
+                   peers = c.peers]() -> std::pair<uint64_t, std::string> {
+      auto leader = status->snapshot().leader;
+      if (leader == self)
+        return {leader, listen.to_string()};
+      if (auto i = peers.find(leader); i != peers.end())
+        return {leader, i->second.to_string()};
+      return {0, std::string{}};
     };
-  ep->host = replication::spawn_replica_host(sys, std::move(o));
-  replica_front_options fo;
-  fo.host = ep->host;
-  fo.probe = probe;
-  fo.transport = ep->transport;
-  fo.durable_storage = storage.durable;
-  ep->board = std::make_shared<leadership_board>();
-  fo.board = ep->board;
-  ep->front = spawn_replica_front(sys, std::move(fo));
-  ep->board->set_front(ep->front);
-  ep->primary = [status, self = c.id.value, listen = c.listen,
-                 peers = c.peers]() -> std::pair<uint64_t, std::string> {
-    auto leader = status->snapshot().leader;
-    if (leader == self)
-      return {leader, listen.to_string()};
-    if (auto i = peers.find(leader); i != peers.end())
-      return {leader, i->second.to_string()};
-    return {0, std::string{}};
-  };
-  links.set_replica(std::move(ep));
+    links.set_replica(std::move(ep));
+  }
+  links.set_candidate(parts.candidate);
+  return parts.candidate;
 }
 
 /// Gives the links a moment to come up so the first election sees everyone
@@ -379,9 +370,7 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   links->set_authenticator(auth);
   if (c.tls)
     set_local_basp_node(basp_node_bytes(sys.node())); // basp_source_guard.hpp
-  if (storage.device)
-    start_replica(sys, c, storage, *links, probe, status);
-  auto candidate = start_candidate_actor(sys, c, links, probe, hooks);
+  auto candidate = compose(sys, c, storage, *links, probe, status, hooks);
   auto gate = spawn_gate(sys, links);
   auto published =
       c.tls ? caf::openssl::publish(gate, c.listen.port, c.listen.host.c_str(), true)

@@ -90,7 +90,7 @@ caf::result<Answer> checked_read(front_ptr self, Request& req) {
   auto& st = self->state;
   std::optional<election::term> before;
   if (st.opts.board)
-    before = st.opts.board->acting();
+    before = st.opts.board->acting_at(clock_now(st.opts.clock.get(), self));
   auto rpromise = self->make_response_promise<Answer>();
   // No request timeout: the host answers a read or list at once, from its
   // applied state (a dead host answers with an error at once), and in CAF
@@ -101,7 +101,10 @@ caf::result<Answer> checked_read(front_ptr self, Request& req) {
       .then(
           [self, rpromise, before](Answer& a) mutable {
             auto& board = self->state.opts.board;
-            if (board && !read_allowed(a.replica_role, before, board->acting())) {
+            if (board && !self->state.opts.unsafe_reads_without_lease
+                && !read_allowed(
+                    a.replica_role, before,
+                    board->acting_at(clock_now(self->state.opts.clock.get(), self)))) {
               self->state.opts.probe->message_rejected("read_without_lease");
               rpromise.deliver(refused_read<Answer>());
               return;

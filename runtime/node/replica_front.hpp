@@ -23,6 +23,7 @@
 // `not_primary`, role secondary, no value and no primary named.
 #pragma once
 
+#include "actors/timer/host_clock.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/replica_leadership.hpp"
 #include "runtime/node/replica_link.hpp"
@@ -38,7 +39,7 @@ namespace conclave::node {
 struct replica_front_options {
   caf::actor host;
   std::shared_ptr<node_probe> probe;
-  std::shared_ptr<peer_replica_transport> transport;
+  std::shared_ptr<replication::replica_transport> transport;
   /// Whether the host's log survives a restart (reported in status.json).
   bool durable_storage = false;
   std::chrono::milliseconds status_period{200};
@@ -53,6 +54,12 @@ struct replica_front_options {
   /// The candidate's leadership (none: reads are passed on unchecked and no
   /// epoch is sent to the candidate).
   std::shared_ptr<leadership_board> board;
+  /// The candidate's clock, against which the board's lease is read (null:
+  /// CAF's, the candidate's default).
+  std::shared_ptr<host_clock> clock;
+  /// Simulator only (a planted defect its checkers must catch): a primary's
+  /// reads are passed on without checking that the candidate acts.
+  bool unsafe_reads_without_lease = false;
 };
 
 /// Whether a read the host answered in role `answered_as` may reach the

@@ -41,7 +41,10 @@ void leadership_relay::state(const election::candidate_core& core,
                     core.leader()};
   if (board_) {
     bool acting = v.is_leader && v.acting && v.t.leader == v.self;
-    board_->set_acting(acting ? std::optional<election::term>{v.t} : std::nullopt);
+    if (acting)
+      board_->set_acting(v.t, core.lease_expiry());
+    else
+      board_->set_acting(std::nullopt);
   }
   if (auto s = tracker_.observe(v)) {
     std::visit([this](const auto& m) { caf::anon_send(host_, m); }, *s);

@@ -71,13 +71,28 @@ using replica_refresh_atom = caf::atom_constant<caf::atom("cn_rrefr")>;
 /// candidate's handle, set by the node once it is spawned.
 class leadership_board {
 public:
-  void set_acting(std::optional<election::term> t) {
+  /// The candidate acts in `t` (none: it does not) until `until` on its
+  /// clock unless it renews its lease (no bound: until told otherwise).
+  void set_acting(std::optional<election::term> t,
+                  std::optional<election::timestamp> until = std::nullopt) {
     std::lock_guard<std::mutex> g{mtx_};
     acting_ = t;
+    until_ = until;
   }
-  /// The term the candidate acts in, none while it does not act.
+  /// The term the candidate acts in, none while it does not act, as it last
+  /// reported.
   std::optional<election::term> acting() const {
     std::lock_guard<std::mutex> g{mtx_};
+    return acting_;
+  }
+  /// The same at time `now` on the candidate's clock: none once the lease it
+  /// last reported has run out, even if the candidate has not run since (a
+  /// node resumed after SIGSTOP: its front may run before its candidate sees
+  /// that the lease ended).
+  std::optional<election::term> acting_at(election::timestamp now) const {
+    std::lock_guard<std::mutex> g{mtx_};
+    if (until_ && now >= *until_)
+      return std::nullopt;
     return acting_;
   }
   void set_candidate(caf::actor c) {
@@ -102,6 +117,7 @@ public:
 private:
   mutable std::mutex mtx_;
   std::optional<election::term> acting_;
+  std::optional<election::timestamp> until_;
   caf::actor candidate_;
   caf::actor front_;
 };

@@ -105,3 +105,19 @@ TEST(lead_above_epoch, nothing_while_the_candidate_does_not_act_or_is_not_behind
   failed.failed = true; // a stopped host: leading higher would not help
   EXPECT_FALSE(lead_above_epoch(t, failed));
 }
+
+// A node resumed after SIGSTOP runs its front before its candidate: the board
+// must not say "acting" past the lease the candidate last reported.
+TEST(leadership_board, the_acting_term_ends_with_the_reported_lease) {
+  conclave::node::leadership_board b;
+  conclave::election::term t{3, conclave::election::node_id{1}};
+  using conclave::election::timestamp;
+  b.set_acting(t, timestamp{std::chrono::milliseconds(400)});
+  EXPECT_EQ(b.acting_at(timestamp{std::chrono::milliseconds(399)}), t);
+  EXPECT_EQ(b.acting_at(timestamp{std::chrono::milliseconds(400)}), std::nullopt);
+  EXPECT_EQ(b.acting(), t); // what the candidate last said, unbounded
+  b.set_acting(t);          // no lease bound (no quorum guard)
+  EXPECT_EQ(b.acting_at(timestamp{std::chrono::hours(1)}), t);
+  b.set_acting(std::nullopt);
+  EXPECT_EQ(b.acting_at(timestamp{0}), std::nullopt);
+}

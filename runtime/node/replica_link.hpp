@@ -44,9 +44,9 @@ public:
   bool knows(uint64_t id) const;
 
   /// Messages lost: no handle for the member yet.
-  uint64_t lost() const { return lost_.load(); }
+  uint64_t lost() const override { return lost_.load(); }
   /// Records shipped in append messages (retransmissions included).
-  uint64_t records_shipped() const { return shipped_.load(); }
+  uint64_t records_shipped() const override { return shipped_.load(); }
 
 private:
   /// The peer's replica host, or an invalid handle (counted lost) if unknown.

@@ -1,5 +1,7 @@
 #include "runtime/sim/election_host.hpp"
 
+#include "runtime/sim/world_clock.hpp"
+
 #include "actors/election/candidate_actor.hpp"
 #include "actors/election/election_probe.hpp"
 #include "actors/election/host.hpp"
@@ -35,20 +37,6 @@ public:
 
 private:
   election_host& h_;
-  node_id self_;
-};
-
-class sim_clock final : public el::election_clock {
-public:
-  sim_clock(world& w, node_id self) : w_(w), self_(self) {}
-  timestamp now(caf::local_actor*) override { return w_.local_now(self_); }
-  void schedule(caf::local_actor*, duration after, uint64_t generation) override {
-    w_.schedule(self_, after,
-                caf::make_message(election_atoms::timer_atom::value, generation));
-  }
-
-private:
-  world& w_;
   node_id self_;
 };
 
@@ -120,7 +108,7 @@ node_body election_host::make(world& w, node_id id, uint32_t incarnation) {
   o.peers = w.ids();
   o.config = opts_.config;
   o.net = std::make_shared<sim_transport>(*this, id);
-  o.clock = std::make_shared<sim_clock>(w, id);
+  o.clock = std::make_shared<world_host_clock>(w, id, port_id{0});
   o.probe = std::make_shared<sim_probe>(*this, id);
   o.incarnation = incarnation;
   if (opts_.leader_tasks) {

@@ -1,6 +1,6 @@
 // The links of the jobs workload: small actors that stand between a scheduler
 // and an agent, and between an agent and the service, and do to the messages
-// what the fault spec says (jobs_faults.hpp). The workflow actors are not
+// what the fault spec says (fault_plan.hpp). The workflow actors are not
 // changed: a scheduler is given a link where it would be given an agent, an
 // agent a link where it would be given its service.
 //

@@ -63,7 +63,7 @@ constexpr auto check_interval = 10ms;
 /// The actors of one run, and how faults crash and restart them.
 class jobs_world {
 public:
-  jobs_world(const jobs_settings& s, const jobs_fault_plan& plan, uint64_t link_seed,
+  jobs_world(const jobs_settings& s, const fault_plan& plan, uint64_t link_seed,
              uint64_t agent_seed)
       : shape_(s.shape), agent_seed_(agent_seed), driver_([](auto& cfg) {
           store::add_store_types(cfg);
@@ -81,7 +81,7 @@ public:
     links_->delay_max = plan.delay_max;
     links_->heal_at = origin_ + plan.heal_time();
     for (auto& f : plan.faults) {
-      using k = jobs_fault::kind;
+      using k = fault::kind;
       if (f.what != k::fail && f.what != k::reject && f.what != k::hang
           && f.what != k::slow)
         continue;
@@ -153,9 +153,9 @@ public:
     ids_.push_back(spec.id);
   }
 
-  void apply(const jobs_fault& f) {
-    using k = jobs_fault::kind;
-    using role = jobs_fault::role;
+  void apply(const fault& f) {
+    using k = fault::kind;
+    using role = fault::role;
     switch (f.what) {
     case k::crash:
     case k::restart:
@@ -471,7 +471,7 @@ std::vector<wf::job_spec> make_jobs(const jobs_shape& shape, std::mt19937_64& rn
 struct action {
   wf::duration at{0};
   std::optional<size_t> submit; ///< job index, or a fault
-  jobs_fault fault;
+  fault timed;
 };
 
 } // namespace
@@ -486,7 +486,7 @@ bool jobs_run_report::liveness_failed() const {
                      [](const jobs_violation& v) { return !v.safety; });
 }
 
-wf::duration jobs_bound(const jobs_shape& shape, const jobs_fault_plan& plan) {
+wf::duration jobs_bound(const jobs_shape& shape, const fault_plan& plan) {
   auto per_step = 150ms + scan_interval + poll_interval + 4 * plan.delay_max + plan.slow;
   return 1s + 2 * static_cast<int64_t>(std::max<size_t>(1, shape.steps)) * per_step;
 }
@@ -513,10 +513,10 @@ jobs_run_report run_jobs_simulation(const jobs_settings& settings) {
   }
   for (auto& f : plan.faults) {
     ++rep.faults;
-    rep.fault_list += (rep.fault_list.empty() ? "" : ",") + to_string(f);
+    rep.fault_list += (rep.fault_list.empty() ? "" : ",") + to_spec(f);
     action a;
     a.at = f.at;
-    a.fault = f;
+    a.timed = f;
     actions.push_back(a);
   }
   std::stable_sort(actions.begin(), actions.end(),
@@ -542,7 +542,7 @@ jobs_run_report run_jobs_simulation(const jobs_settings& settings) {
         w.submit(jobs[*a.submit]);
         ++submitted;
       } else
-        w.apply(a.fault);
+        w.apply(a.timed);
     }
     if (d.elapsed() >= check) {
       if (submitted == jobs.size() && w.all_final()) {

@@ -2,8 +2,9 @@
 // scheduler, agent, supervisor and client actors of actors/workflow, with
 // supervisors elected by real election candidates, on one store host with an
 // in-memory log, all on CAF's test coordinator in virtual time
-// (coordinator_driver.hpp), under a jobs fault plan (jobs_faults.hpp); then
-// the checkers (jobs_checkers.hpp) read what the run left behind.
+// (coordinator_driver.hpp), under a fault plan (fault_plan.hpp; the shape
+// checks and the random draw of this workload: jobs_faults.hpp); then the
+// checkers (jobs_checkers.hpp) read what the run left behind.
 //
 // Deployment of a run: one store host; one test service behind a service
 // link; `agents` agents, each serving the kinds "svc" and "undo", each behind
@@ -35,7 +36,7 @@ namespace conclave::sim {
 struct jobs_settings {
   jobs_shape shape;
   /// The parsed spec; a run adds its own random faults to a copy.
-  jobs_fault_plan plan;
+  fault_plan plan;
   uint64_t seed = 1;
   /// false: the test service applies every call, even a repeated key (not
   /// idempotent). The broken fixture of the checkers' meta-test.
@@ -79,7 +80,7 @@ struct jobs_run_report {
 /// How long jobs have to become final once faults heal:
 /// 1 s (a supervisor election) + 2 x steps x (150 ms step timeout + 10 ms scan
 /// + 5 ms poll + 4 x max delay + slow).
-workflow::duration jobs_bound(const jobs_shape& shape, const jobs_fault_plan& plan);
+workflow::duration jobs_bound(const jobs_shape& shape, const fault_plan& plan);
 
 jobs_run_report run_jobs_simulation(const jobs_settings& settings);
 

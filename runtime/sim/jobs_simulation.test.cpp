@@ -1,4 +1,4 @@
-// The jobs workload end to end: the real workflow actors under the jobs fault
+// The jobs workload end to end: the real workflow actors under the fault
 // language, judged by the checkers. The 5,000 randomized schedules of CI run
 // through the `conclave sim --workload jobs` binary (tests/cli/CMakeLists.txt);
 // these tests pin determinism, the meta-test (a broken service makes its
@@ -18,7 +18,7 @@ namespace {
 sim::jobs_settings settings(const std::string& spec, sim::jobs_shape shape = {}) {
   sim::jobs_settings s;
   s.shape = shape;
-  auto p = sim::parse_jobs_fault_spec(spec);
+  auto p = sim::parse_fault_spec(spec, sim::workload::jobs);
   EXPECT_TRUE(p) << p.error();
   s.plan = p.value();
   EXPECT_TRUE(sim::validate(s.plan, shape));

@@ -30,6 +30,9 @@ void repl_summary::add(const repl_run_report& r) {
   samples_ += r.samples;
   discarded_ += r.samples_discarded;
   acting_reads_ += r.acting_reads;
+  history_ops_ += r.history_ops;
+  history_unanswered_ += r.history_unanswered;
+  history_undecided_ += r.history_undecided;
   messages_ += r.messages;
   messages_lost_ += r.messages_lost;
   duplicated_ += r.duplicated;
@@ -68,6 +71,10 @@ void repl_summary::print(std::ostream& out) const {
       << "), unsynced records lost in crashes " << unsynced_lost_ << ", replica samples "
       << samples_ << " (" << acting_reads_ << " on the acting primary, " << discarded_
       << " discarded: status changed while read)\n";
+  out << "linearizability: " << history_ops_
+      << " operations of the history clients checked (" << history_unanswered_
+      << " without an answer), " << history_undecided_
+      << " keys or queues undecided within the step budget\n";
   out << "checkpoints: " << checkpoints_ << " written, " << installs_
       << " streamed to a replica and installed\n";
   verdicts_.print_failures(out, "no majority up at the end");
@@ -105,6 +112,9 @@ std::string repl_summary::to_json(uint64_t seed, const std::string& faults) cons
   doc["samples"] = {{"taken", samples_},
                     {"on_acting_primary", acting_reads_},
                     {"discarded", discarded_}};
+  doc["history"] = {{"operations", history_ops_},
+                    {"unanswered", history_unanswered_},
+                    {"undecided", history_undecided_}};
   doc["failures"] = verdicts_.failures_json();
   return doc.dump();
 }

@@ -40,6 +40,7 @@ private:
 
   run_verdicts verdicts_;
   uint64_t acting_reads_ = 0;
+  uint64_t history_ops_ = 0, history_unanswered_ = 0, history_undecided_ = 0;
   uint64_t faults_ = 0, writes_ = 0, strong_ = 0, weak_ = 0, lost_ = 0, syncs_ = 0,
            failovers_ = 0, samples_ = 0, discarded_ = 0, messages_ = 0,
            messages_lost_ = 0, duplicated_ = 0, unsynced_lost_ = 0, checkpoints_ = 0,

@@ -1,11 +1,16 @@
 #include "runtime/sim/repl_simulation.hpp"
 
+#include "actors/ask/ask.hpp"
 #include "actors/election/candidate_actor.hpp"
 #include "actors/replication/lease_state.hpp"
 #include "actors/replication/replica_host.hpp"
 #include "protocols/election/status.hpp"
-#include "runtime/sim/coordinator_driver.hpp"
-#include "runtime/sim/repl_net.hpp"
+#include "protocols/history/linearizability.hpp"
+#include "runtime/node/node_composition.hpp"
+#include "runtime/sim/node_world.hpp"
+#include "runtime/sim/sim_disk.hpp"
+#include "runtime/sim/world.hpp"
+#include "runtime/sim/world_clock.hpp"
 
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
@@ -29,181 +34,7 @@ constexpr auto sample_interval = 10ms;
 constexpr auto client_timeout = 200ms;
 constexpr auto retry_pause = 5ms;
 constexpr auto quiet_period = 500ms;
-constexpr auto sync_poll = 1ms;
-constexpr auto acting_poll = 10ms;
 constexpr const char* collection = "kv";
-
-using poll_atom = caf::atom_constant<caf::atom("rs_poll")>;
-
-/// One fault in the spec's own syntax (for the replay line).
-std::string spec_of(const fault& f) {
-  auto time = [](timestamp t) {
-    auto us = std::chrono::duration_cast<std::chrono::microseconds>(t).count();
-    return us % 1000 == 0 ? std::to_string(us / 1000) + "ms" : std::to_string(us) + "us";
-  };
-  auto group = [](const std::vector<node_id>& g) {
-    std::string s;
-    for (auto& n : g)
-      s += (s.empty() ? "" : "+") + el::to_string(n);
-    return s;
-  };
-  auto window = time(f.at) + "-" + time(f.until);
-  using k = fault::kind;
-  switch (f.what) {
-  case k::crash:
-    return "crash@" + time(f.at) + ":" + el::to_string(f.node);
-  case k::restart:
-    return "restart@" + time(f.at) + ":" + el::to_string(f.node);
-  case k::pause:
-    return "pause@" + window + ":" + el::to_string(f.node);
-  case k::crash_leader:
-    return "crash-leader@" + time(f.at);
-  case k::restart_leader:
-    return "restart-leader@" + time(f.at);
-  case k::pause_leader:
-    return "pause-leader@" + window;
-  case k::partition: {
-    std::string s = "partition@" + window + ":";
-    for (size_t i = 0; i < f.groups.size(); ++i)
-      s += (i ? "|" : "") + group(f.groups[i]);
-    return s;
-  }
-  case k::cut:
-    return "cut@" + window + ":" + group(f.groups.at(0)) + ">" + group(f.groups.at(1));
-  case k::elect:
-    return "elect@" + time(f.at) + ":" + el::to_string(f.node);
-  }
-  return "?";
-}
-
-// -- the bridge: leadership events of a candidate -> its replica host ----------
-
-struct sync_log {
-  std::vector<duration> durations;
-};
-
-struct bridge_state {
-  el::node_id self;
-  caf::actor host;
-  el::candidate_actor candidate;
-  std::shared_ptr<sync_log> log;
-  /// The term in which the candidate acts, while it does.
-  std::optional<el::term> acting;
-  /// The sync phase being timed (its term), and when it started.
-  std::optional<el::term> timing;
-  time_point started;
-  bool poll_armed = false;
-  static inline const char* name = "conclave.sim.repl_bridge";
-};
-
-using bridge_ptr = caf::stateful_actor<bridge_state>*;
-
-void on_acting(bridge_ptr self, const el::term& t);
-
-/// A leader that takes a new term while its lease still holds reports
-/// became_leader but no new acting_started: ask whether it acts.
-void check_acting(bridge_ptr self) {
-  self->request(self->state.candidate, caf::infinite, caf::get_atom::value,
-                election_atoms::leader_atom::value)
-      .then(
-          [self](const el::leader_info& i) {
-            if (i.is_leader && i.acting)
-              on_acting(self, i.t);
-          },
-          [](caf::error&) {});
-}
-
-/// The replica promised `promised`, above the candidate's term (a candidate
-/// restarted without memory lags behind the replicas): the candidate leads
-/// above that epoch and acts again in the new term.
-void lead_above(bridge_ptr self, const el::term& promised) {
-  caf::anon_send(self->state.candidate, election_atoms::observe_atom::value,
-                 promised.epoch);
-  check_acting(self);
-}
-
-void arm_poll(bridge_ptr self);
-
-/// While the candidate acts, the bridge watches its host: it times the sync
-/// phase (1 ms steps), and notices a host fenced by a higher term than the
-/// candidate's (10 ms steps).
-void poll(bridge_ptr self) {
-  self->state.poll_armed = false;
-  if (!self->state.acting)
-    return;
-  self->request(self->state.host, caf::infinite, replication_atoms::status_atom_v)
-      .then(
-          [self](const rp::replica_status& s) {
-            auto& st = self->state;
-            if (st.timing) {
-              if (s.promised != *st.timing || s.replica_role == rp::role::secondary) {
-                st.timing.reset();
-              } else if (s.serving) {
-                st.log->durations.push_back(self->clock().now() - st.started);
-                st.timing.reset();
-              }
-            }
-            if (st.acting && !s.failed && *st.acting < s.promised)
-              lead_above(self, s.promised);
-            arm_poll(self);
-          },
-          [](caf::error&) {});
-}
-
-void arm_poll(bridge_ptr self) {
-  auto& st = self->state;
-  if (st.poll_armed || !st.acting)
-    return;
-  st.poll_armed = true;
-  self->delayed_send(self, st.timing ? sync_poll : acting_poll, poll_atom::value);
-}
-
-void on_acting(bridge_ptr self, const el::term& t) {
-  self->state.acting = t;
-  self->request(self->state.host, caf::infinite, rp::become_primary_msg{t})
-      .then(
-          [self, t](bool ok) {
-            auto& st = self->state;
-            if (ok) {
-              st.timing = t;
-              st.started = self->clock().now();
-            }
-            arm_poll(self); // a refusal for a higher promise is seen there
-          },
-          [](caf::error&) {});
-}
-
-caf::behavior make_bridge(bridge_ptr self, el::node_id id, caf::actor host,
-                          el::candidate_actor candidate, std::shared_ptr<sync_log> log) {
-  auto& st = self->state;
-  st.self = id;
-  st.host = std::move(host);
-  st.candidate = std::move(candidate);
-  st.log = std::move(log);
-  self->set_default_handler(caf::drop);
-  self->set_down_handler([](const caf::down_msg&) {});
-  return {
-      [self](const el::leadership_event& ev) {
-        auto& st = self->state;
-        using k = el::leadership_event::kind;
-        if (ev.what == k::acting_started && ev.leader == st.self) {
-          on_acting(self, ev.t);
-        } else if (ev.what == k::became_leader && ev.leader == st.self) {
-          check_acting(self);
-        } else if (ev.what == k::acting_stopped) {
-          st.acting.reset();
-        } else if ((ev.what == k::lost_leadership || ev.what == k::leader_changed)
-                   && ev.leader != st.self
-                   && !(ev.what == k::leader_changed && ev.leader == el::no_node)) {
-          st.acting.reset();
-          auto t = ev.t;
-          t.leader = ev.leader;
-          caf::anon_send(st.host, rp::leader_is_msg{t});
-        }
-      },
-      [self](poll_atom) { poll(self); },
-  };
-}
 
 // -- requests that remember when they were answered ---------------------------
 
@@ -225,25 +56,28 @@ struct sample_slot {
 
 // -- the world ------------------------------------------------------------------
 
-class repl_world {
+/// The rate error of the nodes' clocks: the drift the quorum guard is
+/// configured to tolerate, as the election workload draws it.
+double guard_rate_error(const el::election_config& c) {
+  auto& g = c.guard;
+  auto window = static_cast<double>((g.lease + g.max_clock_drift).count());
+  return window > 0 ? static_cast<double>(g.max_clock_drift.count()) / (4 * window) : 0;
+}
+
+/// The replication workload's nodes on the simulated world: each node is the
+/// node composition `conclave node` runs (node_composition.hpp): candidate,
+/// replica host, replica front and the leadership wiring between them, with
+/// the world's network and the node's own drifting clock, a simulated disk and
+/// a term file that survive its crashes.
+class repl_world final : private world_observer {
 public:
   repl_world(const repl_settings& s, const fault_plan& plan, uint64_t net_seed)
-      : settings_(s), driver_([](caf::actor_system_config& cfg) {
-          cfg.add_message_types<caf::id_block::conclave_replication>();
-          cfg.add_message_types<caf::id_block::conclave_election>();
-        }) {
-    auto& sys = driver_.sys();
-    origin_ = sys.clock().now();
-    net_ = std::make_shared<repl_net>(sys.clock());
-    net_->rng.seed(net_seed);
-    net_->loss = plan.loss;
-    net_->dup = plan.dup;
-    net_->delay_min = plan.delay_min;
-    net_->delay_max = plan.delay_max;
-    net_->heal_at = origin_ + plan.heal_time();
-    net_->hosts.resize(s.replicas);
-    net_->candidates.resize(s.replicas);
-    log_ = std::make_shared<sync_log>();
+      : settings_(s),
+        world_(s.replicas, net_seed, network_of(plan), clocks_of(s),
+               [](caf::actor_system_config& cfg) {
+                 cfg.add_message_types<caf::id_block::conclave_replication>();
+                 cfg.add_message_types<caf::id_block::conclave_election>();
+               }) {
     econfig_.guard.enabled = true;
     rconfig_.unsafe_skip_sync = s.skip_sync;
     // A checkpoint stream lost while its receiver was down is sent again
@@ -252,23 +86,41 @@ public:
     rconfig_.snapshot_retry = std::chrono::milliseconds(100);
     for (uint64_t k = 1; k <= s.replicas; ++k)
       members_.push_back(el::node_id{k});
+    set_node_notices(world_);
+    world_.add_observer(this);
+    world_.set_tap([this](timestamp, node_id, node_id, const caf::message&, fate f) {
+      if (f != fate::delivered)
+        ++lost_;
+    });
     nodes_.resize(s.replicas);
     for (size_t i = 0; i < s.replicas; ++i) {
       auto& n = nodes_[i];
-      n.id = members_[i];
       n.disk = std::make_shared<sim_disk>(s.fsync, s.lying_disk);
-      n.disk->set_releaser(driver_.track(spawn_disk_releaser(sys, n.disk)));
       n.terms = std::make_shared<rp::memory_term_file>();
-      start_node(i, false);
+      world_.spawn(members_[i], [this, i](world&, node_id, uint32_t incarnation) {
+        return make_node(i, incarnation);
+      });
     }
-    for (auto& n : nodes_)
-      caf::anon_send(n.candidate, election_atoms::start_atom::value);
-    driver_.run();
   }
 
-  coordinator_driver& driver() { return driver_; }
-  const repl_net& net() const { return *net_; }
-  const sync_log& syncs() const { return *log_; }
+  ~repl_world() override {
+    for (auto& n : nodes_)
+      if (n.disk)
+        n.disk->set_releaser(caf::actor{});
+  }
+
+  // -- time (what the run loops drive) -----------------------------------------
+
+  /// Runs the world up to run time `t`.
+  void advance_to(duration t) { world_.run_until(t); }
+  duration elapsed() const { return world_.now(); }
+  /// Runs what the clients' requests started at this instant.
+  void run() { world_.run_actors(); }
+
+  uint64_t messages() const { return world_.messages_sent(); }
+  uint64_t messages_lost() const { return lost_; }
+  uint64_t duplicated() const { return world_.messages_duplicated(); }
+  const std::vector<duration>& syncs() const { return syncs_; }
   /// Records appended but not yet durable that crashes dropped.
   uint64_t unsynced_lost() const { return unsynced_lost_; }
   uint64_t checkpoints() const {
@@ -284,72 +136,71 @@ public:
     return n;
   }
   size_t alive() const {
-    return static_cast<size_t>(
-        std::count_if(nodes_.begin(), nodes_.end(), [](auto& n) { return n.alive; }));
+    size_t n = 0;
+    for (auto id : members_)
+      n += world_.alive(id) ? 1 : 0;
+    return n;
   }
 
   void apply(const fault& f, bool end) {
     using k = fault::kind;
+    if (end)
+      return; // the world ends pauses, partitions and cuts itself
     switch (f.what) {
     case k::crash:
-      crash(f.node.value - 1);
+      world_.crash(f.node);
       break;
     case k::restart:
-      crash(f.node.value - 1);
-      start_node(f.node.value - 1, true);
+      world_.crash(f.node);
+      world_.restart(f.node);
       break;
     case k::crash_leader:
       if (auto l = acting_leader()) {
         last_leader_ = *l;
-        crash(*l);
+        world_.crash(members_[*l]);
       }
       break;
     case k::restart_leader:
       if (last_leader_) {
-        crash(*last_leader_);
-        start_node(*last_leader_, true);
+        world_.crash(members_[*last_leader_]);
+        world_.restart(members_[*last_leader_]);
       }
       break;
     case k::pause:
-      isolate(f.node.value - 1, end);
+      world_.pause(f.node, f.until);
       break;
     case k::pause_leader:
-      if (!end)
-        paused_leader_ = acting_leader();
-      if (paused_leader_)
-        isolate(*paused_leader_, end);
+      if (auto l = acting_leader())
+        world_.pause(members_[*l], f.until);
       break;
     case k::partition:
-      for (size_t a = 0; a < f.groups.size(); ++a)
-        for (size_t b = 0; b < f.groups.size(); ++b)
-          if (a != b)
-            for (auto x : f.groups[a])
-              for (auto y : f.groups[b])
-                net_->set_link(x, y, end);
-      break;
     case k::cut:
-      for (auto x : f.groups.at(0))
-        for (auto y : f.groups.at(1))
-          net_->set_link(x, y, end);
+      world_.add_cut(f.at, f.until, f.groups, f.what == k::cut);
       break;
     case k::elect:
-      if (nodes_[f.node.value - 1].alive)
+      if (world_.alive(f.node))
         caf::anon_send(nodes_[f.node.value - 1].candidate,
                        election_atoms::elect_atom::value);
       break;
+    default:
+      break; // words this workload refuses (the parser never lets them through)
     }
-    driver_.run();
+    world_.run_actors();
   }
 
-  /// The live node whose candidate acts as leader with the highest term.
+  /// The live node whose candidate acts as leader with the highest term (a
+  /// paused node does not answer).
   std::optional<size_t> acting_leader() {
     std::optional<size_t> best;
     el::term best_term;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (!nodes_[i].alive)
+      if (!world_.alive(members_[i]))
         continue;
-      auto info = driver_.ask_now<el::leader_info>(
-          nodes_[i].candidate, caf::get_atom::value, election_atoms::leader_atom::value);
+      auto r =
+          ask<el::leader_info>(world_.system(), nodes_[i].candidate, caf::get_atom::value,
+                               election_atoms::leader_atom::value);
+      world_.run_actors();
+      auto& info = r->value;
       if (info && info->is_leader && info->acting && (!best || best_term < info->t)) {
         best = i;
         best_term = info->t;
@@ -358,9 +209,9 @@ public:
     return best;
   }
 
-  bool node_alive(size_t i) const { return nodes_[i].alive; }
+  bool node_alive(size_t i) const { return world_.alive(members_[i]); }
 
-  /// Sends a write to node i's host; the answer lands in the slot.
+  /// Sends a write to node i's front; the answer lands in the slot.
   std::shared_ptr<timed_reply<rp::txn_result>>
   send_write(size_t i, size_t key, uint64_t seq, rp::commit_mode mode) {
     rp::txn_request req;
@@ -370,61 +221,56 @@ public:
     return send_txn(i, std::move(req));
   }
 
-  /// Sends a transaction to node i's host; the answer lands in the slot.
+  /// Sends a transaction to node i's replica front (what clients talk to);
+  /// the answer lands in the slot.
   std::shared_ptr<timed_reply<rp::txn_result>> send_txn(size_t i, rp::txn_request req) {
-    auto out = std::make_shared<timed_reply<rp::txn_result>>();
-    auto to = nodes_[i].host;
-    auto origin = origin_;
-    driver_.sys().spawn([=](caf::event_based_actor* self) {
-      self->request(to, caf::infinite, req)
-          .then(
-              [=](rp::txn_result& r) {
-                out->value = std::move(r);
-                out->done = true;
-                out->at = self->clock().now() - origin;
-              },
-              [=](caf::error&) {
-                out->done = true;
-                out->at = self->clock().now() - origin;
-              });
-    });
-    return out;
+    return ask_front<rp::txn_result>(i, std::move(req));
   }
 
-  /// The promised term of node i's host now (none if it is down).
+  /// Reads a key through node i's replica front; the answer lands in the slot.
+  std::shared_ptr<timed_reply<rp::read_result>> send_read(size_t i,
+                                                          rp::read_request req) {
+    return ask_front<rp::read_result>(i, std::move(req));
+  }
+
+  /// The promised term of node i's host now (none if it is down or paused).
   std::optional<el::term> promised_of(size_t i) {
-    if (i < nodes_.size() && nodes_[i].alive)
-      if (auto s = driver_.ask_now<rp::replica_status>(nodes_[i].host,
-                                                       replication_atoms::status_atom_v))
-        return s->promised;
+    if (i < nodes_.size() && world_.alive(members_[i])) {
+      auto r = ask<rp::replica_status>(world_.system(), nodes_[i].host,
+                                       replication_atoms::status_atom_v);
+      world_.run_actors();
+      if (r->value)
+        return r->value->promised;
+    }
     return std::nullopt;
   }
 
   /// Samples every live replica at this instant; `discarded` counts samples
-  /// whose status changed while they were taken.
+  /// whose status changed while they were taken. A paused node answers
+  /// nothing and is not sampled.
   std::vector<repl_sample> sample(size_t& discarded) {
     std::vector<std::shared_ptr<sample_slot>> slots;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (!nodes_[i].alive)
+      if (!world_.alive(members_[i]) || world_.paused(members_[i]))
         continue;
       auto slot = std::make_shared<sample_slot>();
       slot->node = i;
       slot->reads.resize(sampled_keys());
       slots.push_back(slot);
     }
-    auto origin = origin_;
+    auto* w = &world_;
     std::vector<std::pair<caf::actor, caf::actor>> targets;
     for (auto& sl : slots)
       targets.emplace_back(nodes_[sl->node].host,
                            caf::actor_cast<caf::actor>(nodes_[sl->node].candidate));
     auto keys = sampled_keys();
     auto leases = settings_.sampled_leases;
-    driver_.sys().spawn([=](caf::event_based_actor* self) {
-      auto fill = [self, origin](auto& r) {
-        return [self, origin, &r](auto& x) {
+    world_.system().spawn([=](caf::event_based_actor* self) {
+      auto fill = [w](auto& r) {
+        return [w, &r](auto& x) {
           r.value = std::move(x);
           r.done = true;
-          r.at = self->clock().now() - origin;
+          r.at = w->now();
         };
       };
       auto ignore = [](caf::error&) {};
@@ -449,9 +295,9 @@ public:
                   ignore);
       }
     });
-    driver_.run();
+    world_.run_actors();
     std::vector<repl_sample> out;
-    auto now = driver_.elapsed();
+    auto now = world_.now();
     for (auto& sl : slots) {
       auto ok = sl->before.value && sl->after.value && sl->info.value;
       for (auto& r : sl->reads)
@@ -460,6 +306,7 @@ public:
         continue; // the node died while sampled
       auto& a = *sl->before.value;
       auto& b = *sl->after.value;
+      note_syncs(sl->node, b);
       if (a.replica_role != b.replica_role || a.serving != b.serving
           || a.promised != b.promised || a.applied != b.applied) {
         ++discarded;
@@ -490,96 +337,138 @@ public:
   }
 
 private:
+  /// Sends `req` to node i's front from a throw-away actor; the answer (or
+  /// the error, as an empty answer) lands in the slot with its time.
+  template <class Answer, class Request>
+  std::shared_ptr<timed_reply<Answer>> ask_front(size_t i, Request req) {
+    auto out = std::make_shared<timed_reply<Answer>>();
+    auto to = nodes_[i].front;
+    auto* w = &world_;
+    world_.system().spawn([=](caf::event_based_actor* self) {
+      self->request(to, caf::infinite, req)
+          .then(
+              [=](Answer& r) {
+                out->value = std::move(r);
+                out->done = true;
+                out->at = w->now();
+              },
+              [=](caf::error&) {
+                out->done = true;
+                out->at = w->now();
+              });
+    });
+    return out;
+  }
+
+  static network_model network_of(const fault_plan& plan) {
+    network_model net;
+    net.delay_min = plan.delay_min;
+    net.delay_max = plan.delay_max;
+    net.loss = plan.loss;
+    net.dup = plan.dup;
+    net.faults_until = plan.heal_time();
+    return net;
+  }
+
+  static clock_model clocks_of(const repl_settings& s) {
+    clock_model c;
+    el::election_config guarded;
+    guarded.guard.enabled = true;
+    c.max_rate_error =
+        s.clock_rate_error >= 0 ? s.clock_rate_error : guard_rate_error(guarded);
+    return c;
+  }
+
   /// Keys each sample reads: the clients' keys, or the sampled leases.
   size_t sampled_keys() const {
     return settings_.sampled_leases.empty() ? settings_.clients
                                             : settings_.sampled_leases.size();
   }
 
+  /// The sync phases a host finished since the last look (its own count and
+  /// the duration of the last one).
+  void note_syncs(size_t i, const rp::replica_status& s) {
+    auto& n = nodes_[i];
+    if (s.syncs > n.syncs_seen)
+      syncs_.push_back(std::chrono::microseconds(s.last_sync_us));
+    n.syncs_seen = std::max(n.syncs_seen, s.syncs);
+  }
+
   struct node_slot {
-    el::node_id id;
     std::shared_ptr<sim_disk> disk;
     std::shared_ptr<rp::memory_term_file> terms;
     caf::actor host;
-    caf::actor bridge;
+    caf::actor front;
     el::candidate_actor candidate;
-    bool alive = false;
-    uint64_t incarnation = 0;
+    uint64_t syncs_seen = 0;
   };
 
-  void start_node(size_t i, bool announce) {
-    auto& sys = driver_.sys();
+  /// One life of node i: what `conclave node` composes, with the world's pieces.
+  node_body make_node(size_t i, uint32_t incarnation) {
+    auto& sys = world_.system();
     auto& n = nodes_[i];
-    rp::replica_host_options o;
-    o.self = n.id;
-    o.members = members_;
-    o.config = rconfig_;
-    o.device = n.disk;
-    o.terms = n.terms;
-    o.transport = std::make_shared<repl_link>(n.id, net_);
-    o.checkpoint_every_records = settings_.checkpoint_every;
-    o.checkpoint_every_bytes = 0;
-    o.unsafe_install_keeps_state = settings_.bad_install;
-    o.lease = settings_.lease;
-    if (i < settings_.lease_clock_rates.size())
-      o.lease_clock_rate = settings_.lease_clock_rates[i];
-    n.host = driver_.track(rp::spawn_replica_host(sys, o));
-    el::candidate_options co;
-    co.id = n.id;
+    auto id = members_[i];
+    node::composition_options o;
+    auto& co = o.candidate;
+    co.id = id;
     co.peers = members_;
     co.config = econfig_;
-    co.net = std::make_shared<election_link>(n.id, net_);
-    co.incarnation = ++n.incarnation;
-    n.candidate = driver_.track(el::spawn_candidate(sys, co));
-    n.bridge = driver_.track(sys.spawn(make_bridge, n.id, n.host, n.candidate, log_));
-    caf::anon_send(n.candidate, caf::subscribe_atom::value, n.bridge);
-    net_->hosts[i] = n.host;
-    net_->candidates[i] = caf::actor_cast<caf::actor>(n.candidate);
-    n.alive = true;
-    if (!announce)
-      return;
+    co.net = std::make_shared<world_election_transport>(world_, id);
+    co.clock = std::make_shared<world_host_clock>(world_, id, candidate_port);
+    co.incarnation = incarnation;
+    node::node_config cfg;
+    cfg.id = id;
+    cfg.election = econfig_;
+    for (auto p : members_)
+      if (p != id)
+        cfg.peers[p.value] = node::address{"sim", static_cast<uint16_t>(p.value)};
+    auto* w = &world_;
+    o.probe = std::make_shared<node::node_probe>(
+        cfg, std::make_shared<node::status_writer>("", node::node_status{}),
+        [w] { return std::chrono::steady_clock::time_point{} + w->now(); });
+    rp::replica_host_options ro;
+    ro.config = rconfig_;
+    ro.device = n.disk;
+    ro.terms = n.terms;
+    ro.transport = std::make_shared<world_replica_transport>(world_, id);
+    ro.clock = std::make_shared<world_host_clock>(world_, id, host_port);
+    ro.checkpoint_every_records = settings_.checkpoint_every;
+    ro.checkpoint_every_bytes = 0;
+    ro.unsafe_install_keeps_state = settings_.bad_install;
+    ro.lease = settings_.lease;
+    if (i < settings_.lease_clock_rates.size())
+      ro.lease_clock_rate = settings_.lease_clock_rates[i];
+    o.replica = std::move(ro);
+    o.front.unsafe_reads_without_lease = settings_.reads_without_lease;
+    auto parts = node::compose_node(sys, std::move(o));
+    n.host = parts.host;
+    n.front = parts.front;
+    n.candidate = parts.candidate;
+    n.syncs_seen = 0;
+    auto releaser = spawn_disk_releaser(sys, n.disk);
+    n.disk->set_releaser(releaser);
     caf::anon_send(n.candidate, election_atoms::start_atom::value);
-    for (auto& p : nodes_)
-      if (p.alive && p.id != n.id)
-        caf::anon_send(p.candidate, election_atoms::peer_up_atom::value, n.id);
+    node_body b;
+    b.actor = caf::actor_cast<caf::actor>(parts.candidate);
+    b.ports = {parts.host, parts.front, releaser};
+    return b;
   }
 
-  /// Kills the node's actors (no goodbye) and crashes its disk.
-  void crash(size_t i) {
-    auto& n = nodes_[i];
-    if (!n.alive)
-      return;
-    caf::anon_send_exit(n.candidate, caf::exit_reason::kill);
-    caf::anon_send_exit(n.host, caf::exit_reason::kill);
-    caf::anon_send_exit(n.bridge, caf::exit_reason::kill);
-    driver_.run(); // peers' monitors fire while the handles still map to ids
-    net_->hosts[i] = caf::actor{};
-    net_->candidates[i] = caf::actor{};
+  void crashed(node_id id, timestamp) override {
+    auto& n = nodes_[id.value - 1];
     unsynced_lost_ += n.disk->crash();
-    n.alive = false;
-  }
-
-  /// Cuts (or restores) every link to and from node i.
-  void isolate(size_t i, bool restore) {
-    for (auto& p : members_)
-      if (p != members_[i]) {
-        net_->set_link(members_[i], p, restore);
-        net_->set_link(p, members_[i], restore);
-      }
   }
 
   repl_settings settings_;
-  coordinator_driver driver_;
-  time_point origin_;
-  std::shared_ptr<repl_net> net_;
-  std::shared_ptr<sync_log> log_;
+  world world_;
   el::election_config econfig_;
   rp::replica_config rconfig_;
   std::vector<el::node_id> members_;
   std::vector<node_slot> nodes_;
   std::optional<size_t> last_leader_;
-  std::optional<size_t> paused_leader_;
+  std::vector<duration> syncs_;
   uint64_t unsynced_lost_ = 0;
+  uint64_t lost_ = 0;
 };
 
 struct client {
@@ -591,6 +480,47 @@ struct client {
   duration deadline{0};
   duration next_at{0};
 };
+
+/// A client whose operations go into the run's history (linearizability).
+struct history_client {
+  size_t index = 0;
+  size_t target = 0;
+  uint64_t made = 0;
+  /// The operation in flight: its index in the history, and its answer slot.
+  std::optional<size_t> op;
+  std::shared_ptr<timed_reply<rp::txn_result>> txn;
+  std::shared_ptr<timed_reply<rp::read_result>> read;
+  duration deadline{0};
+  duration next_at{0};
+};
+
+constexpr const char* history_queue = "hq";
+constexpr size_t history_keys = 2;
+/// Steps the checker may spend on one key or queue of a run's history; past
+/// it the partition counts as undecided (reported), not as a violation.
+constexpr uint64_t history_step_budget = 200'000;
+
+/// What the store's answer to an operation tells the client: the outcome, or
+/// nothing when the operation surely did not happen (a refusal; dropped from
+/// the history), or unknown (the operation stays unanswered).
+enum class answer_kind { known, refused, unknown };
+
+answer_kind classify(rp::errc code) {
+  switch (code) {
+  case rp::errc::ok:
+  case rp::errc::unknown_collection:
+    return answer_kind::known;
+  case rp::errc::not_primary:
+  case rp::errc::syncing:
+  case rp::errc::bad_request:
+  case rp::errc::too_large:
+  case rp::errc::wrong_kind:
+  case rp::errc::timeout:
+    return answer_kind::refused;
+  default:
+    return answer_kind::unknown;
+  }
+}
 
 struct action {
   duration at{0};
@@ -605,7 +535,7 @@ std::vector<action> plan_actions(const fault_plan& plan, uint64_t& count,
   std::vector<action> actions;
   for (auto& f : plan.faults) {
     ++count;
-    list += (list.empty() ? "" : ",") + spec_of(f);
+    list += (list.empty() ? "" : ",") + to_spec(f);
     actions.push_back({f.at, f, false});
     using k = fault::kind;
     if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
@@ -654,7 +584,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   auto stop_at = std::max(rep.heal + rep.bound, settings.min_run);
 
   repl_world w{settings, plan, net_seed};
-  auto& d = w.driver();
+  auto& d = w;
   repl_observation obs;
   obs.keys = settings.clients;
   obs.heal = rep.heal;
@@ -671,7 +601,9 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   auto pick = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>{lo, hi}(crng);
   };
-  auto retarget = [&](client& c, rp::node_id hint) {
+  // The replica a client tries next: the one a refusal named, else the
+  // acting primary of the last sample, else the next one.
+  auto retarget = [&](auto& c, rp::node_id hint) {
     if (hint != rp::no_node && hint.value <= settings.replicas)
       c.target = hint.value - 1;
     else if (acting != no_acting)
@@ -679,6 +611,99 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
     else
       c.target = (c.target + 1) % settings.replicas;
   };
+  // The history clients: every operation into `hops` (refused ones marked
+  // dropped), judged by the linearizability checker at the end.
+  namespace hs = conclave::history;
+  std::vector<hs::operation> hops;
+  std::vector<bool> dropped;
+  std::vector<history_client> hclients(settings.history_clients);
+  for (size_t k = 0; k < hclients.size(); ++k) {
+    hclients[k].index = k;
+    hclients[k].target = (k + 1) % settings.replicas;
+    hclients[k].next_at = std::chrono::milliseconds{pick(0, 10)};
+  }
+  // The answer to c's operation, if it came: into the history.
+  auto hanswer = [&](history_client& c) -> std::optional<answer_kind> {
+    if (!c.op || !((c.txn && c.txn->done) || (c.read && c.read->done)))
+      return std::nullopt;
+    auto op = *c.op;
+    auto& h = hops[op];
+    answer_kind k = answer_kind::unknown;
+    rp::node_id hint = rp::no_node;
+    if (c.read) {
+      auto& r = c.read->value;
+      if (r && r->code == rp::errc::ok && r->replica_role == rp::role::primary) {
+        k = answer_kind::known;
+        h.seen = hs::outcome::read(r->found ? std::optional<std::string>{r->value}
+                                            : std::nullopt);
+        h.responded = c.read->at;
+      } else {
+        k = answer_kind::refused; // a refused read observed nothing
+        hint = r ? r->primary : rp::no_node;
+      }
+    } else {
+      auto& r = c.txn->value;
+      k = r ? classify(r->code) : answer_kind::unknown;
+      hint = r ? r->primary : rp::no_node;
+      if (k == answer_kind::known) {
+        h.responded = c.txn->at;
+        if (h.what.kind == hs::op_kind::dequeue)
+          h.seen = r->code == rp::errc::ok && !r->outputs.empty() && r->outputs[0].found
+                       ? hs::outcome::read(r->outputs[0].value)
+                       : hs::outcome::read(std::nullopt);
+        else
+          h.seen = hs::outcome::done();
+      }
+    }
+    if (k == answer_kind::refused)
+      dropped[op] = true;
+    if (k != answer_kind::known)
+      retarget(c, hint);
+    c.op.reset();
+    c.txn.reset();
+    c.read.reset();
+    return k;
+  };
+  auto hstart = [&](history_client& c, duration now) {
+    if (!w.node_alive(c.target))
+      retarget(c, rp::no_node);
+    if (!w.node_alive(c.target)) {
+      c.next_at = now + retry_pause;
+      return;
+    }
+    auto key = "h" + std::to_string(pick(0, history_keys - 1));
+    auto value = "c" + std::to_string(c.index) + "." + std::to_string(++c.made);
+    auto roll = pick(0, 99);
+    hs::operation op;
+    op.client = hs::client_id{c.index + 1};
+    op.invoked = now;
+    rp::txn_request req;
+    req.mode = rp::commit_mode::strong;
+    if (roll < 35) {
+      op.what = hs::call::get(key);
+      c.read = w.send_read(c.target, rp::read_request{collection, key});
+    } else {
+      if (roll < 60) {
+        op.what = hs::call::put(key, value);
+        req.ops.push_back(rp::txn_op{collection, key, value, rp::op_kind::put});
+      } else if (roll < 70) {
+        op.what = hs::call::remove(key);
+        req.ops.push_back(rp::txn_op{collection, key, "", rp::op_kind::remove});
+      } else if (roll < 85) {
+        op.what = hs::call::enqueue(history_queue, value);
+        req.ops.push_back(rp::txn_op{history_queue, "q", value, rp::op_kind::enqueue});
+      } else {
+        op.what = hs::call::dequeue(history_queue);
+        req.ops.push_back(rp::txn_op{history_queue, "q", "", rp::op_kind::dequeue});
+      }
+      c.txn = w.send_txn(c.target, std::move(req));
+    }
+    hops.push_back(std::move(op));
+    dropped.push_back(false);
+    c.op = hops.size() - 1;
+    c.deadline = now + client_timeout;
+  };
+
   size_t next = 0;
   duration next_sample{0};
   bool stopped = false;
@@ -689,6 +714,8 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
       t = std::min(t, actions[next].at);
     for (auto& c : clients)
       t = std::min(t, c.pending ? c.deadline : c.next_at);
+    for (auto& c : hclients)
+      t = std::min(t, c.op ? c.deadline : c.next_at);
     d.advance_to(t);
     auto now = d.elapsed();
     for (; next < actions.size() && actions[next].at <= now; ++next)
@@ -716,6 +743,19 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
         }
       } else if (c.pending && now >= c.deadline) {
         c.pending.reset(); // outcome unknown: retried with the same value
+        retarget(c, rp::no_node);
+        c.next_at = now;
+      }
+    }
+    for (auto& c : hclients) {
+      if (auto k = hanswer(c)) {
+        c.next_at = now
+                    + (*k == answer_kind::known ? std::chrono::milliseconds{pick(1, 10)}
+                                                : retry_pause);
+      } else if (c.op && now >= c.deadline) {
+        c.op.reset(); // no answer: the operation stays unanswered in the history
+        c.txn.reset();
+        c.read.reset();
         retarget(c, rp::no_node);
         c.next_at = now;
       }
@@ -759,6 +799,9 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
       c.pending = w.send_write(c.target, c.key, wr.seq, wr.mode);
       c.deadline = now + client_timeout;
     }
+    for (auto& c : hclients)
+      if (!c.op && now >= c.next_at)
+        hstart(c, now);
     d.run();
   }
   // Quiet period: no new writes; what is in flight settles.
@@ -779,6 +822,27 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
       break;
     d.advance_to(d.elapsed() + sample_interval);
   }
+  for (auto& c : hclients)
+    hanswer(c); // answered in the quiet period, or never
+  {
+    hs::client_history h;
+    for (size_t i = 0; i < hops.size(); ++i)
+      if (!dropped[i]) {
+        h.add(hops[i]);
+        rep.history_unanswered += hops[i].completed() ? 0 : 1;
+      }
+    rep.history_ops = h.size();
+    hs::check_options opt;
+    opt.step_budget = history_step_budget;
+    opt.witness_budget = history_step_budget;
+    auto verdict = hs::check_linearizable(h, opt);
+    for (auto& p : verdict.problems) {
+      if (p.result == hs::verdict::violation)
+        rep.violations.push_back({"linearizable", p.describe(h), true, 0});
+      else
+        ++rep.history_undecided;
+    }
+  }
   rep.samples += obs.final_states.size();
   // The final states are samples too (acknowledgements of the quiet period).
   for (auto& s : obs.final_states)
@@ -790,7 +854,8 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.end = d.elapsed();
   obs.judge_liveness = w.alive() >= settings.replicas / 2 + 1;
   rep.liveness_judged = obs.judge_liveness;
-  rep.violations = run_repl_checkers(standard_repl_checkers(), obs);
+  for (auto& v : run_repl_checkers(standard_repl_checkers(), obs))
+    rep.violations.push_back(std::move(v));
   std::set<uint64_t> lost;
   for (auto& v : rep.violations)
     if (v.lost_seq != 0)
@@ -800,11 +865,11 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   for (auto& wr : obs.writes)
     if (wr.acked)
       ++(wr.mode == rp::commit_mode::strong ? rep.strong_acked : rep.weak_acked);
-  rep.sync_durations = w.syncs().durations;
+  rep.sync_durations = w.syncs();
   rep.syncs = rep.sync_durations.size();
-  rep.messages = w.net().messages;
-  rep.messages_lost = w.net().lost;
-  rep.duplicated = w.net().duplicated;
+  rep.messages = w.messages();
+  rep.messages_lost = w.messages_lost();
+  rep.duplicated = w.duplicated();
   rep.unsynced_lost = w.unsynced_lost();
   rep.checkpoints = w.checkpoints();
   rep.installs = w.installs();
@@ -951,7 +1016,7 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
     }
 
   repl_world w{ws, plan, net_seed};
-  auto& d = w.driver();
+  auto& d = w;
   repl_observation obs;
   obs.keys = ws.sampled_leases.size();
   obs.heal = rep.heal;
@@ -1182,9 +1247,9 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
   rep.max_mutex_believers = max_believers(lobs, 0);
   if (lobs.leases.size() > 1)
     rep.max_sem_believers = max_believers(lobs, 1);
-  rep.syncs = w.syncs().durations.size();
-  rep.messages = w.net().messages;
-  rep.messages_lost = w.net().lost;
+  rep.syncs = w.syncs().size();
+  rep.messages = w.messages();
+  rep.messages_lost = w.messages_lost();
   return rep;
 }
 

@@ -76,6 +76,14 @@ struct repl_settings {
   /// Leases each replica sample reads instead of the clients' keys (its
   /// values are then digests of the leases as applied, 0: no holder).
   std::vector<std::string> sampled_leases;
+  /// Each node's clock runs at rate 1 + r, r drawn in [-e, e] per node and run
+  /// (the world's clock model); negative: the drift the candidates' quorum
+  /// guard is configured to tolerate, as in the election workload.
+  double clock_rate_error = -1;
+  /// Clients whose every operation goes into a history that the
+  /// linearizability checker judges at the end of the run: puts, gets and
+  /// removes of two shared keys, enqueues and dequeues of one queue.
+  size_t history_clients = 2;
   // -- broken fixtures of the checkers' meta-tests --
   /// New primaries serve without a sync phase (replica_config::unsafe_skip_sync).
   bool skip_sync = false;
@@ -84,6 +92,9 @@ struct repl_settings {
   /// Installed checkpoints keep the old store state
   /// (replica_host_options::unsafe_install_keeps_state).
   bool bad_install = false;
+  /// Replica fronts pass a primary's reads on without checking that their
+  /// candidate acts (replica_front_options::unsafe_reads_without_lease).
+  bool reads_without_lease = false;
 };
 
 /// What one run did and what the checkers found.
@@ -107,6 +118,12 @@ struct repl_run_report {
   /// Samples taken on the acting, serving primary (the reads
   /// acting_primary_reads judges).
   uint64_t acting_reads = 0;
+  /// Operations of the history clients judged by the linearizability
+  /// checker, those without an answer, and the partitions (keys, queue) it
+  /// could not decide within its step budget.
+  uint64_t history_ops = 0;
+  uint64_t history_unanswered = 0;
+  uint64_t history_undecided = 0;
   uint64_t messages = 0;
   uint64_t messages_lost = 0;
   uint64_t duplicated = 0;

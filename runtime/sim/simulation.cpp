@@ -44,14 +44,6 @@ duration task_stop_bound(const el::election_config&) {
 
 namespace {
 
-std::vector<int> groups_of(const fault& f, size_t nodes) {
-  std::vector<int> group(nodes, -1);
-  for (size_t g = 0; g < f.groups.size(); ++g)
-    for (auto id : f.groups[g])
-      group[id.value - 1] = static_cast<int>(g);
-  return group;
-}
-
 /// Applies the plan's faults to the world at their times.
 void schedule_faults(world& w, election_host& h, const fault_plan& plan) {
   auto crashed_leaders = std::make_shared<std::vector<node_id>>();
@@ -59,7 +51,7 @@ void schedule_faults(world& w, election_host& h, const fault_plan& plan) {
     switch (f.what) {
     case fault::kind::partition:
     case fault::kind::cut:
-      w.add_cut(f.at, f.until, groups_of(f, w.size()), f.what == fault::kind::cut);
+      w.add_cut(f.at, f.until, f.groups, f.what == fault::kind::cut);
       continue;
     default:
       break;
@@ -117,6 +109,8 @@ private:
 };
 
 double rate_error(const sim_settings& s) {
+  if (s.plan.drift) // drift= of the fault spec
+    return *s.plan.drift;
   if (s.clock_rate_error >= 0)
     return s.clock_rate_error;
   auto& g = s.config.guard;

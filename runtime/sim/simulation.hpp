@@ -51,9 +51,9 @@ struct sim_settings {
   /// Run a leader task on every candidate and check that it stops with the
   /// leadership.
   bool leader_tasks = true;
-  /// Rate error bound of the candidates' clocks (each runs at 1 + r, |r| <= this).
-  /// Negative: derived from the guard's drift bound, half of what it tolerates
-  /// (max_clock_drift / (4 (lease + max_clock_drift))).
+  /// Rate error bound of the candidates' clocks (each runs at 1 + r, |r| <= this);
+  /// the plan's drift= replaces it. Negative: derived from the guard's drift
+  /// bound, half of what it tolerates (max_clock_drift / (4 (lease + max_clock_drift))).
   double clock_rate_error = -1;
   /// The candidates' clocks start at offsets up to this.
   duration clock_offset_max = std::chrono::seconds(1);

@@ -1,6 +1,7 @@
 #include "runtime/sim/world.hpp"
 
 #include <caf/actor_cast.hpp>
+#include <caf/detail/test_actor_clock.hpp>
 #include <caf/execution_unit.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/mailbox_element.hpp>
@@ -32,6 +33,18 @@ private:
   caf::scheduler::test_coordinator& sched_;
 };
 
+/// Kills `a` as a kill -9 kills a process: before whatever waits in its
+/// mailbox (the exit goes to the urgent queue, which the actor reads first).
+void kill_now(const caf::actor& a) {
+  if (!a)
+    return;
+  auto ptr = caf::actor_cast<caf::abstract_actor*>(a);
+  ptr->enqueue(caf::make_mailbox_element(
+                   nullptr, caf::make_message_id(caf::message_priority::high), {},
+                   caf::exit_msg{ptr->address(), caf::exit_reason::kill}),
+               nullptr);
+}
+
 /// The data of `m` with its reference, for an event.
 caf::detail::message_data* owned(caf::message m) {
   return m.vals().release();
@@ -54,6 +67,7 @@ world::world(size_t nodes, uint64_t seed, network_model net, clock_model clocks,
   sys_ = std::make_unique<caf::actor_system>(*cfg_);
   sched_ = &dynamic_cast<caf::scheduler::test_coordinator&>(sys_->scheduler());
   unit_ = std::make_unique<coordinator_unit>(*sched_);
+  caf_origin_ = sched_->clock().now();
   nodes_.resize(nodes);
   for (uint64_t i = 1; i <= nodes; ++i)
     ids_.push_back(node_id{i});
@@ -73,9 +87,16 @@ world::~world() {
   for (auto& b : buckets_)
     for (size_t i = b.next; i < b.events.size(); ++i)
       adopt(b.events[i].msg); // released
-  for (auto& n : nodes_)
-    if (n.alive && n.body.actor)
-      caf::anon_send_exit(n.body.actor, caf::exit_reason::kill);
+  for (auto& n : nodes_) {
+    release_held(n);
+    if (n.alive) {
+      if (n.body.actor)
+        caf::anon_send_exit(n.body.actor, caf::exit_reason::kill);
+      for (auto& a : n.body.ports)
+        if (a)
+          caf::anon_send_exit(a, caf::exit_reason::kill);
+    }
+  }
   sched_->run();
 }
 
@@ -88,15 +109,33 @@ void world::spawn(node_id id, node_spawner make) {
   set_body(n, n.make(*this, id, n.incarnation));
   n.alive = true;
   n.paused_until = timestamp{0};
-  sched_->run();
+  run_jobs();
 }
 
 void world::set_body(node_state& n, node_body body) {
   n.body = std::move(body);
   n.target = nullptr;
-  if (n.body.actor)
+  n.jobs.clear();
+  auto job_of = [](const caf::actor& a) {
+    return dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(a));
+  };
+  if (n.body.actor) {
     n.target = dynamic_cast<caf::scheduled_actor*>(
         caf::actor_cast<caf::abstract_actor*>(n.body.actor));
+    if (auto j = job_of(n.body.actor))
+      n.jobs.push_back(j);
+  }
+  for (auto& a : n.body.ports)
+    if (a)
+      if (auto j = job_of(a))
+        n.jobs.push_back(j);
+}
+
+const caf::actor& world::port_actor(const node_state& n, port_id port) const {
+  static const caf::actor none;
+  if (port == 0)
+    return n.body.actor;
+  return port <= n.body.ports.size() ? n.body.ports[port - 1] : none;
 }
 
 void world::crash(node_id id, bool notify) {
@@ -104,9 +143,14 @@ void world::crash(node_id id, bool notify) {
   if (!n.alive)
     return;
   n.alive = false;
-  if (n.body.actor)
-    caf::anon_send_exit(n.body.actor, caf::exit_reason::kill);
-  sched_->run();
+  // Killed before anything waiting in their mailboxes runs (also what a
+  // pause held: it dies with them).
+  kill_now(n.body.actor);
+  for (auto& a : n.body.ports)
+    kill_now(a);
+  release_held(n);
+  n.paused_until = timestamp{0};
+  run_jobs();
   set_body(n, {});
   for (auto* o : observers_)
     o->crashed(id, now_);
@@ -122,7 +166,7 @@ void world::restart(node_id id) {
   set_body(n, n.make(*this, id, n.incarnation));
   n.alive = true;
   n.paused_until = timestamp{0};
-  sched_->run();
+  run_jobs();
   for (auto* o : observers_)
     o->restarted(id, now_);
   notify_all(static_cast<uint32_t>(id.value - 1), true);
@@ -133,8 +177,64 @@ void world::pause(node_id id, timestamp until) {
   if (!n.alive)
     return;
   n.paused_until = std::max(n.paused_until, until);
+  if (!n.jobs.empty() && !n.holding && n.paused_until > now_) {
+    // The node's actors stop: their jobs wait until the pause ends.
+    n.holding = true;
+    ++holding_;
+    resume_at(static_cast<uint32_t>(id.value - 1), n.incarnation, n.paused_until);
+  }
   for (auto* o : observers_)
     o->paused(id, now_, n.paused_until);
+}
+
+void world::resume_at(uint32_t index, uint32_t incarnation, timestamp t) {
+  at(t, [this, index, incarnation] {
+    auto& m = nodes_[index];
+    if (!m.holding || m.incarnation != incarnation)
+      return; // crashed meanwhile: what it held died with it
+    if (now_ < m.paused_until) {
+      resume_at(index, incarnation, m.paused_until); // extended meanwhile
+      return;
+    }
+    release_held(m);
+    run_jobs();
+  });
+}
+
+void world::release_held(node_state& n) {
+  if (!n.holding)
+    return;
+  n.holding = false;
+  --holding_;
+  for (auto* j : n.held)
+    sched_->jobs.push_back(j);
+  n.held.clear();
+}
+
+void world::run_jobs() {
+  if (holding_ == 0) {
+    sched_->run();
+    return;
+  }
+  while (!sched_->jobs.empty()) {
+    auto* job = sched_->jobs.front();
+    node_state* owner = nullptr;
+    for (auto& n : nodes_)
+      if (n.holding && std::find(n.jobs.begin(), n.jobs.end(), job) != n.jobs.end()) {
+        owner = &n;
+        break;
+      }
+    if (owner) {
+      sched_->jobs.pop_front();
+      owner->held.push_back(job);
+      continue;
+    }
+    sched_->run_once();
+  }
+}
+
+void world::run_actors() {
+  run_jobs();
 }
 
 void world::set_notices(std::function<caf::message(node_id, bool)> make, duration delay) {
@@ -147,7 +247,7 @@ void world::notify_all(uint32_t about, bool up) {
     return;
   for (uint32_t p = 0; p < nodes_.size(); ++p)
     if (p != about && nodes_[p].alive)
-      push(now_ + notice_delay_, {kind::notice, p, about, nodes_[p].incarnation,
+      push(now_ + notice_delay_, {kind::notice, 0, p, about, nodes_[p].incarnation,
                                   owned(notice_(ids_[about], up))});
 }
 
@@ -160,7 +260,7 @@ duration world::delay() {
                                                          net_.delay_max.count()}(rng_)};
 }
 
-void world::send(node_id from, node_id to, caf::message m) {
+void world::send(node_id from, node_id to, caf::message m, port_id port) {
   ++sent_;
   if (to.value < 1 || to.value > nodes_.size())
     return;
@@ -174,10 +274,11 @@ void world::send(node_id from, node_id to, caf::message m) {
   auto source = static_cast<uint32_t>(from.value - 1);
   auto first = now_ + delay();
   if (faulty && net_.dup > 0 && unit(rng_) < net_.dup) {
-    push(first, {kind::deliver, target, source, 0, owned(m)});
-    push(now_ + delay(), {kind::deliver, target, source, 0, owned(std::move(m))});
+    ++duplicated_;
+    push(first, {kind::deliver, port, target, source, 0, owned(m)});
+    push(now_ + delay(), {kind::deliver, port, target, source, 0, owned(std::move(m))});
   } else {
-    push(first, {kind::deliver, target, source, 0, owned(std::move(m))});
+    push(first, {kind::deliver, port, target, source, 0, owned(std::move(m))});
   }
 }
 
@@ -185,6 +286,16 @@ void world::add_cut(timestamp from, timestamp until, std::vector<int> group,
                     bool directed) {
   group.resize(nodes_.size(), -1);
   cuts_.push_back({from, until, directed, std::move(group)});
+}
+
+void world::add_cut(timestamp from, timestamp until,
+                    const std::vector<std::vector<node_id>>& groups, bool directed) {
+  std::vector<int> group(nodes_.size(), -1);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (auto id : groups[g])
+      if (id.value >= 1 && id.value <= nodes_.size())
+        group[id.value - 1] = static_cast<int>(g);
+  add_cut(from, until, std::move(group), directed);
 }
 
 void world::end_cuts(timestamp at) {
@@ -222,7 +333,7 @@ timestamp world::to_true(node_id id, timestamp local) const {
       std::llround(static_cast<double>((local - n.offset).count()) / n.rate)};
 }
 
-void world::schedule(node_id id, duration local_after, caf::message m) {
+void world::schedule(node_id id, duration local_after, caf::message m, port_id port) {
   auto& n = node(id);
   auto due = now_ + local_after;
   if (n.rate != 1.0) {
@@ -233,19 +344,19 @@ void world::schedule(node_id id, duration local_after, caf::message m) {
     while (to_local(id, due) < target)
       due += duration{1};
   }
-  push(due, {kind::timer, static_cast<uint32_t>(id.value - 1), 0, n.incarnation,
+  push(due, {kind::timer, port, static_cast<uint32_t>(id.value - 1), 0, n.incarnation,
              owned(std::move(m))});
 }
 
-void world::inject(node_id id, const caf::message& m) {
+void world::inject(node_id id, const caf::message& m, port_id port) {
   auto& n = node(id);
   if (n.alive)
-    deliver(n, m);
+    deliver(n, m, port);
 }
 
 void world::at(timestamp t, std::function<void()> f) {
   calls_.push_back(std::move(f));
-  push(t, {kind::call, 0, static_cast<uint32_t>(calls_.size() - 1), 0, nullptr});
+  push(t, {kind::call, 0, 0, static_cast<uint32_t>(calls_.size() - 1), 0, nullptr});
 }
 
 // -- the queue ------------------------------------------------------------------------
@@ -274,7 +385,40 @@ void world::push(timestamp at, event e) {
   buckets_[b].events.push_back(std::move(e));
 }
 
+std::optional<timestamp> world::next_caf_timer() const {
+  auto& pending = sched_->clock().schedule();
+  if (pending.empty())
+    return std::nullopt;
+  return std::chrono::duration_cast<timestamp>(pending.begin()->first - caf_origin_);
+}
+
+void world::advance_caf_clock(timestamp t) {
+  auto& clock = sched_->clock();
+  auto target = caf_origin_ + std::chrono::duration_cast<caf::timespan>(t);
+  if (target > clock.now())
+    clock.advance_time(target - clock.now());
+  else
+    clock.advance_time(caf::timespan{0});
+}
+
 bool world::step(timestamp end) {
+  // CAF's own timers (request timeouts, delayed sends of actors that do not
+  // arm timers through the world) fire in true time, before the world's
+  // events of the same instant.
+  if (auto caf_at = next_caf_timer()) {
+    auto due = std::max(*caf_at, now_);
+    if (due <= end && (instants_.empty() || due <= instants_.front().first)) {
+      now_ = due;
+      ++events_;
+      for (auto* o : observers_)
+        o->before_event(now_);
+      advance_caf_clock(now_);
+      run_jobs();
+      for (auto* o : observers_)
+        o->after_event(now_);
+      return true;
+    }
+  }
   if (instants_.empty() || instants_.front().first > end)
     return false;
   auto [at, b] = instants_.front();
@@ -293,6 +437,9 @@ bool world::step(timestamp end) {
   }
   now_ = std::max(now_, at);
   ++events_;
+  sched_->clock().current_time =
+      std::max(sched_->clock().current_time,
+               caf_origin_ + std::chrono::duration_cast<caf::timespan>(now_));
   for (auto* o : observers_)
     o->before_event(now_);
   dispatch(e);
@@ -329,8 +476,12 @@ void world::run_until(timestamp end) {
   stopped_ = false;
   while (!stopped_ && step(end)) {
   }
-  if (!stopped_)
+  if (!stopped_) {
     now_ = std::max(now_, end);
+    sched_->clock().current_time =
+        std::max(sched_->clock().current_time,
+                 caf_origin_ + std::chrono::duration_cast<caf::timespan>(now_));
+  }
 }
 
 void world::dispatch(event& e) {
@@ -369,11 +520,18 @@ void world::dispatch(event& e) {
   if (e.what == kind::deliver)
     ++delivered_;
   tap(fate::delivered);
-  deliver(n, msg);
+  deliver(n, msg, e.port);
 }
 
-void world::deliver(node_state& n, const caf::message& m) {
-  if (n.target && !sched_->has_job() && n.target->mailbox().blocked()) {
+void world::deliver(node_state& n, const caf::message& m, port_id port) {
+  if (port != 0) {
+    if (auto& a = port_actor(n, port)) {
+      caf::anon_send(a, m);
+      run_jobs();
+    }
+    return;
+  }
+  if (n.target && holding_ == 0 && !sched_->has_job() && n.target->mailbox().blocked()) {
     // The actor is idle with an empty mailbox (the coordinator ran until
     // idle after the last event): hand it the message directly, as its
     // mailbox would next, without the round through the mailbox and the
@@ -389,7 +547,7 @@ void world::deliver(node_state& n, const caf::message& m) {
     }
   } else if (n.body.actor) {
     caf::anon_send(n.body.actor, m);
-    sched_->run();
+    run_jobs();
   } else if (n.body.receive) {
     n.body.receive(m);
   }

@@ -33,6 +33,7 @@
 #include "protocols/election/types.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/actor_clock.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/message.hpp>
@@ -41,12 +42,14 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <unordered_map>
 #include <vector>
 
 namespace caf {
 class execution_unit;
+class resumable;
 class scheduled_actor;
 namespace scheduler {
 class test_coordinator;
@@ -75,10 +78,20 @@ struct clock_model {
   duration max_offset{0};
 };
 
+/// A service of a node: which of its actors a message or timer is for. A node
+/// that runs several actors (the node composition: candidate, replica host,
+/// replica front, ...) gives each a port; port 0 is `node_body::actor`.
+using port_id = uint8_t;
+
 /// What runs on a node: an actor (deliveries are sent to it), or a function
-/// that receives every delivery (pure protocol cores in unit tests).
+/// that receives every delivery (pure protocol cores in unit tests). A node
+/// that runs more actors lists them in `ports` (port k is ports[k - 1]); every
+/// actor listed there and `actor` belong to the node: a pause freezes them
+/// (what they would run waits until it ends, CAF timers included), a crash
+/// kills them.
 struct node_body {
   caf::actor actor;
+  std::vector<caf::actor> ports;
   std::function<void(const caf::message&)> receive;
 };
 
@@ -153,12 +166,18 @@ public:
 
   // -- network ----------------------------------------------------------------
 
-  /// Sends `m` from one node to another through the network model.
-  void send(node_id from, node_id to, caf::message m);
+  /// Sends `m` from one node to another through the network model, for the
+  /// recipient's actor at `port`.
+  void send(node_id from, node_id to, caf::message m, port_id port = 0);
   /// Messages between nodes in different groups are dropped while the window is
   /// open (group[i] is node i+1's group; -1: in no group, alone). Directed: only
   /// messages from group 0 to group 1 are dropped.
   void add_cut(timestamp from, timestamp until, std::vector<int> group, bool directed);
+  /// The same with the groups listed (a fault's partition or cut): a node in
+  /// no list is alone, cut from every other node; directed: groups[0] to
+  /// groups[1] only.
+  void add_cut(timestamp from, timestamp until,
+               const std::vector<std::vector<node_id>>& groups, bool directed);
   bool blocked(node_id from, node_id to) const;
   /// Closes every partition and cut that is still open at `at`.
   void end_cuts(timestamp at);
@@ -179,11 +198,17 @@ public:
   /// The clock rate of a node (1 + its rate error).
   double clock_rate(node_id id) const { return node(id).rate; }
 
-  /// Delivers `m` to the node after `local_after` on its own clock, unless the
-  /// node has crashed (or restarted) by then.
-  void schedule(node_id id, duration local_after, caf::message m);
+  /// Delivers `m` to the node's actor at `port` after `local_after` on its own
+  /// clock, unless the node has crashed (or restarted) by then.
+  void schedule(node_id id, duration local_after, caf::message m, port_id port = 0);
   /// Delivers `m` to the node now (at once, not through the queue).
-  void inject(node_id id, const caf::message& m);
+  void inject(node_id id, const caf::message& m, port_id port = 0);
+
+  /// Runs what the node actors have to do at this instant (messages they
+  /// sent each other, answers, spawned actors): what a fault or a probe
+  /// outside the queue must call after sending something to a node. Work of a
+  /// paused node's actors waits until the pause ends.
+  void run_actors();
   /// Runs `f` at true time `t` (faults, probes).
   void at(timestamp t, std::function<void()> f);
 
@@ -199,6 +224,8 @@ public:
 
   uint64_t messages_sent() const { return sent_; }
   uint64_t messages_delivered() const { return delivered_; }
+  /// Messages the network delivers twice (dup).
+  uint64_t messages_duplicated() const { return duplicated_; }
   uint64_t events() const { return events_; }
 
 private:
@@ -209,6 +236,7 @@ private:
   /// of a caf::message's data, owning one reference (owned()/adopt()).
   struct event {
     kind what;
+    port_id port;         ///< deliver, timer: the recipient's actor
     uint32_t to;          ///< node index
     uint32_t from;        ///< deliver: sender index; call: index into calls_
     uint32_t incarnation; ///< timer: of the node that armed it
@@ -221,6 +249,11 @@ private:
     /// body.actor as the scheduled actor it is (deliveries activate it
     /// directly), or nullptr.
     caf::scheduled_actor* target = nullptr;
+    /// The node's actors (as the coordinator's jobs), for pauses; and the
+    /// jobs of theirs held while the node is paused.
+    std::vector<caf::resumable*> jobs;
+    std::vector<caf::resumable*> held;
+    bool holding = false;
     bool alive = false;
     uint32_t incarnation = 0;
     timestamp paused_until{0};
@@ -247,7 +280,21 @@ private:
   void push(timestamp at, event e);
   void dispatch(event& e);
   void group_by_node(std::vector<event>& events);
-  void deliver(node_state& n, const caf::message& m);
+  void deliver(node_state& n, const caf::message& m, port_id port);
+  /// The node's actor at `port` (invalid if there is none).
+  const caf::actor& port_actor(const node_state& n, port_id port) const;
+  /// Runs the coordinator until idle, holding the jobs of paused nodes.
+  void run_jobs();
+  /// Gives a node whose pause ended its held jobs back.
+  void release_held(node_state& n);
+  /// At `t`, releases what the node (its life `incarnation`) held, unless
+  /// its pause was extended past `t` (then at the new end).
+  void resume_at(uint32_t index, uint32_t incarnation, timestamp t);
+  /// The true time of CAF's next timer (a request timeout, a delayed send),
+  /// if any is armed.
+  std::optional<timestamp> next_caf_timer() const;
+  /// Moves CAF's clock to true time `t`, firing the CAF timers due by then.
+  void advance_caf_clock(timestamp t);
   /// Sets the body of a node's new life.
   void set_body(node_state& n, node_body body);
   void notify_all(uint32_t about, bool up);
@@ -260,6 +307,10 @@ private:
   std::unique_ptr<caf::actor_system_config> cfg_;
   std::unique_ptr<caf::actor_system> sys_;
   caf::scheduler::test_coordinator* sched_ = nullptr;
+  /// CAF's clock at true time 0.
+  caf::actor_clock::time_point caf_origin_;
+  /// Nodes whose actors' jobs are held (paused, release not yet run).
+  size_t holding_ = 0;
 
   std::vector<node_id> ids_;
   std::vector<node_state> nodes_;
@@ -284,6 +335,7 @@ private:
   bool stopped_ = false;
   uint64_t sent_ = 0;
   uint64_t delivered_ = 0;
+  uint64_t duplicated_ = 0;
   uint64_t events_ = 0;
 };
 

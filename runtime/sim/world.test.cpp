@@ -245,3 +245,84 @@ TEST(world, the_tap_sees_every_message_with_its_fate) {
   ASSERT_EQ(r.log.size(), 1u);
   EXPECT_EQ(r.log[0].value, 3);
 }
+
+namespace {
+
+/// A node of two actors: port 0 logs "a <x>", port 1 logs "b <x>" and, for
+/// x > 0, sends itself x - 1 through CAF's clock after 10 ms (a delayed send,
+/// as actors that do not arm timers through the world do).
+sim::node_spawner two_ports(std::shared_ptr<std::vector<std::string>> log) {
+  return [log](sim::world& w, node_id, uint32_t) {
+    sim::node_body b;
+    b.actor = w.system().spawn([log, &w](caf::event_based_actor*) -> caf::behavior {
+      return {[log, &w](int x) {
+        log->push_back("a " + std::to_string(x) + " @"
+                       + std::to_string(w.now().count() / 1000000));
+      }};
+    });
+    b.ports.push_back(
+        w.system().spawn([log, &w](caf::event_based_actor* self) -> caf::behavior {
+          return {[log, &w, self](int x) {
+            log->push_back("b " + std::to_string(x) + " @"
+                           + std::to_string(w.now().count() / 1000000));
+            if (x > 0)
+              self->delayed_send(self, std::chrono::milliseconds(10), x - 1);
+          }};
+        }));
+    return b;
+  };
+}
+
+} // namespace
+
+TEST(world, messages_and_timers_reach_the_actor_of_their_port) {
+  sim::network_model net;
+  net.delay_min = net.delay_max = 2ms;
+  sim::world w{2, 1, net, {}, nullptr};
+  auto log = std::make_shared<std::vector<std::string>>();
+  for (auto id : w.ids())
+    w.spawn(id, two_ports(log));
+  w.send(node_id{1}, node_id{2}, caf::make_message(0), 1);
+  w.send(node_id{1}, node_id{2}, caf::make_message(7), 0);
+  w.schedule(node_id{2}, 5ms, caf::make_message(0), 1);
+  w.run_until(sim::timestamp{20ms});
+  EXPECT_EQ(*log, (std::vector<std::string>{"b 0 @2", "a 7 @2", "b 0 @5"}));
+}
+
+TEST(world, caf_timers_fire_in_true_time_between_the_worlds_events) {
+  sim::world w{1, 1, {}, {}, nullptr};
+  auto log = std::make_shared<std::vector<std::string>>();
+  w.spawn(node_id{1}, two_ports(log));
+  w.inject(node_id{1}, caf::make_message(2), 1);
+  w.schedule(node_id{1}, 15ms, caf::make_message(9), 0);
+  w.run_until(sim::timestamp{100ms});
+  EXPECT_EQ(*log, (std::vector<std::string>{"b 2 @0", "b 1 @10", "a 9 @15", "b 0 @20"}));
+  EXPECT_EQ(w.now(), 100ms);
+}
+
+TEST(world, a_pause_freezes_every_actor_of_the_node_caf_timers_included) {
+  sim::world w{1, 1, {}, {}, nullptr};
+  auto log = std::make_shared<std::vector<std::string>>();
+  w.spawn(node_id{1}, two_ports(log));
+  w.inject(node_id{1}, caf::make_message(3), 1); // b 3 @0, then 2 @10, 1 @20 ...
+  w.at(sim::timestamp{5ms}, [&] { w.pause(node_id{1}, sim::timestamp{35ms}); });
+  w.run_until(sim::timestamp{100ms});
+  // The timer due at 10 ms waits for the end of the pause; the next one is
+  // armed then, 10 ms later.
+  EXPECT_EQ(*log, (std::vector<std::string>{"b 3 @0", "b 2 @35", "b 1 @45", "b 0 @55"}));
+}
+
+TEST(world, a_crash_kills_every_actor_of_the_node_even_while_paused) {
+  sim::world w{1, 1, {}, {}, nullptr};
+  auto log = std::make_shared<std::vector<std::string>>();
+  w.spawn(node_id{1}, two_ports(log));
+  auto second = w.system().spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
+  w.inject(node_id{1}, caf::make_message(3), 1);
+  w.at(sim::timestamp{5ms}, [&] { w.pause(node_id{1}, sim::timestamp{50ms}); });
+  w.at(sim::timestamp{20ms}, [&] { w.crash(node_id{1}); });
+  w.run_until(sim::timestamp{100ms});
+  EXPECT_EQ(*log, (std::vector<std::string>{"b 3 @0"}));
+  EXPECT_FALSE(w.alive(node_id{1}));
+  caf::anon_send_exit(second, caf::exit_reason::kill);
+}

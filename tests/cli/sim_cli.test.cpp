@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+using conclave::process_test::has;
+using conclave::process_test::line_count;
 using conclave::process_test::run_conclave;
 
 TEST(sim_cli, a_bad_fault_spec_is_exit_2_with_one_line) {
@@ -54,18 +56,6 @@ TEST(sim_cli, the_same_seed_prints_the_same_report) {
   EXPECT_EQ(a.out, b.out);
 }
 
-namespace {
-
-size_t lines(const std::string& text) {
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-bool has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-} // namespace
-
 TEST(sim_cli, out_writes_csv_and_svg_plots_that_say_what_they_show) {
   auto dir = std::filesystem::temp_directory_path()
              / ("conclave-sim-" + std::to_string(::getpid()));
@@ -76,9 +66,9 @@ TEST(sim_cli, out_writes_csv_and_svg_plots_that_say_what_they_show) {
   using conclave::process_test::read_file;
   // One row per run (2 algorithms x 2 sizes x 3 runs), two elections per run.
   auto runs = read_file(dir / "runs.csv");
-  EXPECT_EQ(lines(runs), 1u + 12u) << runs;
+  EXPECT_EQ(line_count(runs), 1u + 12u) << runs;
   auto elections = read_file(dir / "elections.csv");
-  EXPECT_EQ(lines(elections), 1u + 24u) << elections;
+  EXPECT_EQ(line_count(elections), 1u + 24u) << elections;
   EXPECT_TRUE(has(elections, ",startup,") && has(elections, ",failover,"));
   auto timeline = read_file(dir / "timeline.csv");
   EXPECT_TRUE(has(timeline, "crashed")) << timeline;

@@ -9,19 +9,9 @@
 
 #include <string>
 
+using conclave::process_test::has;
+using conclave::process_test::line_count;
 using conclave::process_test::run_conclave;
-
-namespace {
-
-size_t lines(const std::string& text) {
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-bool has(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-} // namespace
 
 TEST(sim_jobs_cli, bad_input_is_exit_2_with_one_line) {
   for (auto args :
@@ -34,7 +24,7 @@ TEST(sim_jobs_cli, bad_input_is_exit_2_with_one_line) {
         "sim --workload tasks"}) {
     auto r = run_conclave(args, true);
     EXPECT_EQ(r.status, 2) << args << ": " << r.out;
-    EXPECT_EQ(lines(r.out), 1u) << args << ": " << r.out;
+    EXPECT_EQ(line_count(r.out), 1u) << args << ": " << r.out;
     EXPECT_TRUE(has(r.out, "conclave: error: ")) << args << ": " << r.out;
   }
 }

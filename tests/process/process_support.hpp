@@ -8,6 +8,7 @@
 #include "tests/support/loopback_http.hpp"
 #include "tests/support/process_tools.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
@@ -40,6 +41,16 @@ inline run_result run_conclave(const std::string& args, bool with_stderr = false
   auto r = conclave::testing::run_command(std::string{CONCLAVE_BIN} + " " + args
                                           + (with_stderr ? " 2>&1" : " 2>/dev/null"));
   return {r.status, std::move(r.out)};
+}
+
+/// Lines of a command's output (newlines counted).
+inline size_t line_count(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+/// Whether `text` contains `what`.
+inline bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
 }
 
 inline std::string read_file(const std::filesystem::path& p) {

@@ -1,0 +1,67 @@
+// A simulated disk of the replication workload (`conclave sim --workload
+// replication`; docs/design/simulation.md, "Replication workload").
+//
+// sim_disk is a log_device over a memory_log_device whose syncs complete
+// `fsync` of virtual time after they are asked for (a small releaser actor per
+// disk, one of its node's actors in the world: a paused node's syncs complete
+// only when it resumes). A crash drops what was appended and not synced.
+// With `lying` set it is the broken disk of the checkers' meta-test: it reports
+// every sync durable at once, while the records still become durable only
+// after `fsync`, so a crash loses records a replica acknowledged as durable.
+#pragma once
+
+#include "storage/api/memory_log_device.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace conclave::sim {
+
+/// A simulated disk. Not thread-safe: one host uses it at a time.
+class sim_disk final : public store::log_device {
+public:
+  /// `releaser` completes the syncs; spawn it with spawn_disk_releaser.
+  sim_disk(std::chrono::nanoseconds fsync, bool lying) : fsync_(fsync), lying_(lying) {
+    inner_.set_auto_sync(false);
+    inner_.set_checkpoints_wait_for_sync(true);
+  }
+
+  void set_releaser(caf::actor releaser) { releaser_ = std::move(releaser); }
+
+  store::result<void> append(const store::log_record& r) override;
+  void sync(sync_callback done) override;
+  store::result<void> truncate_after(store::lsn at) override;
+  store::result<void> checkpoint(std::string image, store::lsn at) override;
+  store::result<void> install_snapshot(std::string image, store::lsn at) override;
+  store::result<recovered> recover() override;
+
+  /// A crash: records appended but not synced are lost (returns how many);
+  /// pending syncs never complete.
+  uint64_t crash();
+  /// The releaser's message arrived: complete the syncs of generation `gen`.
+  void release(uint64_t gen);
+
+  uint64_t syncs() const { return inner_.syncs(); }
+  /// Checkpoints written and snapshots installed on this disk (across the
+  /// host's restarts).
+  uint64_t checkpoints() const { return checkpoints_; }
+  uint64_t installs() const { return installs_; }
+
+private:
+  store::memory_log_device inner_;
+  std::chrono::nanoseconds fsync_;
+  bool lying_;
+  caf::actor releaser_;
+  uint64_t generation_ = 0;
+  store::lsn appended_;
+  uint64_t checkpoints_ = 0;
+  uint64_t installs_ = 0;
+};
+
+/// The actor that completes a sim_disk's syncs (holds it weakly).
+caf::actor spawn_disk_releaser(caf::actor_system& sys, std::weak_ptr<sim_disk> disk);
+
+} // namespace conclave::sim
