@@ -1,8 +1,10 @@
 // conclave: the command-line entry point. See command.hpp for the conventions.
 #include "runtime/cli/commands.hpp"
+#include "runtime/cli/stage_trace.hpp"
 
 int main(int argc, char** argv) {
   using namespace conclave::cli;
+  stages().mark("main");
   command_registry reg{"conclave", "conclave: leader election, workflows and reliable "
                                    "collections on CAF"};
   add_version_command(reg);
