@@ -14,7 +14,9 @@
 // so kv dials the member it expects to be the primary alone first (the one
 // that last answered, from a cache file, primary_cache.hpp; else the leader
 // the --dir status files name) and the others only when needed. --dial-all
-// dials every member at once instead.
+// dials every member at once instead. Over TLS it offers the session ticket
+// its last full handshake with that member got (node/tls_reuse.hpp), so the
+// handshake exchanges no certificates.
 #include "runtime/cli/access_flags.hpp"
 #include "runtime/cli/commands.hpp"
 #include "runtime/cli/stage_trace.hpp"
@@ -513,8 +515,9 @@ void add_kv_command(command_registry& reg) {
       ->envname(env_name("--dial-all"));
   option(kv, "--cache-dir", o->cache_dir,
          "where kv remembers which member answered as the primary, one small file "
-         "per cluster (default: $XDG_CACHE_HOME/conclave, else ~/.cache/conclave; "
-         "none: nowhere)");
+         "per cluster, and over TLS each member's session ticket, one file per "
+         "member, mode 0600 (default: $XDG_CACHE_HOME/conclave, else "
+         "~/.cache/conclave; none: nowhere)");
   kv->add_flag("--trace-stages", o->trace_stages,
                "print on stderr when the run reached each stage (main, parsed, system, "
                "ready, answered, exit), as `conclave-trace STAGE MICROSECONDS` lines "
