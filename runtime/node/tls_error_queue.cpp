@@ -1,6 +1,7 @@
 #include "runtime/node/tls_error_queue.hpp"
 
 #include "runtime/node/basp_source_guard.hpp"
+#include "runtime/node/tls_reuse.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -172,6 +173,9 @@ int SSL_write(ssl_st* s, const void* buf, int num) {
 int SSL_connect(ssl_st* s) {
   static auto real = next<hs_fn>("SSL_connect");
   clear_queue();
+  // The first step: offer a saved session ticket (tls_reuse.hpp).
+  if (SSL_in_before(s) != 0)
+    conclave::node::prepare_tls_dial(s);
   auto ret = real(s);
   count_failure(s, ret, refused_dialing);
   // Waiting for the peer's handshake reply: wait for it here, briefly, rather
@@ -188,6 +192,9 @@ int SSL_connect(ssl_st* s) {
 int SSL_accept(ssl_st* s) {
   static auto real = next<hs_fn>("SSL_accept");
   clear_queue();
+  // The first step: accept this process's session tickets (tls_reuse.hpp).
+  if (SSL_in_before(s) != 0)
+    conclave::node::prepare_tls_accept(s);
   auto ret = real(s);
   count_failure(s, ret, refused_accepting);
   return ret;
