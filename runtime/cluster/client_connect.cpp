@@ -2,6 +2,7 @@
 #include "runtime/cluster/client_connect.hpp"
 
 #include "actors/replication/type_ids.hpp"
+#include "runtime/node/bounded_connect.hpp"
 #include "runtime/node/gate_actor.hpp"
 #include "runtime/node/socket_numbers.hpp"
 #include "runtime/node/tls_error_queue.hpp"
@@ -25,6 +26,9 @@ void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
   // Keeps this executable's socket renumbering linked in (socket_numbers.hpp):
   // CAF names a connection by its descriptor number.
   (void)node::socket_renumbering_active();
+  // And the bound on a dial's blocking connect (bounded_connect.hpp): a
+  // member cut off by the network must not hold every other dial.
+  (void)node::bounded_connect_active();
   if (!tls_ca.empty()) {
     cfg.load<caf::openssl::manager>();
     cfg.openssl_cafile = tls_ca;

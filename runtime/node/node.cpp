@@ -6,6 +6,7 @@
 #include "actors/election/leader_task.hpp"
 #include "actors/replication/type_ids.hpp"
 #include "protocols/election/type_ids.hpp"
+#include "runtime/node/bounded_connect.hpp"
 #include "runtime/node/data_dir.hpp"
 #include "runtime/node/gate_actor.hpp"
 #include "runtime/node/node_probe.hpp"
@@ -163,6 +164,11 @@ void log_start(const node_config& c, const peer_links& links) {
   if (!socket_renumbering_active())
     links.warn("socket renumbering not active: a connection opened right after another "
                "closed may lose its sender (socket_numbers.hpp)");
+  if (!bounded_connect_active())
+    links.warn(
+        "connect bound off (CONCLAVE_CONNECT_TIMEOUT_MS=0 or not linked): a member "
+        "cut off by the network holds this node's other dials for minutes "
+        "(bounded_connect.hpp)");
   if (c.tls && !tls_error_queue_fix_active())
     links.warn("OpenSSL error-queue fix not active: a failed TLS handshake may drop "
                "healthy links (docs/design/node.md)");
