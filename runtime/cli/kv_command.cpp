@@ -441,6 +441,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   dopts.members = members;
   dopts.step_timeout = std::min(timeout, std::chrono::milliseconds{1000});
   dopts.first = first_to_dial(o, cache_file, members);
+  dopts.probe_first = true; // a member cut off by the network holds no other dial
   cluster::front_directory dir{sys, dopts};
   if (o.at != 0)
     return read_at(o, sys, dir, deadline);

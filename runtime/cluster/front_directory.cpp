@@ -57,6 +57,7 @@ struct connector_state {
 using connector_ptr = caf::stateful_actor<connector_state>*;
 
 void dial(connector_ptr self, uint64_t id);
+void dial_connected(connector_ptr self, uint64_t id);
 
 bool was_dialed(connector_ptr self, uint64_t id) {
   std::lock_guard<std::mutex> guard{self->state.table->mtx};
@@ -116,6 +117,8 @@ void dial(connector_ptr self, uint64_t id) {
   // The TCP connect first, on a thread of its own (bounded_connect.hpp): the
   // middleman dials one member at a time, and a member cut off by the network
   // would hold the dials of the others behind it.
+  if (!st.opts.probe_first)
+    return dial_connected(self, id);
   auto me = caf::actor_cast<caf::actor>(self);
   node::probe_connect(where.host, where.port, st.opts.step_timeout, [me, id](int error) {
     caf::anon_send(me, probed_atom::value, id, error);
