@@ -1,6 +1,7 @@
 #include "runtime/node/tls_error_queue.hpp"
 
 #include "runtime/node/basp_source_guard.hpp"
+#include "runtime/node/handshake_guard.hpp"
 #include "runtime/node/tls_reuse.hpp"
 
 #include <openssl/err.h>
@@ -192,11 +193,22 @@ int SSL_connect(ssl_st* s) {
 int SSL_accept(ssl_st* s) {
   static auto real = next<hs_fn>("SSL_accept");
   clear_queue();
+  // Unfinished handshakes are budgeted (handshake_guard.hpp): one over the
+  // budget finds its socket shut down, so this step fails and CAF closes it.
+  auto fd = SSL_get_fd(s);
+  conclave::node::handshake_guard_step(fd);
   // The first step: accept this process's session tickets (tls_reuse.hpp).
   if (SSL_in_before(s) != 0)
     conclave::node::prepare_tls_accept(s);
   auto ret = real(s);
   count_failure(s, ret, refused_accepting);
+  if (ret == 1) {
+    conclave::node::handshake_guard_ended(fd);
+  } else {
+    auto e = SSL_get_error(s, ret);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+      conclave::node::handshake_guard_ended(fd);
+  }
   return ret;
 }
 
