@@ -1,6 +1,6 @@
 // Real network partitions, not pauses: a 5-node cluster, each node in its own
 // network namespace on a switch (netns_support.hpp), under a steady stream of
-// kv writes from a client on the switch, while the network fails and heals:
+// kv writes and job submissions from a client on the switch, while the network fails and heals:
 //
 //   1. the leader's link goes down (its packets vanish, its TCP connections
 //      hang without a reset);
@@ -12,11 +12,12 @@
 // new leader starts acting (times from the old leader's log and the new
 // leader's status.json, one machine clock), the majority elects and serves
 // writes, a cut follower deposes no one; after each heal, all five agree on
-// one leader. At the end every acknowledged write is read back and every
-// replica is clean (`store check`, digests agree). Prints, per fault, when the
-// old leader stopped acting, when the new one acted and when the first write
-// begun after the cut was acknowledged, and the longest gap between
-// acknowledged writes. Skipped where namespaces cannot be made.
+// one leader. At the end every acknowledged write is read back, every accepted
+// job is processed, and every replica is clean (`store check`, digests
+// agree). Prints, per fault, when the old leader stopped acting, when the new
+// one acted and when the first write begun after the cut was acknowledged,
+// and the longest gap between acknowledged writes. Skipped where namespaces
+// cannot be made.
 #include "tests/process/netns_support.hpp"
 
 #include <atomic>
@@ -132,6 +133,45 @@ protected:
     stop_ = true;
     if (writer_.joinable())
       writer_.join();
+    if (submitter_.joinable())
+      submitter_.join();
+  }
+
+  /// `conclave job SUBCOMMAND ARGS` from the switch namespace.
+  run_result job_from_switch(const std::string& sub, const std::string& args,
+                             int timeout_ms) {
+    auto r = conclave::testing::run_command(
+        "ip netns exec " + switch_ns() + " " + CONCLAVE_BIN + " job " + sub
+        + " --timeout-ms " + std::to_string(timeout_ms) + " --dir "
+        + (dir / "out").string() + " " + args + " 2>&1");
+    return {r.status, r.out};
+  }
+
+  /// A steady stream of 1-step jobs (sleep 20 ms) from the switch; a job
+  /// whose submission answered "exists" was accepted by an earlier try.
+  void start_submitter() {
+    submitter_ = std::thread{[this] {
+      for (uint64_t n = 0; !stop_; ++n) {
+        auto id = "j-" + std::to_string(n);
+        auto r = job_from_switch("submit", "--id " + id + " sleep:20", 2000);
+        std::lock_guard<std::mutex> guard{mu_};
+        if (r.status == 0 || r.out.find("exists") != std::string::npos)
+          jobs_.push_back(id);
+        else
+          job_failure_ = r.out;
+        std::this_thread::sleep_for(50ms);
+      }
+    }};
+  }
+
+  std::vector<std::string> accepted_jobs() {
+    std::lock_guard<std::mutex> guard{mu_};
+    return jobs_;
+  }
+
+  std::string last_job_failure() {
+    std::lock_guard<std::mutex> guard{mu_};
+    return job_failure_;
   }
 
   std::vector<write_record> writes() {
@@ -245,6 +285,9 @@ protected:
 
 private:
   std::thread writer_;
+  std::thread submitter_;
+  std::vector<std::string> jobs_;
+  std::string job_failure_; ///< the last refused submission's output
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::vector<write_record> writes_;
@@ -262,6 +305,7 @@ TEST_F(
   auto leader = static_cast<int>(wait_for_leader(all(), 20s));
   ASSERT_NE(leader, 0) << "no agreed leader; logs in " << dir;
   start_writer();
+  start_submitter();
   ASSERT_TRUE(first_ack_after(0, 15s)) << "no write acknowledged before any fault";
 
   // 1. The leader's link goes down.
@@ -337,6 +381,29 @@ TEST_F(
     last_ack = w.ended_us;
   }
 
+  // Every job accepted under the faults ends processed (none lost).
+  auto jobs = accepted_jobs();
+  EXPECT_FALSE(jobs.empty()) << last_job_failure();
+  std::map<std::string, std::string> state;
+  auto all_done = eventually(
+      [&] {
+        auto r = job_from_switch("list", "--json --limit 0", 5000);
+        auto j = nlohmann::json::parse(r.out, nullptr, false);
+        if (r.status != 0 || j.is_discarded() || !j.contains("jobs"))
+          return false;
+        state.clear();
+        for (auto& x : j["jobs"])
+          state[x["id"].get<std::string>()] = x["state"].get<std::string>();
+        for (auto& id : jobs)
+          if (state[id] != "processed")
+            return false;
+        return true;
+      },
+      30s);
+  for (auto& id : jobs)
+    EXPECT_EQ(state[id], "processed") << id;
+  EXPECT_TRUE(all_done);
+
   // Stop every node (SIGTERM, as systemd would) and check every replica.
   for (auto& [id, pid] : pids) {
     ::kill(pid, SIGTERM);
@@ -358,7 +425,8 @@ TEST_F(
   auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(
       std::chrono::steady_clock::now() - started);
   std::printf("[partition] %zu of %zu writes acknowledged, all read back; longest gap "
-              "between acknowledged writes %lld ms; %lld s in all\n",
+              "between acknowledged writes %lld ms; %zu jobs accepted, all processed; "
+              "%lld s in all\n",
               acked, done.size(), static_cast<long long>(longest_gap_us / 1000),
-              static_cast<long long>(elapsed.count()));
+              jobs.size(), static_cast<long long>(elapsed.count()));
 }
