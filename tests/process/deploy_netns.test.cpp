@@ -19,23 +19,8 @@ class deploy_netns : public netns_cluster {};
 
 TEST_F(deploy_netns, three_hosts_from_cluster_init_elect_and_keep_a_key_after_a_kill) {
   auto started = std::chrono::steady_clock::now();
-  std::string hosts;
-  for (int i = 1; i <= nodes; ++i)
-    hosts += (i == 1 ? "" : ",") + std::to_string(i) + "@" + address(i) + ":7001";
-  auto out = dir / "out";
-  auto etc = dir / "etc";
-  auto init = run_conclave("cluster init --hosts " + hosts + " --dir " + out.string()
-                               + " --cluster netns --metrics-port 9101 --config-dir "
-                               + etc.string() + " --data-dir " + (dir / "data").string(),
-                           true);
-  ASSERT_EQ(init.status, 0) << init.out;
-
   // "Install" every node's files, as a copy to each host's /etc/conclave would.
-  fs::create_directories(etc);
-  for (int i = 1; i <= nodes; ++i)
-    for (auto& f : fs::directory_iterator{out / ("node-" + std::to_string(i))})
-      fs::copy_file(f.path(), etc / f.path().filename(),
-                    fs::copy_options::overwrite_existing);
+  init_and_install("--metrics-port 9101");
   for (int i = 1; i <= nodes; ++i)
     start(i);
 
@@ -71,15 +56,7 @@ TEST_F(deploy_netns, three_hosts_from_cluster_init_elect_and_keep_a_key_after_a_
 
   // Stop the survivors (SIGTERM, as systemd would) and check every replica,
   // the killed one's too.
-  for (auto& [id, pid] : pids) {
-    ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
-  }
-  pids.clear();
-  std::vector<fs::path> data_dirs;
-  for (int i = 1; i <= nodes; ++i)
-    data_dirs.push_back(dir / "data" / ("node-" + std::to_string(i)));
-  expect_replicas_clean(data_dirs);
+  stop_all_and_check_replicas();
 
   auto elapsed = std::chrono::steady_clock::now() - started;
   EXPECT_LT(elapsed, 60s);

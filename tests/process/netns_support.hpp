@@ -254,12 +254,27 @@ protected:
                                  + " --data-dir " + (dir / "data").string() + " " + extra,
                              true);
     ASSERT_EQ(init.status, 0) << init.out;
+    // "Install" every node's files, as a copy to each host's /etc/conclave would.
     std::filesystem::create_directories(etc);
     for (int i = 1; i <= nodes; ++i)
       for (auto& f :
            std::filesystem::directory_iterator{out / ("node-" + std::to_string(i))})
         std::filesystem::copy_file(f.path(), etc / f.path().filename(),
                                    std::filesystem::copy_options::overwrite_existing);
+  }
+
+  /// Stops every node still running (SIGTERM, as systemd would) and checks
+  /// every node's replica (expect_replicas_clean), the stopped ones' too.
+  void stop_all_and_check_replicas() {
+    for (auto& [id, pid] : pids) {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+    pids.clear();
+    std::vector<std::filesystem::path> data_dirs;
+    for (int i = 1; i <= nodes; ++i)
+      data_dirs.push_back(dir / "data" / ("node-" + std::to_string(i)));
+    expect_replicas_clean(data_dirs);
   }
 
   std::filesystem::path log_of(int id) const {

@@ -20,8 +20,8 @@
 #include <openssl/ssl.h>
 
 #include <csignal>
-#include <fcntl.h>
 #include <cstdio>
+#include <fcntl.h>
 #include <map>
 #include <random>
 
@@ -244,8 +244,9 @@ TEST_F(cluster_test, garbage_at_the_leader_and_a_follower_disturbs_nothing_under
         sample(body, "conclave_tls_handshakes_guarded_total{reason=\"over_budget\"}");
     ASSERT_TRUE(guarded) << body;
     EXPECT_GT(*guarded, 0.0) << body;
-    std::printf("[garbage] node %d: RSS %ld -> %ld KiB, %.0f handshakes over budget so far\n",
-                node["id"].get<int>(), before, after, *guarded);
+    std::printf(
+        "[garbage] node %d: RSS %ld -> %ld KiB, %.0f handshakes over budget so far\n",
+        node["id"].get<int>(), before, after, *guarded);
     auto st = status();
     EXPECT_EQ(st["term"], term) << st.dump(2); // no leader change
     EXPECT_EQ(st["leader"], leader);

@@ -23,6 +23,7 @@
 // however the run ends (processes stopped by `conclave cluster down`, which
 // sends SIGCONT to stopped nodes first). Figures only; never asserts on time.
 #include "runtime/cluster/cluster.hpp"
+#include "runtime/node/node_log.hpp"
 #include "tests/bench/support/stats.hpp"
 #include "tests/support/process_tools.hpp"
 
@@ -74,22 +75,6 @@ void on_signal(int) {
 
 std::string sh(const std::string& cmd) {
   return conclave::testing::run_command(cmd + " 2>&1").out;
-}
-
-/// Microseconds since the epoch of a log line's timestamp
-/// ("2026-11-28T04:15:00.123456Z ..."), if it has one.
-std::optional<int64_t> stamp_us(const std::string& line) {
-  std::tm tm{};
-  int us = 0;
-  if (line.size() < 27 || line[10] != 'T' || line[19] != '.' || line[26] != 'Z')
-    return std::nullopt;
-  if (std::sscanf(line.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%6d", &tm.tm_year, &tm.tm_mon,
-                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &us)
-      != 7)
-    return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<int64_t>(timegm(&tm)) * 1'000'000 + us;
 }
 
 /// The lines of `path` after byte `from`.
@@ -170,11 +155,11 @@ round_result one_round(const options& o, const std::string& dir, uint64_t leader
   for (auto until = steady::now() + 10s; steady::now() < until;) {
     for (auto& line : lines_after(log, mark)) {
       if (!t_lost && line.find(lost) != std::string::npos) {
-        t_lost = stamp_us(line);
+        t_lost = conclave::node::log_line_time_us(line);
         r.lost_line = line;
       }
       if (!t_done && line.find(done) != std::string::npos)
-        t_done = stamp_us(line);
+        t_done = conclave::node::log_line_time_us(line);
     }
     if (t_lost && t_done)
       break;
