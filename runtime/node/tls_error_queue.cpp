@@ -58,6 +58,14 @@ struct node_entry {
   size_t sessions = 0;
 };
 
+/// Sessions of this context are not CAF's (exempt_from_basp_checks).
+std::atomic<const ssl_ctx_st*> exempt_ctx{nullptr};
+
+bool exempt(const ssl_st* s) {
+  auto* ctx = exempt_ctx.load(std::memory_order_relaxed);
+  return ctx != nullptr && SSL_get_SSL_CTX(s) == ctx;
+}
+
 std::mutex sessions_mtx;
 std::unordered_map<const ssl_st*, session_entry> sessions;
 std::map<std::string, node_entry> nodes; ///< node id bytes -> certificate
@@ -148,7 +156,7 @@ int SSL_read(ssl_st* s, void* buf, int num) {
   static auto real = next<io_fn>("SSL_read");
   clear_queue();
   auto ret = real(s, buf, num);
-  if (ret > 0 && !guard_read(s, buf, ret)) {
+  if (ret > 0 && !exempt(s) && !guard_read(s, buf, ret)) {
     // Refused (basp_source_guard.hpp): an error in the queue makes
     // SSL_get_error report SSL_ERROR_SSL, and CAF closes the connection
     // without reading these bytes.
@@ -193,6 +201,10 @@ int SSL_connect(ssl_st* s) {
 int SSL_accept(ssl_st* s) {
   static auto real = next<hs_fn>("SSL_accept");
   clear_queue();
+  // The HTTPS API's sessions are not CAF's: its server bounds its own
+  // connections and read times, and its failures are not counted here.
+  if (exempt(s))
+    return real(s);
   // Unfinished handshakes are budgeted (handshake_guard.hpp): one over the
   // budget finds its socket shut down, so this step fails and CAF closes it.
   auto fd = SSL_get_fd(s);
@@ -236,6 +248,10 @@ std::optional<std::string> tls_certificate_of_node(const std::string& node_id) {
   if (i == nodes.end())
     return std::nullopt;
   return i->second.certificate;
+}
+
+void exempt_from_basp_checks(const ssl_ctx_st* ctx) {
+  exempt_ctx.store(ctx, std::memory_order_relaxed);
 }
 
 uint64_t tls_frames_refused(std::string_view reason) {
