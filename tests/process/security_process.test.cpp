@@ -260,6 +260,34 @@ TEST_F(cluster_test, garbage_at_the_leader_and_a_follower_disturbs_nothing_under
   }
 }
 
+TEST_F(cluster_test,
+       a_handshake_left_unfinished_is_closed_by_the_node_after_its_timeout) {
+  auto j = up(3, "--detector-timeout-ms 500");
+  auto node = j["nodes"][0];
+  // A TCP connection to the TLS port that never sends a byte: the node's
+  // budget of unfinished handshakes shuts it down after 3 s.
+  int fd = connect_to(port_of(node["address"].get<std::string>()));
+  ASSERT_GE(fd, 0);
+  timeval limit{6, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  auto t0 = std::chrono::steady_clock::now();
+  char byte = 0;
+  auto n = ::recv(fd, &byte, 1, 0); // 0: the node closed it
+  auto waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(fd);
+  EXPECT_EQ(n, 0) << "the node kept an unfinished handshake open for " << waited << " s";
+  EXPECT_GE(waited, 2.5);
+  EXPECT_LT(waited, 5.5);
+  auto url = node["metrics_url"].get<std::string>();
+  auto body = http_get(url.substr(7, url.find("/metrics") - 7), "/metrics");
+  auto timed_out =
+      sample(body, "conclave_tls_handshakes_guarded_total{reason=\"timeout\"}");
+  ASSERT_TRUE(timed_out) << body;
+  EXPECT_GE(*timed_out, 1.0) << body;
+  std::printf("[garbage] an unfinished handshake was closed after %.2f s\n", waited);
+}
+
 namespace {
 
 /// `conclave_rejected_messages_total{reason="REASON"}` of a node, by its
