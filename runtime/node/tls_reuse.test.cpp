@@ -4,6 +4,7 @@
 // per handshake, and this test binary's SSL_connect/SSL_accept go through the
 // wrappers of tls_error_queue.cpp as CAF's do in the `conclave` executable.
 #include "runtime/node/tls_reuse.hpp"
+#include "tests/support/ssl_pair.hpp"
 
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_certificates.hpp"
@@ -59,15 +60,8 @@ struct reuse_outcome {
 reuse_outcome reuse_handshake(const std::string& peer) {
   auto server_ctx = reuse_context(reuse_certs().cert(1), reuse_certs().key(1));
   auto client_ctx = reuse_context(reuse_certs().cert(2), reuse_certs().key(2));
-  SSL* server = SSL_new(server_ctx.get());
-  SSL* client = SSL_new(client_ctx.get());
-  BIO* a = nullptr;
-  BIO* b = nullptr;
-  BIO_new_bio_pair(&a, 0, &b, 0);
-  SSL_set_bio(server, a, a);
-  SSL_set_bio(client, b, b);
-  SSL_set_accept_state(server);
-  SSL_set_connect_state(client);
+  auto [server, client] =
+      conclave::test::make_ssl_pair(server_ctx.get(), client_ctx.get());
   prepare_tls_dial_to(client, peer);
   int c = 0;
   int s = 0;

@@ -15,6 +15,7 @@
 //   tls_bench [--rounds 200]
 #include "runtime/node/tls_reuse.hpp"
 #include "tests/bench/support/stats.hpp"
+#include "tests/support/ssl_pair.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_certificates.hpp"
 
@@ -100,15 +101,7 @@ struct handshake_cost {
 handshake_cost handshake() {
   SSL_CTX* server_ctx = context(1, false);
   SSL_CTX* client_ctx = context(2, false);
-  SSL* server = SSL_new(server_ctx);
-  SSL* client = SSL_new(client_ctx);
-  BIO* a = nullptr;
-  BIO* b = nullptr;
-  BIO_new_bio_pair(&a, 0, &b, 0);
-  SSL_set_bio(server, a, a);
-  SSL_set_bio(client, b, b);
-  SSL_set_accept_state(server);
-  SSL_set_connect_state(client);
+  auto [server, client] = conclave::test::make_ssl_pair(server_ctx, client_ctx);
   conclave::node::prepare_tls_dial_to(client, "127.0.0.1:7001");
   handshake_cost cost;
   int c = 0;
