@@ -19,6 +19,7 @@ packages=(
   openssl               # `cluster up` makes a throwaway CA and node certificates
   iproute2              # `ip netns`: the deploy test's hosts are network namespaces (tests/process)
   libssl-dev            # identity proofs between nodes (X509/EVP), TLS handshake counters
+  libcpp-httplib-dev    # the node's HTTP/JSON API (--http); Debian builds it with OpenSSL
   libjemalloc-dev       # the benchmarks' allocator (CMakeLists.txt, CONCLAVE_BENCH_ALLOCATOR)
   etcd-server etcd-client # the lock scenario's reference (scripts/lock-scenario.sh: etcdctl lock);
                         # the package may start a service on 2379, which the scenario never uses

@@ -868,6 +868,10 @@ list_result list(host_state& st, const list_request& req) {
     (void)st.store->abort(txn);
     return out;
   }
+  // One item past the answer's bound tells whether there is more: the scan
+  // stops there instead of copying the rest of the range (a scheduler pages
+  // through a ready index of 100,000 jobs 256 at a time).
+  op.limit = static_cast<uint32_t>(std::min<size_t>(limit + 1, UINT32_MAX));
   if (auto r = st.store->execute(op, timestamp::max()); r) {
     size_t bytes = 0;
     for (auto& [k, v] : r.value().items) {

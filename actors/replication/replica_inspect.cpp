@@ -34,7 +34,14 @@ store::result<void> replica_replay_rules::apply(const store::log_record& r) {
 
 bool is_replica_dir(const std::filesystem::path& dir) {
   std::error_code ec;
-  return store::is_data_dir(dir) && std::filesystem::is_regular_file(dir / "term", ec);
+  if (!store::is_data_dir(dir))
+    return false;
+  // The term file marks it; so does the place a node keeps it
+  // (DATA_DIR/replica) or the amnesia mark: a replica whose term file is
+  // lost is still a replica (and `store check` must say the file is lost).
+  auto name = dir.filename().empty() ? dir.parent_path().filename() : dir.filename();
+  return std::filesystem::exists(dir / "term", ec) || name == "replica"
+         || std::filesystem::exists(dir / "amnesiac", ec);
 }
 
 } // namespace conclave::replication

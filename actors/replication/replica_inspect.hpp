@@ -30,7 +30,8 @@ private:
 };
 
 /// Whether `dir` is a replica's data directory: a store's files beside the
-/// replica's `term` file (replica_storage.cpp).
+/// replica's `term` file, or named `replica` (where a node keeps it:
+/// replica_storage.cpp), or holding the `amnesiac` mark.
 bool is_replica_dir(const std::filesystem::path& dir);
 
 } // namespace conclave::replication

@@ -75,6 +75,18 @@ std::optional<agent_entry> pick_agent(scheduler_impl self, const std::string& ki
   return std::nullopt;
 }
 
+/// Whether a live agent of `kind` is known here (what pick_agent needs).
+bool serves(scheduler_impl self, std::string_view kind) {
+  auto& st = self->state;
+  auto i = st.agents.find(std::string{kind});
+  if (i == st.agents.end())
+    return false;
+  for (auto& a : i->second)
+    if (!st.dead.count(a.handle.address()))
+      return true;
+  return false;
+}
+
 const std::string& kind_of(const step_record& s) {
   return s.state == step_state::compensating ? s.spec.compensation->agent_kind
                                              : s.spec.agent_kind;
@@ -347,21 +359,31 @@ void poll(scheduler_impl self) {
   st.store->scan(
       layout::ready, st.poll_from, std::move(bound),
       [self, limit, stale](caf::error e, kv_items items) {
-        // A full page: more may be ready behind it.
         auto& st = self->state;
-        if (!e && limit > 0 && items.size() >= limit) {
-          st.poll_again = true;
-          st.poll_from = items.back().first + std::string(1, '\0');
-        } else {
-          st.poll_from.clear();
-        }
+        bool full = !e && limit > 0 && items.size() >= limit;
         auto jobs = std::make_shared<std::vector<job_id>>();
         auto& mine = self->state.opts.mine;
         if (!e)
-          for (auto& kv : items)
+          for (auto& kv : items) {
+            // A kind no live agent here serves: skipped without reading the
+            // document (a row without a kind is read as before).
+            if (auto k = layout::ready_kind(kv.second); k && !serves(self, *k))
+              continue;
             if (auto j = layout::decode_ready_key(kv.first))
               if (!mine || kv.first < stale || mine(j.value()))
                 jobs->push_back(j.value());
+          }
+        // A full page: more may be ready behind it. The next page follows at
+        // once if this one had work here, else at the next poll tick, so that
+        // a backlog of jobs that other nodes serve is walked one page per
+        // tick instead of in a loop of store requests.
+        if (full) {
+          st.poll_from = items.back().first + std::string(1, '\0');
+          if (!jobs->empty())
+            st.poll_again = true;
+        } else {
+          st.poll_from.clear();
+        }
         if (self->state.opts.pipelined && !jobs->empty()) {
           // Every scheduler reads the same page; each starts claiming at its
           // own offset (instance x golden ratio, mod 1) and goes on in

@@ -927,6 +927,8 @@ struct store_traffic {
   int single_ops = 0;
   /// Batches of two or more groups (outcomes of several jobs).
   int grouped = 0;
+  /// Job documents read (try_get of wf.jobs in a batch).
+  int document_reads = 0;
 };
 
 template <class T, class Self, class... Ts>
@@ -968,6 +970,9 @@ counting_store(conclave::store::store_actor::pointer self,
                     || op.mode == st::read_mode::update;
         n->changes += change;
         n->grouped += b.groups.size() > 1;
+        for (auto& op : b.ops)
+          n->document_reads +=
+              op.op == st::operation::try_get && op.collection == layout::jobs;
         return relay<st::batch_result>(self, to, std::move(b), t);
       },
       [=](sa::checkpoint_atom a) { return relay<uint64_t>(self, to, a); },
@@ -1055,6 +1060,51 @@ TEST_F(workflow_test, ready_jobs_are_claimed_in_one_transaction) {
     agents.clear();
   }
   EXPECT_EQ(service->effects.size(), 8u);
+}
+
+// A ready row names its step's kind: a scheduler without a live agent of
+// that kind skips the job without reading its document (a backlog that other
+// nodes serve costs it no reads), and still claims what it serves behind
+// it. A ready row without a kind (written before kinds were stored) is read
+// as before.
+TEST_F(workflow_test, a_scheduler_skips_jobs_of_kinds_it_does_not_serve_unread) {
+  add_agent(1); // "svc" only
+  auto traffic = std::make_shared<store_traffic>();
+  auto proxy = track(sys().spawn(counting_store, store, traffic));
+  auto co = counted_options(proxy);
+  co.known_kinds = {"svc", "elsewhere"};
+  auto counted = track(spawn_client(sys(), co));
+  run();
+  std::vector<job_id> others;
+  for (int i = 0; i < 20; ++i) {
+    auto s = spec("other-" + std::to_string(i), 1);
+    s.steps[0].agent_kind = "elsewhere";
+    auto r = ask<job_id>(sys(), counted, atoms::submit_atom_v, s);
+    run();
+    ASSERT_TRUE(r->value) << caf::to_string(r->error);
+    others.push_back(*r->value);
+  }
+  auto mine = ask<job_id>(sys(), counted, atoms::submit_atom_v, spec("mine", 1));
+  run();
+  ASSERT_TRUE(mine->value);
+  scheduler_options o;
+  o.self = scheduler_ref{1, 1};
+  o.store = proxy;
+  o.agents = agents;
+  o.poll_limit = 8; // the backlog spans pages
+  track(spawn_scheduler(sys(), o));
+  run();
+  ASSERT_TRUE(reaches(*mine->value, job_state::processed));
+  advance(200ms); // many polls over the backlog
+  EXPECT_EQ(traffic->document_reads, 1) << "only the served job's document";
+  for (auto& id : others)
+    EXPECT_EQ(state_of(id), job_state::pending);
+  // The same backlog row without a kind: read (and left alone) as before.
+  ASSERT_TRUE(put_row(layout::ready, layout::ready_key(timestamp{1}, others[0]), ""));
+  auto before = traffic->document_reads;
+  advance(50ms);
+  EXPECT_GT(traffic->document_reads, before);
+  EXPECT_EQ(state_of(others[0]), job_state::pending);
 }
 
 // Outcomes of different jobs that arrive while an outcome batch is in flight

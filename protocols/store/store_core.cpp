@@ -148,14 +148,6 @@ lsn store_core::observed_through(txn_id txn) const {
   return i == txns_.end() ? lsn{} : i->second.observed;
 }
 
-const store_core::version* store_core::at_snapshot(const std::vector<version>& vs,
-                                                   lsn snap) {
-  for (auto i = vs.rbegin(); i != vs.rend(); ++i)
-    if (i->at <= snap)
-      return &*i;
-  return nullptr;
-}
-
 result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
                                                  const op_request& req,
                                                  timestamp deadline,
@@ -168,20 +160,20 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
       own != t.writes.end() && own->first.first == id && own->first.second == req.key;
   // The latest committed value of the key (writers hold an exclusive lock, so
   // nothing can commit over it until this transaction ends).
-  auto latest = [&]() -> const version* {
+  auto latest = [&]() -> std::optional<version> {
     auto r = c.rows.find(req.key);
     if (r == c.rows.end() || r->second.empty())
-      return nullptr;
-    return &r->second.back();
+      return std::nullopt;
+    return r->second.back();
   };
   // The value this transaction would read right now with an exclusive lock
-  // (null: absent); valid until write().
-  auto current = [&]() -> const std::string* {
+  // (none: absent); valid until write().
+  auto current = [&]() -> std::optional<std::string_view> {
     if (has_own)
-      return own->second ? &*own->second : nullptr;
+      return own->second ? std::optional<std::string_view>{*own->second} : std::nullopt;
     if (auto v = latest(); v && v->present)
-      return &v->value;
-    return nullptr;
+      return v->value;
+    return std::nullopt;
   };
   auto lock = [&](lock_mode mode) {
     return locks_.acquire(req.txn, row_lock(id, req.key), mode, deadline)
@@ -209,15 +201,15 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     } else if (req.mode == read_mode::snapshot) {
       auto r = c.rows.find(req.key);
       if (r != c.rows.end())
-        if (auto v = at_snapshot(r->second, t.snapshot); v && v->present)
-          seen = v->value;
+        if (auto v = r->second.at_snapshot(t.snapshot); v && v->present)
+          seen = std::string{v->value};
     } else {
       if (!lock(req.mode == read_mode::update ? lock_mode::update : lock_mode::shared)) {
         out.waiting = true;
         return out;
       }
       if (auto v = latest(); v && v->present)
-        seen = v->value;
+        seen = std::string{v->value};
     }
     out.found = seen.has_value();
     if (seen && req.op == operation::try_get)
@@ -239,7 +231,7 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
       write(new_value());
       out.found = true;
     } else if (req.op == operation::add_or_update) {
-      out.found = now != nullptr;
+      out.found = now.has_value();
       write(new_value());
     } else if (req.op == operation::try_update) {
       if (now && *now == req.expected) {
@@ -248,7 +240,7 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
       }
     } else if (now) {
       out.found = true;
-      out.value = *now;
+      out.value = std::string{*now};
       write(std::nullopt);
     }
     return out;
@@ -274,10 +266,10 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
     auto horizon = min_snapshot();
     uint64_t limit = listing && req.limit > 0 ? req.limit : UINT64_MAX;
     uint64_t n = 0;
-    auto take = [&](const std::string& k, const std::string& v) {
+    auto take = [&](const std::string& k, std::string_view v) {
       ++n;
       if (listing)
-        out.items.emplace_back(k, v);
+        out.items.emplace_back(k, std::string{v});
     };
     while (n < limit) {
       bool has_row = row_in();
@@ -292,7 +284,7 @@ result<op_result> store_core::execute_dictionary(txn_state& t, collection& c,
         ++w;
         continue;
       }
-      if (auto v = at_snapshot(r->second, t.snapshot); v && v->present) {
+      if (auto v = r->second.at_snapshot(t.snapshot); v && v->present) {
         take(r->first, v->value);
         ++r;
         continue;
@@ -541,9 +533,9 @@ void store_core::apply_ops(const log_record& r) {
     case op_kind::remove: {
       auto row = c.rows.try_emplace(op.key).first;
       if (op.kind == op_kind::put)
-        row->second.push_back(version{r.lsn, true, op.value});
+        row->second.push_back(r.lsn, true, op.value);
       else
-        row->second.push_back(version{r.lsn, false, {}});
+        row->second.push_back(r.lsn, false, {});
       touched_.push_back(touched_row{&c, row});
       break;
     }
@@ -590,8 +582,8 @@ bool store_core::prune_row(collection& c, row_map::iterator r, lsn horizon) {
     if (vs[i].at <= horizon)
       keep_from = i;
   if (keep_from > 0)
-    vs.erase(vs.begin(), vs.begin() + static_cast<std::ptrdiff_t>(keep_from));
-  if (vs.size() == 1 && !vs.front().present && vs.front().at <= horizon) {
+    vs.drop_oldest(keep_from);
+  if (vs.size() == 1 && !vs.back().present && vs.back().at <= horizon) {
     c.rows.erase(r);
     return false;
   }
@@ -766,7 +758,7 @@ bool store_core::encode_step(checkpoint_encoder& e, size_t max_items, size_t max
       // or pruned meanwhile; the version visible at `at` is always kept.
       auto r = e.has_last_ ? c.rows.upper_bound(e.last_key_) : c.rows.begin();
       while (r != c.rows.end() && more()) {
-        if (auto v = at_snapshot(r->second, e.at_); v && v->present) {
+        if (auto v = r->second.at_snapshot(e.at_); v && v->present) {
           w.bytes(r->first);
           w.bytes(v->value);
           ++e.count_;
@@ -856,7 +848,7 @@ result<void> store_core::load_checkpoint(std::string_view image) {
       for (uint64_t k = 0; k < items && r.ok(); ++k) {
         auto key = r.bytes();
         auto value = r.bytes();
-        c.rows[std::move(key)].push_back(version{at, true, std::move(value)});
+        c.rows[std::move(key)].push_back(at, true, value);
       }
     } else if (c.info.kind == collection_kind::queue) {
       c.head_seq = r.u64();

@@ -48,6 +48,7 @@
 #include "protocols/store/lock_manager.hpp"
 #include "protocols/store/log_record.hpp"
 #include "protocols/store/operation.hpp"
+#include "protocols/store/version_list.hpp"
 
 #include <deque>
 #include <map>
@@ -209,12 +210,8 @@ public:
   void end_checkpoint(checkpoint_encoder& e);
 
 private:
-  struct version {
-    lsn at;
-    bool present = false;
-    std::string value;
-  };
-  using row_map = std::map<std::string, std::vector<version>>;
+  using version = version_list::version;
+  using row_map = std::map<std::string, version_list>;
   struct queue_item {
     uint64_t seq = 0;
     lsn enqueued;
@@ -286,8 +283,6 @@ private:
   void finish(txn_id txn);
   /// The item with sequence number `seq` still in c.items, or null.
   static queue_item* item_at(collection& c, uint64_t seq);
-
-  static const version* at_snapshot(const std::vector<version>& vs, lsn snap);
 
   core_limits limits_;
   lock_manager locks_;

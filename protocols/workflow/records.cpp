@@ -71,9 +71,9 @@ private:
   bool bad_ = false;
 };
 
-void header(byte_writer& w, tag t) {
+void header(byte_writer& w, tag t, uint8_t version = record_version) {
   w.u8(static_cast<uint8_t>(t));
-  w.u8(record_version);
+  w.u8(version);
 }
 
 result<void> check_header(checked_reader& r, tag t) {
@@ -344,32 +344,371 @@ result<job_event> decode_event(std::string_view bytes, const record_limits& lim)
   return finish(r, std::move(e));
 }
 
-// -- document --------------------------------------------------------------------------
+// -- document, version 2 (compact) -------------------------------------------------
 
-std::string encode_doc(const job_view& v) {
-  size_t n = 128 + v.job.id.value.size() + v.job.last_error.size();
-  for (auto& s : v.steps)
-    n += step_size(s);
-  for (auto& e : v.events)
-    n += 40 + e.detail.size();
-  std::string out;
-  out.reserve(n);
-  byte_writer w{out};
-  header(w, tag::doc);
-  put_job_body(w, v.job);
-  // job.step_count steps follow (a view always has that many).
-  for (auto& s : v.steps)
-    put_step_body(w, s);
-  w.u32(static_cast<uint32_t>(v.events.size()));
-  for (auto& e : v.events)
-    put_event_body(w, e);
-  return out;
+namespace {
+
+/// Writes the compact document format: unsigned LEB128 varints, zigzag for
+/// signed values, varint-length bytes, times as offsets from the job's
+/// creation, and a flag byte per step for the fields that are usually
+/// absent (so a pending job's step costs a few bytes beyond its kind).
+class compact_writer {
+public:
+  explicit compact_writer(std::string& out) : out_(out) {}
+
+  void u8(uint8_t x) { out_.push_back(static_cast<char>(x)); }
+  void var(uint64_t x) {
+    char buf[10];
+    size_t n = 0;
+    while (x >= 0x80) {
+      buf[n++] = static_cast<char>((x & 0x7F) | 0x80);
+      x >>= 7;
+    }
+    buf[n++] = static_cast<char>(x);
+    out_.append(buf, n);
+  }
+  void svar(int64_t x) {
+    auto u = static_cast<uint64_t>(x);
+    var((u << 1) ^ (x < 0 ? ~uint64_t{0} : uint64_t{0}));
+  }
+  /// `t` as an offset from `base` (wrapping: every value round-trips).
+  void time(timestamp t, timestamp base) {
+    svar(static_cast<int64_t>(static_cast<uint64_t>(t.count())
+                              - static_cast<uint64_t>(base.count())));
+  }
+  void f64(double x) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    char buf[8];
+    for (int i = 0; i < 8; ++i)
+      buf[i] = static_cast<char>((bits >> (8 * i)) & 0xFF);
+    out_.append(buf, 8);
+  }
+  void bytes(std::string_view x) {
+    var(x.size());
+    out_.append(x.data(), x.size());
+  }
+
+private:
+  std::string& out_;
+};
+
+/// Reads what compact_writer wrote. Refuses anything the writer would not
+/// have produced (overlong varints, values past their type), so a decoded
+/// document re-encodes to the same bytes; any violation makes ok() false.
+class compact_reader {
+public:
+  explicit compact_reader(std::string_view in) : in_(in) {}
+
+  uint8_t u8() {
+    if (!ok_ || pos_ >= in_.size())
+      return fail(), 0;
+    return static_cast<uint8_t>(in_[pos_++]);
+  }
+  uint64_t var() {
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      auto b = u8();
+      if (!ok_)
+        return 0;
+      if (shift == 63 && b > 1)
+        return fail(), 0; // past 64 bits
+      x |= uint64_t{b & 0x7Fu} << shift;
+      if ((b & 0x80) == 0) {
+        if (b == 0 && shift != 0)
+          return fail(), 0; // overlong: a shorter encoding exists
+        return x;
+      }
+    }
+    return fail(), 0;
+  }
+  uint32_t var32() {
+    auto x = var();
+    if (x > UINT32_MAX)
+      return fail(), 0;
+    return static_cast<uint32_t>(x);
+  }
+  int64_t svar() {
+    auto u = var();
+    return static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1));
+  }
+  timestamp time(timestamp base) {
+    auto d = static_cast<uint64_t>(svar());
+    return timestamp{static_cast<int64_t>(static_cast<uint64_t>(base.count()) + d)};
+  }
+  double f64() {
+    if (!ok_ || in_.size() - pos_ < 8)
+      return fail(), 0.0;
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i)
+      bits |= uint64_t{static_cast<unsigned char>(in_[pos_ + i])} << (8 * i);
+    pos_ += 8;
+    double x = 0;
+    std::memcpy(&x, &bits, sizeof x);
+    if (!std::isfinite(x))
+      fail();
+    return x;
+  }
+  /// Bytes of at most `max` length (checked before copying).
+  std::string bytes(size_t max) {
+    auto n = var();
+    if (!ok_ || n > max || n > in_.size() - pos_)
+      return fail(), std::string{};
+    std::string s{in_.substr(pos_, n)};
+    pos_ += n;
+    return s;
+  }
+  template <class Enum>
+  Enum enumeration(uint8_t count) {
+    auto x = u8();
+    if (x >= count)
+      fail();
+    return static_cast<Enum>(x);
+  }
+  void fail() { ok_ = false; }
+  bool ok() const { return ok_; }
+  bool at_end() const { return pos_ == in_.size(); }
+
+private:
+  std::string_view in_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// Flags of a step in the compact format: which optional fields follow.
+enum step_flag : uint8_t {
+  has_compensation = 1 << 0,
+  custom_policy = 1 << 1, ///< else the default retry_policy
+  has_deadline = 1 << 2,  ///< complete_by
+  has_not_before = 1 << 3,
+  has_last_error = 1 << 4,
+  is_locked = 1 << 5, ///< locked_by not empty
+  has_agent = 1 << 6,
+  all_step_flags = (1 << 7) - 1,
+};
+
+void put_policy(compact_writer& w, const retry_policy& p) {
+  w.var(p.max_attempts);
+  w.svar(p.initial_interval.count());
+  w.f64(p.multiplier);
+  w.svar(p.max_interval.count());
+  w.f64(p.jitter);
+  w.var(p.non_retryable.size());
+  for (auto& k : p.non_retryable)
+    w.bytes(k);
 }
 
-result<job_view> decode_doc(std::string_view bytes, const record_limits& lim) {
-  checked_reader r{bytes};
-  if (auto h = check_header(r, tag::doc); !h)
-    return h.error();
+retry_policy get_policy(compact_reader& r, const record_limits& lim) {
+  retry_policy p;
+  p.max_attempts = r.var32();
+  p.initial_interval = duration{r.svar()};
+  p.multiplier = r.f64();
+  p.max_interval = duration{r.svar()};
+  p.jitter = r.f64();
+  auto n = r.var();
+  if (n > lim.max_non_retryable) {
+    r.fail();
+    return p;
+  }
+  for (uint64_t i = 0; i < n && r.ok(); ++i)
+    p.non_retryable.push_back(r.bytes(lim.max_kind_bytes));
+  if (r.ok() && (!validate(p) || p == retry_policy{}))
+    r.fail(); // invalid, or the default (which the flag says)
+  return p;
+}
+
+void put_step_v2(compact_writer& w, const step_record& s, timestamp base) {
+  uint8_t flags = 0;
+  if (s.spec.compensation)
+    flags |= has_compensation;
+  bool custom = !(s.spec.retry == retry_policy{});
+  if (custom)
+    flags |= custom_policy;
+  if (s.complete_by)
+    flags |= has_deadline;
+  if (s.not_before.count() != 0)
+    flags |= has_not_before;
+  if (!s.last_error.empty())
+    flags |= has_last_error;
+  if (!(s.locked_by == scheduler_ref{}))
+    flags |= is_locked;
+  if (s.agent != 0)
+    flags |= has_agent;
+  w.bytes(s.spec.agent_kind);
+  w.bytes(s.spec.payload);
+  w.svar(s.spec.timeout.count());
+  w.u8(flags);
+  if (custom)
+    put_policy(w, s.spec.retry);
+  if (s.spec.compensation) {
+    w.bytes(s.spec.compensation->agent_kind);
+    w.bytes(s.spec.compensation->payload);
+  }
+  w.u8(static_cast<uint8_t>(s.state));
+  if (flags & is_locked) {
+    w.var(s.locked_by.instance);
+    w.var(s.locked_by.incarnation);
+  }
+  if (flags & has_agent)
+    w.var(s.agent);
+  if (s.complete_by)
+    w.time(*s.complete_by, base);
+  w.var(s.failure_count);
+  w.var(s.compensation_failures);
+  w.var(s.attempt.value);
+  if (flags & has_last_error)
+    w.bytes(s.last_error);
+  w.time(s.created, base);
+  w.time(s.updated, base);
+  if (flags & has_not_before)
+    w.time(s.not_before, base);
+  w.var(s.completed_seq);
+}
+
+void get_step_v2(compact_reader& r, step_record& s, timestamp base,
+                 const record_limits& lim) {
+  s.spec.agent_kind = r.bytes(lim.max_kind_bytes);
+  s.spec.payload = r.bytes(lim.max_payload_bytes);
+  s.spec.timeout = duration{r.svar()};
+  if (s.spec.timeout <= duration::zero() || s.spec.agent_kind.empty())
+    r.fail();
+  auto flags = r.u8();
+  if (flags & ~all_step_flags)
+    r.fail();
+  if (flags & custom_policy)
+    s.spec.retry = get_policy(r, lim);
+  if (flags & has_compensation) {
+    compensation_spec c;
+    c.agent_kind = r.bytes(lim.max_kind_bytes);
+    c.payload = r.bytes(lim.max_payload_bytes);
+    if (c.agent_kind.empty())
+      r.fail();
+    s.spec.compensation = std::move(c);
+  }
+  s.state = r.enumeration<step_state>(step_state_count);
+  if (flags & is_locked) {
+    s.locked_by.instance = r.var();
+    s.locked_by.incarnation = r.var();
+    if (s.locked_by == scheduler_ref{})
+      r.fail(); // the flag says it is set
+  }
+  if (flags & has_agent) {
+    s.agent = r.var();
+    if (s.agent == 0)
+      r.fail();
+  }
+  if (flags & has_deadline)
+    s.complete_by = r.time(base);
+  s.failure_count = r.var32();
+  s.compensation_failures = r.var32();
+  s.attempt.value = r.var32();
+  if (flags & has_last_error) {
+    s.last_error = r.bytes(lim.max_text_bytes);
+    if (s.last_error.empty())
+      r.fail();
+  }
+  s.created = r.time(base);
+  s.updated = r.time(base);
+  if (flags & has_not_before) {
+    s.not_before = r.time(base);
+    if (s.not_before.count() == 0)
+      r.fail();
+  }
+  s.completed_seq = r.var();
+}
+
+void put_job_v2(compact_writer& w, const job_record& j) {
+  w.bytes(j.id.value);
+  w.u8(static_cast<uint8_t>(j.state));
+  w.var(j.step_count);
+  w.var(j.current.value);
+  w.var(j.failure_threshold);
+  w.svar(j.recovery_backoff.count());
+  w.svar(j.created.count());
+  w.time(j.updated, j.created);
+  w.var(j.completions);
+  w.var(j.next_event);
+  w.bytes(j.last_error);
+}
+
+void get_job_v2(compact_reader& r, job_record& j, const record_limits& lim) {
+  j.id.value = r.bytes(lim.max_id_bytes);
+  j.state = r.enumeration<job_state>(step_state_count);
+  j.step_count = r.var32();
+  j.current.value = r.var32();
+  j.failure_threshold = r.var32();
+  j.recovery_backoff = duration{r.svar()};
+  j.created = timestamp{r.svar()};
+  j.updated = r.time(j.created);
+  j.completions = r.var();
+  j.next_event = r.var();
+  j.last_error = r.bytes(lim.max_text_bytes);
+  if (j.id.value.empty() || j.step_count == 0 || j.step_count > lim.max_steps
+      || j.current.value > j.step_count || j.failure_threshold == 0
+      || j.failure_threshold > lim.max_failure_threshold
+      || j.recovery_backoff < duration::zero())
+    r.fail();
+}
+
+void put_event_v2(compact_writer& w, const job_event& e, timestamp base) {
+  w.var(e.seq);
+  w.u8(static_cast<uint8_t>(e.kind));
+  w.var(e.step.value);
+  w.var(e.attempt.value);
+  w.time(e.at, base);
+  w.bytes(e.detail);
+}
+
+void get_event_v2(compact_reader& r, job_event& e, timestamp base,
+                  const record_limits& lim) {
+  e.seq = r.var();
+  e.kind = r.enumeration<event_kind>(event_kind_count);
+  e.step.value = r.var32();
+  e.attempt.value = r.var32();
+  e.at = r.time(base);
+  e.detail = r.bytes(lim.max_text_bytes);
+}
+
+result<job_view> decode_doc_v2(std::string_view bytes, const record_limits& lim) {
+  compact_reader r{bytes.substr(2)}; // after the header
+  job_view v;
+  get_job_v2(r, v.job, lim);
+  if (!r.ok()) // step_count is bounded only if the job body was valid
+    return errc::corrupt_record;
+  auto base = v.job.created;
+  v.steps.reserve(v.job.step_count);
+  size_t spec_total = 0;
+  for (uint32_t i = 0; i < v.job.step_count && r.ok(); ++i) {
+    step_record s;
+    s.job = v.job.id;
+    s.index = step_index{i};
+    get_step_v2(r, s, base, lim);
+    spec_total += spec_bytes(s.spec);
+    v.steps.push_back(std::move(s));
+  }
+  if (spec_total > lim.max_spec_bytes)
+    r.fail();
+  auto n = r.var();
+  if (!r.ok() || n > job_doc_events)
+    return errc::corrupt_record;
+  v.events.reserve(n);
+  uint64_t last = 0;
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    job_event e;
+    e.job = v.job.id;
+    get_event_v2(r, e, base, lim);
+    if (e.seq <= last || e.seq >= v.job.next_event)
+      r.fail(); // increasing, and issued already
+    last = e.seq;
+    v.events.push_back(std::move(e));
+  }
+  if (!r.ok() || !r.at_end())
+    return errc::corrupt_record;
+  return v;
+}
+
+result<job_view> decode_doc_v1(std::string_view bytes, const record_limits& lim) {
+  checked_reader r{bytes.substr(2)}; // after the header
   job_view v;
   get_job_body(r, v.job, lim);
   if (!r.ok()) // step_count is bounded only if the job body was valid
@@ -401,6 +740,65 @@ result<job_view> decode_doc(std::string_view bytes, const record_limits& lim) {
     v.events.push_back(std::move(e));
   }
   return finish(r, std::move(v));
+}
+
+} // namespace
+
+// -- document --------------------------------------------------------------------------
+
+std::string encode_doc(const job_view& v) {
+  size_t n = 48 + v.job.id.value.size() + v.job.last_error.size();
+  for (auto& s : v.steps)
+    n += 48 + spec_bytes(s.spec) + s.last_error.size();
+  for (auto& e : v.events)
+    n += 24 + e.detail.size();
+  std::string out;
+  out.reserve(n);
+  out.push_back(static_cast<char>(tag::doc));
+  out.push_back(static_cast<char>(doc_version));
+  compact_writer w{out};
+  put_job_v2(w, v.job);
+  // job.step_count steps follow (a view always has that many).
+  for (auto& s : v.steps)
+    put_step_v2(w, s, v.job.created);
+  w.var(v.events.size());
+  for (auto& e : v.events)
+    put_event_v2(w, e, v.job.created);
+  return out;
+}
+
+std::string encode_doc_v1(const job_view& v) {
+  size_t n = 128 + v.job.id.value.size() + v.job.last_error.size();
+  for (auto& s : v.steps)
+    n += step_size(s);
+  for (auto& e : v.events)
+    n += 40 + e.detail.size();
+  std::string out;
+  out.reserve(n);
+  byte_writer w{out};
+  header(w, tag::doc, 1);
+  put_job_body(w, v.job);
+  // job.step_count steps follow (a view always has that many).
+  for (auto& s : v.steps)
+    put_step_body(w, s);
+  w.u32(static_cast<uint32_t>(v.events.size()));
+  for (auto& e : v.events)
+    put_event_body(w, e);
+  return out;
+}
+
+result<job_view> decode_doc(std::string_view bytes, const record_limits& lim) {
+  if (bytes.size() < 2
+      || static_cast<uint8_t>(bytes[0]) != static_cast<uint8_t>(tag::doc))
+    return errc::corrupt_record;
+  switch (static_cast<uint8_t>(bytes[1])) {
+  case 1:
+    return decode_doc_v1(bytes, lim);
+  case doc_version:
+    return decode_doc_v2(bytes, lim);
+  default:
+    return errc::unsupported_version;
+  }
 }
 
 // -- term ------------------------------------------------------------------------------

@@ -28,11 +28,14 @@ key_list due_keys(const job_view& v) {
   return out;
 }
 
-std::optional<std::string> ready_of(const job_view& v) {
+/// The job's ready row (key and value), if it has a claimable step.
+std::optional<std::pair<std::string, std::string>> ready_of(const job_view& v) {
   if (auto at = ready_at(v))
-    return ready_key(*at, v.job.id);
+    return std::make_pair(ready_key(*at, v.job.id), ready_value(v));
   return std::nullopt;
 }
+
+constexpr char ready_value_tag = '\x01';
 
 bool contains(const key_list& ks, const std::string& k) {
   return std::find(ks.begin(), ks.end(), k) != ks.end();
@@ -69,6 +72,24 @@ std::string ready_key(timestamp at, const job_id& j) {
   std::string k;
   put_be64(k, order_preserving(at));
   return k + j.value;
+}
+
+std::string ready_value(const job_view& v) {
+  std::string out(1, ready_value_tag);
+  auto i = claimable_step(v, timestamp{std::numeric_limits<timestamp::rep>::max()});
+  if (!i)
+    return out;
+  auto& s = v.steps[i->value];
+  out += s.state == step_state::compensating && s.spec.compensation
+             ? s.spec.compensation->agent_kind
+             : s.spec.agent_kind;
+  return out;
+}
+
+std::optional<std::string_view> ready_kind(std::string_view value) {
+  if (value.size() < 2 || value.front() != ready_value_tag)
+    return std::nullopt;
+  return value.substr(1);
 }
 
 result<job_id> decode_ready_key(std::string_view key) {
@@ -145,8 +166,15 @@ std::vector<write> job_writes(const job_view* before, job_view& after, const eff
   if (!same)
     out.push_back(write{jobs, after.job.id.value, false, std::move(doc)});
   diff_keys(due, before ? due_keys(*before) : key_list{}, due_keys(after), out);
-  diff_keys(ready, as_list(before ? ready_of(*before) : std::nullopt),
-            as_list(ready_of(after)), out);
+  // The ready row: its key moves with the claimable time, its value with
+  // the claimable step's kind (a row whose key stays is rewritten when only
+  // the kind changed).
+  auto old_ready = before ? ready_of(*before) : std::nullopt;
+  auto new_ready = ready_of(after);
+  if (old_ready && (!new_ready || old_ready->first != new_ready->first))
+    out.push_back(write{ready, old_ready->first, true, {}});
+  if (new_ready && (!old_ready || *old_ready != *new_ready))
+    out.push_back(write{ready, new_ready->first, false, std::move(new_ready->second)});
   diff_keys(state,
             as_list(before ? std::optional<std::string>{state_key(before->job.state,
                                                                   before->job.id)}

@@ -14,7 +14,12 @@
 //                                             "received", which received_event()
 //                                             derives from the job record
 //   wf.due     due_key(CompleteBy, job, step) -> ""   running steps, by deadline
-//   wf.ready   ready_key(claimable at, job)   -> ""   jobs with a claimable step
+//   wf.ready   ready_key(claimable at, job)   -> ready_value(kind): jobs with a
+//                                             claimable step, and the agent
+//                                             kind that step needs, so that a
+//                                             scheduler skips what no local
+//                                             agent serves without reading
+//                                             the document
 //   wf.state   state_key(state, job)          -> ""   jobs by state class (list):
 //                                             one class per final state, one
 //                                             ("active") for pending, processing
@@ -78,6 +83,12 @@ struct write {
 std::optional<timestamp> ready_at(const job_view& v);
 
 std::string ready_key(timestamp at, const job_id& j);
+/// The value of a ready row: a tag byte (1) and the agent kind of the
+/// job's claimable step (its compensation's kind while compensating).
+std::string ready_value(const job_view& v);
+/// The kind a ready row's value names; nothing for a value without the tag
+/// (rows written before the kind was stored hold "": read the document).
+std::optional<std::string_view> ready_kind(std::string_view value);
 /// The job id in a ready key; corrupt_record for garbage.
 result<job_id> decode_ready_key(std::string_view key);
 /// Upper bound of ready keys claimable at `now`.

@@ -69,12 +69,84 @@ TEST(store_layout, a_new_job_writes_one_document_ready_and_state_not_its_receive
   EXPECT_TRUE(doc.value().events.empty());
   EXPECT_TRUE(v.events.empty());
   EXPECT_EQ(encode_doc(doc.value()), encode_doc(v));
-  // The ready entry carries nothing (no read hint: one row per job).
-  EXPECT_EQ(store.lower_bound({layout::ready, ""})->second, "");
+  // The ready entry names the kind of the claimable step: a scheduler with
+  // no agent of it skips the job without reading its document.
+  auto value = store.lower_bound({layout::ready, ""})->second;
+  EXPECT_EQ(layout::ready_kind(value), std::optional<std::string_view>{"svc"});
   // The event the submission produced is the one derived from the record.
   ASSERT_EQ(e.events.size(), 1u);
   auto derived = layout::received_event(v.job);
   EXPECT_EQ(encode(derived), encode(e.events.front()));
+}
+
+TEST(store_layout, a_job_stored_in_version_1_is_rewritten_in_version_2_when_it_changes) {
+  effects e;
+  auto v = job();
+  fake_store store;
+  apply_writes(store, layout::job_writes(std::nullopt, v, e));
+  // As a store written before compact documents holds it.
+  auto& row = store.at({layout::jobs, "j"});
+  row = encode_doc_v1(v);
+  auto old = row;
+  auto before = decode_doc(old);
+  ASSERT_TRUE(before);
+  auto after = before.value();
+  auto c = claim(after, scheduler_ref{1, 1}, timestamp{5});
+  ASSERT_TRUE(c);
+  apply_writes(store, layout::job_writes(&before.value(), after, c.value(), &old));
+  EXPECT_EQ(store.at({layout::jobs, "j"}), encode_doc(after));
+  EXPECT_EQ(store.at({layout::jobs, "j"})[1], doc_version);
+  // An unchanged job compared with its version 1 bytes is rewritten too (the
+  // bytes differ), never mistaken for unchanged and never lost.
+  auto same = before.value();
+  auto ws = layout::job_writes(&before.value(), same, effects{}, &old);
+  ASSERT_EQ(ws.size(), 1u);
+  EXPECT_EQ(ws[0].value, encode_doc(before.value()));
+}
+
+TEST(store_layout, the_ready_row_names_the_kind_of_the_claimable_step) {
+  job_spec s;
+  s.id = job_id{"order"};
+  step_spec pay;
+  pay.agent_kind = "payment";
+  pay.compensation = compensation_spec{"refund", ""};
+  step_spec ship;
+  ship.agent_kind = "shipping";
+  s.steps = {pay, ship};
+  effects e;
+  auto v = make_job(s, timestamp{0}, e);
+  fake_store store;
+  apply_writes(store, layout::job_writes(std::nullopt, v, e));
+  auto kind_in_store = [&]() -> std::string {
+    EXPECT_EQ(count(store, layout::ready), 1u);
+    auto k = layout::ready_kind(store.lower_bound({layout::ready, ""})->second);
+    return k ? std::string{*k} : "(none)";
+  };
+  EXPECT_EQ(kind_in_store(), "payment");
+  auto step = [&](auto change) {
+    auto before = v;
+    auto r = change(v);
+    ASSERT_TRUE(r);
+    apply_writes(store, layout::job_writes(before, v, r.value()));
+  };
+  step([](job_view& x) { return claim(x, scheduler_ref{1, 1}, timestamp{1}); });
+  step([](job_view& x) {
+    return complete(x, step_index{0}, attempt{1}, step_outcome{}, timestamp{2});
+  });
+  EXPECT_EQ(kind_in_store(), "shipping");
+  step([](job_view& x) { return claim(x, scheduler_ref{1, 1}, timestamp{3}); });
+  step([](job_view& x) {
+    step_outcome failed;
+    failed.ok = false;
+    failed.kind = failure_kind::permanent;
+    return complete(x, step_index{1}, attempt{1}, failed, timestamp{4});
+  });
+  ASSERT_EQ(v.job.state, job_state::compensating);
+  EXPECT_EQ(kind_in_store(), "refund"); // the compensation's kind
+  // Rows written without a kind (before it was stored) name none: read the
+  // document.
+  EXPECT_FALSE(layout::ready_kind(""));
+  EXPECT_FALSE(layout::ready_kind("3"));
 }
 
 TEST(store_layout, indexes_follow_the_lifecycle) {

@@ -14,6 +14,8 @@
 //     CONCLAVE_COMPENSATION      1 when this is the step's compensating action, else 0
 //     CONCLAVE_DEADLINE_UNIX_MS  the step's deadline, wall-clock milliseconds since
 //                                the Unix epoch
+//     CONCLAVE_NODE_ID           the id of the node running the command (when
+//                                builtin_options::node_id is set, as every node sets it)
 //   Outcome, by how the command ends:
 //     exit 0             success; message = the tail of the output
 //     exit 100           permanent failure, error_kind "exit_100" (no retry: the step
@@ -55,6 +57,7 @@
 #include <caf/fwd.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -68,6 +71,8 @@ struct builtin_options {
   /// Bytes of the end of an exec step's combined stdout+stderr kept in the outcome
   /// message.
   size_t output_tail_bytes = 2048;
+  /// The node's member id, given to exec commands as CONCLAVE_NODE_ID (0: not set).
+  uint64_t node_id = 0;
 };
 
 /// The exit code of an exec command that reports a permanent failure.

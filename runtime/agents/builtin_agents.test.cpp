@@ -371,6 +371,21 @@ TEST_F(builtin_exec, the_command_sees_key_attempt_and_compensation_in_its_enviro
   EXPECT_EQ(o->message, "job-1/0/undo 12 1\n");
 }
 
+TEST_F(builtin_exec, the_command_sees_the_node_id_only_when_the_node_set_it) {
+  // The fixture's service has no node id: the variable is not set at all
+  // (the node's own environment is passed on, and the test runs without it).
+  auto unset = run("echo ${CONCLAVE_NODE_ID-unset}");
+  ASSERT_TRUE(unset);
+  EXPECT_EQ(unset->message, "unset\n");
+  agents::builtin_options o;
+  o.node_id = 7;
+  auto svc = agents::spawn_exec_service(*sys_, o);
+  extra_.push_back(svc);
+  auto set = ask_exec(svc, make_call("echo $CONCLAVE_NODE_ID", wf_now() + 10s));
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->message, "7\n");
+}
+
 TEST_F(builtin_exec, the_deadline_reaches_the_command_as_wall_clock_milliseconds) {
   auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch())

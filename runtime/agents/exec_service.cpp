@@ -29,6 +29,7 @@
 #include <system_error>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 namespace conclave::agents {
 
@@ -122,12 +123,15 @@ caf::result<workflow::step_outcome> start_exec(exec_impl self,
   // Too late to start: never answered, like a hung service.
   if (left <= workflow::duration::zero())
     return self->make_response_promise<workflow::step_outcome>();
-  auto env = child_process::environment_with({
+  std::vector<std::string> added{
       "CONCLAVE_IDEMPOTENCY_KEY=" + c.idempotency_key,
       "CONCLAVE_ATTEMPT=" + std::to_string(c.attempt.value),
       std::string{"CONCLAVE_COMPENSATION="} + (c.compensation ? "1" : "0"),
       "CONCLAVE_DEADLINE_UNIX_MS=" + std::to_string(deadline_unix_ms(left)),
-  });
+  };
+  if (st.opts.node_id != 0)
+    added.push_back("CONCLAVE_NODE_ID=" + std::to_string(st.opts.node_id));
+  auto env = child_process::environment_with(added);
   std::string error;
   auto child = child_process::start(c.payload, env, error);
   if (!child)

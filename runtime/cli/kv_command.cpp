@@ -14,9 +14,12 @@
 // so kv dials the member it expects to be the primary alone first (the one
 // that last answered, from a cache file, primary_cache.hpp; else the leader
 // the --dir status files name) and the others only when needed. --dial-all
-// dials every member at once instead.
+// dials every member at once instead. Over TLS it offers the session ticket
+// its last full handshake with that member got (node/tls_reuse.hpp), so the
+// handshake exchanges no certificates.
 #include "runtime/cli/access_flags.hpp"
 #include "runtime/cli/commands.hpp"
+#include "runtime/cli/stage_trace.hpp"
 
 #include "actors/replication/client.hpp"
 #include "actors/replication/interactive.hpp"
@@ -81,7 +84,12 @@ struct kv_options {
   bool dial_all = false;
   /// Where the primary cache lives ("": the default; "none": nowhere).
   std::string cache_dir;
+  /// Print when each stage was reached (stage_trace.hpp).
+  bool trace_stages = false;
 };
+
+/// Set once the flags are parsed: exit_now prints the stages.
+bool print_stages = false;
 
 std::optional<std::string> settle_access(kv_options& o) {
   return cluster::settle_access(o.access);
@@ -325,6 +333,10 @@ int run_incr(const kv_options& o, rp::kv_client& client, cluster::front_director
 /// state, its answer is printed and flushed here, and the kernel closes its
 /// sockets (the members see a client's link drop, as after kill -9).
 [[noreturn]] void exit_now(int status) {
+  if (print_stages) {
+    stages().mark("exit");
+    stages().print();
+  }
   std::cout.flush();
   std::cerr.flush();
   if (std::fflush(nullptr) != 0 || !std::cout)
@@ -332,10 +344,26 @@ int run_incr(const kv_options& o, rp::kv_client& client, cluster::front_director
   std::_Exit(status);
 }
 
+/// Where kv keeps its primary hint and TLS sessions ("" for nowhere).
+std::string cache_dir_of(const kv_options& o) {
+  if (o.dial_all || o.cache_dir == "none")
+    return {};
+  return o.cache_dir.empty() ? cluster::default_cache_dir() : o.cache_dir;
+}
+
+/// The primary cache file of this cluster ("" for none).
+std::string cache_file_of(const kv_options& o) {
+  auto dir = cache_dir_of(o);
+  return dir.empty() ? std::string{}
+                     : cluster::primary_cache_file(dir, o.access.cluster, o.access.peers);
+}
+
 int run_connected(kv_options& o, caf::actor_system& sys,
                   const std::map<uint64_t, node::address>& members);
 
 int run_kv(kv_options& o) {
+  stages().mark("parsed");
+  print_stages = o.trace_stages;
   if (auto err = settle_access(o))
     return bad_input(*err);
   auto members = node::parse_peers(o.access.peers);
@@ -361,23 +389,18 @@ int run_kv(kv_options& o) {
   }
   if (o.at != 0 && !reading)
     return bad_input("--at: only for get and list (writes go to the primary)");
-  // OpenSSL's set-up overlaps the actor system's start (client_connect.hpp).
-  cluster::tls_warm_up warm{!o.access.tls_ca.empty()};
+  // OpenSSL's set-up and the files' parsing overlap the actor system's
+  // start (client_connect.hpp); a dial that comes first waits for them.
+  cluster::tls_warm_up warm{o.access.tls_ca, o.access.tls_cert, o.access.tls_key};
+  // Resumed TLS sessions: no certificates sent, parsed or verified.
+  cluster::keep_tls_sessions(cache_dir_of(o), o.access.tls_ca, o.access.tls_cert);
   caf::actor_system_config cfg;
   cluster::configure_client(cfg, o.access.tls_ca, o.access.tls_cert, o.access.tls_key);
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("scheduler.max-threads", 1);
   caf::actor_system sys{cfg};
-  warm.join();
+  stages().mark("system");
   exit_now(run_connected(o, sys, members.value()));
-}
-
-/// The primary cache file of this cluster ("" for none).
-std::string cache_file_of(const kv_options& o) {
-  if (o.dial_all || o.cache_dir == "none")
-    return {};
-  auto dir = o.cache_dir.empty() ? cluster::default_cache_dir() : o.cache_dir;
-  return cluster::primary_cache_file(dir, o.access.cluster, o.access.peers);
 }
 
 /// The member to dial first: the one that answered as the primary last time,
@@ -418,6 +441,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   dopts.members = members;
   dopts.step_timeout = std::min(timeout, std::chrono::milliseconds{1000});
   dopts.first = first_to_dial(o, cache_file, members);
+  dopts.probe_first = true; // a member cut off by the network holds no other dial
   cluster::front_directory dir{sys, dopts};
   if (o.at != 0)
     return read_at(o, sys, dir, deadline);
@@ -428,6 +452,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   // connecting join as they answer, and a member the client asks for that
   // was not dialed yet (dopts.first) is dialed then.
   dir.wait_ready(std::min(timeout, std::chrono::milliseconds{200}));
+  stages().mark("ready");
   rp::client_options copts;
   for (auto& m : dopts.members)
     copts.members.push_back(rp::node_id{m.first});
@@ -448,9 +473,11 @@ int run_connected(kv_options& o, caf::actor_system& sys,
     };
     if (o.get->parsed()) {
       auto r = client.get(o.collection, o.key);
+      stages().mark("answered");
       return answer(r, print_read);
     }
     auto r = client.list(o.collection, o.key, o.limit);
+    stages().mark("answered");
     return answer(r, print_list);
   }
   if (o.incr->parsed())
@@ -460,6 +487,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   // Retried after a lost answer until the timeout; the store answers a
   // retry of an applied write with its first outcome.
   auto r = client.transact(write_request(o));
+  stages().mark("answered");
   remember_primary(cache_file, dopts.first, r.code, r.primary.value);
   if (r.code == rp::errc::ok)
     return print_commit(o, r, r.primary.value);
@@ -488,8 +516,14 @@ void add_kv_command(command_registry& reg) {
       ->envname(env_name("--dial-all"));
   option(kv, "--cache-dir", o->cache_dir,
          "where kv remembers which member answered as the primary, one small file "
-         "per cluster (default: $XDG_CACHE_HOME/conclave, else ~/.cache/conclave; "
-         "none: nowhere)");
+         "per cluster, and over TLS each member's session ticket, one file per "
+         "member, mode 0600 (default: $XDG_CACHE_HOME/conclave, else "
+         "~/.cache/conclave; none: nowhere)");
+  kv->add_flag("--trace-stages", o->trace_stages,
+               "print on stderr when the run reached each stage (main, parsed, system, "
+               "ready, answered, exit), as `conclave-trace STAGE MICROSECONDS` lines "
+               "(wall clock since the epoch), for benchmarks")
+      ->envname(env_name("--trace-stages"));
   option(kv, "--fence", o->fence,
          "NAME=TOKEN: write only while lease NAME is held with fencing token TOKEN "
          "(e.g. $CONCLAVE_LOCK_NAME=$CONCLAVE_LOCK_TOKEN under `conclave lock`); "

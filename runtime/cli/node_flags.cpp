@@ -66,6 +66,9 @@ void add_node_flags(CLI::App* app, node_flags& f) {
       "required: the members, ID@HOST:PORT,... (this node may be listed with its own "
       "address; a group of one lists only this node)");
   node_option(app, "--metrics", o.metrics, "HOST:PORT to serve /metrics on");
+  node_option(app, "--http", o.http,
+              "HOST:PORT to serve the HTTP/JSON API on (HTTPS with --tls-*; without "
+              "TLS, loopback only)");
   node_option(app, "--data-dir", o.data_dir, "directory for status.json");
   node_option(app, "--checkpoint-every", o.checkpoint_every,
               "the replica checkpoints its state once the log since the last checkpoint "

@@ -3,14 +3,18 @@
 #include "runtime/cli/commands.hpp"
 
 #include "actors/replication/replica_inspect.hpp"
+#include "storage/file_term_file.hpp"
 #include "storage/inspect.hpp"
 #include "storage/state_manager.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
+#include <optional>
 
 namespace conclave::cli {
 
@@ -50,6 +54,52 @@ int not_a_store(const std::string& command, const std::string& dir) {
                    + " is not a store's data directory (no log/ or checkpoints/ in it)");
 }
 
+/// What `store check` found in a replica's term file (DIR/term).
+struct term_report {
+  /// "ok", "none" (no file and nothing logged: a new replica, term zero),
+  /// "missing" (no file beside a log or checkpoint), "corrupt".
+  std::string state;
+  conclave::replication::term t;
+  std::string problem;
+  bool fine() const { return state == "ok" || state == "none"; }
+};
+
+term_report check_term_file(const fs::path& dir, const st::data_dir_check& c) {
+  term_report r;
+  auto path = dir / "term";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    // The replica saves its promised term before it logs anything of that
+    // term (replica_storage.cpp refuses to start without it).
+    if (c.log.records == 0 && c.checkpoints.empty()) {
+      r.state = "none";
+      return r;
+    }
+    r.state = "missing";
+    r.problem = "term file " + path.string()
+                + " is MISSING beside a log or checkpoint: the replica's promised term "
+                  "is unknown and it will not start (restore the file from a backup "
+                  "of this data dir)";
+    return r;
+  }
+  std::ifstream in{path, std::ios::binary};
+  std::string bytes{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+  auto t =
+      in.bad()
+          ? conclave::store::result<conclave::replication::term>{st::errc::corrupt_data}
+          : conclave::storage::file_term_file::decode(bytes);
+  if (!t) {
+    r.state = "corrupt";
+    r.problem = "term file " + path.string()
+                + " is CORRUPT (wrong size, magic, version or checksum): the replica "
+                  "will not start";
+    return r;
+  }
+  r.state = "ok";
+  r.t = t.value();
+  return r;
+}
+
 int run_check(const store_options& o) {
   // A node's replica (DATA_DIR/replica) keeps replication entries in the
   // store's files: replayed by the replica's rules, as its recovery does.
@@ -62,11 +112,24 @@ int run_check(const store_options& o) {
   if (!st::is_data_dir(o.dir))
     return not_a_store("store check", o.dir);
   auto& c = checked.value();
+  std::optional<term_report> terms;
+  if (replica)
+    terms = check_term_file(o.dir, c);
+  bool clean = c.clean() && (!terms || terms->fine());
   if (o.json) {
     nlohmann::json j;
     j["dir"] = o.dir;
     j["kind"] = replica ? "replica" : "store";
-    j["clean"] = c.clean();
+    j["clean"] = clean;
+    if (terms) {
+      j["term"] = {{"state", terms->state}};
+      if (terms->state == "ok")
+        j["term"].update({{"epoch", terms->t.epoch},
+                          {"leader", terms->t.leader.value},
+                          {"incarnation", terms->t.incarnation}});
+      if (!terms->problem.empty())
+        j["term"]["problem"] = terms->problem;
+    }
     j["recoverable"] = c.recoverable;
     if (!c.problem.empty())
       j["problem"] = c.problem;
@@ -108,10 +171,19 @@ int run_check(const store_options& o) {
       j["collections"].push_back(
           {{"name", col.name}, {"kind", kind_name(col.kind)}, {"items", col.items}});
     std::cout << j.dump(2) << '\n';
-    return c.clean() ? exit_ok : exit_failure;
+    return clean ? exit_ok : exit_failure;
   }
   std::cout << (replica ? "replica data dir " : "data dir ") << o.dir << ": "
-            << (c.clean() ? "clean" : "PROBLEMS FOUND") << '\n';
+            << (clean ? "clean" : "PROBLEMS FOUND") << '\n';
+  if (terms) {
+    if (terms->state == "ok")
+      std::cout << "  term file: epoch " << terms->t.epoch << ", leader "
+                << terms->t.leader.value << '\n';
+    else if (terms->state == "none")
+      std::cout << "  term file: none (nothing logged yet: term zero)\n";
+    else
+      std::cout << "  " << terms->problem << '\n';
+  }
   for (auto& k : c.checkpoints) {
     std::cout << "  checkpoint " << k.path.filename().string();
     if (k.ok)
@@ -150,7 +222,7 @@ int run_check(const store_options& o) {
   for (auto& col : c.collections)
     std::cout << "  " << kind_name(col.kind) << ' ' << col.name << ": " << col.items
               << " item(s)\n";
-  return c.clean() ? exit_ok : exit_failure;
+  return clean ? exit_ok : exit_failure;
 }
 
 int run_backup(const store_options& o) {

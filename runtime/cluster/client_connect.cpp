@@ -2,15 +2,21 @@
 #include "runtime/cluster/client_connect.hpp"
 
 #include "actors/replication/type_ids.hpp"
+#include "runtime/node/bounded_connect.hpp"
 #include "runtime/node/gate_actor.hpp"
 #include "runtime/node/socket_numbers.hpp"
 #include "runtime/node/tls_error_queue.hpp"
+#include "runtime/node/tls_reuse.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 
 #include <openssl/ssl.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace conclave::cluster {
 
@@ -20,6 +26,9 @@ void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
   // Keeps this executable's socket renumbering linked in (socket_numbers.hpp):
   // CAF names a connection by its descriptor number.
   (void)node::socket_renumbering_active();
+  // And the bound on a dial's blocking connect (bounded_connect.hpp): a
+  // member cut off by the network must not hold every other dial.
+  (void)node::bounded_connect_active();
   if (!tls_ca.empty()) {
     cfg.load<caf::openssl::manager>();
     cfg.openssl_cafile = tls_ca;
@@ -38,13 +47,47 @@ void configure_client(caf::actor_system_config& cfg, const std::string& tls_ca,
   cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{100}});
 }
 
-tls_warm_up::tls_warm_up(bool tls) {
-  if (!tls)
+tls_warm_up::tls_warm_up(const std::string& tls_ca, const std::string& tls_cert,
+                         const std::string& tls_key) {
+  if (tls_ca.empty())
     return;
   // The context itself is of no use: what stays is OpenSSL's process-wide
-  // state (initialised once, thread-safely) and its cache of fetched
-  // algorithms, which CAF's contexts then find ready.
-  thread_ = std::thread{[] { SSL_CTX_free(SSL_CTX_new(TLS_method())); }};
+  // state (initialised once, thread-safely), its cache of fetched
+  // algorithms, and the parsed files, which CAF's contexts then find ready.
+  thread_ = std::thread{[tls_ca, tls_cert, tls_key] {
+    SSL_CTX_free(SSL_CTX_new(TLS_method()));
+    node::preload_tls_files(tls_cert, tls_key, tls_ca);
+  }};
+}
+
+namespace {
+
+/// The bytes of `file`; false if it cannot be read.
+bool slurp(const std::string& file, std::string& out) {
+  std::ifstream in{file, std::ios::binary};
+  if (!in)
+    return false;
+  std::ostringstream text;
+  text << in.rdbuf();
+  out += text.str();
+  return static_cast<bool>(in) || in.eof();
+}
+
+} // namespace
+
+void keep_tls_sessions(const std::string& cache_dir, const std::string& tls_ca,
+                       const std::string& tls_cert) {
+  if (cache_dir.empty() || tls_ca.empty())
+    return;
+  std::string identity;
+  if (!slurp(tls_cert, identity))
+    return;
+  identity.push_back('\0');
+  if (!slurp(tls_ca, identity))
+    return;
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir, ec);
+  node::enable_tls_session_files(cache_dir, identity);
 }
 
 tls_warm_up::~tls_warm_up() {

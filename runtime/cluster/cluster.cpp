@@ -99,15 +99,18 @@ std::optional<cluster_file> load_cluster(const std::string& dir) {
   c.program_args = j.value("program_args", std::vector<std::string>{});
   c.made_by_init = j.value("made_by", "") == made_by_init_mark;
   for (auto& n : j.value("nodes", json::array()))
-    c.nodes.push_back(
-        {n.value("id", uint64_t{0}), n.value("listen", ""), n.value("metrics", "")});
+    c.nodes.push_back({n.value("id", uint64_t{0}), n.value("listen", ""),
+                       n.value("metrics", ""), n.value("http", "")});
   return c;
 }
 
 std::string cluster_json_text(const cluster_file& c) {
   json nodes = json::array();
-  for (auto& n : c.nodes)
+  for (auto& n : c.nodes) {
     nodes.push_back({{"id", n.id}, {"listen", n.listen}, {"metrics", n.metrics}});
+    if (!n.http.empty())
+      nodes.back()["http"] = n.http;
+  }
   json j{{"cluster", c.name},
          {"algorithm", c.algorithm},
          {"binary", c.binary},
@@ -204,6 +207,7 @@ std::vector<node_view> views_of(const std::string& dir, const cluster_file& c) {
     v.id = n.id;
     v.address = n.listen;
     v.metrics = n.metrics;
+    v.http = n.http;
     v.pid = read_pid(dir, n.id);
     v.alive = alive(v.pid, dir, n.id);
     v.stopped = v.alive && proc_state(v.pid) == 'T';
@@ -323,6 +327,7 @@ node::result<void> write_config(const std::string& dir, const cluster_file& c,
       << "listen = " << n.listen << "\n"
       << "peers = " << peers.str() << "\n"
       << "metrics = " << n.metrics << "\n"
+      << (n.http.empty() ? "" : "http = " + n.http + "\n")
       << "algorithm = " << c.algorithm << "\n"
       << "data-dir = " << node_dir(dir, n.id).string() << "\n";
   if (tls) {
@@ -430,6 +435,7 @@ json view_json(const node_view& v) {
           {"is_leader", v.reported && v.is_leader},
           {"acting", v.reported && v.acting},
           {"metrics_url", "http://" + v.metrics + "/metrics"},
+          {"http", v.http.empty() ? json(nullptr) : json(v.http)},
           {"replica", v.has_replica ? json{{"role", v.replica_role},
                                            {"commit_lsn", v.commit_lsn},
                                            {"applied_lsn", v.applied_lsn},
@@ -590,13 +596,14 @@ int up(const up_options& o, std::ostream& out) {
           + (m.error().rfind("cannot run", 0) == 0 ? "; or give --insecure" : ""));
   }
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    auto ports = free_ports(2 * o.nodes);
-    if (ports.size() != 2 * o.nodes)
+    auto ports = free_ports(3 * o.nodes);
+    if (ports.size() != 3 * o.nodes)
       return failure("cannot find free loopback ports");
     c.nodes.clear();
     for (size_t i = 0; i < o.nodes; ++i)
-      c.nodes.push_back({i + 1, "127.0.0.1:" + std::to_string(ports[2 * i]),
-                         "127.0.0.1:" + std::to_string(ports[2 * i + 1])});
+      c.nodes.push_back({i + 1, "127.0.0.1:" + std::to_string(ports[3 * i]),
+                         "127.0.0.1:" + std::to_string(ports[3 * i + 1]),
+                         "127.0.0.1:" + std::to_string(ports[3 * i + 2])});
     if (auto w = save_cluster(dir, c); !w)
       return failure(w.error());
     for (auto& n : c.nodes) {

@@ -49,6 +49,7 @@ struct member {
   uint64_t id = 0;
   std::string listen;  ///< HOST:PORT
   std::string metrics; ///< HOST:PORT, or empty
+  std::string http;    ///< HOST:PORT of the HTTP/JSON API, or empty
 };
 
 /// cluster.json of a `cluster init` directory (pure): its name and members, and
@@ -67,6 +68,7 @@ struct node_view {
   uint64_t id = 0;
   std::string address;
   std::string metrics; ///< HOST:PORT
+  std::string http;    ///< HOST:PORT of the HTTP/JSON API, or empty
   int pid = 0;
   bool alive = false;   ///< the process runs (stopped or not)
   bool stopped = false; ///< SIGSTOP'ed

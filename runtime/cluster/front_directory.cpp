@@ -1,6 +1,7 @@
 // See front_directory.hpp.
 #include "runtime/cluster/front_directory.hpp"
 
+#include "runtime/node/bounded_connect.hpp"
 #include "runtime/node/gate_actor.hpp"
 
 #include <caf/actor_system.hpp>
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -41,6 +43,8 @@ using dial_atom = caf::atom_constant<caf::atom("cn_fddial")>;
 using spread_atom = caf::atom_constant<caf::atom("cn_fdsprd")>;
 /// Dial this member if it was never dialed (lookup() asked for it).
 using want_atom = caf::atom_constant<caf::atom("cn_fdwant")>;
+/// A member's TCP connect ended (0: connected, else errno).
+using probed_atom = caf::atom_constant<caf::atom("cn_fdprob")>;
 
 struct connector_state {
   static inline const char* name = "conclave.front_directory";
@@ -53,6 +57,7 @@ struct connector_state {
 using connector_ptr = caf::stateful_actor<connector_state>*;
 
 void dial(connector_ptr self, uint64_t id);
+void dial_connected(connector_ptr self, uint64_t id);
 
 bool was_dialed(connector_ptr self, uint64_t id) {
   std::lock_guard<std::mutex> guard{self->state.table->mtx};
@@ -109,6 +114,23 @@ void dial(connector_ptr self, uint64_t id) {
     std::lock_guard<std::mutex> guard{st.table->mtx};
     st.table->dialed.insert(id);
   }
+  // The TCP connect first, on a thread of its own (bounded_connect.hpp): the
+  // middleman dials one member at a time, and a member cut off by the network
+  // would hold the dials of the others behind it.
+  if (!st.opts.probe_first)
+    return dial_connected(self, id);
+  auto me = caf::actor_cast<caf::actor>(self);
+  node::probe_connect(where.host, where.port, st.opts.step_timeout, [me, id](int error) {
+    caf::anon_send(me, probed_atom::value, id, error);
+  });
+}
+
+void dial_connected(connector_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.opts.members.find(id);
+  if (i == st.opts.members.end())
+    return;
+  auto where = i->second;
   auto& sys = self->system();
   auto mm = sys.has_openssl_manager() ? sys.openssl_manager().actor_handle()
                                       : sys.middleman().actor_handle();
@@ -184,6 +206,15 @@ caf::behavior connector(connector_ptr self, front_directory_options opts,
   }
   return {
       [self](dial_atom, uint64_t id) { dial(self, id); },
+      [self](probed_atom, uint64_t id, int error) {
+        if (error == 0)
+          return dial_connected(self, id);
+        auto i = self->state.opts.members.find(id);
+        failed(self, id,
+               "node " + std::to_string(id) + " at "
+                   + (i != self->state.opts.members.end() ? i->second.to_string() : "?")
+                   + ": " + std::strerror(error));
+      },
       [self](spread_atom) {
         // Not needed if the primary a gate named is connected.
         auto& t = *self->state.table;

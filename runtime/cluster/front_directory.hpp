@@ -48,6 +48,11 @@ struct front_directory_options {
   uint64_t first = 0;
   /// With `first`: when to dial the others if its front is not up by then.
   std::chrono::milliseconds spread_after{50};
+  /// Make each member's TCP connection on a thread of its own before the
+  /// middleman dials (runtime/node/bounded_connect.hpp, probe_connect), so
+  /// that a member cut off by the network holds no other dial. For one-shot
+  /// clients such as `conclave kv`; off elsewhere.
+  bool probe_first = false;
 };
 
 class front_directory {

@@ -239,6 +239,7 @@ int embedded_node::run() {
     cluster::workflow_host_options o;
     agents::builtin_options b;
     b.clock_offset = cluster::wall_clock_offset();
+    b.node_id = cfg.id.value;
     for (auto& [kind, svc] : agents::spawn_builtin_services(sys, b)) {
       if (kinds.count(kind))
         caf::anon_send_exit(svc, caf::exit_reason::user_shutdown);

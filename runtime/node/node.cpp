@@ -6,8 +6,10 @@
 #include "actors/election/leader_task.hpp"
 #include "actors/replication/type_ids.hpp"
 #include "protocols/election/type_ids.hpp"
+#include "runtime/node/bounded_connect.hpp"
 #include "runtime/node/data_dir.hpp"
 #include "runtime/node/gate_actor.hpp"
+#include "runtime/node/http_server.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/peer_connector.hpp"
 #include "runtime/node/peer_links.hpp"
@@ -150,7 +152,10 @@ void log_start(const node_config& c, const peer_links& links) {
             + std::string{el::to_string(c.election.algo)} + ", "
             + std::to_string(c.peers.size()) + " peer(s)"
             + (c.metrics ? ", metrics on http://" + c.metrics->to_string() + "/metrics"
-                         : std::string{}));
+                         : std::string{})
+            + (c.http ? std::string{", API on "} + (c.tls ? "https://" : "http://")
+                            + c.http->to_string()
+                      : std::string{}));
   if (c.tls)
     links.log("links use TLS; peers must present a certificate signed by " + c.tls->ca);
   if (auto* auth = links.authenticator(); auth && auth->self.named_member() != c.id.value)
@@ -163,6 +168,11 @@ void log_start(const node_config& c, const peer_links& links) {
   if (!socket_renumbering_active())
     links.warn("socket renumbering not active: a connection opened right after another "
                "closed may lose its sender (socket_numbers.hpp)");
+  if (!bounded_connect_active())
+    links.warn(
+        "connect bound off (CONCLAVE_CONNECT_TIMEOUT_MS=0 or not linked): a member "
+        "cut off by the network holds this node's other dials for minutes "
+        "(bounded_connect.hpp)");
   if (c.tls && !tls_error_queue_fix_active())
     links.warn("OpenSSL error-queue fix not active: a failed TLS handshake may drop "
                "healthy links (docs/design/node.md)");
@@ -353,6 +363,12 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   auto exposer = serve_metrics(c, probe, metrics_failed, collectables);
   if (metrics_failed)
     return exit_address_in_use;
+  // Its own threads, answering from snapshots: a request never waits on the
+  // actor system.
+  bool http_failed = false;
+  auto http = start_http(c, status, probe, *probe->registry(), http_failed);
+  if (http_failed)
+    return exit_address_in_use;
 
   // Before the actor system starts its threads: they inherit the slice.
   auto slice_problem = request_cpu_slice(node_cpu_slice);
@@ -428,6 +444,8 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   leave(sys, c, *links, std::move(connectors), caf::actor_cast<caf::actor>(gate),
         candidate);
   status->set_running(false);
+  if (http)
+    http->stop();
   links->log("stopped");
   // civetweb's orderly stop waits for its 2 s poll timeout; the process is
   // leaving anyway, so the exposer's threads end with it.

@@ -145,6 +145,15 @@ result<node_config> make_node_config(const node_options& o) {
       return "--metrics: " + m.value().to_string() + " is also the --listen address";
     c.metrics = m.value();
   }
+  if (!o.http.empty()) {
+    auto h = parse_address(o.http);
+    if (!h)
+      return "--http: " + h.error();
+    if (h.value() == c.listen || (c.metrics && h.value() == *c.metrics))
+      return "--http: " + h.value().to_string()
+             + " is also the --listen or --metrics address";
+    c.http = h.value();
+  }
   c.data_dir = o.data_dir;
   c.checkpoint_every_records = o.checkpoint_every;
   c.checkpoint_every_bytes = o.checkpoint_every == 0 ? 0 : c.checkpoint_every_bytes;
@@ -222,6 +231,10 @@ result<node_config> make_node_config(const node_options& o) {
     for (auto& [id, addr] : c.peers)
       if (!is_loopback(addr.host))
         return "--peers: node " + std::to_string(id) + " at " + addr.to_string() + why;
+    if (c.http && !is_loopback(c.http->host))
+      return "--http: " + c.http->to_string()
+             + " is beyond loopback: without --tls-ca, --tls-cert and --tls-key the API "
+               "is served as plain HTTP, on loopback only";
   }
   c.link_heartbeat = milliseconds{o.link_heartbeat_ms};
   c.link_timeout = milliseconds{o.link_timeout_ms};

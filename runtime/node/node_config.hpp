@@ -57,6 +57,7 @@ struct node_options {
   std::string listen;
   std::string peers;
   std::string metrics;
+  std::string http;
   std::string data_dir;
   /// The replica checkpoints once its log since the last checkpoint holds
   /// this many records or 64 MiB (0: never).
@@ -96,6 +97,9 @@ struct node_config {
   address listen;
   std::map<uint64_t, address> peers; ///< the other members (never this node)
   std::optional<address> metrics;
+  /// The HTTP/JSON API (http_server.hpp): over TLS when tls is set, else on
+  /// loopback only.
+  std::optional<address> http;
   std::string data_dir; ///< empty: no status file
   /// Replica checkpoint triggers (replica_host_options): records and bytes
   /// of log since the last checkpoint; 0 disables one.

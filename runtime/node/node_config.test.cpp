@@ -168,6 +168,27 @@ TEST(node_config, plaintext_links_are_loopback_only) {
   EXPECT_NE(error_of(p).find("--tls-ca"), std::string::npos) << error_of(p);
 }
 
+TEST(node_config, the_http_api_is_plain_on_loopback_only_and_needs_its_own_port) {
+  auto o = three_nodes();
+  o.http = "127.0.0.1:8080";
+  auto c = make_node_config(o);
+  ASSERT_TRUE(c) << c.error();
+  ASSERT_TRUE(c.value().http);
+  EXPECT_EQ(c.value().http->port, 8080);
+  o.http = "0.0.0.0:8080";
+  EXPECT_NE(error_of(o).find("--http: 0.0.0.0:8080 is beyond loopback"),
+            std::string::npos)
+      << error_of(o);
+  o.http = o.listen;
+  EXPECT_NE(error_of(o).find("--http:"), std::string::npos) << error_of(o);
+  o.http = "127.0.0.1:99999";
+  EXPECT_NE(error_of(o).find("--http:"), std::string::npos) << error_of(o);
+  // With TLS the API may listen beyond loopback.
+  o.http = "0.0.0.0:8080";
+  o.tls_ca = o.tls_cert = o.tls_key = "/etc/hostname";
+  EXPECT_TRUE(make_node_config(o));
+}
+
 TEST(node_config, tls_needs_all_three_readable_files) {
   auto o = three_nodes();
   o.tls_ca = "/etc/hostname";

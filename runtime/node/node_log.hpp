@@ -26,6 +26,11 @@ enum class log_format { text, json };
 /// "text" or "json".
 std::optional<log_format> parse_log_format(std::string_view text);
 
+/// The time a text log line starts with (YYYY-MM-DDTHH:MM:SS.ffffffZ), in
+/// microseconds since the Unix epoch; nothing if the line does not start so.
+/// For tools and tests that measure from a node's own log.
+std::optional<int64_t> log_line_time_us(std::string_view line);
+
 class node_log {
 public:
   /// Logs to `out` if given (tests), else to stderr. Every line is flushed.

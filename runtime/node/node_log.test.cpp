@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 
@@ -44,4 +46,25 @@ TEST(node_log, formats_parse_by_name) {
   EXPECT_EQ(parse_log_format("json"), log_format::json);
   EXPECT_EQ(parse_log_format("text"), log_format::text);
   EXPECT_FALSE(parse_log_format("xml"));
+}
+
+TEST(node_log, the_time_a_text_line_starts_with_is_read_back) {
+  auto t = log_line_time_us("2026-11-23T02:41:07.123456Z info node 3: became leader");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(*t, int64_t{1795401667} * 1'000'000 + 123'456);
+  for (auto bad : {"", "2026-11-23 02:41:07.123456Z info", "2026-11-23T02:41:07Z info",
+                   "2026-11-23T02:41:07.12345xZ info", "garbage garbage garbage garbage"})
+    EXPECT_FALSE(log_line_time_us(bad)) << bad;
+  // A line the log writes now reads back as now.
+  std::ostringstream out;
+  {
+    node_log log{3, log_format::text, &out};
+    log.info("hello");
+  }
+  auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  auto written = log_line_time_us(out.str());
+  ASSERT_TRUE(written) << out.str();
+  EXPECT_LE(std::llabs(*written - now), 5'000'000) << out.str();
 }

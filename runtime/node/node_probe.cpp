@@ -603,7 +603,16 @@ void node_probe::peer_link(uint64_t peer, bool up) {
   status_->set_connected(peer, up);
 }
 
+std::vector<node_probe::replica_lag> node_probe::replica_lags() const {
+  std::lock_guard<std::mutex> guard{lag_mtx_};
+  return lags_;
+}
+
 void node_probe::replica(const replica_report& r) {
+  {
+    std::lock_guard<std::mutex> guard{lag_mtx_};
+    lags_ = r.summary.role == "primary" ? r.lag : std::vector<replica_lag>{};
+  }
   for (auto role : {"secondary", "syncing", "primary"})
     replica_role_->Add({{"role", role}}).Set(r.summary.role == role ? 1 : 0);
   commit_lsn_->Set(static_cast<double>(r.summary.commit_lsn));

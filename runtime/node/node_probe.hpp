@@ -94,6 +94,10 @@ public:
   /// that leader); 0 on a leader and while no leader is known.
   double leader_silence_seconds() const;
 
+  /// The lag per secondary from the last replica report (empty while this
+  /// node is not primary or hosts no replica).
+  std::vector<replica_lag> replica_lags() const;
+
 private:
   prometheus::Counter& elections(std::string_view reason);
   void log_event(const election::election_event& e) const;
@@ -163,6 +167,8 @@ private:
   uint64_t syncs_seen_ = 0;
   uint64_t shipped_seen_ = 0;
   uint64_t lost_seen_ = 0;
+  mutable std::mutex lag_mtx_;
+  std::vector<replica_lag> lags_;
 
   std::shared_ptr<const node_log> log_;
   mutable std::mutex mtx_;

@@ -92,7 +92,12 @@ caf::result<Answer> checked_read(front_ptr self, Request& req) {
   if (st.opts.board)
     before = st.opts.board->acting_at(clock_now(st.opts.clock.get(), self));
   auto rpromise = self->make_response_promise<Answer>();
-  self->request(st.opts.host, st.opts.host_timeout, std::move(req))
+  // No request timeout: the host answers a read or list at once, from its
+  // applied state (a dead host answers with an error at once), and in CAF
+  // 0.17 every request timeout stays in the clock's schedule until it fires,
+  // answered or not: a list of 100,000 jobs read through this front held
+  // 100,000 of them, about 16 MB, for host_timeout.
+  self->request(st.opts.host, caf::infinite, std::move(req))
       .then(
           [self, rpromise, before](Answer& a) mutable {
             auto& board = self->state.opts.board;

@@ -46,10 +46,10 @@ struct replica_front_options {
   /// How soon the status is asked again while the host is a primary in its
   /// sync phase (after a replica_refresh_atom or a poll that found it so).
   std::chrono::milliseconds refresh_period{5};
-  /// How long a client's request may wait for the host (a strong commit
+  /// How long a client's transaction may wait for the host (a strong commit
   /// waits for a majority). Past it the client gets primary_changed: checked
   /// on each status tick, so after host_timeout and at most status_period
-  /// more.
+  /// more. (Reads and lists are answered by the host at once.)
   std::chrono::milliseconds host_timeout{5000};
   /// The candidate's leadership (none: reads are passed on unchecked and no
   /// epoch is sent to the candidate).

@@ -48,6 +48,20 @@ std::optional<std::string> move_aside(const fs::path& dir, fs::path& to) {
 
 } // namespace
 
+damaged_open_verdict decide_damaged_open(const damaged_open_facts& f) {
+  if (!f.damaged)
+    return damaged_open_verdict::not_damaged;
+  // Nobody else holds what this replica acknowledged: its damaged log is the
+  // only copy, and only an operator may accept the loss (store repair).
+  if (f.members <= 1)
+    return damaged_open_verdict::refuse_single_replica;
+  // Without the promised term the replica could promise a term twice; the
+  // amnesia rule protects the log, not the term.
+  if (!f.term_present || !f.term_reads)
+    return damaged_open_verdict::refuse_term_unknown;
+  return damaged_open_verdict::heal;
+}
+
 result<replica_storage> open_replica_storage(const std::string& data_dir,
                                              size_t members) {
   auto dir = fs::path{data_dir} / "replica";
@@ -59,8 +73,18 @@ result<replica_storage> open_replica_storage(const std::string& data_dir,
   std::string healing_note;
   std::error_code ec;
   auto term_path = dir / "term";
-  if (!device && !report.problem.empty() && members > 1 && fs::exists(term_path, ec)
-      && storage::open_term_file(dir)) {
+  damaged_open_facts facts;
+  facts.damaged = !device && !report.problem.empty();
+  facts.members = members;
+  facts.term_present = facts.damaged && fs::exists(term_path, ec);
+  facts.term_reads = facts.term_present && storage::open_term_file(dir).has_value();
+  auto verdict = decide_damaged_open(facts);
+  if (verdict == damaged_open_verdict::refuse_term_unknown)
+    return "replica log in " + (dir / "log").string() + ": " + report.problem
+           + " (not rebuilt from the other members: the term file " + term_path.string()
+           + (facts.term_present ? " does not read" : " is missing")
+           + ", so the replica's promised term is unknown; the log is left as it is)";
+  if (verdict == damaged_open_verdict::heal) {
     // A damaged log or checkpoint, a term file that reads, and peers that hold
     // what this replica acknowledged: move the damaged files aside (never
     // delete them), mark the replica amnesiac (durably, before anything
@@ -84,7 +108,7 @@ result<replica_storage> open_replica_storage(const std::string& data_dir,
   if (!device)
     return "replica log in " + (dir / "log").string() + ": "
            + (report.problem.empty() ? device.error().message() : report.problem)
-           + (members <= 1 && !report.problem.empty()
+           + (verdict == damaged_open_verdict::refuse_single_replica
                   ? " (a single replica has no peer to rebuild it from: see `conclave "
                     "store check`)"
                   : "");

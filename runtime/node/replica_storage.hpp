@@ -32,6 +32,33 @@ struct replica_storage {
   std::function<void()> healed;
 };
 
+/// What a replica whose log or checkpoint did not open knows (all read
+/// before anything changes on disk).
+struct damaged_open_facts {
+  /// The open failed on damage before the end of the log or in a checkpoint
+  /// (not a torn tail, which recovery cuts by itself).
+  bool damaged = false;
+  /// Members of the replica set, this one included.
+  size_t members = 1;
+  /// DIR/replica/term exists, and decodes (size, magic, version, checksum).
+  bool term_present = false;
+  bool term_reads = false;
+};
+
+/// Heal (move the damaged files aside and rejoin amnesiac) or refuse.
+enum class damaged_open_verdict {
+  not_damaged,
+  heal,
+  refuse_single_replica,
+  refuse_term_unknown
+};
+
+/// The decision of open_replica_storage, pure. Heals only with other members
+/// to rebuild from and a promised term that reads: the amnesia rule
+/// (docs/design/replication.md) then keeps the replica out of every sync
+/// majority until a primary proves it holds all the replica acknowledged.
+damaged_open_verdict decide_damaged_open(const damaged_open_facts& f);
+
 /// Opens (creating if needed) the replica's storage under the data dir of a
 /// replica set of `members` members. A log or checkpoint damaged before its
 /// end (not a torn tail) is moved aside into DIR/replica/damaged-<ms>/, never

@@ -257,3 +257,54 @@ TEST(replica_storage, a_mark_beside_a_log_that_reads_still_means_amnesiac) {
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec.value().records.size(), 5u); // and nothing lost
 }
+
+TEST(replica_storage,
+     a_damaged_log_beside_a_lost_or_corrupt_term_file_says_why_it_stays) {
+  for (bool corrupt : {false, true}) {
+    conclave::test::temp_dir dir{"replica-storage"};
+    fill(dir.path().string(), 20, false, true);
+    auto replica = dir.path() / "replica";
+    auto seg = flip_byte(replica / "log", ".wal", 40);
+    if (corrupt)
+      std::ofstream{replica / "term", std::ios::binary | std::ios::trunc} << "CTRM?";
+    else
+      ASSERT_TRUE(fs::remove(replica / "term"));
+    auto s = nd::open_replica_storage(dir.path().string(), 3);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().find("term file"), std::string::npos) << s.error();
+    EXPECT_NE(s.error().find(corrupt ? "does not read" : "is missing"), std::string::npos)
+        << s.error();
+    EXPECT_EQ(s.error().find('\n'), std::string::npos) << s.error();
+    EXPECT_TRUE(fs::exists(seg));
+    EXPECT_TRUE(damaged_dirs(replica).empty());
+    EXPECT_FALSE(fs::exists(replica / "amnesiac"));
+  }
+}
+
+TEST(replica_storage, the_heal_decision_covers_every_case) {
+  using v = nd::damaged_open_verdict;
+  nd::damaged_open_facts f;
+  f.members = 3;
+  f.term_present = f.term_reads = true;
+  EXPECT_EQ(nd::decide_damaged_open(f), v::not_damaged); // nothing to heal
+  f.damaged = true;
+  EXPECT_EQ(nd::decide_damaged_open(f), v::heal); // peers and an intact promise
+  for (size_t members : {size_t{0}, size_t{1}}) {
+    auto single = f;
+    single.members = members;
+    EXPECT_EQ(nd::decide_damaged_open(single), v::refuse_single_replica);
+  }
+  auto lost = f;
+  lost.term_present = lost.term_reads = false;
+  EXPECT_EQ(nd::decide_damaged_open(lost), v::refuse_term_unknown);
+  auto unreadable = f;
+  unreadable.term_reads = false;
+  EXPECT_EQ(nd::decide_damaged_open(unreadable), v::refuse_term_unknown);
+  auto two = f;
+  two.members = 2;
+  EXPECT_EQ(nd::decide_damaged_open(two), v::heal);
+  // A single replica refuses whatever its term file says.
+  auto single_lost = lost;
+  single_lost.members = 1;
+  EXPECT_EQ(nd::decide_damaged_open(single_lost), v::refuse_single_replica);
+}

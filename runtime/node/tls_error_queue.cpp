@@ -1,6 +1,8 @@
 #include "runtime/node/tls_error_queue.hpp"
 
 #include "runtime/node/basp_source_guard.hpp"
+#include "runtime/node/handshake_guard.hpp"
+#include "runtime/node/tls_reuse.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -55,6 +57,14 @@ struct node_entry {
   std::string certificate;
   size_t sessions = 0;
 };
+
+/// Sessions of this context are not CAF's (exempt_from_basp_checks).
+std::atomic<const ssl_ctx_st*> exempt_ctx{nullptr};
+
+bool exempt(const ssl_st* s) {
+  auto* ctx = exempt_ctx.load(std::memory_order_relaxed);
+  return ctx != nullptr && SSL_get_SSL_CTX(s) == ctx;
+}
 
 std::mutex sessions_mtx;
 std::unordered_map<const ssl_st*, session_entry> sessions;
@@ -146,7 +156,7 @@ int SSL_read(ssl_st* s, void* buf, int num) {
   static auto real = next<io_fn>("SSL_read");
   clear_queue();
   auto ret = real(s, buf, num);
-  if (ret > 0 && !guard_read(s, buf, ret)) {
+  if (ret > 0 && !exempt(s) && !guard_read(s, buf, ret)) {
     // Refused (basp_source_guard.hpp): an error in the queue makes
     // SSL_get_error report SSL_ERROR_SSL, and CAF closes the connection
     // without reading these bytes.
@@ -172,6 +182,9 @@ int SSL_write(ssl_st* s, const void* buf, int num) {
 int SSL_connect(ssl_st* s) {
   static auto real = next<hs_fn>("SSL_connect");
   clear_queue();
+  // The first step: offer a saved session ticket (tls_reuse.hpp).
+  if (SSL_in_before(s) != 0)
+    conclave::node::prepare_tls_dial(s);
   auto ret = real(s);
   count_failure(s, ret, refused_dialing);
   // Waiting for the peer's handshake reply: wait for it here, briefly, rather
@@ -188,8 +201,26 @@ int SSL_connect(ssl_st* s) {
 int SSL_accept(ssl_st* s) {
   static auto real = next<hs_fn>("SSL_accept");
   clear_queue();
+  // The HTTPS API's sessions are not CAF's: its server bounds its own
+  // connections and read times, and its failures are not counted here.
+  if (exempt(s))
+    return real(s);
+  // Unfinished handshakes are budgeted (handshake_guard.hpp): one over the
+  // budget finds its socket shut down, so this step fails and CAF closes it.
+  auto fd = SSL_get_fd(s);
+  conclave::node::handshake_guard_step(fd);
+  // The first step: accept this process's session tickets (tls_reuse.hpp).
+  if (SSL_in_before(s) != 0)
+    conclave::node::prepare_tls_accept(s);
   auto ret = real(s);
   count_failure(s, ret, refused_accepting);
+  if (ret == 1) {
+    conclave::node::handshake_guard_ended(fd);
+  } else {
+    auto e = SSL_get_error(s, ret);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+      conclave::node::handshake_guard_ended(fd);
+  }
   return ret;
 }
 
@@ -217,6 +248,10 @@ std::optional<std::string> tls_certificate_of_node(const std::string& node_id) {
   if (i == nodes.end())
     return std::nullopt;
   return i->second.certificate;
+}
+
+void exempt_from_basp_checks(const ssl_ctx_st* ctx) {
+  exempt_ctx.store(ctx, std::memory_order_relaxed);
 }
 
 uint64_t tls_frames_refused(std::string_view reason) {

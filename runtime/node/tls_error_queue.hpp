@@ -31,6 +31,8 @@
 #include <string>
 #include <string_view>
 
+struct ssl_ctx_st;
+
 namespace conclave::node {
 
 /// Which side of a TLS handshake this process was.
@@ -64,6 +66,11 @@ void set_local_basp_node(std::string node_id);
 /// The subject CN of the certificate whose TLS session declared CAF node
 /// `node_id` (BASP bytes) in its handshake and is still open; nullopt if none.
 std::optional<std::string> tls_certificate_of_node(const std::string& node_id);
+
+/// Sessions of `ctx` carry no BASP (the node's HTTPS API, http_server.cpp):
+/// SSL_read hands their bytes on unchecked and their failed handshakes are
+/// not counted. One context per process; null: none.
+void exempt_from_basp_checks(const ssl_ctx_st* ctx);
 
 /// True if the wrappers are in place (libssl's functions were found); calling
 /// it also keeps the wrappers' object file in the link.

@@ -3,6 +3,7 @@
 // the wrappers, so its SSL_accept/SSL_connect calls go through them exactly
 // as CAF's do in the `conclave` executable.
 #include "runtime/node/tls_error_queue.hpp"
+#include "tests/support/ssl_pair.hpp"
 
 #include "tests/support/test_certificates.hpp"
 
@@ -43,15 +44,7 @@ struct outcome {
 
 /// Runs both ends of one handshake in turns until neither waits for bytes.
 outcome handshake(SSL_CTX* server_ctx, SSL_CTX* client_ctx) {
-  SSL* server = SSL_new(server_ctx);
-  SSL* client = SSL_new(client_ctx);
-  BIO* a = nullptr;
-  BIO* b = nullptr;
-  BIO_new_bio_pair(&a, 0, &b, 0);
-  SSL_set_bio(server, a, a);
-  SSL_set_bio(client, b, b);
-  SSL_set_accept_state(server);
-  SSL_set_connect_state(client);
+  auto [server, client] = conclave::test::make_ssl_pair(server_ctx, client_ctx);
   outcome o;
   bool server_done = false;
   bool client_done = false;

@@ -1,5 +1,6 @@
 #include "runtime/node/tls_metrics.hpp"
 
+#include "runtime/node/handshake_guard.hpp"
 #include "runtime/node/tls_error_queue.hpp"
 
 #include <prometheus/client_metric.h>
@@ -35,7 +36,28 @@ public:
       m.counter.value = static_cast<double>(tls_frames_refused(reason));
       frames.metric.push_back(m);
     }
-    return {f, frames};
+    auto g = handshake_guard_stats();
+    prometheus::MetricFamily guarded;
+    guarded.name = "conclave_tls_handshakes_guarded_total";
+    guarded.help = "Accepted TLS handshakes this node shut down unfinished: over_budget "
+                   "(too many pending, in all or from one address), timeout (pending "
+                   "too long)";
+    guarded.type = prometheus::MetricType::Counter;
+    for (auto [reason, value] :
+         {std::pair{"over_budget", g.refused}, std::pair{"timeout", g.timed_out}}) {
+      prometheus::ClientMetric m;
+      m.label.push_back({"reason", reason});
+      m.counter.value = static_cast<double>(value);
+      guarded.metric.push_back(m);
+    }
+    prometheus::MetricFamily pending;
+    pending.name = "conclave_tls_handshakes_pending";
+    pending.help = "Accepted TLS handshakes not finished yet";
+    pending.type = prometheus::MetricType::Gauge;
+    prometheus::ClientMetric pm;
+    pm.gauge.value = static_cast<double>(g.pending);
+    pending.metric.push_back(pm);
+    return {f, frames, guarded, pending};
   }
 };
 

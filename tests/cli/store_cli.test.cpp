@@ -2,12 +2,15 @@
 // one line for bad input, a check that reports damage without repairing it,
 // and a backup restored through the command line that has the same contents.
 #include "storage/collections.hpp"
+#include "storage/file_term_file.hpp"
+#include "storage/wal_log_device.hpp"
 #include "tests/process/process_support.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <future>
 
 #include <gtest/gtest.h>
 
@@ -292,4 +295,77 @@ TEST(store_cli, an_incremental_backup_with_nothing_new_writes_nothing) {
   auto more = run_conclave("store backup --incremental" + to);
   EXPECT_EQ(more.status, 0) << more.out;
   EXPECT_EQ(count(), before + 1);
+}
+
+namespace {
+
+/// DATA/replica as a node leaves it: a term file (epoch 3) and a log of
+/// `records` records (lsn 1..records).
+fs::path replica_with_records(const fs::path& data, uint64_t records) {
+  auto dir = data / "replica";
+  conclave::storage::replica_log_options o;
+  o.dir = dir;
+  wal_recovery report;
+  auto dev = conclave::storage::wal_log_device::open(o, report);
+  EXPECT_TRUE(dev);
+  auto terms = conclave::storage::file_term_file::open(dir);
+  EXPECT_TRUE(terms);
+  EXPECT_TRUE(terms.value()->save(
+      conclave::replication::term{3, conclave::replication::node_id{2}, 1}));
+  for (uint64_t l = 1; l <= records; ++l) {
+    log_record r;
+    r.lsn = lsn{l};
+    r.term = term{3};
+    r.txn = txn_id{l};
+    EXPECT_TRUE(dev.value()->append(r));
+  }
+  if (records > 0) {
+    std::promise<void> done;
+    dev.value()->sync([&](auto) { done.set_value(); });
+    done.get_future().wait();
+  }
+  return dir;
+}
+
+} // namespace
+
+TEST(store_cli, check_reports_a_replica_term_file_missing_beside_its_log) {
+  conclave::test::temp_dir tmp{"conclave-store-cli"};
+  auto dir = replica_with_records(tmp / "data", 4);
+  ASSERT_TRUE(fs::remove(dir / "term"));
+  auto r = run_conclave("store check --dir " + dir.string(), true);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("replica data dir"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("term file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MISSING"), std::string::npos) << r.out;
+  auto j = check_json(dir, 1);
+  EXPECT_EQ(j["kind"], "replica");
+  EXPECT_FALSE(j["clean"].get<bool>());
+  EXPECT_EQ(j["term"]["state"], "missing");
+  EXPECT_FALSE(fs::exists(dir / "term")); // a check changes nothing
+}
+
+TEST(store_cli, check_reports_a_corrupt_replica_term_file) {
+  conclave::test::temp_dir tmp{"conclave-store-cli"};
+  auto dir = replica_with_records(tmp / "data", 2);
+  std::ofstream{dir / "term", std::ios::binary | std::ios::trunc} << "CTRM garbage";
+  auto j = check_json(dir, 1);
+  EXPECT_FALSE(j["clean"].get<bool>());
+  EXPECT_EQ(j["term"]["state"], "corrupt");
+}
+
+TEST(store_cli, check_reads_a_replica_term_file_and_a_fresh_one_needs_none) {
+  conclave::test::temp_dir tmp{"conclave-store-cli"};
+  auto dir = replica_with_records(tmp / "data", 3);
+  auto r = run_conclave("store check --json --dir " + dir.string(), true);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["term"]["state"], "ok") << r.out;
+  EXPECT_EQ(j["term"]["epoch"], 3) << r.out;
+  // A new replica (nothing logged yet) has no term file: term zero, clean.
+  auto fresh = replica_with_records(tmp / "fresh", 0);
+  ASSERT_TRUE(fs::remove(fresh / "term"));
+  auto f = check_json(fresh, 0);
+  EXPECT_EQ(f["kind"], "replica");
+  EXPECT_TRUE(f["clean"].get<bool>());
+  EXPECT_EQ(f["term"]["state"], "none");
 }

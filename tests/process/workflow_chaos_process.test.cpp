@@ -4,11 +4,14 @@
 // Afterwards every submitted job has succeeded (none lost), no idempotency key
 // had two effects (the exec step records its effect in a file once per key,
 // and every run of it in another), the replicas agree and `store check` is
-// clean on every data dir. It prints jobs/s under chaos, runs per effect and
-// the longest a job took. Loopback only; the cluster is brought down however
+// clean on every data dir. It prints jobs/s under chaos, runs per effect,
+// recoveries by cause (from the jobs' own events, so a killed node's count
+// is not lost with it) and the longest a step waited for its recovery after a
+// fault hit the node running it. Loopback only; the cluster is brought down however
 // the test ends.
 #include "tests/process/process_support.hpp"
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -43,6 +46,19 @@ protected:
       return out;
     for (auto& x : j["jobs"])
       out[x["id"].get<std::string>()] = x["state"].get<std::string>();
+    return out;
+  }
+
+  /// Job `id`'s events, as `job watch --json` prints them.
+  std::vector<nlohmann::json> events(const std::string& id) {
+    auto r = run_conclave("job watch --json --dir " + dir.string() + " " + id, true);
+    std::vector<nlohmann::json> out;
+    std::istringstream in{r.out};
+    for (std::string l; std::getline(in, l);) {
+      auto j = nlohmann::json::parse(l, nullptr, false);
+      if (!j.is_discarded() && j.is_object())
+        out.push_back(std::move(j));
+    }
     return out;
   }
 
@@ -90,7 +106,7 @@ TEST_F(workflow_chaos,
   // every run is recorded. A node killed mid-step leaves the command running.
   std::string e = effects.string();
   std::string exec = "'exec:k=$(echo $CONCLAVE_IDEMPOTENCY_KEY | tr / _); "
-                     "echo \"$k $CONCLAVE_ATTEMPT\" >> "
+                     "echo \"$k $CONCLAVE_ATTEMPT $CONCLAVE_NODE_ID\" >> "
                      + e + "/runs.log; if mkdir " + e
                      + "/keys/$k 2>/dev/null; then echo $k >> " + e
                      + "/effects.log; fi; sleep 0.2'";
@@ -106,6 +122,13 @@ TEST_F(workflow_chaos,
   };
   auto started = std::chrono::steady_clock::now();
   std::vector<std::string> faults;
+  // When each node was killed or stopped (wall clock, as job events are).
+  std::multimap<uint64_t, int64_t> hit_at;
+  auto hit = [&](uint64_t node) {
+    hit_at.emplace(node, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count());
+  };
   uint64_t stopped = 0;
   std::set<uint64_t> killed;
   for (int i = 0; i < jobs; ++i) {
@@ -116,6 +139,7 @@ TEST_F(workflow_chaos,
       auto victim = (l != 0 && rng() % 3 != 0) ? l : pick_other(stopped);
       if (victim == stopped)
         victim = pick_other(stopped);
+      hit(victim);
       signal(victim, "KILL");
       killed.insert(victim);
       faults.push_back("kill -9 node " + std::to_string(victim)
@@ -129,6 +153,7 @@ TEST_F(workflow_chaos,
     } else if (i % 8 == 1) {
       auto l = leader();
       stopped = (l != 0 && rng() % 2 == 0) ? l : pick_other(0);
+      hit(stopped);
       signal(stopped, "STOP");
       faults.push_back("SIGSTOP node " + std::to_string(stopped)
                        + (stopped == l ? " (leader)" : ""));
@@ -175,19 +200,57 @@ TEST_F(workflow_chaos,
   for (auto& [k, n] : per_key)
     EXPECT_EQ(n, 1) << k;
   EXPECT_GE(runs.size(), eff.size());
-  // Recoveries by cause, as the nodes count them (a killed node's counts
-  // died with it: these are the members' at the end).
-  auto st = status();
-  auto recovered = [&](const std::string& cause) {
-    return sum_metric(st, "conclave_workflow_recoveries_total{cause=\"" + cause + "\"}",
-                      "", nullptr);
-  };
+  // Which node ran each attempt: "KEY ATTEMPT NODE" per run.
+  std::map<std::pair<std::string, uint64_t>, uint64_t> ran_on;
+  for (auto& l : runs) {
+    std::istringstream in{l};
+    std::string key;
+    uint64_t attempt = 0, node = 0;
+    if (in >> key >> attempt >> node)
+      ran_on[{key, attempt}] = node;
+  }
+  // Recoveries by cause, from the jobs' events: a recovery is a "retrying"
+  // event whose detail starts with its cause. A recovery waited from the
+  // fault that hit the node running the attempt (after the attempt started)
+  // to the event.
+  std::map<std::string, int> recovered;
+  double longest_wait_ms = 0;
+  int waited = 0;
+  for (int i = 0; i < jobs; ++i) {
+    auto id = "c-" + std::to_string(i);
+    std::map<std::pair<uint64_t, uint64_t>, int64_t> started; // (step, attempt)
+    for (auto& ev : events(id)) {
+      auto kind = ev.value("kind", "");
+      auto step = ev.value("step", uint64_t{0});
+      auto attempt = ev.value("attempt", uint64_t{0});
+      auto at = ev.value("at_ns", int64_t{0});
+      if (kind == "step_started")
+        started[{step, attempt}] = at;
+      if (kind != "retrying")
+        continue;
+      auto detail = ev.value("detail", "");
+      ++recovered[detail.substr(0, detail.find(' '))];
+      auto node = ran_on.find({id + "_" + std::to_string(step), attempt});
+      auto begun = started.find({step, attempt});
+      if (node == ran_on.end() || begun == started.end())
+        continue;
+      int64_t fault = 0;
+      auto [from, to] = hit_at.equal_range(node->second);
+      for (auto f = from; f != to; ++f)
+        if (f->second >= begun->second && f->second <= at)
+          fault = std::max(fault, f->second);
+      if (fault == 0)
+        continue;
+      ++waited;
+      longest_wait_ms = std::max(longest_wait_ms, (at - fault) / 1e6);
+    }
+  }
   std::printf("[workflow chaos] %d jobs (exec + sleep) on %d nodes in %.1f s: %.1f "
-              "jobs/s under %zu faults; exec runs %zu for %zu effects; recoveries "
-              "counted by the members at the end: monitor %.0f, deadline %.0f, failure "
-              "%.0f\n",
+              "jobs/s under %zu faults; exec runs %zu for %zu effects; recoveries by "
+              "cause: monitor %d, deadline %d, failure %d; longest wait from a fault on "
+              "the step's node to its recovery %.0f ms (%d such recoveries)\n",
               jobs, nodes, took.count(), jobs / took.count(), faults.size(), runs.size(),
-              eff.size(), recovered("monitor"), recovered("deadline"),
-              recovered("failure"));
+              eff.size(), recovered["monitor"], recovered["deadline"],
+              recovered["failure"], longest_wait_ms, waited);
   down_and_check_replicas();
 }

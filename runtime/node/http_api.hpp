@@ -1,0 +1,53 @@
+// The node's HTTP/JSON API as a pure function: a request and a snapshot of
+// what the node knows give the response. No sockets, no clock, no threads:
+// http_server.cpp feeds it from cpp-httplib's worker threads.
+#pragma once
+
+#include "runtime/node/node_probe.hpp"
+#include "runtime/node/status_file.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace conclave::node {
+
+struct http_request {
+  std::string method; ///< GET, HEAD, PUT, ...
+  std::string path;   ///< without the query string
+};
+
+struct http_response {
+  int status = 200;
+  std::string body; ///< JSON unless content_type says otherwise
+  std::string content_type = "application/json";
+};
+
+/// When /readyz calls a node's replica caught up.
+struct readiness_bounds {
+  /// Records between the commit lsn the replica knows and the one it applied.
+  uint64_t max_apply_lag = 1000;
+};
+
+/// What a request is answered from, taken once per request.
+struct http_view {
+  node_status status;
+  std::vector<node_probe::replica_lag> lags; ///< primary: per secondary
+  double leader_silence_seconds = 0;         ///< follower: since its leader's heartbeat
+  int64_t now_us = 0;                        ///< wall clock, for ages
+  readiness_bounds bounds;
+};
+
+/// `{"error": message}` with `status`.
+http_response http_error(int status, const std::string& message);
+
+/// Why this node is not ready (empty: ready): no leader, a leader without its
+/// majority lease, fewer than a majority of members linked, the leader's link
+/// down, a replica syncing, healing or applying more than the bound behind.
+std::string unready_reason(const http_view& v);
+
+/// Answers GET /livez, /readyz, /v1/cluster and /v1/replicas; 404 for
+/// another path, 405 for another method on these.
+http_response handle_http(const http_request& req, const http_view& v);
+
+} // namespace conclave::node

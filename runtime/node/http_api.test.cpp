@@ -1,0 +1,145 @@
+#include "runtime/node/http_api.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using namespace conclave::node;
+using nlohmann::json;
+
+namespace {
+
+/// Node 1 of three, following leader 2, both peers linked, a caught-up replica.
+http_view follower_view() {
+  http_view v;
+  auto& s = v.status;
+  s.id = 1;
+  s.cluster = "c";
+  s.address = "127.0.0.1:7001";
+  s.leader = 2;
+  s.term = 5;
+  s.term_leader = 2;
+  s.peers = {{2, "127.0.0.1:7002", true, "alive"}, {3, "127.0.0.1:7003", true, "alive"}};
+  replica_summary r;
+  r.role = "secondary";
+  r.commit_lsn = 40;
+  r.applied_lsn = 40;
+  s.replica = r;
+  v.leader_silence_seconds = 0.02;
+  return v;
+}
+
+json body(const http_response& r) {
+  return json::parse(r.body);
+}
+
+TEST(http_api, livez_answers_with_the_node_id) {
+  auto r = handle_http({"GET", "/livez"}, follower_view());
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(body(r)["id"], 1);
+}
+
+TEST(http_api, unknown_route_and_method_are_4xx_with_a_json_error) {
+  auto r = handle_http({"GET", "/nope"}, follower_view());
+  EXPECT_EQ(r.status, 404);
+  EXPECT_TRUE(body(r)["error"].is_string());
+  auto m = handle_http({"POST", "/v1/cluster"}, follower_view());
+  EXPECT_EQ(m.status, 405);
+  EXPECT_NE(body(m)["error"].get<std::string>().find("GET"), std::string::npos);
+}
+
+TEST(http_api, ready_follower_of_a_linked_leader_with_a_caught_up_replica) {
+  auto r = handle_http({"GET", "/readyz"}, follower_view());
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body(r)["ready"], true);
+}
+
+TEST(http_api, readyz_gives_the_reason_it_is_not_ready) {
+  auto expect_unready = [](const http_view& v, const std::string& word) {
+    auto r = handle_http({"GET", "/readyz"}, v);
+    EXPECT_EQ(r.status, 503);
+    auto reason = body(r)["reason"].get<std::string>();
+    EXPECT_NE(reason.find(word), std::string::npos) << reason;
+  };
+  auto v = follower_view();
+  v.status.leader = 0;
+  expect_unready(v, "no leader");
+
+  v = follower_view();
+  v.status.peers[0].connected = false;
+  v.status.peers[1].connected = false;
+  expect_unready(v, "1 of 3 members linked");
+
+  v = follower_view();
+  v.status.peers[0].connected = false; // the leader's link, a majority still linked
+  expect_unready(v, "leader (node 2) is not linked");
+
+  v = follower_view();
+  v.status.leader = 1;
+  v.status.is_leader = true;
+  v.status.acting = false;
+  expect_unready(v, "no majority lease");
+
+  v = follower_view();
+  v.status.replica->role = "syncing";
+  expect_unready(v, "syncing");
+
+  v = follower_view();
+  v.status.replica->commit_lsn = 5000;
+  v.status.replica->applied_lsn = 3000;
+  expect_unready(v, "2000 records behind");
+}
+
+TEST(http_api, apply_lag_within_the_bound_is_ready) {
+  auto v = follower_view();
+  v.status.replica->commit_lsn = 1040;
+  v.status.replica->applied_lsn = 40;
+  EXPECT_EQ(unready_reason(v), "");
+  v.bounds.max_apply_lag = 999;
+  EXPECT_NE(unready_reason(v), "");
+}
+
+TEST(http_api, cluster_lists_members_leader_term_and_role) {
+  auto v = follower_view();
+  v.status.peers[1].state = "suspected";
+  v.status.peers[1].connected = false;
+  auto j = body(handle_http({"GET", "/v1/cluster"}, v));
+  EXPECT_EQ(j["role"], "follower");
+  EXPECT_EQ(j["leader"], 2);
+  EXPECT_EQ(j["term"]["epoch"], 5);
+  EXPECT_EQ(j["term"]["leader"], 2);
+  EXPECT_EQ(j["acting"], false);
+  ASSERT_EQ(j["members"].size(), 3u);
+  EXPECT_EQ(j["members"][0]["self"], true);
+  EXPECT_EQ(j["members"][2]["id"], 3);
+  EXPECT_EQ(j["members"][2]["address"], "127.0.0.1:7003");
+  EXPECT_EQ(j["members"][2]["state"], "suspected");
+  EXPECT_EQ(j["members"][2]["linked"], false);
+  EXPECT_DOUBLE_EQ(j["leader_silence_ms"].get<double>(), 20.0);
+
+  v.status.leader = 1;
+  v.status.is_leader = true;
+  v.status.acting = true;
+  auto l = body(handle_http({"GET", "/v1/cluster"}, v));
+  EXPECT_EQ(l["role"], "leader");
+  EXPECT_FALSE(l.contains("leader_silence_ms"));
+}
+
+TEST(http_api, replicas_show_lsns_and_the_lag_per_secondary) {
+  auto v = follower_view();
+  v.status.replica->role = "primary";
+  v.status.replica->commit_lsn = 90;
+  v.status.replica->applied_lsn = 88;
+  v.lags = {{2, 3, 300, 0.5}, {3, 0, 0, 0}};
+  auto j = body(handle_http({"GET", "/v1/replicas"}, v));
+  EXPECT_EQ(j["replica"]["role"], "primary");
+  EXPECT_EQ(j["replica"]["commit_lsn"], 90);
+  EXPECT_EQ(j["replica"]["applied_lsn"], 88);
+  ASSERT_EQ(j["replica"]["lag"].size(), 2u);
+  EXPECT_EQ(j["replica"]["lag"][0]["peer"], 2);
+  EXPECT_EQ(j["replica"]["lag"][0]["records"], 3);
+
+  v.status.replica.reset();
+  EXPECT_TRUE(body(handle_http({"GET", "/v1/replicas"}, v))["replica"].is_null());
+}
+
+} // namespace

@@ -1,0 +1,284 @@
+// cpp-httplib stays in this one source: its header is not part of the node's
+// unity build (runtime/node/CMakeLists.txt).
+#include "runtime/node/http_server.hpp"
+
+#include "runtime/node/http_api.hpp"
+#include "runtime/node/node_probe.hpp"
+#include "runtime/node/status_file.hpp"
+#include "runtime/node/tls_error_queue.hpp"
+
+#include <httplib.h>
+#include <openssl/ssl.h>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+namespace conclave::node {
+
+namespace {
+
+/// Set while a worker serves a connection beyond the limit: the request is
+/// answered 503 and the connection closed.
+thread_local bool over_limit = false;
+
+/// A fixed number of workers serve accepted connections in order; beyond
+/// `max_open` connections queued or served, one more thread answers them 503
+/// (the library's queue would otherwise grow without bound).
+class bounded_queue final : public httplib::TaskQueue {
+public:
+  bounded_queue(size_t workers, size_t max_open) : max_open_{max_open} {
+    for (size_t i = 0; i < workers; ++i)
+      threads_.emplace_back([this] { run(jobs_, false); });
+    threads_.emplace_back([this] { run(rejects_, true); });
+  }
+
+  void enqueue(std::function<void()> fn) override {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (open_ < max_open_) {
+        ++open_;
+        jobs_.push_back(std::move(fn));
+      } else {
+        rejects_.push_back(std::move(fn));
+      }
+    }
+    cv_.notify_all();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_)
+      t.join();
+  }
+
+private:
+  void run(std::deque<std::function<void()>>& q, bool reject) {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> lock{mtx_};
+        cv_.wait(lock, [&] { return stopping_ || !q.empty(); });
+        if (q.empty())
+          return;
+        fn = std::move(q.front());
+        q.pop_front();
+      }
+      over_limit = reject;
+      fn();
+      over_limit = false;
+      if (!reject) {
+        std::lock_guard<std::mutex> guard{mtx_};
+        --open_;
+      }
+    }
+  }
+
+  size_t max_open_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_, rejects_;
+  size_t open_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+void fill(httplib::Response& res, const http_response& r) {
+  res.status = r.status;
+  res.set_content(r.body, r.content_type.c_str());
+}
+
+/// TLS with the node's certificate; a client certificate is asked for and
+/// verified against the node's CA when sent, not required (reads are open to
+/// any client that completes the handshake).
+bool setup_tls(SSL_CTX& ctx, const node_config::tls_files& t) {
+  SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+  if (SSL_CTX_use_certificate_chain_file(&ctx, t.cert.c_str()) != 1)
+    return false;
+  if (SSL_CTX_use_PrivateKey_file(&ctx, t.key.c_str(), SSL_FILETYPE_PEM) != 1)
+    return false;
+  if (SSL_CTX_load_verify_locations(&ctx, t.ca.c_str(), nullptr) != 1)
+    return false;
+  SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, nullptr);
+  return true;
+}
+
+class server final : public http_server {
+public:
+  server(const node_config& c, std::shared_ptr<status_writer> status,
+         std::shared_ptr<node_probe> probe, prometheus::Registry& registry,
+         const http_limits& limits)
+      : status_{std::move(status)}, probe_{std::move(probe)}, limits_{limits} {
+    if (c.tls) {
+      auto tls = *c.tls;
+      srv_ = std::make_unique<httplib::SSLServer>(
+          [tls](SSL_CTX& ctx) { return setup_tls(ctx, tls); });
+    } else {
+      srv_ = std::make_unique<httplib::Server>();
+    }
+    requests_ = &prometheus::BuildCounter()
+                     .Name("conclave_http_requests_total")
+                     .Help("HTTP requests answered by the node's API")
+                     .Register(registry)
+                     .Add({});
+    rejected_ = &prometheus::BuildCounter()
+                     .Name("conclave_http_rejected_requests_total")
+                     .Help("HTTP requests answered with a 4xx or 503 status (malformed, "
+                           "too large, unknown route, over the connection limit), by "
+                           "status")
+                     .Register(registry);
+    configure();
+  }
+
+  bool valid() const { return srv_->is_valid(); }
+  bool bind(const address& a) { return srv_->bind_to_port(a.host, a.port); }
+  void start() {
+    thread_ = std::thread{[this] { srv_->listen_after_bind(); }};
+  }
+
+  void stop() override {
+    if (!thread_.joinable())
+      return;
+    srv_->stop();
+    thread_.join();
+  }
+
+  /// The TLS context's sessions speak HTTP, not BASP (tls_error_queue.hpp).
+  void exempt_tls() {
+    if (auto* ssl = dynamic_cast<httplib::SSLServer*>(srv_.get()))
+      exempt_from_basp_checks(ssl->ssl_context());
+  }
+
+  ~server() override { stop(); }
+
+private:
+  void configure() {
+    auto& s = *srv_;
+    s.new_task_queue = [l = limits_] {
+      return new bounded_queue(l.workers, l.max_connections);
+    };
+    s.set_payload_max_length(limits_.max_body_bytes);
+    s.set_read_timeout(limits_.read_timeout);
+    s.set_write_timeout(limits_.read_timeout);
+    s.set_keep_alive_timeout(limits_.keep_alive_timeout.count());
+    s.set_keep_alive_max_count(100);
+    s.set_pre_routing_handler(
+        [this](const httplib::Request& req, httplib::Response& res) {
+          requests_->Increment();
+          if (over_limit) {
+            reject(res, http_error(503, "too many open connections"));
+            res.set_header("Connection", "close");
+            return httplib::Server::HandlerResponse::Handled;
+          }
+          size_t header_bytes = 0;
+          for (auto& [k, v] : req.headers)
+            header_bytes += k.size() + v.size() + 4;
+          if (header_bytes > limits_.max_header_bytes) {
+            reject(res, http_error(431, "request headers exceed "
+                                            + std::to_string(limits_.max_header_bytes)
+                                            + " bytes"));
+            return httplib::Server::HandlerResponse::Handled;
+          }
+          return httplib::Server::HandlerResponse::Unhandled;
+        });
+    // Routed by method so that the library reads (and limits) a body before
+    // the API sees the request; handle_http picks the route. A method the
+    // library does not know is answered 400 by it.
+    auto answer = [this](const httplib::Request& req, httplib::Response& res) {
+      auto r = handle_http({req.method, req.path}, view());
+      if (r.status >= 400 && r.status < 500)
+        reject(res, r);
+      else
+        fill(res, r);
+    };
+    s.Get(".*", answer);
+    s.Post(".*", answer);
+    s.Put(".*", answer);
+    s.Delete(".*", answer);
+    s.Patch(".*", answer);
+    s.Options(".*", answer);
+    // Called for every answer of status 400 or more: those the library
+    // makes itself (unparsable, too large) have no body yet.
+    s.set_error_handler(httplib::Server::HandlerWithResponse{
+        [this](const httplib::Request&, httplib::Response& res) {
+          if (!res.body.empty())
+            return httplib::Server::HandlerResponse::Unhandled;
+          reject(res, http_error(res.status, reason_of(res.status)));
+          return httplib::Server::HandlerResponse::Handled;
+        }});
+  }
+
+  void reject(httplib::Response& res, const http_response& r) {
+    rejected_->Add({{"status", std::to_string(r.status)}}).Increment();
+    fill(res, r);
+  }
+
+  static std::string reason_of(int status) {
+    switch (status) {
+    case 400:
+      return "malformed request";
+    case 413:
+      return "request body exceeds the limit";
+    case 414:
+      return "request target too long";
+    default:
+      return "request refused (HTTP " + std::to_string(status) + ")";
+    }
+  }
+
+  http_view view() const {
+    http_view v;
+    v.status = status_->snapshot();
+    v.lags = probe_->replica_lags();
+    v.leader_silence_seconds = probe_->leader_silence_seconds();
+    v.now_us = wall_clock_us();
+    return v;
+  }
+
+  std::shared_ptr<status_writer> status_;
+  std::shared_ptr<node_probe> probe_;
+  http_limits limits_;
+  std::unique_ptr<httplib::Server> srv_;
+  prometheus::Counter* requests_;
+  prometheus::Family<prometheus::Counter>* rejected_;
+  std::thread thread_;
+};
+
+} // namespace
+
+std::unique_ptr<http_server> start_http(const node_config& c,
+                                        std::shared_ptr<status_writer> status,
+                                        std::shared_ptr<node_probe> probe,
+                                        prometheus::Registry& registry, bool& failed,
+                                        const http_limits& limits) {
+  failed = false;
+  if (!c.http)
+    return nullptr;
+  auto s =
+      std::make_unique<server>(c, std::move(status), std::move(probe), registry, limits);
+  if (!s->valid()) {
+    std::cerr << "conclave: error: --http: cannot load the TLS certificate, key or CA\n";
+    failed = true;
+    return nullptr;
+  }
+  if (!s->bind(*c.http)) {
+    std::cerr << "conclave: error: --http: cannot listen on " << c.http->to_string()
+              << ": port in use or not permitted\n";
+    failed = true;
+    return nullptr;
+  }
+  s->exempt_tls();
+  s->start();
+  return s;
+}
+
+} // namespace conclave::node

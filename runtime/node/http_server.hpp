@@ -1,0 +1,53 @@
+// The node's HTTP server (--http): cpp-httplib on its own threads, answering
+// through handle_http (http_api.hpp) from snapshots of the status writer and
+// the probe, so no request waits on CAF's scheduler or the node's timers.
+#pragma once
+
+#include "runtime/node/node_config.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace prometheus {
+class Registry;
+}
+
+namespace conclave::node {
+
+class node_probe;
+class status_writer;
+
+struct http_limits {
+  size_t max_body_bytes = 64 * 1024;
+  /// All header lines of one request together (each line is also limited to
+  /// 8 KiB by the library).
+  size_t max_header_bytes = 16 * 1024;
+  std::chrono::seconds read_timeout{5};
+  std::chrono::seconds keep_alive_timeout{2};
+  size_t workers = 8;
+  /// Connections accepted and not yet closed (queued or served); beyond
+  /// this a connection is answered 503 and closed.
+  size_t max_connections = 64;
+};
+
+class http_server {
+public:
+  virtual ~http_server() = default;
+  /// Stops accepting and joins the server's threads.
+  virtual void stop() = 0;
+};
+
+/// Starts serving on cfg.http (TLS with the node's CA and certificate when
+/// cfg.tls is set). Registers conclave_http_requests_total and
+/// conclave_http_rejected_requests_total{status} in `registry`. Null without
+/// cfg.http; also null, with a line on stderr and `failed` set, if the TLS
+/// files do not load or the address cannot be bound.
+std::unique_ptr<http_server> start_http(const node_config& cfg,
+                                        std::shared_ptr<status_writer> status,
+                                        std::shared_ptr<node_probe> probe,
+                                        prometheus::Registry& registry, bool& failed,
+                                        const http_limits& limits = {});
+
+} // namespace conclave::node
