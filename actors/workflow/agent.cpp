@@ -1,5 +1,7 @@
 #include "actors/workflow/agent.hpp"
 
+#include "actors/workflow/host_time.hpp"
+
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -29,8 +31,7 @@ struct agent_state {
 using agent_impl = agent_actor::stateful_pointer<agent_state>;
 
 timestamp now_of(agent_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch())
-         + self->state.opts.clock_offset;
+  return host_now(self->state.opts.clock, self, self->state.opts.clock_offset);
 }
 
 service_call make_call(const call& c) {
@@ -70,8 +71,7 @@ void on_result(agent_impl self, uint64_t token, step_outcome o) {
   switch (next.reason) {
   case why::retry:
     st.probe->agent_retry();
-    self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(next.delay),
-                       workflow_atoms::retry_atom_v, token);
+    send_later(self, st.opts.clock, next.delay, workflow_atoms::retry_atom_v, token);
     return;
   case why::deadline:
     st.probe->deadline_expired();

@@ -16,6 +16,7 @@
 // from the actor's clock (virtual under the test coordinator).
 #pragma once
 
+#include "actors/timer/host_clock.hpp"
 #include "actors/workflow/interfaces.hpp"
 #include "actors/workflow/workflow_probe.hpp"
 
@@ -43,6 +44,9 @@ struct agent_options {
   /// sets it so they are wall-clock time since the Unix epoch, comparable
   /// across the cluster's processes and machines (within their clock skew).
   duration clock_offset{0};
+  /// How the actor reads time and arms its timers (null: CAF's clock); the
+  /// simulated world gives its node's drifting clock.
+  std::shared_ptr<host_clock> clock;
 };
 
 agent_actor spawn_agent(caf::actor_system& sys, agent_options opts);

@@ -1,5 +1,7 @@
 #include "actors/workflow/client.hpp"
 
+#include "actors/workflow/host_time.hpp"
+
 #include "actors/workflow/job_store.hpp"
 
 #include <caf/stateful_actor.hpp>
@@ -89,8 +91,7 @@ void offer(client_impl self, subscription& sub, const job_event& ev) {
 }
 
 timestamp now_of(client_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch())
-         + self->state.opts.clock_offset;
+  return host_now(self->state.opts.clock, self, self->state.opts.clock_offset);
 }
 
 /// The jobs with a wf.state row in the class of `s`, in key order.

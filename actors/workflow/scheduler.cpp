@@ -1,5 +1,7 @@
 #include "actors/workflow/scheduler.hpp"
 
+#include "actors/workflow/host_time.hpp"
+
 #include "actors/workflow/job_store.hpp"
 
 #include <caf/stateful_actor.hpp>
@@ -54,8 +56,7 @@ struct scheduler_state {
 };
 
 timestamp now_of(scheduler_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch())
-         + self->state.opts.clock_offset;
+  return host_now(self->state.opts.clock, self, self->state.opts.clock_offset);
 }
 
 /// An agent of `kind` that is alive, round robin.
@@ -425,9 +426,8 @@ void expire_replies(scheduler_impl self) {
 
 void arm_poll(scheduler_impl self) {
   auto& st = self->state;
-  self->delayed_send(self,
-                     std::chrono::duration_cast<caf::timespan>(st.opts.poll_interval),
-                     workflow_atoms::poll_atom_v, ++st.timer_generation);
+  send_later(self, st.opts.clock, st.opts.poll_interval, workflow_atoms::poll_atom_v,
+             ++st.timer_generation);
 }
 
 void start(scheduler_impl self) {

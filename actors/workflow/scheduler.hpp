@@ -28,6 +28,7 @@
 #pragma once
 
 #include "actors/store/store_interface.hpp"
+#include "actors/timer/host_clock.hpp"
 #include "actors/workflow/interfaces.hpp"
 #include "actors/workflow/workflow_probe.hpp"
 
@@ -77,6 +78,9 @@ struct scheduler_options {
   /// sets it so they are wall-clock time since the Unix epoch, comparable
   /// across the cluster's processes and machines (within their clock skew).
   duration clock_offset{0};
+  /// How the actor reads time and arms its timers (null: CAF's clock); the
+  /// simulated world gives its node's drifting clock.
+  std::shared_ptr<host_clock> clock;
   /// Where committed job events are published (a client, see client_actor's
   /// subscriptions); none if null.
   caf::actor events;

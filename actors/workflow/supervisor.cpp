@@ -1,5 +1,7 @@
 #include "actors/workflow/supervisor.hpp"
 
+#include "actors/workflow/host_time.hpp"
+
 #include "actors/workflow/job_store.hpp"
 
 #include <caf/stateful_actor.hpp>
@@ -42,8 +44,7 @@ struct supervisor_state {
 using supervisor_impl = supervisor_actor::stateful_pointer<supervisor_state>;
 
 timestamp now_of(supervisor_impl self) {
-  return std::chrono::duration_cast<timestamp>(self->clock().now().time_since_epoch())
-         + self->state.opts.clock_offset;
+  return host_now(self->state.opts.clock, self, self->state.opts.clock_offset);
 }
 
 /// After a stale_term refusal: reads the recorded term and tells the candidate
@@ -85,7 +86,8 @@ void recover_all(supervisor_impl self, std::shared_ptr<std::vector<target>> ts, 
   st.store->update(
       t.job, fence,
       [self, t, cause](job_view& v) {
-        return recover(v, t.step, t.attempt, cause, now_of(self));
+        return recover(v, t.step, t.attempt, cause, now_of(self),
+                       self->state.opts.unsafe_ignore_attempt_fence);
       },
       [self, ts, i, cause, done, fence, failed](caf::error e, job_change c) {
         auto& st = self->state;
@@ -205,9 +207,8 @@ void scan(supervisor_impl self) {
 
 void arm_scan(supervisor_impl self) {
   auto& st = self->state;
-  self->delayed_send(self,
-                     std::chrono::duration_cast<caf::timespan>(st.opts.scan_interval),
-                     workflow_atoms::scan_atom_v, ++st.timer_generation);
+  send_later(self, st.opts.clock, st.opts.scan_interval, workflow_atoms::scan_atom_v,
+             ++st.timer_generation);
 }
 
 supervisor_actor::behavior_type make_supervisor(supervisor_impl self,

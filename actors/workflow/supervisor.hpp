@@ -29,6 +29,7 @@
 
 #include "actors/election/candidate_actor.hpp"
 #include "actors/store/store_interface.hpp"
+#include "actors/timer/host_clock.hpp"
 #include "actors/workflow/interfaces.hpp"
 #include "actors/workflow/workflow_probe.hpp"
 
@@ -47,6 +48,9 @@ struct supervisor_options {
   /// sets it so they are wall-clock time since the Unix epoch, comparable
   /// across the cluster's processes and machines (within their clock skew).
   duration clock_offset{0};
+  /// How the actor reads time and arms its timers (null: CAF's clock); the
+  /// simulated world gives its node's drifting clock.
+  std::shared_ptr<host_clock> clock;
   /// Where committed job events are published (a client, see client_actor's
   /// subscriptions); none if null.
   caf::actor events;
@@ -54,6 +58,10 @@ struct supervisor_options {
   /// recorded epoch when a write is refused as stale. Without it, a supervisor
   /// fenced off waits for a leadership event from elsewhere.
   election::candidate_actor candidate;
+  /// A planted defect for the simulator's meta-test: recovery writes ignore
+  /// the attempt fence (lifecycle recover(), unsafe_ignore_fence). Never set
+  /// it outside that test.
+  bool unsafe_ignore_attempt_fence = false;
 };
 
 /// Spawns a supervisor. It acts only after a leadership_event says its

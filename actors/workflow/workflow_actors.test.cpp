@@ -1214,3 +1214,51 @@ TEST_F(workflow_test, a_repeated_id_waits_for_the_next_submission_batch_in_order
     EXPECT_EQ(state_of(*answers[i]->value), job_state::pending);
   }
 }
+
+namespace {
+
+/// CAF's clock read one hour ahead, counting the timers armed on it: stands
+/// for a node's own host clock (the simulated world gives a drifting one).
+struct ahead_clock final : conclave::host_clock {
+  timestamp now(caf::local_actor* self) override {
+    return caf_clock.now(self) + std::chrono::hours{1};
+  }
+  void send_later(caf::local_actor* self, timestamp after, caf::message m) override {
+    ++timers;
+    caf_clock.send_later(self, after, std::move(m));
+  }
+  conclave::caf_host_clock caf_clock;
+  int timers = 0;
+};
+
+} // namespace
+
+TEST_F(workflow_test, the_actors_read_time_and_arm_timers_on_their_host_clock) {
+  auto clock = std::make_shared<ahead_clock>();
+  add_agent(1);
+  scheduler_options so;
+  so.self = scheduler_ref{1, 1};
+  so.store = store;
+  so.agents = agents;
+  so.probe = probe;
+  so.clock = clock;
+  auto sched = track(spawn_scheduler(sys(), so));
+  supervisor_options vo;
+  vo.store = store;
+  vo.probe = probe;
+  vo.clock = clock;
+  auto s = track(spawn_supervisor(sys(), vo));
+  caf::anon_send(s, leader_event(1, 1));
+  run();
+  auto id = submit(spec("clocked", 1));
+  ASSERT_TRUE(reaches(id, job_state::processed));
+  // The scheduler's claim stamped the step with its clock's time: an hour
+  // ahead of CAF's, which the client (no host clock) reads.
+  auto v = get(id);
+  ASSERT_TRUE(v);
+  EXPECT_GE(v->steps[0].updated,
+            std::chrono::duration_cast<timestamp>(std::chrono::hours{1}));
+  EXPECT_LT(v->job.created, std::chrono::duration_cast<timestamp>(std::chrono::hours{1}));
+  // Both armed their periodic timers (poll, scan) on it.
+  EXPECT_GE(clock->timers, 2);
+}

@@ -322,11 +322,11 @@ result<effects> complete(job_view& v, step_index i, workflow::attempt a,
 }
 
 result<effects> recover(job_view& v, step_index i, workflow::attempt a,
-                        recovery_cause cause, timestamp now) {
+                        recovery_cause cause, timestamp now, bool unsafe_ignore_fence) {
   if (i.value >= v.steps.size())
     return errc::bad_argument;
   auto& cur = v.steps[i.value];
-  if (!running(cur) || cur.attempt != a) {
+  if (!unsafe_ignore_fence && (!running(cur) || cur.attempt != a)) {
     effects e;
     e.stale = true;
     return e;

@@ -102,8 +102,13 @@ result<effects> complete(job_view& v, step_index s, workflow::attempt a,
 /// the step goes back to pending (compensating), unlocked, claimable again
 /// after recovery_backoff; at the threshold it fails (see complete()).
 /// A `deadline` recovery before CompleteBy is wrong_state.
+/// `unsafe_ignore_fence` is a planted defect for the simulator's meta-test
+/// (`conclave sim --workload jobs --unsafe supervisor-ignores-fence`): the
+/// attempt and running checks are skipped, so a late recovery hits whatever
+/// attempt the step is at now. Never set it outside that test.
 result<effects> recover(job_view& v, step_index s, workflow::attempt a,
-                        recovery_cause cause, timestamp now);
+                        recovery_cause cause, timestamp now,
+                        bool unsafe_ignore_fence = false);
 
 /// Cancels a pending or processing job: the running step is abandoned (its
 /// reply will be stale), the rest cancelled; if completed steps declare

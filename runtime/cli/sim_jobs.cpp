@@ -36,8 +36,8 @@ bool sim_jobs_flags_given(const CLI::App* sub) {
   return false;
 }
 
-int run_sim_jobs(const sim_jobs_options& o, size_t runs, uint64_t seed,
-                 const std::string& faults, bool json) {
+int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t runs,
+                 uint64_t seed, const std::string& faults, bool json) {
   auto in_range = [](size_t v, size_t lo, size_t hi) { return v >= lo && v <= hi; };
   if (!in_range(o.jobs, 1, 1000))
     return bad_input("--jobs: expected 1 to 1000, got " + std::to_string(o.jobs));
@@ -54,6 +54,11 @@ int run_sim_jobs(const sim_jobs_options& o, size_t runs, uint64_t seed,
   if (o.service != "idempotent" && o.service != "non-idempotent")
     return bad_input("--service: expected idempotent or non-idempotent, got '" + o.service
                      + "'");
+  if (unsafe != "none" && unsafe != "supervisor-ignores-fence")
+    return bad_input(
+        "--unsafe: --workload jobs expects none or supervisor-ignores-fence, "
+        "got '"
+        + unsafe + "'");
   if (runs < 1)
     return bad_input("--runs: must be at least 1");
   auto plan = sim::parse_fault_spec(faults, sim::workload::jobs);
@@ -65,12 +70,15 @@ int run_sim_jobs(const sim_jobs_options& o, size_t runs, uint64_t seed,
     return bad_input("--faults: " + v.error());
   s.plan = std::move(plan.value());
   s.idempotent_service = o.service == "idempotent";
+  s.unsafe_ignore_fence = unsafe == "supervisor-ignores-fence";
   auto prefix = "conclave sim --workload jobs --jobs " + std::to_string(o.jobs)
                 + " --steps " + std::to_string(o.steps) + " --schedulers "
                 + std::to_string(o.schedulers) + " --agents " + std::to_string(o.agents)
                 + " --supervisors " + std::to_string(o.supervisors);
   if (!s.idempotent_service)
     prefix += " --service " + o.service;
+  if (unsafe != "none")
+    prefix += " --unsafe " + unsafe;
   if (!faults.empty())
     prefix += " --faults " + shell_quote(faults);
   sim::jobs_summary summary{prefix};
@@ -85,7 +93,8 @@ int run_sim_jobs(const sim_jobs_options& o, size_t runs, uint64_t seed,
               << ".." << seed + runs - 1 << ", faults '" << faults << "', " << o.jobs
               << " jobs of " << o.steps << " steps, " << o.schedulers << " schedulers, "
               << o.agents << " agents, " << o.supervisors << " supervisors"
-              << (s.idempotent_service ? "" : ", non-idempotent service") << "\n";
+              << (s.idempotent_service ? "" : ", non-idempotent service")
+              << (unsafe == "none" ? "" : ", UNSAFE " + unsafe) << "\n";
     summary.print(std::cout);
   }
   if (summary.safety_violated())

@@ -29,7 +29,9 @@ void add_sim_jobs_flags(CLI::App* sub, sim_jobs_options& o);
 bool sim_jobs_flags_given(const CLI::App* sub);
 
 /// Runs `runs` runs from `seed` and prints the summary; the exit status.
-int run_sim_jobs(const sim_jobs_options& o, size_t runs, uint64_t seed,
-                 const std::string& faults, bool json);
+/// `unsafe` is --unsafe: none, or supervisor-ignores-fence (the planted
+/// defect of the checkers' meta-test).
+int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t runs,
+                 uint64_t seed, const std::string& faults, bool json);
 
 } // namespace conclave::cli

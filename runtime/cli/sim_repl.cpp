@@ -32,8 +32,9 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
          "(0: never)")
       ->capture_default_str();
   option(sub, "--unsafe", o.unsafe,
-         "replication workload: none, or a broken fixture the checkers must catch: "
-         "skip-sync, lying-disk, bad-install or reads-without-lease")
+         "none, or a broken fixture the checkers must catch: replication workload "
+         "skip-sync, lying-disk, bad-install or reads-without-lease; lease workload "
+         "lease-no-drift; jobs workload supervisor-ignores-fence")
       ->capture_default_str();
 }
 

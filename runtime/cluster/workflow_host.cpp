@@ -1,16 +1,11 @@
 #include "runtime/cluster/workflow_host.hpp"
 
-#include "actors/replication/client.hpp"
 #include "actors/replication/messages.hpp"
 #include "actors/store/store_interface.hpp"
-#include "actors/workflow/agent.hpp"
-#include "actors/workflow/client.hpp"
 #include "actors/workflow/prometheus_workflow_probe.hpp"
-#include "actors/workflow/replicated_store.hpp"
-#include "actors/workflow/scheduler.hpp"
-#include "actors/workflow/supervisor.hpp"
 #include "protocols/workflow/store_layout.hpp"
 #include "runtime/cluster/front_directory.hpp"
+#include "runtime/node/workflow_part.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
@@ -157,55 +152,12 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   d.members = c.peers;
   d.members.emplace(me, c.listen);
   s_->dir = std::make_shared<front_directory>(sys, d);
-  rp::client_options o;
-  o.members.push_back(rp::node_id{me});
-  for (auto& [id, addr] : c.peers)
-    o.members.push_back(rp::node_id{id});
-  auto* dir = s_->dir.get();
-  o.lookup = [dir](rp::node_id id) { return dir->lookup(id.value); };
-  o.deadline = 5s;
   auto incarnation =
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count());
-  o.session_id = "node-" + std::to_string(me) + "-" + std::to_string(incarnation);
-  o.seed = incarnation;
-  s_->repl = rp::spawn_client(sys, o);
-  s_->actors.push_back(s_->repl);
-  wf::replicated_store_options so;
-  so.client = s_->repl;
-  s_->store = wf::spawn_replicated_store(sys, so);
-  s_->actors.push_back(caf::actor_cast<caf::actor>(s_->store));
-
-  // Agents: ids unique in the cluster (node id, then a counter).
-  std::vector<wf::agent_entry> agents;
-  std::set<std::string> kinds;
-  uint64_t n = 0;
-  for (auto& [kind, services] : opts.services) {
-    kinds.insert(kind);
-    for (auto& svc : services) {
-      s_->actors.push_back(caf::actor_cast<caf::actor>(svc)); // stopped with the host
-      wf::agent_options ao;
-      ao.id = me * 1000 + ++n;
-      ao.service = svc;
-      ao.seed = ao.id ^ incarnation;
-      ao.clock_offset = offset;
-      ao.probe = probe;
-      auto a = wf::spawn_agent(sys, ao);
-      s_->actors.push_back(caf::actor_cast<caf::actor>(a));
-      agents.push_back(wf::agent_entry{ao.id, kind, a});
-    }
-  }
-  wf::scheduler_options sched;
-  sched.self = wf::scheduler_ref{me, incarnation};
-  sched.store = s_->store;
-  sched.agents = agents;
-  sched.poll_interval = opts.poll_interval;
-  // The members share the ready jobs by a hash of the job id, so their
-  // optimistic claims rarely meet; a share left unclaimed for
-  // takeover_after (its node is dead or busy) is anyone's. A claim group
-  // conflicts as a whole when one of its jobs was claimed elsewhere first:
-  // small groups keep that cheap.
+  // The members share the ready jobs by a hash of the job id, among those
+  // this node reaches (the keeper below keeps them).
   auto live = std::make_shared<live_members>();
   {
     std::vector<uint64_t> ids{me};
@@ -214,38 +166,35 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
     std::sort(ids.begin(), ids.end());
     live->set(std::move(ids)); // until the keeper knows whom this node reaches
   }
-  sched.mine = [live, me](const wf::job_id& j) { return live->owns(me, j.value); };
-  sched.takeover_after = opts.takeover_after;
-  sched.claim_group = 8;
-  sched.claims_in_flight = 64;
-  sched.clock_offset = offset;
-  sched.probe = probe;
-  auto scheduler = wf::spawn_scheduler(sys, sched);
-  s_->actors.push_back(caf::actor_cast<caf::actor>(scheduler));
-
-  wf::client_options co;
-  co.store = s_->store;
-  // Other nodes may serve kinds this one does not: callers check kinds
-  // against wf.agents (embedded_node::submit, `conclave job submit`).
-  co.any_kind = true;
-  co.id_prefix = "n" + std::to_string(me) + "-" + std::to_string(incarnation % 1000000);
-  co.clock_offset = offset;
-  co.probe = probe;
-  s_->client = wf::spawn_client(sys, co);
-  s_->actors.push_back(caf::actor_cast<caf::actor>(s_->client));
-
-  wf::supervisor_options sup;
-  sup.store = s_->store;
-  sup.scan_interval = opts.scan_interval;
-  sup.candidate = opts.candidate;
-  sup.clock_offset = offset;
-  sup.probe = probe;
-  sup.events = caf::actor_cast<caf::actor>(s_->client);
-  auto supervisor = wf::spawn_supervisor(sys, sup);
-  s_->actors.push_back(caf::actor_cast<caf::actor>(supervisor));
-  if (opts.candidate)
-    caf::anon_send(opts.candidate, caf::subscribe_atom_v,
-                   caf::actor_cast<caf::actor>(supervisor));
+  std::set<std::string> kinds;
+  for (auto& [kind, services] : opts.services)
+    kinds.insert(kind);
+  // The node's workflow part (runtime/node/workflow_part.hpp), on CAF's clock
+  // with wall-clock timestamps, reaching the fronts through the middleman.
+  node::workflow_part_options w;
+  w.self = me;
+  w.incarnation = incarnation;
+  w.members.push_back(rp::node_id{me});
+  for (auto& [id, addr] : c.peers)
+    w.members.push_back(rp::node_id{id});
+  auto* dir = s_->dir.get();
+  w.lookup = [dir](rp::node_id id) { return dir->lookup(id.value); };
+  w.store_deadline = 5s;
+  w.services = std::move(opts.services);
+  w.candidate = opts.candidate;
+  w.probe = probe;
+  w.clock_offset = offset;
+  w.poll_interval = opts.poll_interval;
+  w.scan_interval = opts.scan_interval;
+  w.mine = [live, me](const wf::job_id& j) { return live->owns(me, j.value); };
+  w.takeover_after = opts.takeover_after;
+  auto part = node::compose_workflows(sys, std::move(w));
+  s_->repl = part.repl;
+  s_->store = part.store;
+  s_->client = part.client;
+  s_->actors = part.actors;
+  auto supervisor = part.supervisor;
+  auto& agents = part.agents;
   std::vector<uint64_t> peers;
   for (auto& [id, addr] : c.peers)
     peers.push_back(id);

@@ -100,6 +100,38 @@ public:
   }
 };
 
+/// A recovery (a `retrying` event: a deadline, a dead agent or scheduler, or
+/// an agent's transient failure) must end the attempt it names, and that
+/// attempt must be the step's current one: a recovery that lands on a newer
+/// attempt, or ends one attempt twice, is a write past the attempt fence.
+/// Attempts grow per step across forward runs and compensations, so the step
+/// index alone keys them.
+class recovery_of_current_attempt final : public jobs_checker {
+public:
+  const char* name() const override { return "recovery_of_current_attempt"; }
+  void check(const jobs_observation& obs, std::vector<std::string>& out) const override {
+    for (auto& j : obs.jobs) {
+      std::map<uint32_t, uint32_t> last_started;
+      std::set<std::pair<uint32_t, uint32_t>> recovered;
+      for (auto& e : j.events) {
+        if (e.kind == event_kind::step_started)
+          last_started[e.step.value] = e.attempt.value;
+        if (e.kind != event_kind::retrying)
+          continue;
+        auto current = last_started[e.step.value];
+        auto name = step_name(j.id, e.step, false);
+        if (current != e.attempt.value)
+          out.push_back(name + " recovered for attempt " + std::to_string(e.attempt.value)
+                        + " while attempt " + std::to_string(current)
+                        + " was the current one (" + e.detail + ")");
+        else if (!recovered.insert({e.step.value, e.attempt.value}).second)
+          out.push_back(name + " recovered twice for attempt "
+                        + std::to_string(e.attempt.value) + " (" + e.detail + ")");
+      }
+    }
+  }
+};
+
 class reverse_compensation final : public jobs_checker {
 public:
   const char* name() const override { return "reverse_compensation"; }
@@ -251,6 +283,7 @@ std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers() {
   v.push_back(std::make_unique<final_within_bound>());
   v.push_back(std::make_unique<one_completion_per_step>());
   v.push_back(std::make_unique<no_stale_completion>());
+  v.push_back(std::make_unique<recovery_of_current_attempt>());
   v.push_back(std::make_unique<reverse_compensation>());
   v.push_back(std::make_unique<one_effect_per_key>());
   v.push_back(std::make_unique<one_dispatch_per_attempt>());

@@ -13,6 +13,10 @@
 //   no_stale_completion       a completion is recorded only for the attempt
 //                             last dispatched (no late reply of an older
 //                             attempt accepted)
+//   recovery_of_current_attempt
+//                             a recovery ends the step's current attempt,
+//                             once (none lands on a newer attempt: the
+//                             supervisor's writes keep the attempt fence)
 //   reverse_compensation      compensations complete in the reverse order of
 //                             the forward completions they undo
 //   one_effect_per_key        the service applied at most one effect per
@@ -94,7 +98,7 @@ public:
                      std::vector<std::string>& out) const = 0;
 };
 
-/// The eight checkers above, in that order.
+/// The nine checkers above, in that order.
 std::vector<std::unique_ptr<jobs_checker>> standard_jobs_checkers();
 
 /// Runs every checker on `obs`.

@@ -1,5 +1,5 @@
 // Each checker of the jobs workload against a hand-made trace: a clean one
-// passes all eight, and a trace broken in one way makes exactly the checker of
+// passes all nine, and a trace broken in one way makes exactly the checker of
 // that property complain — so every checker can fail.
 #include "runtime/sim/jobs_checkers.hpp"
 
@@ -37,6 +37,7 @@ sim::jobs_observation clean() {
               event(event_kind::step_started, 0, 1),
               event(event_kind::step_completed, 0, 1),
               event(event_kind::step_started, 1, 1),
+              event(event_kind::retrying, 1, 1),
               event(event_kind::step_started, 1, 2),
               event(event_kind::step_completed, 1, 2),
               event(event_kind::step_started, 2, 1),
@@ -84,8 +85,8 @@ std::set<std::string> who(const std::vector<sim::jobs_violation>& vs) {
 
 } // namespace
 
-TEST(jobs_checkers, a_clean_trace_passes_all_eight) {
-  EXPECT_EQ(sim::standard_jobs_checkers().size(), 8u);
+TEST(jobs_checkers, a_clean_trace_passes_all_nine) {
+  EXPECT_EQ(sim::standard_jobs_checkers().size(), 9u);
   auto vs = check(clean());
   for (auto& v : vs)
     ADD_FAILURE() << v.checker << ": " << v.what;
@@ -130,7 +131,7 @@ TEST(jobs_checkers, a_step_completed_for_two_attempts_is_caught) {
 TEST(jobs_checkers, a_late_reply_of_an_older_attempt_accepted_is_caught) {
   auto obs = clean();
   // Step 1's completion is recorded for attempt 1 while attempt 2 runs.
-  obs.jobs[0].events[5] = event(event_kind::step_completed, 1, 1);
+  obs.jobs[0].events[6] = event(event_kind::step_completed, 1, 1);
   auto vs = check(obs);
   EXPECT_EQ(who(vs), std::set<std::string>{"no_stale_completion"});
   EXPECT_NE(vs[0].what.find("attempt 1 while attempt 2"), std::string::npos)
@@ -141,8 +142,8 @@ TEST(jobs_checkers, compensation_in_the_order_of_completion_is_caught) {
   auto obs = clean();
   auto& ev = obs.jobs[0].events;
   // Undo step 0 first, then step 1: the forward order, not its reverse.
-  std::swap(ev[9], ev[11]);
   std::swap(ev[10], ev[12]);
+  std::swap(ev[11], ev[13]);
   auto vs = check(obs);
   EXPECT_EQ(who(vs), std::set<std::string>{"reverse_compensation"});
   EXPECT_NE(vs[0].what.find("expected 1,0"), std::string::npos) << vs[0].what;
@@ -236,4 +237,25 @@ TEST(jobs_checkers, an_index_row_stale_or_missing_is_caught) {
   ASSERT_EQ(vs.size(), 1u);
   EXPECT_EQ(vs[0].what, "wf.state: 0 stale row(s), 1 missing, of 1 the documents imply");
   EXPECT_TRUE(vs[0].safety);
+}
+
+TEST(jobs_checkers, a_recovery_past_the_attempt_fence_is_caught) {
+  auto obs = clean();
+  auto& ev = obs.jobs[0].events;
+  // A late recovery of step 1's attempt 1 lands while attempt 2 runs.
+  ev.insert(ev.begin() + 6, event(event_kind::retrying, 1, 1));
+  auto vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"recovery_of_current_attempt"});
+  ASSERT_FALSE(vs.empty());
+  EXPECT_NE(vs[0].what.find("attempt 1 while attempt 2"), std::string::npos)
+      << vs[0].what;
+  EXPECT_TRUE(vs[0].safety);
+  // The same attempt recovered twice.
+  obs = clean();
+  obs.jobs[0].events.insert(obs.jobs[0].events.begin() + 5,
+                            event(event_kind::retrying, 1, 1));
+  vs = check(obs);
+  EXPECT_EQ(who(vs), std::set<std::string>{"recovery_of_current_attempt"});
+  ASSERT_FALSE(vs.empty());
+  EXPECT_NE(vs[0].what.find("twice for attempt 1"), std::string::npos) << vs[0].what;
 }

@@ -65,7 +65,8 @@ class jobs_world {
 public:
   jobs_world(const jobs_settings& s, const fault_plan& plan, uint64_t link_seed,
              uint64_t agent_seed)
-      : shape_(s.shape), agent_seed_(agent_seed), driver_([](auto& cfg) {
+      : shape_(s.shape), agent_seed_(agent_seed),
+        unsafe_ignore_fence_(s.unsafe_ignore_fence), driver_([](auto& cfg) {
           store::add_store_types(cfg);
           wf::add_workflow_types(cfg);
           cfg.template add_message_types<caf::id_block::conclave_election>();
@@ -328,6 +329,7 @@ private:
     so.scan_interval = scan_interval;
     so.probe = probe_;
     so.candidate = s.candidate;
+    so.unsafe_ignore_attempt_fence = unsafe_ignore_fence_;
     s.handle = driver_.track(wf::spawn_supervisor(driver_.sys(), so));
     s.alive = true;
     caf::anon_send(s.candidate, caf::subscribe_atom::value,
@@ -424,6 +426,7 @@ private:
 
   jobs_shape shape_;
   uint64_t agent_seed_;
+  bool unsafe_ignore_fence_;
   coordinator_driver driver_;
   caf::actor_clock::time_point origin_;
   std::shared_ptr<counting_probe> probe_;

@@ -41,6 +41,10 @@ struct jobs_settings {
   /// false: the test service applies every call, even a repeated key (not
   /// idempotent). The broken fixture of the checkers' meta-test.
   bool idempotent_service = true;
+  /// The supervisors' recovery writes ignore the attempt fence
+  /// (supervisor_options::unsafe_ignore_attempt_fence): the planted defect
+  /// `--unsafe supervisor-ignores-fence` the checkers must catch.
+  bool unsafe_ignore_fence = false;
 };
 
 /// What one run did and what the checkers found.
