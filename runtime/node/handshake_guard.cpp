@@ -49,23 +49,12 @@ size_t handshake_budget::pending_from(const std::string& source) const {
   return i == per_source_.end() ? 0 : i->second;
 }
 
-namespace {
-
-std::mutex guard_mtx;
-handshake_budget& budget() {
-  static handshake_budget b;
-  return b;
-}
-uint64_t refused_count = 0;
-uint64_t timed_out_count = 0;
-bool sweeper_started = false;
-
-uint64_t inode_of(int fd) {
+uint64_t socket_inode(int fd) {
   struct stat st {};
   return ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
-std::string source_of(int fd) {
+std::string peer_address(int fd) {
   sockaddr_storage a{};
   socklen_t n = sizeof a;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0)
@@ -80,11 +69,22 @@ std::string source_of(int fd) {
   return text;
 }
 
+namespace {
+
+std::mutex guard_mtx;
+handshake_budget& budget() {
+  static handshake_budget b;
+  return b;
+}
+uint64_t refused_count = 0;
+uint64_t timed_out_count = 0;
+bool sweeper_started = false;
+
 /// Shuts down the handshakes past their timeout (the lock is held). A
 /// descriptor whose inode changed names another socket now: left alone.
 void sweep(std::chrono::steady_clock::time_point now) {
   for (auto& c : budget().expired(now))
-    if (inode_of(c.fd) == c.inode) {
+    if (socket_inode(c.fd) == c.inode) {
       ::shutdown(c.fd, SHUT_RDWR);
       ++timed_out_count;
     }
@@ -120,11 +120,11 @@ bool handshake_guard_step(int fd) {
   if (fd < 0)
     return true;
   auto now = std::chrono::steady_clock::now();
-  handshake_budget::connection c{fd, inode_of(fd)};
+  handshake_budget::connection c{fd, socket_inode(fd)};
   std::lock_guard<std::mutex> guard{guard_mtx};
   start_sweeper();
   sweep(now);
-  if (budget().step(c, source_of(fd), now) != handshake_budget::verdict::refused)
+  if (budget().step(c, peer_address(fd), now) != handshake_budget::verdict::refused)
     return true;
   ::shutdown(fd, SHUT_RDWR);
   ++refused_count;
@@ -135,7 +135,7 @@ void handshake_guard_ended(int fd) {
   if (fd < 0)
     return;
   std::lock_guard<std::mutex> guard{guard_mtx};
-  budget().ended({fd, inode_of(fd)});
+  budget().ended({fd, socket_inode(fd)});
 }
 
 } // namespace conclave::node

@@ -77,6 +77,13 @@ private:
   std::map<std::string, size_t> per_source_;
 };
 
+/// The inode of the socket `fd` names (0 if none): with the descriptor
+/// number, it tells a socket from a newer one that reused the number.
+uint64_t socket_inode(int fd);
+
+/// The peer's IP address of the socket `fd` as text ("?" if unknown).
+std::string peer_address(int fd);
+
 /// Counts of the process's budget: handshakes refused over a bound, shut
 /// down at their timeout, and pending now.
 struct handshake_guard_counts {
