@@ -163,7 +163,7 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
     o.members.push_back(rp::node_id{id});
   auto* dir = s_->dir.get();
   o.lookup = [dir](rp::node_id id) { return dir->lookup(id.value); };
-  o.deadline = 5s;
+  o.deadline = client_deadline;
   auto incarnation =
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
