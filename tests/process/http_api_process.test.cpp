@@ -284,6 +284,12 @@ TEST_F(http_api_process, data_routes_kv_jobs_and_leases_over_tls) {
                                + " -- sleep 20 >/dev/null 2>&1 & echo $!")
                       .out;
   auto pid = static_cast<pid_t>(std::stol(pid_text));
+  // Stopped by its pid whatever happens below: it releases the lease and
+  // ends its command.
+  struct stop_lock {
+    pid_t pid;
+    ~stop_lock() { ::kill(pid, SIGTERM); }
+  } stop{pid};
   json held;
   EXPECT_TRUE(eventually(
       [&] {
@@ -301,7 +307,6 @@ TEST_F(http_api_process, data_routes_kv_jobs_and_leases_over_tls) {
   for (auto& l : all["leases"])
     listed_lock = listed_lock || l["name"] == "web-lock";
   EXPECT_TRUE(listed_lock) << all.dump();
-  ::kill(pid, SIGTERM); // the lock client releases and ends its command
 }
 
 TEST_F(http_api_process, malformed_requests_get_4xx_with_a_json_error_and_are_counted) {
