@@ -179,7 +179,7 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
     w.members.push_back(rp::node_id{id});
   auto* dir = s_->dir.get();
   w.lookup = [dir](rp::node_id id) { return dir->lookup(id.value); };
-  w.store_deadline = 5s;
+  w.store_deadline = client_deadline;
   w.services = std::move(opts.services);
   w.candidate = opts.candidate;
   w.probe = probe;

@@ -62,6 +62,10 @@ struct workflow_host_options {
 
 class workflow_host {
 public:
+  /// How long the host's replication client takes at most for one request,
+  /// retries included.
+  static constexpr std::chrono::milliseconds client_deadline{5000};
+
   /// Starts the node's workflow actors on `sys` (configured with
   /// configure_workflows()).
   workflow_host(caf::actor_system& sys, const node::node_config& c,

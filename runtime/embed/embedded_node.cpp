@@ -11,6 +11,7 @@
 #include "runtime/cluster/lease_leadership.hpp"
 #include "runtime/cluster/workflow_host.hpp"
 #include "runtime/embed/agent_functions.hpp"
+#include "runtime/embed/http_backends.hpp"
 #include "runtime/embed/live_jobs.hpp"
 #include "runtime/node/node.hpp"
 #include "runtime/node/node_config.hpp"
@@ -231,7 +232,10 @@ int embedded_node::run() {
   hooks.configure = [](caf::actor_system_config& cfg) {
     cluster::configure_workflows(cfg);
   };
-  hooks.start_workflows = [kinds = impl_->agents, jobs = impl_->jobs](
+  // The HTTP API's data routes use the workflow host's clients once it runs.
+  hooks.http_backends = std::make_shared<node::http_backend_slot>();
+  hooks.start_workflows = [kinds = impl_->agents, jobs = impl_->jobs,
+                           api = hooks.http_backends](
                               caf::actor_system& sys, const node::node_config& cfg,
                               const caf::actor& candidate,
                               std::shared_ptr<const node::node_log> log,
@@ -257,7 +261,10 @@ int embedded_node::run() {
       local.insert(kind);
     auto host = std::make_shared<cluster::workflow_host>(sys, cfg, std::move(o));
     jobs->set(sys, host->client(), host->replication_client(), std::move(local));
-    return std::function<void()>{[host, jobs] {
+    api->set(embed::make_http_backends(sys, host->replication_client(), host->client(),
+                                       cluster::workflow_host::client_deadline));
+    return std::function<void()>{[host, jobs, api] {
+      api->clear();
       jobs->clear();
       host->stop();
     }};

@@ -7,6 +7,7 @@
 #include "runtime/node/status_file.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,14 @@ namespace conclave::node {
 
 struct http_request {
   std::string method; ///< GET, HEAD, PUT, ...
-  std::string path;   ///< without the query string
+  std::string path;   ///< without the query string, percent-decoded
+  /// The query's parameters, percent-decoded (a repeated one: the first).
+  std::map<std::string, std::string> query = {};
+  std::string body = {};
+  /// Served over TLS, and whether the client sent a certificate that the
+  /// node's CA verified.
+  bool tls = false;
+  bool client_verified = false;
 };
 
 struct http_response {

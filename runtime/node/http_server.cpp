@@ -3,6 +3,7 @@
 #include "runtime/node/http_server.hpp"
 
 #include "runtime/node/http_api.hpp"
+#include "runtime/node/http_routes.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
@@ -99,7 +100,8 @@ void fill(httplib::Response& res, const http_response& r) {
 
 /// TLS with the node's certificate; a client certificate is asked for and
 /// verified against the node's CA when sent, not required (reads are open to
-/// any client that completes the handshake).
+/// any client that completes the handshake; writes need one,
+/// http_routes.hpp).
 bool setup_tls(SSL_CTX& ctx, const node_config::tls_files& t) {
   SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
   if (SSL_CTX_use_certificate_chain_file(&ctx, t.cert.c_str()) != 1)
@@ -116,8 +118,9 @@ class server final : public http_server {
 public:
   server(const node_config& c, std::shared_ptr<status_writer> status,
          std::shared_ptr<node_probe> probe, prometheus::Registry& registry,
-         const http_limits& limits)
-      : status_{std::move(status)}, probe_{std::move(probe)}, limits_{limits} {
+         const http_limits& limits, std::shared_ptr<http_backend_slot> backends)
+      : status_{std::move(status)}, probe_{std::move(probe)}, limits_{limits},
+        backends_{std::move(backends)} {
     if (c.tls) {
       auto tls = *c.tls;
       srv_ = std::make_unique<httplib::SSLServer>(
@@ -171,6 +174,9 @@ private:
     s.set_write_timeout(limits_.read_timeout);
     s.set_keep_alive_timeout(limits_.keep_alive_timeout.count());
     s.set_keep_alive_max_count(100);
+    // A response goes out in two writes (headers, body): without this, Nagle's
+    // algorithm holds the second until the client's delayed ACK (~40 ms).
+    s.set_tcp_nodelay(true);
     s.set_pre_routing_handler(
         [this](const httplib::Request& req, httplib::Response& res) {
           requests_->Increment();
@@ -194,7 +200,8 @@ private:
     // the API sees the request; handle_http picks the route. A method the
     // library does not know is answered 400 by it.
     auto answer = [this](const httplib::Request& req, httplib::Response& res) {
-      auto r = handle_http({req.method, req.path}, view());
+      auto r = route_request(request_of(req), view(),
+                             backends_ ? backends_->get() : http_backends{});
       if (r.status >= 400 && r.status < 500)
         reject(res, r);
       else
@@ -235,6 +242,27 @@ private:
     }
   }
 
+  /// What the API sees of a request; over TLS, whether the client's
+  /// certificate was verified against the node's CA (the handshake already
+  /// refused one that does not verify).
+  static http_request request_of(const httplib::Request& req) {
+    http_request r;
+    r.method = req.method;
+    r.path = req.path;
+    for (auto& [k, v] : req.params)
+      r.query.emplace(k, v);
+    r.body = req.body;
+    if (req.ssl) {
+      r.tls = true;
+      auto* ssl = const_cast<SSL*>(req.ssl);
+      if (X509* cert = SSL_get1_peer_certificate(ssl)) {
+        r.client_verified = SSL_get_verify_result(ssl) == X509_V_OK;
+        X509_free(cert);
+      }
+    }
+    return r;
+  }
+
   http_view view() const {
     http_view v;
     v.status = status_->snapshot();
@@ -247,6 +275,7 @@ private:
   std::shared_ptr<status_writer> status_;
   std::shared_ptr<node_probe> probe_;
   http_limits limits_;
+  std::shared_ptr<http_backend_slot> backends_;
   std::unique_ptr<httplib::Server> srv_;
   prometheus::Counter* requests_;
   prometheus::Family<prometheus::Counter>* rejected_;
@@ -259,12 +288,13 @@ std::unique_ptr<http_server> start_http(const node_config& c,
                                         std::shared_ptr<status_writer> status,
                                         std::shared_ptr<node_probe> probe,
                                         prometheus::Registry& registry, bool& failed,
+                                        std::shared_ptr<http_backend_slot> backends,
                                         const http_limits& limits) {
   failed = false;
   if (!c.http)
     return nullptr;
-  auto s =
-      std::make_unique<server>(c, std::move(status), std::move(probe), registry, limits);
+  auto s = std::make_unique<server>(c, std::move(status), std::move(probe), registry,
+                                    limits, std::move(backends));
   if (!s->valid()) {
     std::cerr << "conclave: error: --http: cannot load the TLS certificate, key or CA\n";
     failed = true;

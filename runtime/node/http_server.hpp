@@ -16,6 +16,7 @@ class Registry;
 
 namespace conclave::node {
 
+class http_backend_slot;
 class node_probe;
 class status_writer;
 
@@ -43,11 +44,14 @@ public:
 /// cfg.tls is set). Registers conclave_http_requests_total and
 /// conclave_http_rejected_requests_total{status} in `registry`. Null without
 /// cfg.http; also null, with a line on stderr and `failed` set, if the TLS
-/// files do not load or the address cannot be bound.
+/// files do not load or the address cannot be bound. The data routes
+/// (/v1/kv, /v1/jobs, /v1/leases) answer from what `backends` holds at each
+/// request (503 while it holds nothing).
 std::unique_ptr<http_server> start_http(const node_config& cfg,
                                         std::shared_ptr<status_writer> status,
                                         std::shared_ptr<node_probe> probe,
                                         prometheus::Registry& registry, bool& failed,
+                                        std::shared_ptr<http_backend_slot> backends = {},
                                         const http_limits& limits = {});
 
 } // namespace conclave::node

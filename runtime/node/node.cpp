@@ -9,6 +9,7 @@
 #include "runtime/node/bounded_connect.hpp"
 #include "runtime/node/data_dir.hpp"
 #include "runtime/node/gate_actor.hpp"
+#include "runtime/node/http_routes.hpp"
 #include "runtime/node/http_server.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/peer_connector.hpp"
@@ -366,7 +367,8 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   // Its own threads, answering from snapshots: a request never waits on the
   // actor system.
   bool http_failed = false;
-  auto http = start_http(c, status, probe, *probe->registry(), http_failed);
+  auto http =
+      start_http(c, status, probe, *probe->registry(), http_failed, hooks.http_backends);
   if (http_failed)
     return exit_address_in_use;
 
@@ -439,6 +441,8 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   // A lease holder releases first: another node leads at once.
   if (stop_lease_leadership)
     stop_lease_leadership();
+  if (hooks.http_backends)
+    hooks.http_backends->clear();
   if (stop_workflows)
     stop_workflows();
   leave(sys, c, *links, std::move(connectors), caf::actor_cast<caf::actor>(gate),

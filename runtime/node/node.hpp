@@ -26,6 +26,7 @@ class Registry;
 namespace conclave::node {
 
 class node_log;
+class http_backend_slot;
 
 /// Exit status of a node whose --listen or --metrics address is taken (also when
 /// it is taken between the up-front check and the bind): the launcher retries on
@@ -55,6 +56,10 @@ struct node_hooks {
       caf::actor_system&, const node_config&, const caf::actor& candidate,
       std::shared_ptr<const node_log>, std::shared_ptr<prometheus::Registry>)>
       start_workflows;
+  /// Where the program puts the store and workflow clients that the HTTP
+  /// API's data routes use (http_routes.hpp), typically from
+  /// start_workflows; without it those routes answer 503.
+  std::shared_ptr<http_backend_slot> http_backends;
 };
 
 /// Runs the node until SIGTERM or SIGINT. Returns the process exit status:

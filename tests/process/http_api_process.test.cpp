@@ -5,6 +5,8 @@
 
 #include <httplib.h>
 
+#include <csignal>
+
 using namespace conclave::process_test;
 using nlohmann::json;
 
@@ -118,6 +120,193 @@ TEST_F(http_api_process, every_documented_route_answers_over_tls) {
     EXPECT_EQ(none->status, 404);
     EXPECT_TRUE(json::parse(none->body)["error"].is_string());
   }
+}
+
+/// An HTTPS client of `cluster up`'s node at `host_port`, with or without the
+/// client certificate `cluster up` makes.
+std::unique_ptr<httplib::SSLClient> tls_client(const std::filesystem::path& tls,
+                                               const std::string& host_port,
+                                               bool with_cert) {
+  auto colon = host_port.rfind(':');
+  auto host = host_port.substr(0, colon);
+  auto port = std::stoi(host_port.substr(colon + 1));
+  auto c = with_cert ? std::make_unique<httplib::SSLClient>(
+               host, port, (tls / "client.pem").string(), (tls / "client.key").string())
+                     : std::make_unique<httplib::SSLClient>(host, port);
+  c->enable_server_certificate_verification(false);
+  c->set_connection_timeout(2);
+  c->set_read_timeout(8); // the store's answer is bounded by 5 s
+  return c;
+}
+
+json parsed(const httplib::Result& r) {
+  return r ? json::parse(r->body, nullptr, false) : json{};
+}
+
+TEST_F(http_api_process, data_routes_kv_jobs_and_leases_over_tls) {
+  up(3);
+  auto st = status();
+  auto tls = dir / "tls";
+  auto leader = st["nodes"][0]["leader"].get<uint64_t>();
+  // A follower's API: its answers come from the primary through the client.
+  std::string addr;
+  for (auto& n : st["nodes"])
+    if (n["id"].get<uint64_t>() != leader)
+      addr = n["http"].get<std::string>();
+  ASSERT_FALSE(addr.empty());
+  auto writer = tls_client(tls, addr, true);
+  auto reader = tls_client(tls, addr, false);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = writer->Get("/readyz");
+        return r && r->status == 200;
+      },
+      std::chrono::seconds(10)));
+
+  // Writes need the client certificate: refused, counted, nothing written.
+  auto refused = reader->Put("/v1/kv/greeting", R"({"value":"hi"})", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_TRUE(parsed(refused)["error"].is_string());
+  auto job_refused = reader->Post(
+      "/v1/jobs", R"({"steps":[{"kind":"sleep","payload":"1"}]})", "application/json");
+  ASSERT_TRUE(job_refused);
+  EXPECT_EQ(job_refused->status, 403);
+  auto absent = reader->Get("/v1/kv/greeting");
+  ASSERT_TRUE(absent);
+  EXPECT_EQ(absent->status, 404);
+
+  // The store client may still be starting right after `cluster up`.
+  int put_status = 0;
+  json put;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = writer->Put("/v1/kv/greeting", R"({"value":"hi"})", "application/json");
+        put_status = r ? r->status : 0;
+        put = parsed(r);
+        return put_status != 0 && put_status != 503;
+      },
+      std::chrono::seconds(10)));
+  ASSERT_EQ(put_status, 200) << put.dump();
+  EXPECT_EQ(put["node"], leader);
+  EXPECT_GT(put["lsn"].get<uint64_t>(), 0u);
+  auto got = reader->Get("/v1/kv/greeting");
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->status, 200);
+  EXPECT_EQ(parsed(got)["value"], "hi");
+  // What `conclave kv` reads is what the API wrote, and the reverse.
+  auto cli = run_conclave("kv --dir " + dir.string() + " get greeting");
+  EXPECT_EQ(cli.status, 0);
+  EXPECT_EQ(cli.out, "hi\n");
+  ASSERT_EQ(run_conclave("kv --dir " + dir.string() + " put from-cli yes").status, 0);
+  EXPECT_EQ(parsed(reader->Get("/v1/kv/from-cli"))["value"], "yes");
+
+  for (auto k : {"p/1", "p/2", "p/3"})
+    ASSERT_EQ(writer
+                  ->Put((std::string{"/v1/kv/"} + k).c_str(), R"({"value":"v"})",
+                        "application/json")
+                  ->status,
+              200);
+  auto page = parsed(reader->Get("/v1/kv?prefix=p/&limit=2"));
+  ASSERT_EQ(page["items"].size(), 2u) << page.dump();
+  EXPECT_EQ(page["items"][0]["key"], "p/1");
+  EXPECT_EQ(page["next"], "p/2");
+  auto rest = parsed(reader->Get("/v1/kv?prefix=p/&limit=2&after=p/2"));
+  ASSERT_EQ(rest["items"].size(), 1u);
+  EXPECT_TRUE(rest["next"].is_null());
+
+  // Compare-and-put: a stale expectation is 409 and changes nothing.
+  auto stale = writer->Post(
+      "/v1/kv", R"({"key":"greeting","expected":"bye","value":"x"})", "application/json");
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->status, 409);
+  EXPECT_TRUE(parsed(stale)["error"].is_string());
+  EXPECT_EQ(parsed(reader->Get("/v1/kv/greeting"))["value"], "hi");
+  auto swap =
+      writer->Post("/v1/kv", R"({"key":"greeting","expected":"hi","value":"hello"})",
+                   "application/json");
+  ASSERT_TRUE(swap);
+  EXPECT_EQ(swap->status, 200);
+  EXPECT_EQ(parsed(reader->Get("/v1/kv/greeting"))["value"], "hello");
+  auto del = writer->Delete("/v1/kv/greeting");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 200);
+  EXPECT_EQ(reader->Get("/v1/kv/greeting")->status, 404);
+
+  // Jobs: submit, follow to processed, list, explain, cancel and resubmit.
+  auto sub = writer->Post("/v1/jobs",
+                          R"({"id":"web-1","steps":[{"kind":"sleep","payload":"10"}]})",
+                          "application/json");
+  ASSERT_TRUE(sub);
+  ASSERT_EQ(sub->status, 201) << sub->body;
+  EXPECT_EQ(parsed(sub)["id"], "web-1");
+  EXPECT_TRUE(eventually(
+      [&] { return parsed(reader->Get("/v1/jobs/web-1"))["state"] == "processed"; },
+      std::chrono::seconds(15)));
+  auto one = parsed(reader->Get("/v1/jobs/web-1"));
+  EXPECT_EQ(one["steps"].size(), 1u);
+  auto listed = parsed(reader->Get("/v1/jobs?state=processed&limit=10"));
+  ASSERT_TRUE(listed["jobs"].is_array()) << listed.dump();
+  ASSERT_EQ(listed["jobs"].size(), 1u);
+  EXPECT_EQ(listed["jobs"][0]["id"], "web-1");
+  EXPECT_EQ(listed["jobs"][0]["state"], "processed");
+  EXPECT_TRUE(listed["jobs"][0]["steps"].is_array());
+  EXPECT_TRUE(listed["next"].is_null());
+  auto explained = reader->Get("/v1/jobs/web-1/explain");
+  ASSERT_TRUE(explained);
+  EXPECT_EQ(explained->status, 200);
+  EXPECT_EQ(parsed(explained)["id"], "web-1");
+  EXPECT_TRUE(parsed(explained)["text"].is_string());
+  EXPECT_EQ(writer->Post("/v1/jobs/web-1/cancel", "", "application/json")->status, 409);
+  EXPECT_EQ(reader->Get("/v1/jobs/nope")->status, 404);
+  auto bad_kind = writer->Post("/v1/jobs", R"({"steps":[{"kind":"no-such-kind"}]})",
+                               "application/json");
+  EXPECT_EQ(bad_kind->status, 400);
+  ASSERT_EQ(writer
+                ->Post("/v1/jobs",
+                       R"({"id":"web-2","steps":[{"kind":"sleep","payload":"60000"}]})",
+                       "application/json")
+                ->status,
+            201);
+  auto cancelled = writer->Post("/v1/jobs/web-2/cancel", "", "application/json");
+  ASSERT_TRUE(cancelled);
+  EXPECT_EQ(cancelled->status, 200) << cancelled->body;
+  EXPECT_EQ(parsed(cancelled)["state"], "cancelled");
+  auto again = writer->Post("/v1/jobs/web-2/resubmit", "", "application/json");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200) << again->body;
+  EXPECT_TRUE(parsed(again)["state"].is_string());
+  writer->Post("/v1/jobs/web-2/cancel", "", "application/json");
+
+  // Leases: a `conclave lock` holder is seen with its token.
+  EXPECT_TRUE(parsed(reader->Get("/v1/leases/web-lock"))["holders"].empty());
+  auto pid_text = run_conclave("lock web-lock --dir " + dir.string()
+                               + " -- sleep 20 >/dev/null 2>&1 & echo $!")
+                      .out;
+  auto pid = static_cast<pid_t>(std::stol(pid_text));
+  // Stopped by its pid whatever happens below: it releases the lease and
+  // ends its command.
+  struct stop_lock {
+    pid_t pid;
+    ~stop_lock() { ::kill(pid, SIGTERM); }
+  } stop{pid};
+  json held;
+  EXPECT_TRUE(eventually(
+      [&] {
+        held = parsed(reader->Get("/v1/leases/web-lock"));
+        return held["holders"].size() == 1;
+      },
+      std::chrono::seconds(10)))
+      << held.dump();
+  if (held["holders"].size() == 1) {
+    EXPECT_GT(held["holders"][0]["token"].get<uint64_t>(), 0u);
+  }
+  auto all = parsed(reader->Get("/v1/leases"));
+  ASSERT_TRUE(all["leases"].is_array()) << all.dump();
+  bool listed_lock = false;
+  for (auto& l : all["leases"])
+    listed_lock = listed_lock || l["name"] == "web-lock";
+  EXPECT_TRUE(listed_lock) << all.dump();
 }
 
 TEST_F(http_api_process, malformed_requests_get_4xx_with_a_json_error_and_are_counted) {
