@@ -4,6 +4,7 @@
 #include "tests/process/process_support.hpp"
 
 #include <httplib.h>
+#include <openssl/ssl.h>
 
 using namespace conclave::process_test;
 using nlohmann::json;
@@ -160,6 +161,73 @@ TEST_F(http_api_process, malformed_requests_get_4xx_with_a_json_error_and_are_co
         << m;
   // The node answers normally afterwards.
   EXPECT_EQ(status_of(raw_exchange(addr, "GET /livez HTTP/1.0\r\n\r\n")), 200);
+}
+
+} // namespace
+
+namespace {
+
+/// GET /livez over TLS on a new connection, offering `session` when given;
+/// whether the answer was 200, whether the session was resumed, and the
+/// session to offer next time (the caller frees it).
+struct tls_get_result {
+  bool ok = false;
+  bool reused = false;
+  SSL_SESSION* session = nullptr;
+};
+tls_get_result tls_livez(const std::string& host_port, SSL_CTX* ctx,
+                         SSL_SESSION* session) {
+  tls_get_result r;
+  auto colon = host_port.rfind(':');
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
+  ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    ::close(fd);
+    return r;
+  }
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  if (session)
+    SSL_set_session(ssl, session);
+  if (SSL_connect(ssl) == 1) {
+    std::string req = "GET /livez HTTP/1.0\r\nHost: " + host_port + "\r\n\r\n";
+    SSL_write(ssl, req.data(), static_cast<int>(req.size()));
+    std::string resp;
+    char buf[4096];
+    int n;
+    while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0)
+      resp.append(buf, static_cast<size_t>(n));
+    r.ok = resp.rfind("HTTP/1.1 200", 0) == 0;
+    r.reused = SSL_session_reused(ssl) == 1;
+    r.session = SSL_get1_session(ssl); // TLS 1.3: the ticket came after the handshake
+  }
+  SSL_shutdown(ssl);
+  SSL_free(ssl);
+  ::close(fd);
+  return r;
+}
+
+TEST_F(http_api_process, a_tls_client_resumes_its_session_as_browsers_do) {
+  up(1);
+  auto addr = status()["nodes"][0]["http"].get<std::string>();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT);
+  auto first = tls_livez(addr, ctx, nullptr);
+  ASSERT_TRUE(first.ok);
+  ASSERT_NE(first.session, nullptr);
+  auto second = tls_livez(addr, ctx, first.session);
+  EXPECT_TRUE(second.ok) << "the server refused a resumed session";
+  EXPECT_TRUE(second.reused);
+  SSL_SESSION_free(first.session);
+  if (second.session)
+    SSL_SESSION_free(second.session);
+  SSL_CTX_free(ctx);
 }
 
 } // namespace
