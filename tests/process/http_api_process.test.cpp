@@ -167,6 +167,131 @@ TEST_F(http_api_process, malformed_requests_get_4xx_with_a_json_error_and_are_co
 
 namespace {
 
+/// The server-sent events in `text` as (id, event, data), complete ones only.
+struct sse_event {
+  std::string id, event, data;
+};
+std::vector<sse_event> parse_sse(const std::string& text) {
+  std::vector<sse_event> out;
+  size_t at = 0;
+  for (;;) {
+    auto end = text.find("\n\n", at);
+    if (end == std::string::npos)
+      return out;
+    sse_event e;
+    std::istringstream in{text.substr(at, end - at)};
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("id: ", 0) == 0)
+        e.id = line.substr(4);
+      else if (line.rfind("event: ", 0) == 0)
+        e.event = line.substr(7);
+      else if (line.rfind("data: ", 0) == 0)
+        e.data = line.substr(6);
+    }
+    if (!e.event.empty())
+      out.push_back(e);
+    at = end + 2;
+  }
+}
+
+using namespace std::chrono_literals;
+using http_watch_process = cluster_test;
+
+TEST_F(http_watch_process,
+       a_follower_streams_the_failover_and_a_resumed_stream_replays_it) {
+  up(3);
+  auto st = status();
+  auto leader = st["nodes"][0]["leader"].get<uint64_t>();
+  std::string follower_http;
+  for (auto& n : st["nodes"])
+    if (n["id"].get<uint64_t>() != leader && follower_http.empty())
+      follower_http = n["http"].get<std::string>();
+  auto colon = follower_http.rfind(':');
+  auto host = follower_http.substr(0, colon);
+  auto port = std::stoi(follower_http.substr(colon + 1));
+  auto client = [&] {
+    auto c = std::make_unique<httplib::SSLClient>(host, port);
+    c->enable_server_certificate_verification(false);
+    c->set_connection_timeout(2);
+    c->set_read_timeout(5);
+    return c;
+  };
+  // Reads until a `leader` event names a leader other than the old one.
+  auto read_until_new_leader = [&](const httplib::Headers& headers, std::string& text) {
+    auto c = client();
+    return c->Get("/v1/watch", headers, [&](const char* d, size_t n) {
+      text.append(d, n);
+      for (auto& e : parse_sse(text))
+        if (e.event == "leader") {
+          auto l = json::parse(e.data).value("leader", uint64_t{0});
+          if (l != 0 && l != leader)
+            return false;
+        }
+      return text.size() < 1000000;
+    });
+  };
+  std::string live;
+  std::thread reader{[&] { read_until_new_leader({}, live); }};
+  // The stream is open once its hello arrived.
+  ASSERT_TRUE(eventually([&] { return has(live, "event: hello"); }, 5s)) << live;
+  kill(leader, "KILL");
+  reader.join();
+  auto events = parse_sse(live);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].event, "hello");
+  std::vector<sse_event> changes(events.begin() + 1, events.end());
+  ASSERT_FALSE(changes.empty()) << live;
+  bool member_down = false;
+  for (auto& e : changes) {
+    EXPECT_FALSE(e.id.empty()) << e.event;
+    if (e.event == "member" && json::parse(e.data)["id"] == leader
+        && json::parse(e.data)["linked"] == false)
+      member_down = true;
+  }
+  EXPECT_TRUE(member_down) << live;
+  // Up to the event that named the new leader (the chunk may hold more).
+  auto named = std::find_if(changes.begin(), changes.end(), [&](const sse_event& e) {
+    auto l = e.event == "leader" ? json::parse(e.data).value("leader", uint64_t{0}) : 0;
+    return l != 0 && l != leader;
+  });
+  ASSERT_NE(named, changes.end()) << live;
+  changes.erase(named + 1, changes.end());
+  auto last = changes.back();
+
+  // Resuming after the first change replays every later one, same ids.
+  std::string resumed;
+  auto c = client();
+  c->Get("/v1/watch", {{"Last-Event-ID", changes.front().id}},
+         [&](const char* d, size_t n) {
+           resumed.append(d, n);
+           return !has(resumed, "id: " + last.id + "\n");
+         });
+  auto again = parse_sse(resumed);
+  std::vector<std::string> want, got;
+  for (size_t i = 1; i < changes.size(); ++i)
+    want.push_back(changes[i].id);
+  for (auto& e : again)
+    if (!e.id.empty())
+      got.push_back(e.id);
+  EXPECT_EQ(got, want) << resumed;
+  for (auto& e : again)
+    EXPECT_NE(e.event, "reset") << resumed;
+
+  // An id from another run of the node: reset first, then what is kept.
+  std::string other;
+  client()->Get("/v1/watch", {{"Last-Event-ID", "1-1"}}, [&](const char* d, size_t n) {
+    other.append(d, n);
+    return !has(other, "id: " + last.id + "\n");
+  });
+  auto o = parse_sse(other);
+  ASSERT_GE(o.size(), 2u) << other;
+  EXPECT_EQ(o[1].event, "reset") << other;
+}
+
+} // namespace
+
+namespace {
+
 /// GET /livez over TLS on a new connection, offering `session` when given;
 /// whether the answer was 200, whether the session was resumed, and the
 /// session to offer next time (the caller frees it).
