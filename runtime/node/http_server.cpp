@@ -178,6 +178,11 @@ public:
                            "too large, unknown route, over the connection limit), by "
                            "status")
                      .Register(registry);
+    if (c.http)
+      http_.emplace(c.id.value, c.http->to_string());
+    for (auto& [id, a] : c.peers_http)
+      http_.emplace(id, a.to_string());
+    scheme_ = c.tls ? "https" : "http";
     configure();
   }
 
@@ -247,6 +252,8 @@ private:
     // library does not know is answered 400 by it.
     auto answer = [this](const httplib::Request& req, httplib::Response& res) {
       auto r = handle_http({req.method, req.path}, view());
+      // Reads are open: a status page loaded from another member may ask.
+      res.set_header("Access-Control-Allow-Origin", "*");
       if (r.status >= 400 && r.status < 500)
         reject(res, r);
       else
@@ -351,12 +358,16 @@ private:
     v.lags = probe_->replica_lags();
     v.leader_silence_seconds = probe_->leader_silence_seconds();
     v.now_us = wall_clock_us();
+    v.http = http_;
+    v.http_scheme = scheme_;
     return v;
   }
 
   std::shared_ptr<status_writer> status_;
   std::shared_ptr<node_probe> probe_;
   http_limits limits_;
+  std::map<uint64_t, std::string> http_;
+  std::string scheme_;
   std::unique_ptr<httplib::Server> srv_;
   prometheus::Counter* requests_;
   prometheus::Family<prometheus::Counter>* rejected_;
