@@ -7,6 +7,7 @@
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
+#include "runtime/node/ui_assets.hpp"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -261,6 +262,13 @@ private:
     };
     s.Get("/v1/watch", [this](const httplib::Request& req, httplib::Response& res) {
       watch(req, res);
+    });
+    s.Get(R"(/|/ui|/ui/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto* a = find_ui_asset(req.path);
+      if (a == nullptr)
+        return reject(res, http_error(404, "no page " + req.path));
+      res.set_header("Cache-Control", "no-cache");
+      res.set_content(reinterpret_cast<const char*>(a->data), a->size, a->content_type);
     });
     s.Get(".*", answer);
     s.Post(".*", answer);

@@ -179,3 +179,26 @@ TEST(http_watch, a_status_writer_listener_sees_every_change_in_order) {
 
 } // namespace
 
+#include "runtime/node/ui_assets.hpp"
+
+namespace {
+
+std::string asset_text(const std::string& path) {
+  auto* a = find_ui_asset(path);
+  return a ? std::string(reinterpret_cast<const char*>(a->data), a->size) : "";
+}
+
+TEST(http_ui, the_page_is_compiled_in_and_served_under_ui) {
+  for (auto p : {"/", "/ui", "/ui/", "/ui/index.html"}) {
+    auto* a = find_ui_asset(p);
+    ASSERT_NE(a, nullptr) << p;
+    EXPECT_EQ(std::string{a->content_type}.rfind("text/html", 0), 0u);
+  }
+  EXPECT_NE(asset_text("/").find("<title>conclave status</title>"), std::string::npos);
+  EXPECT_NE(asset_text("/ui/app.js").find("/v1/watch"), std::string::npos);
+  EXPECT_NE(asset_text("/ui/style.css").find("body"), std::string::npos);
+  EXPECT_EQ(find_ui_asset("/ui/nothing.js"), nullptr);
+  EXPECT_EQ(find_ui_asset("/index.html"), nullptr);
+}
+
+} // namespace
