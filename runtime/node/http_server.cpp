@@ -229,6 +229,9 @@ private:
     s.set_write_timeout(limits_.read_timeout);
     s.set_keep_alive_timeout(limits_.keep_alive_timeout.count());
     s.set_keep_alive_max_count(100);
+    // A watch event is a few small writes (chunk size, data, CRLF): with
+    // Nagle's algorithm each waited for the client's delayed ACK (~40 ms).
+    s.set_tcp_nodelay(true);
     s.set_pre_routing_handler(
         [this](const httplib::Request& req, httplib::Response& res) {
           requests_->Increment();

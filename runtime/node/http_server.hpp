@@ -35,8 +35,10 @@ struct http_limits {
   size_t max_watch_streams = 1024;
   /// Events kept for clients that resume with Last-Event-ID.
   size_t watch_window = 4096;
-  /// A stream with nothing to say sends a comment line this often.
-  std::chrono::seconds watch_keepalive{10};
+  /// A stream with nothing to say sends a comment line this often. The
+  /// library sees a client gone only when a write fails: a stream's thread
+  /// ends within two of these after its client left.
+  std::chrono::seconds watch_keepalive{5};
 };
 
 class http_server {
