@@ -69,6 +69,9 @@ void add_node_flags(CLI::App* app, node_flags& f) {
   node_option(app, "--http", o.http,
               "HOST:PORT to serve the HTTP/JSON API on (HTTPS with --tls-*; without "
               "TLS, loopback only)");
+  node_option(app, "--peers-http", o.peers_http,
+              "the other members' HTTP addresses, ID@HOST:PORT,... (listed in "
+              "/v1/cluster for the status page)");
   node_option(app, "--data-dir", o.data_dir, "directory for status.json");
   node_option(app, "--checkpoint-every", o.checkpoint_every,
               "the replica checkpoints its state once the log since the last checkpoint "

@@ -320,6 +320,10 @@ node::result<void> write_config(const std::string& dir, const cluster_file& c,
   std::ostringstream peers;
   for (auto& p : c.nodes)
     peers << (&p == &c.nodes.front() ? "" : ",") << p.id << '@' << p.listen;
+  std::ostringstream peers_http;
+  for (auto& p : c.nodes)
+    if (!p.http.empty())
+      peers_http << (peers_http.tellp() > 0 ? "," : "") << p.id << '@' << p.http;
   std::ostringstream ini;
   ini << "# written by conclave cluster up\n"
       << "id = " << n.id << "\n"
@@ -328,6 +332,7 @@ node::result<void> write_config(const std::string& dir, const cluster_file& c,
       << "peers = " << peers.str() << "\n"
       << "metrics = " << n.metrics << "\n"
       << (n.http.empty() ? "" : "http = " + n.http + "\n")
+      << (peers_http.tellp() > 0 ? "peers-http = " + peers_http.str() + "\n" : "")
       << "algorithm = " << c.algorithm << "\n"
       << "data-dir = " << node_dir(dir, n.id).string() << "\n";
   if (tls) {

@@ -34,6 +34,11 @@ json cluster_json(const http_view& v) {
                        {"self", false},
                        {"linked", p.connected},
                        {"state", p.state}});
+  for (auto& m : members) {
+    auto h = v.http.find(m["id"].get<uint64_t>());
+    m["http"] =
+        h == v.http.end() ? json(nullptr) : json(v.http_scheme + "://" + h->second);
+  }
   json j{{"cluster", s.cluster},
          {"id", s.id},
          {"role", role_of(s)},

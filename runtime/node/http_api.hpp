@@ -44,6 +44,10 @@ struct http_view {
   double leader_silence_seconds = 0;         ///< follower: since its leader's heartbeat
   int64_t now_us = 0;                        ///< wall clock, for ages
   readiness_bounds bounds;
+  /// Members' HTTP API addresses as configured (this node's --http and
+  /// --peers-http), and whether they speak https or http.
+  std::map<uint64_t, std::string> http;
+  std::string http_scheme = "http";
 };
 
 /// `{"error": message}` with `status`.

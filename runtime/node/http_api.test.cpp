@@ -143,3 +143,20 @@ TEST(http_api, replicas_show_lsns_and_the_lag_per_secondary) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(http_api, cluster_lists_each_members_http_address_where_configured) {
+  auto v = follower_view();
+  v.http = {{1, "127.0.0.1:8001"}, {3, "127.0.0.1:8003"}};
+  v.http_scheme = "https";
+  auto j = body(handle_http({"GET", "/v1/cluster"}, v));
+  std::map<uint64_t, json> by_id;
+  for (auto& m : j["members"])
+    by_id[m["id"].get<uint64_t>()] = m["http"];
+  EXPECT_EQ(by_id[1], "https://127.0.0.1:8001");
+  EXPECT_TRUE(by_id[2].is_null());
+  EXPECT_EQ(by_id[3], "https://127.0.0.1:8003");
+}
+
+} // namespace

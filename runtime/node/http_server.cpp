@@ -4,11 +4,14 @@
 
 #include "runtime/node/http_api.hpp"
 #include "runtime/node/http_routes.hpp"
+#include "runtime/node/http_watch.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
+#include "runtime/node/ui_assets.hpp"
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 #include <openssl/ssl.h>
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
@@ -28,15 +31,26 @@ namespace {
 /// answered 503 and the connection closed.
 thread_local bool over_limit = false;
 
+class bounded_queue;
+/// The queue whose worker runs on this thread (null elsewhere).
+thread_local bounded_queue* current_queue = nullptr;
+/// Set when this worker left the pool to serve a watch stream: it ends with
+/// its connection.
+thread_local bool left_pool = false;
+
 /// A fixed number of workers serve accepted connections in order; beyond
 /// `max_open` connections queued or served, one more thread answers them 503
-/// (the library's queue would otherwise grow without bound).
+/// (the library's queue would otherwise grow without bound). A worker that
+/// starts a watch stream leaves the pool (leave_pool): a new worker takes its
+/// place, so open streams never take workers from ordinary requests; the
+/// number of streams has its own bound (watch_ring).
 class bounded_queue final : public httplib::TaskQueue {
 public:
   bounded_queue(size_t workers, size_t max_open) : max_open_{max_open} {
+    std::lock_guard<std::mutex> guard{mtx_};
     for (size_t i = 0; i < workers; ++i)
-      threads_.emplace_back([this] { run(jobs_, false); });
-    threads_.emplace_back([this] { run(rejects_, true); });
+      spawn_locked(false);
+    spawn_locked(true);
   }
 
   void enqueue(std::function<void()> fn) override {
@@ -52,45 +66,67 @@ public:
     cv_.notify_all();
   }
 
+  /// From a worker's own thread: its connection no longer counts against
+  /// max_open and a new worker replaces it in the pool.
+  void leave_pool() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (left_pool)
+      return;
+    left_pool = true;
+    --open_;
+    spawn_locked(false);
+  }
+
   void shutdown() override {
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      stopping_ = true;
-    }
+    std::unique_lock<std::mutex> lock{mtx_};
+    stopping_ = true;
     cv_.notify_all();
-    for (auto& t : threads_)
-      t.join();
+    done_.wait(lock, [this] { return live_ == 0; });
   }
 
 private:
+  /// Workers are detached and counted: one that left the pool ends on its
+  /// own, and shutdown waits for the count to reach zero.
+  void spawn_locked(bool reject) {
+    ++live_;
+    std::thread{[this, reject] { run(reject ? rejects_ : jobs_, reject); }}.detach();
+  }
+
   void run(std::deque<std::function<void()>>& q, bool reject) {
+    current_queue = this;
     for (;;) {
       std::function<void()> fn;
       {
         std::unique_lock<std::mutex> lock{mtx_};
         cv_.wait(lock, [&] { return stopping_ || !q.empty(); });
         if (q.empty())
-          return;
+          break;
         fn = std::move(q.front());
         q.pop_front();
       }
       over_limit = reject;
       fn();
       over_limit = false;
+      if (left_pool)
+        break;
       if (!reject) {
         std::lock_guard<std::mutex> guard{mtx_};
         --open_;
       }
     }
+    // Under the lock: once shutdown sees zero, this thread touches nothing.
+    std::lock_guard<std::mutex> guard{mtx_};
+    --live_;
+    done_.notify_all();
   }
 
   size_t max_open_;
   std::mutex mtx_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, done_;
   std::deque<std::function<void()>> jobs_, rejects_;
   size_t open_ = 0;
+  size_t live_ = 0;
   bool stopping_ = false;
-  std::vector<std::thread> threads_;
 };
 
 void fill(httplib::Response& res, const http_response& r) {
@@ -111,6 +147,12 @@ bool setup_tls(SSL_CTX& ctx, const node_config::tls_files& t) {
   if (SSL_CTX_load_verify_locations(&ctx, t.ca.c_str(), nullptr) != 1)
     return false;
   SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, nullptr);
+  // With peer verification on, OpenSSL refuses to resume a session (an
+  // "internal error" alert) unless the context names its sessions: browsers
+  // resume on their second connection.
+  static const unsigned char sid_ctx[] = "conclave-http";
+  if (SSL_CTX_set_session_id_context(&ctx, sid_ctx, sizeof(sid_ctx) - 1) != 1)
+    return false;
   return true;
 }
 
@@ -120,7 +162,8 @@ public:
          std::shared_ptr<node_probe> probe, prometheus::Registry& registry,
          const http_limits& limits, std::shared_ptr<http_backend_slot> backends)
       : status_{std::move(status)}, probe_{std::move(probe)}, limits_{limits},
-        backends_{std::move(backends)} {
+        backends_{std::move(backends)},
+        ring_{wall_clock_us(), limits.watch_window, limits.max_watch_streams} {
     if (c.tls) {
       auto tls = *c.tls;
       srv_ = std::make_unique<httplib::SSLServer>(
@@ -139,18 +182,33 @@ public:
                            "too large, unknown route, over the connection limit), by "
                            "status")
                      .Register(registry);
+    if (c.http)
+      http_.emplace(c.id.value, c.http->to_string());
+    for (auto& [id, a] : c.peers_http)
+      http_.emplace(id, a.to_string());
+    scheme_ = c.tls ? "https" : "http";
     configure();
   }
 
   bool valid() const { return srv_->is_valid(); }
   bool bind(const address& a) { return srv_->bind_to_port(a.host, a.port); }
   void start() {
+    // Leadership and member changes reach the ring from whichever thread
+    // changed the status (candidate, transport); publish never blocks.
+    status_->set_listener(
+        [this, prev = status_->snapshot()](const node_status& now) mutable {
+          for (auto& [type, data] : status_events(prev, now, wall_clock_us()))
+            ring_.publish(std::move(type), std::move(data));
+          prev = now;
+        });
     thread_ = std::thread{[this] { srv_->listen_after_bind(); }};
   }
 
   void stop() override {
     if (!thread_.joinable())
       return;
+    status_->set_listener(nullptr);
+    ring_.close(); // open streams end, their workers return
     srv_->stop();
     thread_.join();
   }
@@ -174,8 +232,9 @@ private:
     s.set_write_timeout(limits_.read_timeout);
     s.set_keep_alive_timeout(limits_.keep_alive_timeout.count());
     s.set_keep_alive_max_count(100);
-    // A response goes out in two writes (headers, body): without this, Nagle's
-    // algorithm holds the second until the client's delayed ACK (~40 ms).
+    // A response goes out in a few writes (headers, body; a watch event's
+    // chunk size, data, CRLF): with Nagle's algorithm each waited for the
+    // client's delayed ACK (~40 ms).
     s.set_tcp_nodelay(true);
     s.set_pre_routing_handler(
         [this](const httplib::Request& req, httplib::Response& res) {
@@ -202,11 +261,23 @@ private:
     auto answer = [this](const httplib::Request& req, httplib::Response& res) {
       auto r = route_request(request_of(req), view(),
                              backends_ ? backends_->get() : http_backends{});
+      // Reads are open: a status page loaded from another member may ask.
+      res.set_header("Access-Control-Allow-Origin", "*");
       if (r.status >= 400 && r.status < 500)
         reject(res, r);
       else
         fill(res, r);
     };
+    s.Get("/v1/watch", [this](const httplib::Request& req, httplib::Response& res) {
+      watch(req, res);
+    });
+    s.Get(R"(/|/ui|/ui/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto* a = find_ui_asset(req.path);
+      if (a == nullptr)
+        return reject(res, http_error(404, "no page " + req.path));
+      res.set_header("Cache-Control", "no-cache");
+      res.set_content(reinterpret_cast<const char*>(a->data), a->size, a->content_type);
+    });
     s.Get(".*", answer);
     s.Post(".*", answer);
     s.Put(".*", answer);
@@ -222,6 +293,61 @@ private:
           reject(res, http_error(res.status, reason_of(res.status)));
           return httplib::Server::HandlerResponse::Handled;
         }});
+  }
+
+  /// GET /v1/watch: server-sent events from the ring, resumed after
+  /// Last-Event-ID (or ?last_event_id=) when the client sends one.
+  void watch(const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Access-Control-Allow-Origin", "*");
+    if (!ring_.try_open_stream()) {
+      reject(res, http_error(503, "too many open watch streams (limit "
+                                      + std::to_string(limits_.max_watch_streams) + ")"));
+      return;
+    }
+    if (current_queue != nullptr)
+      current_queue->leave_pool();
+    auto id = req.get_header_value("Last-Event-ID");
+    if (id.empty())
+      id = req.get_param_value("last_event_id");
+    std::optional<watch_position> from;
+    if (!id.empty())
+      from = parse_event_id(id).value_or(watch_position{0, 0}); // unknown: a gap
+    auto pos = std::make_shared<watch_position>(
+        from ? *from : watch_position{ring_.boot(), ring_.last_seq()});
+    auto hello = std::make_shared<bool>(true);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, pos, hello](size_t, httplib::DataSink& sink) {
+          std::string out;
+          if (*hello) {
+            *hello = false;
+            nlohmann::json h{{"node", status_->snapshot().id},
+                             {"window", ring_.capacity()},
+                             {"last", event_id(ring_.boot(), ring_.last_seq())}};
+            out = "retry: 1000\nevent: hello\ndata: " + h.dump() + "\n\n";
+            return sink.write(out.data(), out.size());
+          }
+          auto b = ring_.wait(*pos, 256,
+                              std::chrono::steady_clock::now() + limits_.watch_keepalive);
+          if (b.closed) {
+            sink.done();
+            return false;
+          }
+          if (b.gap)
+            out += "event: reset\ndata: {\"reason\":\"events since the client's "
+                   "Last-Event-ID are no longer kept, or came from an earlier run "
+                   "of this node\"}\n\n";
+          for (auto& e : b.events)
+            out += sse_frame(ring_.boot(), e);
+          if (b.gap || !b.events.empty())
+            *pos = {ring_.boot(),
+                    b.events.empty() ? ring_.last_seq() : b.events.back().seq};
+          if (out.empty())
+            out = ": keepalive\n\n";
+          return sink.write(out.data(), out.size());
+        },
+        [this](bool) { ring_.close_stream(); });
   }
 
   void reject(httplib::Response& res, const http_response& r) {
@@ -269,6 +395,8 @@ private:
     v.lags = probe_->replica_lags();
     v.leader_silence_seconds = probe_->leader_silence_seconds();
     v.now_us = wall_clock_us();
+    v.http = http_;
+    v.http_scheme = scheme_;
     return v;
   }
 
@@ -276,9 +404,12 @@ private:
   std::shared_ptr<node_probe> probe_;
   http_limits limits_;
   std::shared_ptr<http_backend_slot> backends_;
+  std::map<uint64_t, std::string> http_;
+  std::string scheme_;
   std::unique_ptr<httplib::Server> srv_;
   prometheus::Counter* requests_;
   prometheus::Family<prometheus::Counter>* rejected_;
+  watch_ring ring_;
   std::thread thread_;
 };
 

@@ -31,6 +31,15 @@ struct http_limits {
   /// Connections accepted and not yet closed (queued or served); beyond
   /// this a connection is answered 503 and closed.
   size_t max_connections = 64;
+  /// Open /v1/watch streams; each holds one thread of its own, outside the
+  /// `workers` pool. Beyond this a new stream is answered 503.
+  size_t max_watch_streams = 1024;
+  /// Events kept for clients that resume with Last-Event-ID.
+  size_t watch_window = 4096;
+  /// A stream with nothing to say sends a comment line this often. The
+  /// library sees a client gone only when a write fails: a stream's thread
+  /// ends within two of these after its client left.
+  std::chrono::seconds watch_keepalive{5};
 };
 
 class http_server {

@@ -154,6 +154,18 @@ result<node_config> make_node_config(const node_options& o) {
              + " is also the --listen or --metrics address";
     c.http = h.value();
   }
+  if (!o.peers_http.empty()) {
+    auto ph = parse_peers(o.peers_http);
+    if (!ph)
+      return "--peers-http: " + ph.error();
+    for (auto& [id, addr] : ph.value()) {
+      if (id == c.id.value)
+        continue; // this node's own is --http
+      if (!c.peers.count(id))
+        return "--peers-http: node " + std::to_string(id) + " is not in --peers";
+      c.peers_http.emplace(id, addr);
+    }
+  }
   c.data_dir = o.data_dir;
   c.checkpoint_every_records = o.checkpoint_every;
   c.checkpoint_every_bytes = o.checkpoint_every == 0 ? 0 : c.checkpoint_every_bytes;

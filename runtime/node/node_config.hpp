@@ -58,6 +58,9 @@ struct node_options {
   std::string peers;
   std::string metrics;
   std::string http;
+  /// The other members' HTTP addresses, ID@HOST:PORT,... (shown in
+  /// /v1/cluster so that a status page can move to another member).
+  std::string peers_http;
   std::string data_dir;
   /// The replica checkpoints once its log since the last checkpoint holds
   /// this many records or 64 MiB (0: never).
@@ -100,6 +103,8 @@ struct node_config {
   /// The HTTP/JSON API (http_server.hpp): over TLS when tls is set, else on
   /// loopback only.
   std::optional<address> http;
+  /// Other members' HTTP addresses, as far as configured (--peers-http).
+  std::map<uint64_t, address> peers_http;
   std::string data_dir; ///< empty: no status file
   /// Replica checkpoint triggers (replica_host_options): records and bytes
   /// of log since the last checkpoint; 0 disables one.

@@ -189,6 +189,22 @@ TEST(node_config, the_http_api_is_plain_on_loopback_only_and_needs_its_own_port)
   EXPECT_TRUE(make_node_config(o));
 }
 
+TEST(node_config, peers_http_names_other_members_only) {
+  auto o = three_nodes(); // node 2 of 1, 2, 3
+  o.peers_http = "1@127.0.0.1:8001,2@127.0.0.1:8002,3@127.0.0.1:8003";
+  auto c = make_node_config(o);
+  ASSERT_TRUE(c) << c.error();
+  auto& ph = c.value().peers_http;
+  ASSERT_EQ(ph.size(), 2u) << "this node's own entry is --http's business";
+  EXPECT_EQ(ph.at(1).port, 8001);
+  EXPECT_EQ(ph.at(3).port, 8003);
+  o.peers_http = "9@127.0.0.1:8009";
+  EXPECT_NE(error_of(o).find("--peers-http: node 9 is not in --peers"), std::string::npos)
+      << error_of(o);
+  o.peers_http = "1@nowhere";
+  EXPECT_EQ(error_of(o).rfind("--peers-http: ", 0), 0u) << error_of(o);
+}
+
 TEST(node_config, tls_needs_all_three_readable_files) {
   auto o = three_nodes();
   o.tls_ca = "/etc/hostname";

@@ -210,7 +210,14 @@ node_status status_writer::snapshot() const {
   return status_;
 }
 
+void status_writer::set_listener(std::function<void(const node_status&)> listener) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  listener_ = std::move(listener);
+}
+
 void status_writer::write_locked() {
+  if (listener_)
+    listener_(status_);
   if (path_.empty())
     return;
   auto text = to_json(status_);

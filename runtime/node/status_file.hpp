@@ -6,6 +6,7 @@
 #include "runtime/node/node_config.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -119,6 +120,10 @@ public:
   void update_replica(const replica_summary& r);
   void set_last_suspicion(const suspicion_view& v);
   node_status snapshot() const;
+  /// Called with the new status after every change, under the writer's lock
+  /// (so calls come in order): it must not block nor call back into the
+  /// writer. Empty: none.
+  void set_listener(std::function<void(const node_status&)> listener);
 
 private:
   void write_locked();
@@ -127,6 +132,7 @@ private:
   mutable std::mutex mtx_;
   node_status status_;
   std::string last_written_;
+  std::function<void(const node_status&)> listener_;
 };
 
 } // namespace conclave::node

@@ -4,6 +4,7 @@
 #include "tests/process/process_support.hpp"
 
 #include <httplib.h>
+#include <openssl/ssl.h>
 
 #include <csignal>
 
@@ -349,6 +350,198 @@ TEST_F(http_api_process, malformed_requests_get_4xx_with_a_json_error_and_are_co
         << m;
   // The node answers normally afterwards.
   EXPECT_EQ(status_of(raw_exchange(addr, "GET /livez HTTP/1.0\r\n\r\n")), 200);
+}
+
+} // namespace
+
+namespace {
+
+/// The server-sent events in `text` as (id, event, data), complete ones only.
+struct sse_event {
+  std::string id, event, data;
+};
+std::vector<sse_event> parse_sse(const std::string& text) {
+  std::vector<sse_event> out;
+  size_t at = 0;
+  for (;;) {
+    auto end = text.find("\n\n", at);
+    if (end == std::string::npos)
+      return out;
+    sse_event e;
+    std::istringstream in{text.substr(at, end - at)};
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("id: ", 0) == 0)
+        e.id = line.substr(4);
+      else if (line.rfind("event: ", 0) == 0)
+        e.event = line.substr(7);
+      else if (line.rfind("data: ", 0) == 0)
+        e.data = line.substr(6);
+    }
+    if (!e.event.empty())
+      out.push_back(e);
+    at = end + 2;
+  }
+}
+
+using namespace std::chrono_literals;
+using http_watch_process = cluster_test;
+
+TEST_F(http_watch_process,
+       a_follower_streams_the_failover_and_a_resumed_stream_replays_it) {
+  up(3);
+  auto st = status();
+  auto leader = st["nodes"][0]["leader"].get<uint64_t>();
+  std::string follower_http;
+  for (auto& n : st["nodes"])
+    if (n["id"].get<uint64_t>() != leader && follower_http.empty())
+      follower_http = n["http"].get<std::string>();
+  auto colon = follower_http.rfind(':');
+  auto host = follower_http.substr(0, colon);
+  auto port = std::stoi(follower_http.substr(colon + 1));
+  auto client = [&] {
+    auto c = std::make_unique<httplib::SSLClient>(host, port);
+    c->enable_server_certificate_verification(false);
+    c->set_connection_timeout(2);
+    c->set_read_timeout(5);
+    return c;
+  };
+  // Reads until a `leader` event names a leader other than the old one.
+  auto read_until_new_leader = [&](const httplib::Headers& headers, std::string& text) {
+    auto c = client();
+    return c->Get("/v1/watch", headers, [&](const char* d, size_t n) {
+      text.append(d, n);
+      for (auto& e : parse_sse(text))
+        if (e.event == "leader") {
+          auto l = json::parse(e.data).value("leader", uint64_t{0});
+          if (l != 0 && l != leader)
+            return false;
+        }
+      return text.size() < 1000000;
+    });
+  };
+  std::string live;
+  std::thread reader{[&] { read_until_new_leader({}, live); }};
+  // The stream is open once its hello arrived.
+  ASSERT_TRUE(eventually([&] { return has(live, "event: hello"); }, 5s)) << live;
+  kill(leader, "KILL");
+  reader.join();
+  auto events = parse_sse(live);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].event, "hello");
+  std::vector<sse_event> changes(events.begin() + 1, events.end());
+  ASSERT_FALSE(changes.empty()) << live;
+  bool member_down = false;
+  for (auto& e : changes) {
+    EXPECT_FALSE(e.id.empty()) << e.event;
+    if (e.event == "member" && json::parse(e.data)["id"] == leader
+        && json::parse(e.data)["linked"] == false)
+      member_down = true;
+  }
+  EXPECT_TRUE(member_down) << live;
+  // Up to the event that named the new leader (the chunk may hold more).
+  auto named = std::find_if(changes.begin(), changes.end(), [&](const sse_event& e) {
+    auto l = e.event == "leader" ? json::parse(e.data).value("leader", uint64_t{0}) : 0;
+    return l != 0 && l != leader;
+  });
+  ASSERT_NE(named, changes.end()) << live;
+  changes.erase(named + 1, changes.end());
+  auto last = changes.back();
+
+  // Resuming after the first change replays every later one, same ids.
+  std::string resumed;
+  auto c = client();
+  c->Get("/v1/watch", {{"Last-Event-ID", changes.front().id}},
+         [&](const char* d, size_t n) {
+           resumed.append(d, n);
+           return !has(resumed, "id: " + last.id + "\n");
+         });
+  auto again = parse_sse(resumed);
+  std::vector<std::string> want, got;
+  for (size_t i = 1; i < changes.size(); ++i)
+    want.push_back(changes[i].id);
+  for (auto& e : again)
+    if (!e.id.empty())
+      got.push_back(e.id);
+  EXPECT_EQ(got, want) << resumed;
+  for (auto& e : again)
+    EXPECT_NE(e.event, "reset") << resumed;
+
+  // An id from another run of the node: reset first, then what is kept.
+  std::string other;
+  client()->Get("/v1/watch", {{"Last-Event-ID", "1-1"}}, [&](const char* d, size_t n) {
+    other.append(d, n);
+    return !has(other, "id: " + last.id + "\n");
+  });
+  auto o = parse_sse(other);
+  ASSERT_GE(o.size(), 2u) << other;
+  EXPECT_EQ(o[1].event, "reset") << other;
+}
+
+} // namespace
+
+namespace {
+
+/// GET /livez over TLS on a new connection, offering `session` when given;
+/// whether the answer was 200, whether the session was resumed, and the
+/// session to offer next time (the caller frees it).
+struct tls_get_result {
+  bool ok = false;
+  bool reused = false;
+  SSL_SESSION* session = nullptr;
+};
+tls_get_result tls_livez(const std::string& host_port, SSL_CTX* ctx,
+                         SSL_SESSION* session) {
+  tls_get_result r;
+  auto colon = host_port.rfind(':');
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
+  ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    ::close(fd);
+    return r;
+  }
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  if (session)
+    SSL_set_session(ssl, session);
+  if (SSL_connect(ssl) == 1) {
+    std::string req = "GET /livez HTTP/1.0\r\nHost: " + host_port + "\r\n\r\n";
+    SSL_write(ssl, req.data(), static_cast<int>(req.size()));
+    std::string resp;
+    char buf[4096];
+    int n;
+    while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0)
+      resp.append(buf, static_cast<size_t>(n));
+    r.ok = resp.rfind("HTTP/1.1 200", 0) == 0;
+    r.reused = SSL_session_reused(ssl) == 1;
+    r.session = SSL_get1_session(ssl); // TLS 1.3: the ticket came after the handshake
+  }
+  SSL_shutdown(ssl);
+  SSL_free(ssl);
+  ::close(fd);
+  return r;
+}
+
+TEST_F(http_api_process, a_tls_client_resumes_its_session_as_browsers_do) {
+  up(1);
+  auto addr = status()["nodes"][0]["http"].get<std::string>();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT);
+  auto first = tls_livez(addr, ctx, nullptr);
+  ASSERT_TRUE(first.ok);
+  ASSERT_NE(first.session, nullptr);
+  auto second = tls_livez(addr, ctx, first.session);
+  EXPECT_TRUE(second.ok) << "the server refused a resumed session";
+  EXPECT_TRUE(second.reused);
+  SSL_SESSION_free(first.session);
+  if (second.session)
+    SSL_SESSION_free(second.session);
+  SSL_CTX_free(ctx);
 }
 
 } // namespace
