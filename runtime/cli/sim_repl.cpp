@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 namespace conclave::cli {
 
@@ -32,14 +33,16 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
          "(0: never)")
       ->capture_default_str();
   option(sub, "--unsafe", o.unsafe,
-         "replication workload: none, or a broken fixture the checkers must catch: "
-         "skip-sync, lying-disk, bad-install or reads-without-lease")
+         "none, or a broken fixture the checkers must catch: skip-sync, lying-disk, "
+         "bad-install or reads-without-lease (replication workload), silence-proof "
+         "(election workload with --guard --death-proof: a pause is taken for a "
+         "death)")
       ->capture_default_str();
 }
 
-bool sim_repl_flags_given(const CLI::App* sub) {
+bool sim_repl_flags_given(const CLI::App* sub, bool except_unsafe) {
   for (auto f : repl_flags)
-    if (sub->count(f) > 0)
+    if (sub->count(f) > 0 && !(except_unsafe && std::string_view{f} == "--unsafe"))
       return true;
   return false;
 }
