@@ -229,8 +229,8 @@ void candidate_core::peer_dead(node_id p, uint64_t incarnation, timestamp now) {
     // The new leader's round refused for that promise: grant it now rather
     // than at the leader's next round (as an ack that was slow would; the
     // leader counts its lease from when it sent the round).
-    if (denied_ && role_ == role::follower && leader_ == denied_->from
-        && denied_->t == term_) {
+    if (denied_ && denied_->from != p && role_ == role::follower
+        && leader_ == denied_->from && denied_->t == term_) {
       promised_to_ = denied_->from;
       promised_incarnation_ = denied_->t.incarnation;
       promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
@@ -818,6 +818,7 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
       promised_to_ = m.from;
       promised_incarnation_ = m.t.incarnation;
       promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
+      denied_.reset(); // granted since: nothing left to grant late
     }
   }
   send(m.from, heartbeat_ack_msg{self_, term_, m.seq, grant, busy_for});

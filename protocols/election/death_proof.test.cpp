@@ -140,6 +140,37 @@ TEST(death_proof, a_heartbeat_of_the_dead_incarnation_arriving_late_is_not_follo
   EXPECT_EQ(c->leader(), id(3));
 }
 
+// Found on processes: a follower that refused its leader's first heartbeat
+// (its start-up promise) and followed it afterwards must not, when that
+// leader dies, grant the old refused round to the dead leader: that renewed
+// a promise to the dead incarnation and the next leader waited out a lease.
+TEST(death_proof, an_old_refusal_of_the_dead_leader_is_not_granted_on_its_death) {
+  auto cfg = proving();
+  auto c = el::make_core(id(1), {id(1), id(2), id(3)}, cfg);
+  el::timestamp now{0};
+  c->start(now, 1); // promises an unknown lease until lease + drift
+  el::term t3{1, id(3), 7};
+  now += 5ms;
+  c->handle(el::heartbeat_msg{id(3), t3, 1}, now);
+  auto refused = acks_to(*c, id(3));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_FALSE(refused[0].accepted);
+  now += cfg.guard.lease + cfg.guard.max_clock_drift;
+  c->handle(el::heartbeat_msg{id(3), t3, 2}, now);
+  auto granted = acks_to(*c, id(3));
+  ASSERT_EQ(granted.size(), 1u);
+  EXPECT_TRUE(granted[0].accepted);
+  now += 1ms;
+  c->peer_dead(id(3), 7, now);
+  EXPECT_TRUE(acks_to(*c, id(3)).empty()); // nothing granted to the dead
+  EXPECT_EQ(c->stats().promises_released, 1u);
+  now += 1ms;
+  c->handle(el::heartbeat_msg{id(2), el::term{2, id(2), 5}, 1}, now);
+  auto next = acks_to(*c, id(2));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_TRUE(next[0].accepted);
+}
+
 // Across the group: the leader crashes; its peers see the connection drop and
 // get the proof. The new leader acts one round trip after its election instead
 // of after the old lease.
