@@ -233,12 +233,19 @@ bool liveness_watch::impl::step(conn& c, short rev, clock::time_point now) {
       // Refused, or closed before accepting: no proof of anything.
       if (n != 1 && classify_liveness_read(n, errno) == liveness_read::nothing)
         return true;
+      if (n == 1) { // a wrong byte: not closed either (see below)
+        c.ph = phase::mute;
+        return true;
+      }
       close_conn(c);
       return false;
     }
     if (now >= c.deadline) {
-      close_conn(c);
-      return false;
+      // The other end may have taken the nonce and be watching already (it was
+      // slow, not gone): closing now would tell it this node died. Kept open,
+      // no longer read.
+      c.ph = phase::mute;
+      return true;
     }
     return true;
   }

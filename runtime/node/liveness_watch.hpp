@@ -17,7 +17,10 @@
 // sends the nonce; the accepting side checks it, takes it off the table and
 // sends one byte back; from then on both ends watch. A stranger cannot plant
 // a connection (it has no nonce), and a refused or unfinished opening is never
-// taken as proof (the dialer watches only after the byte).
+// taken as proof (the dialer watches only after the byte). Neither end closes
+// a connection the other may be watching: the accepting side sends its byte
+// only when it starts watching, and the dialer, once its nonce is out, keeps
+// the connection open even when the byte is late (it only stops reading).
 //
 // One thread with poll(); sockets are close-on-exec. The pure pieces (the
 // nonce table, the meaning of a read) are below, tested without sockets.

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <mutex>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
@@ -185,4 +186,42 @@ TEST(liveness_watch, a_killed_process_is_proven_dead_a_stopped_one_is_not) {
   ::waitpid(child, &status, 0);
   ASSERT_TRUE(p.wait_for(1, 3000ms));
   EXPECT_EQ(p.seen[0], (std::pair<uint64_t, uint64_t>{4, 11}));
+}
+
+// An accepting side too slow to answer its byte within the opening timeout
+// may still take the nonce and watch: the dialer must not close the
+// connection then (the other end would read this live node's "death").
+TEST(liveness_watch, a_dialer_whose_answer_is_late_keeps_the_connection_open) {
+  proofs p;
+  auto w = start_watch(p);
+  ASSERT_TRUE(w);
+  int l = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(l, 4), 0);
+  socklen_t len = sizeof(a);
+  ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+  w->dial("127.0.0.1", ntohs(a.sin_port), std::string(nonce_size, 'n'), 7, 3);
+  pollfd lp{l, POLLIN, 0};
+  ASSERT_EQ(::poll(&lp, 1, 2000), 1);
+  int s = ::accept(l, nullptr, nullptr);
+  ASSERT_GE(s, 0);
+  std::string got;
+  while (got.size() < nonce_size) {
+    pollfd sp{s, POLLIN, 0};
+    ASSERT_EQ(::poll(&sp, 1, 2000), 1);
+    char buf[nonce_size];
+    auto n = ::recv(s, buf, nonce_size - got.size(), 0);
+    ASSERT_GT(n, 0);
+    got.append(buf, static_cast<size_t>(n));
+  }
+  // No byte back: the dialer's 3 s opening deadline passes. Nothing may
+  // arrive here, end of file least of all.
+  pollfd sp{s, POLLIN, 0};
+  EXPECT_EQ(::poll(&sp, 1, 3800), 0);
+  EXPECT_TRUE(w->watching(7, 3)); // and it is not dialed again
+  ::close(s);
+  ::close(l);
 }
