@@ -235,6 +235,11 @@ candidate_actor::behavior_type candidate_impl(self_pointer self, candidate_optio
         self->state.core->peer_down(peer, now);
         flush(self, now);
       },
+      [self](election_atoms::peer_dead_atom, node_id peer, uint64_t incarnation) {
+        auto now = now_of(self);
+        self->state.core->peer_dead(peer, incarnation, now);
+        flush(self, now);
+      },
       [self](election_atoms::peer_up_atom, node_id peer) {
         auto now = now_of(self);
         self->state.core->peer_up(peer, now);

@@ -6,6 +6,8 @@
 //   self  → self        (timer_atom, generation)        timer firing
 //   owner → candidate   (start_atom)                    join the group
 //                       (peer_down_atom | peer_up_atom, id)  transport news
+//                       (peer_dead_atom, id, incarnation)  proof that this
+//                                                       incarnation of id is gone
 //                       (elect_atom)                    start an election now
 //                       (observe_atom, epoch)           a leader already held
 //                                                       `epoch` (learned outside the
@@ -41,6 +43,7 @@ using candidate_actor = caf::typed_actor<
     caf::reacts_to<election_atoms::start_atom>,
     caf::reacts_to<election_atoms::peer_down_atom, node_id>,
     caf::reacts_to<election_atoms::peer_up_atom, node_id>,
+    caf::reacts_to<election_atoms::peer_dead_atom, node_id, uint64_t>,
     caf::reacts_to<election_atoms::elect_atom>,
     caf::reacts_to<election_atoms::observe_atom, uint64_t>,
     caf::replies_to<election_atoms::resign_atom>::with<bool>,

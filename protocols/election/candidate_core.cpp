@@ -210,6 +210,41 @@ void candidate_core::peer_down(node_id p, timestamp now) {
     leader_lost(election_reason::leader_down, now);
 }
 
+void candidate_core::peer_dead(node_id p, uint64_t incarnation, timestamp now) {
+  if (stopped_ || !started_)
+    return;
+  auto s = status(p);
+  if (s == nullptr || incarnation == 0)
+    return;
+  s->dead_incarnation = std::max(s->dead_incarnation, incarnation);
+  // Only the promise to that very incarnation ends: a proof about an older
+  // life says nothing of the one now leading (it may have restarted, won and
+  // had its lease renewed since), and a promise made at start, to no one
+  // known, stays (a restarted candidate may have renewed an unknown lease).
+  if (cfg_.guard.enabled && cfg_.guard.death_proof && promised_to_ == p
+      && promised_incarnation_ == incarnation && now < promise_until_) {
+    promise_until_ = now;
+    promised_to_ = no_node;
+    ++stats_.promises_released;
+    // The new leader's round refused for that promise: grant it now rather
+    // than at the leader's next round (as an ack that was slow would; the
+    // leader counts its lease from when it sent the round).
+    if (denied_ && denied_->from != p && role_ == role::follower
+        && leader_ == denied_->from && denied_->t == term_) {
+      promised_to_ = denied_->from;
+      promised_incarnation_ = denied_->t.incarnation;
+      promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
+      send(denied_->from, heartbeat_ack_msg{self_, term_, denied_->seq, true, 0});
+    }
+    denied_.reset();
+  }
+  bool newer_alive = leader_ == p && term_.incarnation > incarnation;
+  if (!newer_alive)
+    peer_down(p, now);
+  else if (role_ == role::leader)
+    update_acting(now);
+}
+
 void candidate_core::peer_up(node_id p, timestamp now) {
   if (stopped_ || status(p) == nullptr)
     return;
@@ -750,6 +785,15 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
   }
   if (m.t.leader != m.from)
     return; // only a leader speaks for its term
+  if (cfg_.guard.enabled && cfg_.guard.death_proof) {
+    // A heartbeat its leader sent before it died, overtaken by the proof of
+    // its death (another connection): following or promising it again would
+    // undo what the proof released.
+    if (auto s = status(m.from); s != nullptr && m.t.incarnation <= s->dead_incarnation) {
+      send(m.from, heartbeat_ack_msg{self_, highest_, m.seq, false});
+      return;
+    }
+  }
   accept_claim(m.t, m.from, now);
   if (role_ == role::follower && leader_ == m.from) {
     detector_.heartbeat(now);
@@ -768,9 +812,13 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
     if (m.from != promised_to_ && now < promise_until_) {
       grant = false;
       busy_for = static_cast<uint64_t>((promise_until_ - now).count());
+      if (cfg_.guard.death_proof)
+        denied_ = m; // granted late if a proof of death ends the promise
     } else {
       promised_to_ = m.from;
+      promised_incarnation_ = m.t.incarnation;
       promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
+      denied_.reset(); // granted since: nothing left to grant late
     }
   }
   send(m.from, heartbeat_ack_msg{self_, term_, m.seq, grant, busy_for});

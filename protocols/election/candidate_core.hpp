@@ -141,6 +141,9 @@ struct core_stats {
   /// Quorum guard: heartbeat rounds sent early because the majority ack of the
   /// latest round was overdue (a lost heartbeat or ack).
   uint64_t rescue_rounds = 0;
+  /// Quorum guard with death_proof: promises to a leader's lease dropped
+  /// because that leader's incarnation was proven dead (peer_dead).
+  uint64_t promises_released = 0;
 };
 
 class candidate_core {
@@ -163,6 +166,15 @@ public:
 
   /// The transport reports that the connection to `peer` dropped (or it crashed).
   void peer_down(node_id peer, timestamp now);
+
+  /// Proof that incarnation `incarnation` of `peer` is gone: its process ended
+  /// (the host saw its liveness connection closed by the peer's kernel, see
+  /// docs/design/election.md, "Proofs of death"). Never call it for a silence.
+  /// Does what peer_down does (unless the peer already runs a newer
+  /// incarnation); with guard.death_proof, a promise this candidate made to
+  /// exactly that incarnation's lease ends now, and heartbeats of that
+  /// incarnation or an older one still in flight are not acked.
+  void peer_dead(node_id peer, uint64_t incarnation, timestamp now);
 
   /// The transport reports that `peer` is reachable again.
   void peer_up(node_id peer, timestamp now);
@@ -290,6 +302,8 @@ private:
     seq_window acked;
     uint64_t granted_round = 0; ///< newest pre-vote round this peer granted
     uint64_t refused_round = 0; ///< newest pre-vote round this peer refused
+    /// The newest incarnation of this peer proven dead (peer_dead), 0: none.
+    uint64_t dead_incarnation = 0;
   };
   struct pre_vote_state {
     bool active = false;
@@ -409,7 +423,10 @@ private:
 
   // follower state (quorum guard): whose lease this candidate renewed, until when
   node_id promised_to_ = no_node;
+  uint64_t promised_incarnation_ = 0; ///< of promised_to_ (its term's)
   timestamp promise_until_{0};
+  /// With guard.death_proof: the latest heartbeat refused for the promise.
+  std::optional<heartbeat_msg> denied_;
 
   std::vector<outgoing> outbox_;
   std::vector<election_event> events_;

@@ -53,6 +53,12 @@ struct quorum_guard_config {
   /// shorter than `heartbeat_interval` (see guard_renewal_interval), but never
   /// closer than this (nor than heartbeat_interval, if that is shorter).
   duration min_renew_interval = std::chrono::milliseconds(10);
+  /// Proofs of death (candidate_core::peer_dead): a follower that learns that
+  /// the incarnation whose lease it renewed is gone (its process ended) drops
+  /// its promise at once, so a new leader need not wait out the dead leader's
+  /// lease. A silence (pause, partition) is never such a proof; what the host
+  /// may call one is argued in docs/design/election.md, "Proofs of death".
+  bool death_proof = false;
 };
 
 struct election_config {

@@ -36,6 +36,7 @@ CAF_ADD_ATOM(conclave_election, conclave::election_atoms, leader_atom, "el_leade
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, members_atom, "el_members")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, observe_atom, "el_observe")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, peer_down_atom, "el_down")
+CAF_ADD_ATOM(conclave_election, conclave::election_atoms, peer_dead_atom, "el_dead")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, peer_up_atom, "el_up")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, resign_atom, "el_resign")
 CAF_ADD_ATOM(conclave_election, conclave::election_atoms, start_atom, "el_start")

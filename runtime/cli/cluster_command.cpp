@@ -30,6 +30,7 @@ struct cluster_options {
   unsigned detector_timeout_ms = 0;
   std::string log_format;
   bool no_quorum_guard = false;
+  bool no_death_proof = false;
   /// -1: the nodes' default.
   int64_t checkpoint_every = -1;
 };
@@ -55,6 +56,8 @@ int run_up(cluster_options& o) {
   }
   if (o.no_quorum_guard)
     o.up.node_settings.push_back("no-quorum-guard = true");
+  if (o.no_death_proof)
+    o.up.node_settings.push_back("no-death-proof = true");
   if (o.checkpoint_every >= 0)
     o.up.node_settings.push_back("checkpoint-every = "
                                  + std::to_string(o.checkpoint_every));
@@ -134,6 +137,10 @@ void add_cluster_command(command_registry& reg) {
                "classic algorithms: leaders act without a majority lease (unsafe under "
                "partition)")
       ->envname(env_name("--no-quorum-guard"));
+  up->add_flag("--no-death-proof", o->no_death_proof,
+               "nodes wait out a dead leader's lease even when its host proved it gone "
+               "(for comparison)")
+      ->envname(env_name("--no-death-proof"));
 
   auto* st = cl->add_subcommand(
       "status", "Show every node's view; exit 0 if the live nodes agree on a leader, "

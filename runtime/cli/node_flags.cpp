@@ -118,6 +118,10 @@ void add_node_flags(CLI::App* app, node_flags& f) {
                 "classic algorithms: a leader acts without a majority's lease (UNSAFE "
                 "under partition: two leaders may act at once)")
       ->envname(env_name("--no-quorum-guard", "node"));
+  app->add_flag("--no-death-proof", o.no_death_proof,
+                "wait out a dead leader's lease even when its host proved it gone (a "
+                "closed liveness connection); for comparison")
+      ->envname(env_name("--no-death-proof", "node"));
   node_option(app, "--lease-ms", o.lease_ms,
               "quorum guard lease (0: 2/3 of --detector-timeout-ms)")
       ->capture_default_str();

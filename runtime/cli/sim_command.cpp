@@ -38,6 +38,7 @@ struct sim_options {
   bool guard = false;
   bool preempt = false;
   bool no_pre_vote = false;
+  bool death_proof = false;
   std::string detector = "fixed";
   /// 0: the library default (docs/design/election.md, "Options").
   unsigned heartbeat_ms = 0;
@@ -133,12 +134,21 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
                          + ": belongs to --workload replication, not jobs");
     return run_sim_jobs(o.jobs, o.repl.unsafe, o.runs, o.seed, o.faults, o.json);
   }
-  if (sim_repl_flags_given(sub))
+  if (sim_repl_flags_given(sub, o.workload == "election"))
     return bad_input("--replicas, --clients, --weak-share, --fsync-us and --unsafe "
                      "belong to --workload replication");
   if (o.workload != "election")
     return bad_input("--workload: expected election, jobs, replication or lease, got '"
                      + o.workload + "'");
+  bool silence_proof = o.repl.unsafe == "silence-proof";
+  if (o.repl.unsafe != "none" && !silence_proof)
+    return bad_input("--unsafe: the election workload takes none or silence-proof, got '"
+                     + o.repl.unsafe + "'");
+  if (o.death_proof && !o.guard)
+    return bad_input("--death-proof: proofs of death shorten the quorum guard's wait; "
+                     "add --guard");
+  if (silence_proof && !o.death_proof)
+    return bad_input("--unsafe silence-proof: needs --guard --death-proof");
   if (sim_jobs_flags_given(sub))
     return bad_input("--jobs, --steps, --schedulers, --agents, --supervisors and "
                      "--service belong to --workload jobs");
@@ -182,6 +192,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     return bad_input("--detector: expected fixed or phi, got '" + o.detector + "'");
   base.preempt = o.preempt;
   base.guard.enabled = o.guard;
+  base.guard.death_proof = o.death_proof;
   base.pre_vote = !o.no_pre_vote;
   using std::chrono::milliseconds;
   if (o.heartbeat_ms != 0)
@@ -206,6 +217,10 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
       prefix += " --preempt";
     if (o.no_pre_vote)
       prefix += " --no-pre-vote";
+    if (o.death_proof)
+      prefix += " --death-proof";
+    if (silence_proof)
+      prefix += " --unsafe silence-proof";
     if (o.detector != "fixed")
       prefix += " --detector " + o.detector;
     for (auto [flag, v] : {std::pair{" --heartbeat-ms ", o.heartbeat_ms},
@@ -222,6 +237,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
         s.plan = plan.value();
         sim::complete_partitions(s.plan, n);
         s.seed = o.seed + k;
+        s.unsafe_silence_proofs = silence_proof;
         s.record_timeline = !o.out.empty() && timeline_run.timeline.empty() && k == 0;
         if (trace) {
           s.trace = &std::cout;
@@ -241,7 +257,9 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     std::cout << "conclave sim: " << o.runs << " run(s) per algorithm and size, seeds "
               << o.seed << ".." << o.seed + o.runs - 1 << ", faults '" << o.faults << "'"
               << (o.guard ? ", quorum guard on" : "")
-              << (o.guard && o.no_pre_vote ? ", pre-vote off" : "") << "\n";
+              << (o.guard && o.no_pre_vote ? ", pre-vote off" : "")
+              << (o.death_proof ? ", proofs of death" : "")
+              << (silence_proof ? ", UNSAFE silence-proof" : "") << "\n";
     summary.print_table(std::cout);
   }
   if (!o.out.empty()) {
@@ -305,6 +323,10 @@ void add_sim_command(command_registry& reg) {
   sub->add_flag("--preempt", o->preempt,
                 "classic Bully: a higher id takes over on rejoin")
       ->envname(env_name("--preempt"));
+  sub->add_flag("--death-proof", o->death_proof,
+                "with --guard: a crash delivers a proof of death to the peers, which "
+                "then stop waiting out the dead leader's lease")
+      ->envname(env_name("--death-proof"));
   sub->add_flag("--no-pre-vote", o->no_pre_vote,
                 "with --guard: elect without asking a pre-vote first (for comparison)")
       ->envname(env_name("--no-pre-vote"));

@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 namespace conclave::cli {
 
@@ -34,13 +35,14 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
   option(sub, "--unsafe", o.unsafe,
          "none, or a broken fixture the checkers must catch: replication workload "
          "skip-sync, lying-disk, bad-install or reads-without-lease; lease workload "
-         "lease-no-drift; jobs workload supervisor-ignores-fence")
+         "lease-no-drift; jobs workload supervisor-ignores-fence; election workload "
+         "silence-proof (with --guard --death-proof: a pause is taken for a death)")
       ->capture_default_str();
 }
 
-bool sim_repl_flags_given(const CLI::App* sub) {
+bool sim_repl_flags_given(const CLI::App* sub, bool except_unsafe) {
   for (auto f : repl_flags)
-    if (sub->count(f) > 0)
+    if (sub->count(f) > 0 && !(except_unsafe && std::string_view{f} == "--unsafe"))
       return true;
   return false;
 }

@@ -21,7 +21,8 @@ struct sim_repl_options {
   /// "none", or a broken fixture the checkers must catch: "skip-sync" (new
   /// primaries serve without a sync phase), "lying-disk" (syncs reported
   /// durable before they are) or "bad-install" (a streamed checkpoint is
-  /// installed without its state).
+  /// installed without its state). The election workload takes
+  /// "silence-proof" (a pause delivers a proof of death, as a crash does).
   std::string unsafe = "none";
 };
 
@@ -30,8 +31,9 @@ struct sim_repl_options {
 void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o);
 
 /// True if any of those flags was given (they belong to the replication
-/// workload).
-bool sim_repl_flags_given(const CLI::App* sub);
+/// workload; --unsafe is left out with `except_unsafe`: the election workload
+/// has one of its own).
+bool sim_repl_flags_given(const CLI::App* sub, bool except_unsafe = false);
 
 /// Runs `runs` runs from `seed` and prints the summary; the exit status.
 int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,

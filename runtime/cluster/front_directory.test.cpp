@@ -55,6 +55,10 @@ nd::gate_actor::behavior_type stand_in_gate(nd::gate_actor::pointer,
       [](nd::replica_hello_atom, const std::string&, uint64_t, const caf::actor&) {
         return std::make_tuple(caf::actor{}, std::string{"unsupported"});
       },
+      [](nd::liveness_atom, const std::string&, uint64_t, uint64_t) {
+        return std::make_tuple(uint64_t{0}, std::string{}, uint64_t{0},
+                               std::string{"off"});
+      },
       [script](nd::client_hello_atom, const std::string& cluster) {
         std::lock_guard<std::mutex> guard{script->mtx};
         ++script->client_hellos;

@@ -1,5 +1,7 @@
 #include "runtime/node/gate_actor.hpp"
 
+#include "runtime/node/liveness_watch.hpp"
+
 #include "runtime/node/replica_link.hpp"
 
 #include <caf/actor_cast.hpp>
@@ -129,6 +131,34 @@ gate_actor::behavior_type gate_impl(gate_self self, std::shared_ptr<peer_links> 
         }
         replica->transport->set_peer(id, remote_host);
         return {replica->host, std::string{}};
+      },
+      [self](liveness_atom, const std::string& cluster, uint64_t id, uint64_t incarnation)
+          -> caf::result<uint64_t, std::string, uint64_t, std::string> {
+        auto& links = *self->state.links;
+        auto r = links.members().admit(cluster, id);
+        if (r != rejection::none) {
+          links.probe().message_rejected(to_string(r));
+          return {uint64_t{0}, std::string{}, uint64_t{0}, std::string{to_string(r)}};
+        }
+        auto& watch = links.liveness();
+        if (!watch)
+          return {uint64_t{0}, std::string{}, links.incarnation(), std::string{"off"}};
+        // Bound to the hello: only from the node of the candidate linked as
+        // member `id` (with TLS, the one its identity proof named).
+        auto linked =
+            caf::actor_cast<caf::actor>(links.directory()->get(election::node_id{id}));
+        auto sender = self->current_sender();
+        std::string why;
+        if (!linked)
+          why = "liveness_peer_not_linked";
+        else if (!sender || sender->node() != linked.node())
+          why = "liveness_peer_other_node";
+        if (!why.empty()) {
+          links.probe().message_rejected(why);
+          return {uint64_t{0}, std::string{}, uint64_t{0}, why};
+        }
+        return {uint64_t{watch->port()}, watch->issue(id, incarnation),
+                links.incarnation(), std::string{}};
       },
       [self](client_hello_atom, const std::string& cluster)
           -> caf::result<caf::actor, uint64_t, uint64_t, std::string, std::string> {

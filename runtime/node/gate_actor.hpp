@@ -17,6 +17,13 @@
 //     takes its transactions and reads (replica_front.hpp), and the primary as
 //     this node knows it (0 and "" when unknown). Rejection: wrong_cluster,
 //     no_replica (the node runs without --data-dir).
+//
+// Liveness (with proofs of death on, liveness_watch.hpp):
+//   (liveness_atom, cluster, id, its incarnation) -> (port, nonce, this node's
+//     incarnation, rejection): a member linked by the hello, asking from the
+//     node of its linked candidate, gets a one-time ticket for a liveness
+//     connection to this node. Rejection: off (proofs of death are off here),
+//     liveness_peer_not_linked, liveness_peer_other_node.
 #pragma once
 
 #include "runtime/node/peer_links.hpp"
@@ -39,7 +46,9 @@ using gate_actor = caf::typed_actor<
     caf::replies_to<replica_hello_atom, std::string, uint64_t,
                     caf::actor>::with<caf::actor, std::string>,
     caf::replies_to<client_hello_atom, std::string>::with<caf::actor, uint64_t, uint64_t,
-                                                          std::string, std::string>>;
+                                                          std::string, std::string>,
+    caf::replies_to<liveness_atom, std::string, uint64_t,
+                    uint64_t>::with<uint64_t, std::string, uint64_t, std::string>>;
 
 gate_actor spawn_gate(caf::actor_system& sys, std::shared_ptr<peer_links> links);
 

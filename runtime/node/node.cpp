@@ -11,6 +11,7 @@
 #include "runtime/node/gate_actor.hpp"
 #include "runtime/node/http_routes.hpp"
 #include "runtime/node/http_server.hpp"
+#include "runtime/node/liveness_watch.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/peer_connector.hpp"
 #include "runtime/node/peer_links.hpp"
@@ -238,7 +239,7 @@ el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
     co.peers.push_back(el::node_id{id});
   co.config = c.election;
   co.net = std::make_shared<node_transport>(links.directory());
-  co.incarnation = static_cast<uint64_t>(wall_clock_us());
+  co.incarnation = links.incarnation();
   // --algorithm lease: the task runs under the lease instead.
   if (!c.lease_leadership)
     co.task = hooks.task;
@@ -386,8 +387,35 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   }
   auto links = make_links(c, probe, log);
   links->set_authenticator(auth);
+  links->set_incarnation(static_cast<uint64_t>(wall_clock_us()));
   if (c.tls)
     set_local_basp_node(basp_node_bytes(sys.node())); // basp_source_guard.hpp
+  if (c.election.guard.enabled && c.election.guard.death_proof) {
+    std::string error;
+    std::weak_ptr<peer_links> weak = links;
+    auto watch = liveness_watch::start(
+        c.listen.host,
+        [weak](uint64_t member, uint64_t incarnation) {
+          if (auto l = weak.lock()) {
+            l->log("node " + std::to_string(member)
+                   + " is gone: its host closed its liveness connection (proof of "
+                     "death, no lease wait)");
+            caf::anon_send(l->candidate(),
+                           conclave::election_atoms::peer_dead_atom::value,
+                           el::node_id{member}, incarnation);
+          }
+        },
+        [weak](const std::string& line) {
+          if (auto l = weak.lock())
+            l->warn(line);
+        },
+        error);
+    if (!watch) {
+      std::cerr << "conclave: error: " << error << '\n';
+      return exit_address_in_use;
+    }
+    links->set_liveness(std::shared_ptr<liveness_watch>{std::move(watch)});
+  }
   auto candidate = compose(sys, c, storage, *links, probe, status, hooks);
   auto gate = spawn_gate(sys, links);
   auto published =
@@ -447,6 +475,9 @@ int run_node(const node_config& c, const node_hooks& hooks) {
     stop_workflows();
   leave(sys, c, *links, std::move(connectors), caf::actor_cast<caf::actor>(gate),
         candidate);
+  // Only now that the candidate no longer acts: closing the liveness
+  // connections tells the peers this incarnation is gone.
+  links->set_liveness(nullptr);
   status->set_running(false);
   if (http)
     http->stop();

@@ -208,6 +208,7 @@ result<node_config> make_node_config(const node_options& o) {
   e.election_wait = milliseconds{o.election_wait_ms};
   e.preempt = o.preempt;
   e.guard.enabled = !o.no_quorum_guard;
+  e.guard.death_proof = !o.no_death_proof;
   e.guard.lease = o.lease_ms != 0 ? milliseconds{o.lease_ms}
                                   : milliseconds{o.detector_timeout_ms * 2 / 3};
   if (auto v = election::validate(e); !v)

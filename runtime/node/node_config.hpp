@@ -82,6 +82,10 @@ struct node_options {
   /// The quorum guard (on unless --no-quorum-guard): a leader acts only inside a
   /// lease renewed by a majority. 0: the lease is 2/3 of the detector timeout.
   bool no_quorum_guard = false;
+  /// Proofs of death (on unless --no-death-proof, with the guard): a member
+  /// whose process is gone (its host closed its liveness connection) is not
+  /// waited out for its lease (docs/design/election.md, "Proofs of death").
+  bool no_death_proof = false;
   unsigned lease_ms = 0;
   /// --algorithm lease: the store lease the candidates race for, and its ttl.
   std::string leader_lease = "conclave.leader";

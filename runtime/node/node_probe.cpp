@@ -237,6 +237,13 @@ node_probe::node_probe(const node_config& cfg, std::shared_ptr<status_writer> st
                                    "its term, or a majority refused the pre-vote)")
                              .Register(reg)
                              .Add({});
+  promises_released_ =
+      &BuildCounter()
+           .Name("conclave_promises_released_total")
+           .Help("Quorum guard: promises to a leader's lease ended early because its "
+                 "process was proven gone (its liveness connection closed by its host)")
+           .Register(reg)
+           .Add({});
   suspicion_silence_ =
       &BuildHistogram()
            .Name("conclave_suspicion_silence_seconds")
@@ -539,6 +546,7 @@ void node_probe::copy_core_stats(const el::core_stats& s) {
   add(*suspicions_, s.suspicions, copied_.suspicions);
   add(*suspicions_discounted_, s.suspicions_discounted, copied_.suspicions_discounted);
   add(*suspicions_refuted_, s.suspicions_refuted, copied_.suspicions_refuted);
+  add(*promises_released_, s.promises_released, copied_.promises_released);
   copied_ = s;
 }
 

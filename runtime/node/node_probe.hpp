@@ -141,6 +141,7 @@ private:
   prometheus::Counter* suspicions_;
   prometheus::Counter* suspicions_discounted_;
   prometheus::Counter* suspicions_refuted_;
+  prometheus::Counter* promises_released_;
   prometheus::Histogram* suspicion_silence_;
   prometheus::Gauge* suspicion_threshold_;
   prometheus::Gauge* suspicion_lateness_;

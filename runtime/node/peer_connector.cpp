@@ -1,5 +1,7 @@
 #include "runtime/node/peer_connector.hpp"
 
+#include "runtime/node/liveness_watch.hpp"
+
 #include "runtime/node/gate_actor.hpp"
 #include "runtime/node/replica_link.hpp"
 
@@ -70,6 +72,37 @@ void exchange_replicas(self_ptr self, const gate_actor& gate, uint64_t link) {
             st.links->warn("replica exchange with node " + std::to_string(st.opts.peer)
                            + " failed (" + self->system().render(err) + "), retrying");
             exchange_replicas(self, gate, link);
+          });
+}
+
+/// With proofs of death on: a ticket for a liveness connection to the gate's
+/// node, then the connection (liveness_watch.hpp). Once per incarnation of
+/// the peer: a link that drops and comes back finds it still open.
+void exchange_liveness(self_ptr self, const gate_actor& gate) {
+  auto& st = self->state;
+  auto watch = st.links->liveness();
+  if (!watch)
+    return;
+  auto& m = st.links->members();
+  self->request(gate, st.opts.step_timeout, liveness_atom::value, m.cluster, m.self,
+                st.links->incarnation())
+      .then(
+          [self, watch](uint64_t port, const std::string& nonce, uint64_t incarnation,
+                        const std::string& refused) {
+            auto& st = self->state;
+            if (!refused.empty()) {
+              if (refused != "off")
+                st.links->warn("node " + std::to_string(st.opts.peer)
+                               + " refused a liveness connection: " + refused);
+              return;
+            }
+            if (port == 0 || port > 65535 || incarnation == 0)
+              return;
+            watch->dial(st.opts.where.host, static_cast<uint16_t>(port), nonce,
+                        st.opts.peer, incarnation);
+          },
+          [](caf::error&) {
+            // The link dropped meanwhile: the next hello asks again.
           });
 }
 
@@ -144,6 +177,7 @@ void hello(self_ptr self, const gate_actor& gate, const std::string& gate_nonce,
             self->monitor(remote);
             links.up(st.opts.peer, remote);
             exchange_replicas(self, gate, st.generation);
+            exchange_liveness(self, gate);
           },
           [self](caf::error& err) {
             retry(self, "handshake: " + self->system().render(err));

@@ -45,8 +45,11 @@ bool tls_session_is_member(const caf::node_id& n, uint64_t member);
 /// (gate_actor.hpp).
 using replica_hello_atom = caf::atom_constant<caf::atom("cn_rhello")>;
 using client_hello_atom = caf::atom_constant<caf::atom("cn_chello")>;
+/// A ticket for a liveness connection (liveness_watch.hpp), after the hello.
+using liveness_atom = caf::atom_constant<caf::atom("cn_live")>;
 
 struct replica_endpoint; // replica_link.hpp
+class liveness_watch;    // liveness_watch.hpp
 
 /// The candidate's transport in a node: sends through the directory, but leaves
 /// watching to the links (gate and connectors monitor the remote candidates and
@@ -107,6 +110,13 @@ public:
   /// when the node hosts none.
   void set_replica(std::shared_ptr<replica_endpoint> r) { replica_ = std::move(r); }
   const std::shared_ptr<replica_endpoint>& replica() const { return replica_; }
+  /// This node's incarnation (its candidate's; set once, before start).
+  void set_incarnation(uint64_t i) { incarnation_ = i; }
+  uint64_t incarnation() const { return incarnation_; }
+  /// The liveness connections (set once, before the gate and connectors run);
+  /// null when proofs of death are off.
+  void set_liveness(std::shared_ptr<liveness_watch> w) { liveness_ = std::move(w); }
+  const std::shared_ptr<liveness_watch>& liveness() const { return liveness_; }
 
   /// The handshake with `peer` succeeded; `remote` is its candidate.
   void up(uint64_t peer, const caf::actor& remote);
@@ -154,6 +164,8 @@ private:
       tls_session_is_member;
   std::shared_ptr<const peer_authenticator> auth_;
   std::shared_ptr<replica_endpoint> replica_;
+  std::shared_ptr<liveness_watch> liveness_;
+  uint64_t incarnation_ = 0;
   std::atomic<size_t> linked_{0};
   std::function<caf::actor(uint64_t)> repair_; ///< set once, before start
   std::mutex repair_mtx_;

@@ -154,6 +154,16 @@ void election_host::crashed(node_id id, timestamp now) {
   changed(id);
   for (auto* o : observers_)
     o->crashed(id, now);
+  if (opts_.config.guard.enabled && opts_.config.guard.death_proof)
+    send_death_proofs(id);
+}
+
+void election_host::send_death_proofs(node_id id) {
+  uint64_t incarnation = w_.incarnation(id);
+  for (auto p : w_.ids())
+    if (p != id)
+      w_.send(id, p,
+              caf::make_message(election_atoms::peer_dead_atom::value, id, incarnation));
 }
 
 void election_host::restarted(node_id id, timestamp now) {
@@ -171,6 +181,9 @@ void election_host::paused(node_id id, timestamp now, timestamp until) {
   changed(id);
   for (auto* o : observers_)
     o->paused(id, now, until);
+  if (opts_.unsafe_silence_proofs && opts_.config.guard.enabled
+      && opts_.config.guard.death_proof)
+    send_death_proofs(id);
 }
 
 void election_host::changed(node_id) {

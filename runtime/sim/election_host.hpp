@@ -67,6 +67,14 @@ struct election_host_options {
   bool leader_tasks = true;
   /// How long after a crash or restart its peers get "peer down/up".
   duration notice_delay = std::chrono::milliseconds(1);
+  /// With config.guard.death_proof: a crash also sends every peer the proof
+  /// of death of the crashed incarnation through the network (what the
+  /// crashed process's kernel sends on its liveness connections: a FIN, with
+  /// the network's delay, lost or blocked like any message; a pause,
+  /// partition or cut sends nothing).
+  /// UNSAFE, a planted defect for the checkers: a pause sends it too (a
+  /// silence taken for a death).
+  bool unsafe_silence_proofs = false;
 };
 
 class election_host : public world_observer {
@@ -113,6 +121,8 @@ public:
 private:
   node_body make(world& w, node_id id, uint32_t incarnation);
   void changed(node_id id);
+  /// Sends every other node the proof that `id`'s current incarnation is gone.
+  void send_death_proofs(node_id id);
 
   world& w_;
   election_host_options opts_;

@@ -155,6 +155,7 @@ run_report run_simulation(const sim_settings& s) {
     ho.config.election_wait = std::chrono::hours(24 * 365);
   ho.leader_tasks = s.leader_tasks;
   ho.notice_delay = s.down_notice;
+  ho.unsafe_silence_proofs = s.unsafe_silence_proofs;
   election_host host{w, ho};
   std::optional<election_trace> trace;
   if (s.trace) {

@@ -64,6 +64,10 @@ struct sim_settings {
   std::ostream* trace = nullptr;
   /// With `trace`: heartbeats and their acks too.
   bool trace_heartbeats = false;
+  /// UNSAFE (a planted defect for the checkers): with guard.death_proof, a
+  /// pause delivers a proof of death as a crash does
+  /// (election_host_options::unsafe_silence_proofs).
+  bool unsafe_silence_proofs = false;
 };
 
 struct election_record {

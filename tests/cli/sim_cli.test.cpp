@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -148,4 +149,23 @@ TEST(sim_cli, trace_prints_the_messages_and_events_of_one_run) {
   EXPECT_EQ(run_conclave("sim --algorithm ring --runs 2 --trace").status, 2);
   EXPECT_EQ(run_conclave("sim --runs 1 --trace").status, 2); // two algorithms
   EXPECT_EQ(run_conclave("sim --algorithm ring --runs 1 --trace --json").status, 2);
+}
+
+TEST(sim_cli, proofs_of_death_need_the_guard_and_take_one_planted_defect) {
+  for (auto args : {"sim --death-proof", "sim --guard --unsafe silence-proof",
+                    "sim --guard --death-proof --unsafe skip-sync"}) {
+    auto r = run_conclave(args, true);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+  // The planted defect (a pause taken for a death) is caught: exit 3 and the
+  // command that replays it.
+  auto r = run_conclave("sim --algorithm bully --nodes 5 --runs 5 --guard --death-proof "
+                        "--unsafe silence-proof --faults 'pause-leader@1s-1030ms'");
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_TRUE(has(r.out, "--death-proof --unsafe silence-proof")) << r.out;
+  auto safe =
+      run_conclave("sim --algorithm bully --nodes 5 --runs 5 --guard --death-proof "
+                   "--faults 'pause-leader@1s-1030ms'");
+  EXPECT_EQ(safe.status, 0) << safe.out;
 }

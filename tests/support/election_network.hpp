@@ -103,6 +103,13 @@ public:
     }
   }
 
+  /// Tells `to` that incarnation `incarnation` of `id` is proven dead (its
+  /// liveness connection was closed by its kernel).
+  void prove_dead(el::node_id to, el::node_id id, uint64_t incarnation) {
+    core(to).peer_dead(id, incarnation, now());
+    flush(to);
+  }
+
   /// Tells only `to` that `id` is down (others notice later, if at all).
   void notify_down(el::node_id to, el::node_id id) {
     core(to).peer_down(id, now());

@@ -33,6 +33,7 @@
 #include <arpa/inet.h>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -72,6 +73,9 @@ struct options {
   std::string keep_logs; ///< copy the idle run's node logs here (for diagnosis)
   /// Burners in the bench's own session: with autogroups, as heavy as a node.
   bool burners_in_session = false;
+  /// Run conclave twice, with proofs of death off (--no-death-proof) and on,
+  /// and print both side by side (etcd skipped unless asked for).
+  bool death_proof_ab = false;
 };
 
 std::string run(const std::string& cmd) {
@@ -80,12 +84,19 @@ std::string run(const std::string& cmd) {
 
 using conclave::bench::median;
 
+/// The 99th percentile (nearest rank): the max below 100 samples.
+double p99(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(v.size())));
+  return v[std::max<size_t>(rank, 1) - 1];
+}
+
 std::string summary(const std::vector<double>& v) {
   if (v.empty())
     return "no successful round";
   std::ostringstream s;
   s << std::fixed << std::setprecision(1) << "median " << median(v) << " ms (min "
-    << *std::min_element(v.begin(), v.end()) << ", max "
+    << *std::min_element(v.begin(), v.end()) << ", p99 " << p99(v) << ", max "
     << *std::max_element(v.begin(), v.end()) << ", " << v.size() << " rounds)";
   return s.str();
 }
@@ -575,6 +586,8 @@ int main(int argc, char** argv) {
       o.up_args = next();
     else if (a == "--skip-etcd")
       o.skip_etcd = true;
+    else if (a == "--death-proof-ab")
+      o.death_proof_ab = true;
     else if (a == "--idle-busy-s")
       o.idle_busy_s = std::stoi(next());
     else if (a == "--skip-failover")
@@ -587,10 +600,11 @@ int main(int argc, char** argv) {
       o.rounds = 1;
       o.skip_etcd = true;
     } else {
-      std::cerr << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
-                   "[--etcd BIN] [--skip-etcd] [--quick] [--up-args ARGS] "
-                   "[--idle-busy-s SECONDS] [--skip-failover] [--keep-logs DIR] "
-                   "[--burners-in-session]\n";
+      std::cerr
+          << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
+             "[--etcd BIN] [--skip-etcd] [--quick] [--death-proof-ab] [--up-args ARGS] "
+             "[--idle-busy-s SECONDS] [--skip-failover] [--keep-logs DIR] "
+             "[--burners-in-session]\n";
       return 2;
     }
   }
@@ -611,6 +625,22 @@ int main(int argc, char** argv) {
       idle_busy_run(o, root / "idle-busy");
     fs::remove_all(root);
     return 0;
+  }
+  if (o.death_proof_ab) {
+    // Same machine, same run: proofs of death off first, then on (the nodes'
+    // default). Each line: SIGKILL / SIGSTOP failover as `cluster kill` times it.
+    auto off_o = o;
+    off_o.up_args += " --no-death-proof";
+    auto off = bench_conclave(off_o, root / "conclave-no-proof");
+    auto on = bench_conclave(o, root / "conclave-proof");
+    std::cout << "conclave SIGKILL, proofs of death off: " << summary(off.kill_ms) << '\n'
+              << "conclave SIGKILL, proofs of death on:  " << summary(on.kill_ms) << '\n'
+              << "conclave SIGSTOP, proofs of death off: " << summary(off.stop_ms) << '\n'
+              << "conclave SIGSTOP, proofs of death on:  " << summary(on.stop_ms) << '\n';
+    if (o.skip_etcd) {
+      fs::remove_all(root);
+      return 0;
+    }
   }
   auto cr = bench_conclave(o, root / "conclave");
   std::cout << "conclave SIGKILL: " << summary(cr.kill_ms) << "; as polled "
