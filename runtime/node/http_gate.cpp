@@ -42,8 +42,9 @@ handshake_limits deadline_limits(const http_gate_limits& l) {
 
 } // namespace
 
-http_gate::http_gate(http_gate_limits limits)
-    : limits_(limits), quota_(limits.max_open, limits.max_open_per_source),
+http_gate::http_gate(http_gate_limits limits, std::function<void()> on_timeout)
+    : limits_(limits), on_timeout_(std::move(on_timeout)),
+      quota_(limits.max_open, limits.max_open_per_source),
       deadlines_(deadline_limits(limits)) {
   sweeper_ = std::thread{[this] { sweep_loop(); }};
 }
@@ -86,6 +87,11 @@ void http_gate::awaiting_request(const ticket& t) {
   deadlines_.step(t.conn, t.source, std::chrono::steady_clock::now());
 }
 
+void http_gate::detach(ticket& t) {
+  done(t);
+  t.admitted = false;
+}
+
 void http_gate::done(const ticket& t) {
   if (!t.admitted)
     return;
@@ -113,6 +119,8 @@ void http_gate::sweep_loop() {
       if (socket_inode(c.fd) == c.inode) { // else the number names a newer socket
         ::shutdown(c.fd, SHUT_RDWR);
         ++counts_.timed_out;
+        if (on_timeout_)
+          on_timeout_();
       }
   }
 }

@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -74,7 +75,9 @@ public:
     size_t open = 0;
   };
 
-  explicit http_gate(http_gate_limits limits = {});
+  /// `on_timeout` runs on the gate's sweeper thread for each connection it
+  /// shuts down at the deadline.
+  explicit http_gate(http_gate_limits limits = {}, std::function<void()> on_timeout = {});
   ~http_gate();
   http_gate(const http_gate&) = delete;
   http_gate& operator=(const http_gate&) = delete;
@@ -86,6 +89,10 @@ public:
   void request_read(const ticket& t);
   /// The connection waits for its next request: on the deadline again.
   void awaiting_request(const ticket& t);
+  /// The connection leaves the gate: it no longer counts against the bounds
+  /// and has no deadline (a server-sent event stream, bounded elsewhere).
+  /// `t` is then not admitted any more; done() does nothing.
+  void detach(ticket& t);
   /// The connection is done (its socket may be closed already).
   void done(const ticket& t);
 
@@ -96,6 +103,7 @@ private:
   void sweep_loop();
 
   http_gate_limits limits_;
+  std::function<void()> on_timeout_;
   mutable std::mutex mtx_;
   std::condition_variable wake_;
   connection_quota quota_;

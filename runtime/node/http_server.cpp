@@ -3,9 +3,11 @@
 #include "runtime/node/http_server.hpp"
 
 #include "runtime/node/http_api.hpp"
+#include "runtime/node/http_gate.hpp"
 #include "runtime/node/http_routes.hpp"
 #include "runtime/node/http_watch.hpp"
 #include "runtime/node/node_probe.hpp"
+#include "runtime/node/socket_numbers.hpp"
 #include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
 #include "runtime/node/ui_assets.hpp"
@@ -23,13 +25,12 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace conclave::node {
 
 namespace {
-
-/// Set while a worker serves a connection beyond the limit: the request is
-/// answered 503 and the connection closed.
-thread_local bool over_limit = false;
 
 class bounded_queue;
 /// The queue whose worker runs on this thread (null elsewhere).
@@ -38,15 +39,47 @@ thread_local bounded_queue* current_queue = nullptr;
 /// its connection.
 thread_local bool left_pool = false;
 
-/// A fixed number of workers serve accepted connections in order; beyond
-/// `max_open` connections queued or served, one more thread answers them 503
-/// (the library's queue would otherwise grow without bound). A worker that
-/// starts a watch stream leaves the pool (leave_pool): a new worker takes its
-/// place, so open streams never take workers from ordinary requests; the
-/// number of streams has its own bound (watch_ring).
+/// The gate's ticket of the connection this worker serves (null elsewhere).
+thread_local http_gate::ticket* current_ticket = nullptr;
+
+/// Refuses a connection without reading from it: over plain HTTP a 503 is
+/// written if the socket takes it at once; then the socket is shut down (not
+/// closed: the library's task closes it, after its first read fails at once).
+void refuse_connection(int sock, bool tls) {
+  if (!tls) {
+    static const std::string answer =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        "Content-Length: 38\r\nConnection: close\r\n\r\n"
+        "{\"error\":\"too many open connections\"}";
+    static_cast<void>(
+        ::send(sock, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL));
+  }
+  ::shutdown(sock, SHUT_RDWR);
+}
+
+/// How the queue's workers consult the gate (http_gate.hpp).
+struct gate_hooks {
+  std::shared_ptr<http_gate> gate;
+  bool tls = false;
+  std::function<void()> on_refused;
+};
+
+/// The library accepts a connection and hands this queue a closure that
+/// serves it; the queue runs each on a worker of its own (`workers` is the
+/// gate's bound of open connections, so none waits in a queue, where no
+/// deadline would run, behind slow ones). Before a worker runs a connection
+/// the gate admits it, or it is refused there and then; beyond `max_open`
+/// connections queued or served, one more thread refuses them (the library's
+/// queue would otherwise grow without bound). The closure carries no socket:
+/// the accept interposer (socket_numbers.hpp) tells the queue which one the
+/// library's accept thread just accepted. A worker that starts a watch
+/// stream leaves the pool (leave_pool): a new worker takes its place, so
+/// open streams never take workers from ordinary requests; the number of
+/// streams has its own bound (watch_ring).
 class bounded_queue final : public httplib::TaskQueue {
 public:
-  bounded_queue(size_t workers, size_t max_open) : max_open_{max_open} {
+  bounded_queue(size_t workers, size_t max_open, gate_hooks hooks)
+      : max_open_{max_open}, hooks_{std::move(hooks)} {
     std::lock_guard<std::mutex> guard{mtx_};
     for (size_t i = 0; i < workers; ++i)
       spawn_locked(false);
@@ -54,13 +87,14 @@ public:
   }
 
   void enqueue(std::function<void()> fn) override {
+    task t{take_accepted_socket(), std::move(fn)};
     {
       std::lock_guard<std::mutex> guard{mtx_};
       if (open_ < max_open_) {
         ++open_;
-        jobs_.push_back(std::move(fn));
+        jobs_.push_back(std::move(t));
       } else {
-        rejects_.push_back(std::move(fn));
+        rejects_.push_back(std::move(t));
       }
     }
     cv_.notify_all();
@@ -85,6 +119,11 @@ public:
   }
 
 private:
+  struct task {
+    int sock = -1; ///< -1: not known (the interposer is not linked): not gated
+    std::function<void()> fn;
+  };
+
   /// Workers are detached and counted: one that left the pool ends on its
   /// own, and shutdown waits for the count to reach zero.
   void spawn_locked(bool reject) {
@@ -92,21 +131,31 @@ private:
     std::thread{[this, reject] { run(reject ? rejects_ : jobs_, reject); }}.detach();
   }
 
-  void run(std::deque<std::function<void()>>& q, bool reject) {
+  void run(std::deque<task>& q, bool reject) {
     current_queue = this;
     for (;;) {
-      std::function<void()> fn;
+      task job;
       {
         std::unique_lock<std::mutex> lock{mtx_};
         cv_.wait(lock, [&] { return stopping_ || !q.empty(); });
         if (q.empty())
           break;
-        fn = std::move(q.front());
+        job = std::move(q.front());
         q.pop_front();
       }
-      over_limit = reject;
-      fn();
-      over_limit = false;
+      http_gate::ticket t;
+      if (job.sock >= 0) {
+        if (!reject)
+          t = hooks_.gate->admit(job.sock);
+        if (!t.admitted) {
+          refuse_connection(job.sock, hooks_.tls);
+          hooks_.on_refused();
+        }
+      }
+      current_ticket = t.admitted ? &t : nullptr;
+      job.fn();
+      current_ticket = nullptr;
+      hooks_.gate->done(t);
       if (left_pool)
         break;
       if (!reject) {
@@ -121,9 +170,10 @@ private:
   }
 
   size_t max_open_;
+  gate_hooks hooks_;
   std::mutex mtx_;
   std::condition_variable cv_, done_;
-  std::deque<std::function<void()>> jobs_, rejects_;
+  std::deque<task> jobs_, rejects_;
   size_t open_ = 0;
   size_t live_ = 0;
   bool stopping_ = false;
@@ -162,15 +212,8 @@ public:
          std::shared_ptr<node_probe> probe, prometheus::Registry& registry,
          const http_limits& limits, std::shared_ptr<http_backend_slot> backends)
       : status_{std::move(status)}, probe_{std::move(probe)}, limits_{limits},
-        backends_{std::move(backends)},
-        ring_{wall_clock_us(), limits.watch_window, limits.max_watch_streams} {
-    if (c.tls) {
-      auto tls = *c.tls;
-      srv_ = std::make_unique<httplib::SSLServer>(
-          [tls](SSL_CTX& ctx) { return setup_tls(ctx, tls); });
-    } else {
-      srv_ = std::make_unique<httplib::Server>();
-    }
+        backends_{std::move(backends)}, ring_{wall_clock_us(), limits.watch_window,
+                                              limits.max_watch_streams} {
     requests_ = &prometheus::BuildCounter()
                      .Name("conclave_http_requests_total")
                      .Help("HTTP requests answered by the node's API")
@@ -182,6 +225,28 @@ public:
                            "too large, unknown route, over the connection limit), by "
                            "status")
                      .Register(registry);
+    auto& connections = prometheus::BuildCounter()
+                            .Name("conclave_http_connections_closed_total")
+                            .Help("HTTP connections the node closed unanswered: over the "
+                                  "open-connection bounds (refused, before any TLS "
+                                  "handshake), or without a complete request within the "
+                                  "request deadline (timeout)")
+                            .Register(registry);
+    refused_ = &connections.Add({{"reason", "refused"}});
+    timed_out_ = &connections.Add({{"reason", "timeout"}});
+    http_gate_limits gl;
+    gl.max_open = limits.max_connections;
+    gl.max_open_per_source = limits.max_connections_per_source;
+    gl.request_deadline = limits.request_deadline;
+    gate_ = std::make_shared<http_gate>(gl, [this] { timed_out_->Increment(); });
+    if (c.tls) {
+      auto tls = *c.tls;
+      srv_ = std::make_unique<httplib::SSLServer>(
+          [tls](SSL_CTX& ctx) { return setup_tls(ctx, tls); });
+    } else {
+      srv_ = std::make_unique<httplib::Server>();
+    }
+    tls_ = c.tls.has_value();
     if (c.http)
       http_.emplace(c.id.value, c.http->to_string());
     for (auto& [id, a] : c.peers_http)
@@ -224,8 +289,10 @@ public:
 private:
   void configure() {
     auto& s = *srv_;
-    s.new_task_queue = [l = limits_] {
-      return new bounded_queue(l.workers, l.max_connections);
+    s.new_task_queue = [this] {
+      gate_hooks h{gate_, tls_, [this] { refused_->Increment(); }};
+      return new bounded_queue(limits_.max_connections, limits_.max_connections,
+                               std::move(h));
     };
     s.set_payload_max_length(limits_.max_body_bytes);
     s.set_read_timeout(limits_.read_timeout);
@@ -236,14 +303,15 @@ private:
     // chunk size, data, CRLF): with Nagle's algorithm each waited for the
     // client's delayed ACK (~40 ms).
     s.set_tcp_nodelay(true);
+    // After an answer the connection waits for its next request: on the
+    // gate's request deadline again.
+    s.set_post_routing_handler([this](const httplib::Request&, httplib::Response&) {
+      if (current_ticket != nullptr)
+        gate_->awaiting_request(*current_ticket);
+    });
     s.set_pre_routing_handler(
         [this](const httplib::Request& req, httplib::Response& res) {
           requests_->Increment();
-          if (over_limit) {
-            reject(res, http_error(503, "too many open connections"));
-            res.set_header("Connection", "close");
-            return httplib::Server::HandlerResponse::Handled;
-          }
           size_t header_bytes = 0;
           for (auto& [k, v] : req.headers)
             header_bytes += k.size() + v.size() + 4;
@@ -259,6 +327,7 @@ private:
     // the API sees the request; handle_http picks the route. A method the
     // library does not know is answered 400 by it.
     auto answer = [this](const httplib::Request& req, httplib::Response& res) {
+      request_arrived();
       auto r = route_request(request_of(req), view(),
                              backends_ ? backends_->get() : http_backends{});
       // Reads are open: a status page loaded from another member may ask.
@@ -272,6 +341,7 @@ private:
       watch(req, res);
     });
     s.Get(R"(/|/ui|/ui/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+      request_arrived();
       auto* a = find_ui_asset(req.path);
       if (a == nullptr)
         return reject(res, http_error(404, "no page " + req.path));
@@ -298,12 +368,17 @@ private:
   /// GET /v1/watch: server-sent events from the ring, resumed after
   /// Last-Event-ID (or ?last_event_id=) when the client sends one.
   void watch(const httplib::Request& req, httplib::Response& res) {
+    request_arrived();
     res.set_header("Access-Control-Allow-Origin", "*");
     if (!ring_.try_open_stream()) {
       reject(res, http_error(503, "too many open watch streams (limit "
                                       + std::to_string(limits_.max_watch_streams) + ")"));
       return;
     }
+    // A stream is bounded by the ring, not by the open-connection bounds,
+    // and has no request deadline.
+    if (current_ticket != nullptr)
+      gate_->detach(*current_ticket);
     if (current_queue != nullptr)
       current_queue->leave_pool();
     auto id = req.get_header_value("Last-Event-ID");
@@ -348,6 +423,13 @@ private:
           return sink.write(out.data(), out.size());
         },
         [this](bool) { ring_.close_stream(); });
+  }
+
+  /// A complete request reached its handler: its connection is off the
+  /// gate's deadline until the answer is out.
+  void request_arrived() {
+    if (current_ticket != nullptr)
+      gate_->request_read(*current_ticket);
   }
 
   void reject(httplib::Response& res, const http_response& r) {
@@ -409,6 +491,10 @@ private:
   std::unique_ptr<httplib::Server> srv_;
   prometheus::Counter* requests_;
   prometheus::Family<prometheus::Counter>* rejected_;
+  prometheus::Counter* refused_;
+  prometheus::Counter* timed_out_;
+  std::shared_ptr<http_gate> gate_;
+  bool tls_ = false;
   watch_ring ring_;
   std::thread thread_;
 };

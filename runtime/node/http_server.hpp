@@ -27,12 +27,18 @@ struct http_limits {
   size_t max_header_bytes = 16 * 1024;
   std::chrono::seconds read_timeout{5};
   std::chrono::seconds keep_alive_timeout{2};
-  size_t workers = 8;
-  /// Connections accepted and not yet closed (queued or served); beyond
-  /// this a connection is answered 503 and closed.
+  /// Connections served at once, each by a worker of its own; beyond this,
+  /// or beyond `max_connections_per_source` from one IP address, a new
+  /// connection is closed at once (plain HTTP: after a 503), before any
+  /// TLS handshake (http_gate.hpp).
   size_t max_connections = 64;
+  size_t max_connections_per_source = 16;
+  /// From taking a connection up (or answering its previous request) to a
+  /// complete request, TLS handshake included; past it the connection is
+  /// closed.
+  std::chrono::milliseconds request_deadline{4000};
   /// Open /v1/watch streams; each holds one thread of its own, outside the
-  /// `workers` pool. Beyond this a new stream is answered 503.
+  /// connections' workers. Beyond this a new stream is answered 503.
   size_t max_watch_streams = 1024;
   /// Events kept for clients that resume with Last-Event-ID.
   size_t watch_window = 4096;

@@ -87,6 +87,24 @@ int renumber_socket(int fd, bool cloexec) {
   return moved;
 }
 
+namespace {
+
+thread_local int last_accepted = -1;
+
+} // namespace
+
+int take_accepted_socket() {
+  auto fd = last_accepted;
+  last_accepted = -1;
+  return fd;
+}
+
+/// Remembers what accept returned (see take_accepted_socket).
+static int accepted(int fd) {
+  last_accepted = fd;
+  return fd;
+}
+
 bool socket_renumbering_active() {
   return libc_socket_fn<void*>("accept") != nullptr && rotation().active();
 }
@@ -110,13 +128,14 @@ int socket(int domain, int type, int protocol) {
 int accept(int fd, sockaddr* addr, socklen_t* len) {
   using fn = int (*)(int, sockaddr*, socklen_t*);
   static auto real = libc_socket_fn<fn>("accept");
-  return renumber_socket(real(fd, addr, len), false);
+  return conclave::node::accepted(renumber_socket(real(fd, addr, len), false));
 }
 
 int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   using fn = int (*)(int, sockaddr*, socklen_t*, int);
   static auto real = libc_socket_fn<fn>("accept4");
-  return renumber_socket(real(fd, addr, len, flags), (flags & SOCK_CLOEXEC) != 0);
+  return conclave::node::accepted(
+      renumber_socket(real(fd, addr, len, flags), (flags & SOCK_CLOEXEC) != 0));
 }
 
 } // extern "C"

@@ -65,6 +65,12 @@ private:
 /// returns the socket's number (`fd` itself if it could not move it).
 int renumber_socket(int fd, bool cloexec);
 
+/// The socket the last accept() or accept4() of this thread returned, once:
+/// -1 after it was taken, or when there was none. cpp-httplib's accept
+/// thread hands its task queue a closure only; the HTTP server's queue
+/// learns its connection's socket this way (http_server.cpp).
+int take_accepted_socket();
+
 /// True if the interposers are in place; calling it also keeps them in the link.
 bool socket_renumbering_active();
 
