@@ -182,21 +182,24 @@
       $("leases-status").className = "na";
       return;
     }
-    const list = r.body && (Array.isArray(r.body) ? r.body : r.body.leases);
+    const list = r.body && r.body.leases;
     if (r.status !== 200 || !Array.isArray(list)) {
       $("leases-status").textContent = "unavailable (HTTP " + r.status + ")";
       $("leases-status").className = "na";
       return;
     }
-    $("leases-status").textContent = list.length + " leases";
+    $("leases-status").textContent = list.length + " leases held";
     $("leases-status").className = "";
+    // One row per holder (a lease of several slots has several).
     for (const l of list) {
-      const tr = document.createElement("tr");
-      cell(tr, l.name);
-      cell(tr, l.holder);
-      cell(tr, l.token);
-      cell(tr, l.expires_in_ms !== undefined ? l.expires_in_ms + " ms" : l.expiry);
-      tbody.appendChild(tr);
+      for (const h of l.holders || []) {
+        const tr = document.createElement("tr");
+        cell(tr, l.name);
+        cell(tr, h.label ? h.holder + " (" + h.label + ")" : h.holder);
+        cell(tr, h.token);
+        cell(tr, h.ttl_ms + " ms");
+        tbody.appendChild(tr);
+      }
     }
   }
 
