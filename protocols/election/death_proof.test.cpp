@@ -259,35 +259,13 @@ TEST_P(death_proof_both, a_silent_leader_is_still_waited_out) {
 // live peers at once) and restarts: never two candidates acting at once,
 // checked after every event; one leader once every fault is healed.
 TEST_P(death_proof_both, random_faults_with_proofs_never_let_two_act_at_once) {
-  for (uint32_t seed = 1; seed <= 200; ++seed) {
-    std::mt19937_64 rng(seed);
-    size_t n = 3 + rng() % 5;
-    election_network net(n, proving(GetParam()));
-    std::mt19937_64 loss_rng(seed * 7919);
-    bool lossy = true;
-    net.set_drop([&](el::node_id, el::node_id, const el::message&) {
-      return lossy && loss_rng() % 100 < 5;
-    });
-    net.start_all();
-    bool violated = false;
-    auto check = [&] {
-      violated |= acting_now(net) > 1;
-      return false;
-    };
-    for (int phase = 0; phase < 12 && !violated; ++phase) {
-      auto r = rng() % 5;
-      auto victim = net.ids()[rng() % n];
-      if (r == 0) {
-        std::vector<std::vector<el::node_id>> groups(2);
-        for (auto i : net.ids())
-          groups[rng() % 2].push_back(i);
-        net.partition(groups);
-      } else if (r == 1) {
-        net.heal();
-      } else if (r == 2 && net.alive(victim)) {
-        net.pause(victim, std::chrono::milliseconds(10 + rng() % 300));
-      } else if (r >= 3) {
-        if (net.alive(victim)) {
+  expect_one_acting_under_random_faults(
+      proving(GetParam()), 5,
+      [](election_network& net, std::mt19937_64& rng, uint32_t kind, el::node_id victim) {
+        if (kind == 2) {
+          if (net.alive(victim))
+            net.pause(victim, std::chrono::milliseconds(10 + rng() % 300));
+        } else if (net.alive(victim)) {
           auto inc = net.node(victim).incarnation();
           net.crash(victim);
           for (auto p : net.ids())
@@ -296,24 +274,8 @@ TEST_P(death_proof_both, random_faults_with_proofs_never_let_two_act_at_once) {
         } else {
           net.restart(victim);
         }
-      }
-      net.run_until(check, std::chrono::milliseconds(50 + rng() % 400));
-    }
-    EXPECT_FALSE(violated) << "seed " << seed;
-    lossy = false;
-    net.heal();
-    for (auto i : net.ids())
-      if (!net.alive(i))
-        net.restart(i);
-    EXPECT_TRUE(net.run_until(
-        [&] {
-          check();
-          return net.agreed_leader() != el::no_node;
-        },
-        5s))
-        << "seed " << seed;
-    EXPECT_FALSE(violated) << "seed " << seed;
-  }
+      },
+      acting_now);
 }
 
 INSTANTIATE_TEST_SUITE_P(election, death_proof_both,
