@@ -16,42 +16,11 @@
 #include <random>
 
 using namespace conclave::process_test;
+using conclave::testing::rss_kib;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
 namespace {
-
-long rss_kib(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0)
-      return std::stol(line.substr(6));
-  return 0;
-}
-
-/// A TCP connection to `host_port` from the loopback address `from` (the
-/// attackers come from other addresses than the well-behaved client).
-int connect_to(const std::string& host_port, const char* from) {
-  auto colon = host_port.rfind(':');
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in src{};
-  src.sin_family = AF_INET;
-  ::inet_pton(AF_INET, from, &src.sin_addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof(src)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
-  ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &sa.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 std::unique_ptr<httplib::SSLClient> tls_client(const std::string& host_port,
                                                const std::filesystem::path& tls) {
@@ -72,7 +41,7 @@ void slowloris(const std::string& host_port, const std::filesystem::path& tls,
                std::atomic<bool>& stop, std::chrono::milliseconds every) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
-  int fd = connect_to(host_port, "127.0.0.4");
+  int fd = conclave::testing::tcp_connect(host_port, "127.0.0.4");
   if (fd < 0) {
     SSL_CTX_free(ctx);
     return;
@@ -139,7 +108,7 @@ TEST_F(http_abuse_process,
     // 200 silent connections and 200 that drip a TLS record header.
     attackers.emplace_back([&] {
       for (int i = 0; i < 400 && !stop; ++i) {
-        int fd = connect_to(target, "127.0.0.2");
+        int fd = conclave::testing::tcp_connect(target, "127.0.0.2");
         if (fd < 0)
           continue;
         std::lock_guard<std::mutex> g{held_mtx};
@@ -162,7 +131,7 @@ TEST_F(http_abuse_process,
       std::mt19937 rng{28};
       std::uniform_int_distribution<int> byte{0, 255};
       for (int i = 0; i < 200 && !stop; ++i) {
-        int fd = connect_to(target, "127.0.0.3");
+        int fd = conclave::testing::tcp_connect(target, "127.0.0.3");
         if (fd < 0)
           continue;
         std::string junk(64 + static_cast<size_t>(i) * 11, '\0');

@@ -15,17 +15,9 @@ namespace {
 
 /// The whole response (status line, headers, body) to `request` sent raw.
 std::string raw_exchange(const std::string& host_port, const std::string& request) {
-  auto colon = host_port.rfind(':');
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{3, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
-  ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &sa.sin_addr);
+  int fd = conclave::testing::tcp_connect(host_port, nullptr, std::chrono::seconds(3));
   std::string response;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+  if (fd >= 0) {
     // No half-close: the server takes it for a client gone and answers nothing.
     ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
     char buf[4096];
@@ -492,18 +484,9 @@ struct tls_get_result {
 tls_get_result tls_livez(const std::string& host_port, SSL_CTX* ctx,
                          SSL_SESSION* session) {
   tls_get_result r;
-  auto colon = host_port.rfind(':');
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{3, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
-  ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &sa.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    ::close(fd);
+  int fd = conclave::testing::tcp_connect(host_port, nullptr, std::chrono::seconds(3));
+  if (fd < 0)
     return r;
-  }
   SSL* ssl = SSL_new(ctx);
   SSL_set_fd(ssl, fd);
   if (session)

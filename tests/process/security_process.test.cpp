@@ -26,6 +26,7 @@
 #include <random>
 
 using namespace conclave::process_test;
+using conclave::testing::rss_kib;
 using namespace std::chrono_literals;
 
 namespace {
@@ -34,28 +35,9 @@ std::string port_of(const std::string& host_port) {
   return host_port.substr(host_port.rfind(':') + 1);
 }
 
-/// Resident set size of `pid` in KiB (VmRSS), 0 if unknown.
-long rss_kib(int pid) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0)
-      return std::stol(line.substr(6));
-  return 0;
-}
-
 /// A connected loopback socket to `port`, or -1.
 int connect_to(const std::string& port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(port)));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+  return conclave::testing::tcp_connect("127.0.0.1:" + port);
 }
 
 /// CAF 0.17's 32-byte BASP header: operation (0: server handshake), padding,

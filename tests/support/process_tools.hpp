@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <netinet/in.h>
 #include <string>
 #include <sys/socket.h>
@@ -36,6 +37,16 @@ inline command_result run_command(const std::string& cmd) {
 }
 
 /// A loopback port that was free a moment ago (callers must still handle a clash).
+/// Resident set size of `pid` in KiB (VmRSS), 0 if unknown.
+inline long rss_kib(int pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stol(line.substr(6));
+  return 0;
+}
+
 inline uint16_t free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in sa{};

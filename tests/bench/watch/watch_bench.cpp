@@ -17,6 +17,7 @@
 // Prints figures (medians); never asserts on time. Processes it starts are
 // its clusters' nodes, stopped with `cluster down`.
 #include "tests/bench/support/stats.hpp"
+#include "tests/support/loopback_http.hpp"
 #include "tests/support/process_tools.hpp"
 
 #include <nlohmann/json.hpp>
@@ -71,17 +72,9 @@ struct sse_conn {
 
   sse_conn(const std::string& host_port, const std::string& path,
            const char* version = "HTTP/1.1") {
-    auto colon = host_port.rfind(':');
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(std::stoi(host_port.substr(colon + 1))));
-    ::inet_pton(AF_INET, host_port.substr(0, colon).c_str(), &sa.sin_addr);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-      ::close(fd);
-      fd = -1;
+    fd = conclave::testing::tcp_connect(host_port);
+    if (fd < 0)
       return;
-    }
     auto req = "GET " + path + " " + version + "\r\nHost: " + host_port + "\r\n\r\n";
     ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   }
