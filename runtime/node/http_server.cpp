@@ -2,6 +2,7 @@
 // unity build (runtime/node/CMakeLists.txt).
 #include "runtime/node/http_server.hpp"
 
+#include "protocols/workflow/store_layout.hpp"
 #include "runtime/node/http_api.hpp"
 #include "runtime/node/http_routes.hpp"
 #include "runtime/node/http_watch.hpp"
@@ -162,8 +163,8 @@ public:
          std::shared_ptr<node_probe> probe, prometheus::Registry& registry,
          const http_limits& limits, std::shared_ptr<http_backend_slot> backends)
       : status_{std::move(status)}, probe_{std::move(probe)}, limits_{limits},
-        backends_{std::move(backends)},
-        ring_{wall_clock_us(), limits.watch_window, limits.max_watch_streams} {
+        backends_{std::move(backends)}, ring_{wall_clock_us(), limits.watch_window,
+                                              limits.max_watch_streams} {
     if (c.tls) {
       auto tls = *c.tls;
       srv_ = std::make_unique<httplib::SSLServer>(
@@ -211,6 +212,20 @@ public:
     ring_.close(); // open streams end, their workers return
     srv_->stop();
     thread_.join();
+  }
+
+  std::shared_ptr<replication::commit_observer> commit_events(uint64_t node) override {
+    auto o = std::make_shared<replication::commit_observer>();
+    o->collections = {workflow::layout::jobs};
+    // Until a stream was opened nobody holds a position in the ring that
+    // these events could follow: skip the decoding (cheap when unwatched).
+    o->notify = [this, node](replication::committed_changes&& c) {
+      if (!ring_.ever_watched())
+        return;
+      for (auto& [type, data] : store_events(c, node, wall_clock_us()))
+        ring_.publish(std::move(type), std::move(data));
+    };
+    return o;
   }
 
   /// The TLS context's sessions speak HTTP, not BASP (tls_error_queue.hpp).
