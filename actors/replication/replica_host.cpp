@@ -359,7 +359,28 @@ void apply_entry(host_state& st, const entry& e, timestamp now) {
   if (!ops->empty() && ops->front().kind == op_kind::session)
     if (auto c = decode_session_op(ops->front()))
       st.session_stamp = std::max(st.session_stamp, c->stamp_ms);
+  // The previous values of the writes an observer watches: read before the
+  // record changes them.
+  auto* observer = st.opts.observer.get();
+  std::vector<observed_write> watched;
+  if (observer)
+    for (auto& op : *ops) {
+      if ((op.kind != op_kind::put && op.kind != op_kind::remove)
+          || observer->collections.count(op.collection) == 0)
+        continue;
+      observed_write w{op.collection, op.key, std::nullopt, std::nullopt};
+      if (auto r = read_committed(*st.store, op.collection, op.key); r)
+        w.before = std::move(r.value());
+      if (op.kind == op_kind::put)
+        w.after = op.value;
+      watched.push_back(std::move(w));
+    }
   auto outcome = apply_txn(*st.store, *ops, e.at);
+  if (observer && observer->notify && !outcome.duplicate && outcome.code == errc::ok) {
+    committed_changes c{e.at, std::move(watched), lease_changes(*ops, outcome, e.at)};
+    if (!c.writes.empty() || !c.leases.empty())
+      observer->notify(std::move(c));
+  }
   if (outcome.duplicate) {
     // A retry answered from the session table: it changed nothing.
     ++st.session_duplicates;

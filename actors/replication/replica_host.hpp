@@ -70,6 +70,7 @@
 // sender streams again).
 #pragma once
 
+#include "actors/replication/commit_observer.hpp"
 #include "actors/replication/lease_table.hpp"
 #include "actors/replication/type_ids.hpp"
 #include "actors/timer/host_clock.hpp"
@@ -183,6 +184,10 @@ struct replica_host_options {
   /// durable (the storage then removes the mark).
   bool amnesiac = false;
   std::function<void()> healed;
+  /// Told of each applied record's writes to its watched collections and
+  /// its lease grants and releases (commit_observer.hpp); null: nothing is
+  /// reported and nothing extra is read.
+  std::shared_ptr<commit_observer> observer;
 };
 
 /// Spawns a host after recovering its term file and device.

@@ -2,6 +2,7 @@
 // unity build (runtime/node/CMakeLists.txt).
 #include "runtime/node/http_server.hpp"
 
+#include "protocols/workflow/store_layout.hpp"
 #include "runtime/node/http_api.hpp"
 #include "runtime/node/http_gate.hpp"
 #include "runtime/node/http_routes.hpp"
@@ -276,6 +277,20 @@ public:
     ring_.close(); // open streams end, their workers return
     srv_->stop();
     thread_.join();
+  }
+
+  std::shared_ptr<replication::commit_observer> commit_events(uint64_t node) override {
+    auto o = std::make_shared<replication::commit_observer>();
+    o->collections = {workflow::layout::jobs};
+    // Until a stream was opened nobody holds a position in the ring that
+    // these events could follow: skip the decoding (cheap when unwatched).
+    o->notify = [this, node](replication::committed_changes&& c) {
+      if (!ring_.ever_watched())
+        return;
+      for (auto& [type, data] : store_events(c, node, wall_clock_us()))
+        ring_.publish(std::move(type), std::move(data));
+    };
+    return o;
   }
 
   /// The TLS context's sessions speak HTTP, not BASP (tls_error_queue.hpp).

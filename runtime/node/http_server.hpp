@@ -14,6 +14,10 @@ namespace prometheus {
 class Registry;
 }
 
+namespace conclave::replication {
+struct commit_observer;
+}
+
 namespace conclave::node {
 
 class http_backend_slot;
@@ -53,6 +57,11 @@ public:
   virtual ~http_server() = default;
   /// Stops accepting and joins the server's threads.
   virtual void stop() = 0;
+  /// An observer for the node's replica host that turns committed job and
+  /// lease changes into `job` and `lease` events on /v1/watch (never
+  /// blocks the host: it only appends to the event ring). `node` is this
+  /// node's id. The server must outlive the host.
+  virtual std::shared_ptr<replication::commit_observer> commit_events(uint64_t node) = 0;
 };
 
 /// Starts serving on cfg.http (TLS with the node's CA and certificate when

@@ -1,5 +1,8 @@
 #include "runtime/node/http_watch.hpp"
 
+#include "protocols/workflow/records.hpp"
+#include "protocols/workflow/store_layout.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -102,6 +105,7 @@ bool watch_ring::try_open_stream() {
   if (streams_ >= max_streams_ || closed_)
     return false;
   ++streams_;
+  ever_watched_.store(true, std::memory_order_relaxed);
   return true;
 }
 
@@ -145,6 +149,56 @@ status_events(const node_status& before, const node_status& after, int64_t now_u
     out.emplace_back(
         "running",
         json{{"node", after.id}, {"running", false}, {"at_us", now_us}}.dump());
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>>
+store_events(const replication::committed_changes& c, uint64_t node, int64_t now_us) {
+  namespace wf = conclave::workflow;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& w : c.writes) {
+    if (w.collection != wf::layout::jobs || !w.after)
+      continue;
+    auto after = wf::decode_doc(*w.after);
+    if (!after)
+      continue;
+    std::optional<wf::job_view> before;
+    if (w.before)
+      if (auto b = wf::decode_doc(*w.before))
+        before = std::move(b.value());
+    auto& now = after.value();
+    if (before && before->job.state == now.job.state
+        && before->job.current.value == now.job.current.value)
+      continue;
+    // The step the job is at; a finished job (current == step count) names
+    // its last step.
+    uint32_t step = now.job.current.value;
+    uint64_t attempt = 0;
+    if (!now.steps.empty()) {
+      auto i = std::min<size_t>(step, now.steps.size() - 1);
+      attempt = now.steps[i].attempt.value;
+    }
+    json j{{"node", node},
+           {"id", now.job.id.value},
+           {"state", wf::to_string(now.job.state)},
+           {"previous", before ? json(wf::to_string(before->job.state)) : json(nullptr)},
+           {"step", step},
+           {"steps", now.job.step_count},
+           {"attempt", attempt},
+           {"lsn", c.at.value},
+           {"at_us", now_us}};
+    out.emplace_back("job", j.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  for (auto& l : c.leases) {
+    json j{{"node", node},
+           {"name", l.name},
+           {"holder", l.holder},
+           {"token", l.token},
+           {"event", replication::to_string(l.kind)},
+           {"lsn", c.at.value},
+           {"at_us", now_us}};
+    out.emplace_back("lease", j.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
   return out;
 }
 

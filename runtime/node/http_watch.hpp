@@ -4,8 +4,10 @@
 // here: http_server.cpp writes what watch_ring hands out.
 #pragma once
 
+#include "actors/replication/commit_observer.hpp"
 #include "runtime/node/status_file.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -20,7 +22,7 @@ namespace conclave::node {
 
 struct watch_event {
   uint64_t seq = 0; ///< 1, 2, 3, ... within one ring
-  std::string type; ///< leader, member, running
+  std::string type; ///< leader, member, running, job, lease
   std::string data; ///< one line of JSON
 };
 
@@ -75,6 +77,10 @@ public:
 
   /// Stream slots: false when max_streams are open.
   bool try_open_stream();
+  /// True once a stream was opened in this life of the ring. Before that no
+  /// client holds a position in it, so events only a resumed stream could
+  /// see (job and lease changes) need not be made at all.
+  bool ever_watched() const { return ever_watched_.load(std::memory_order_relaxed); }
   void close_stream();
   size_t open_streams() const;
 
@@ -90,6 +96,7 @@ private:
   uint64_t next_seq_ = 1;
   bool closed_ = false;
   size_t streams_ = 0;
+  std::atomic<bool> ever_watched_{false};
 };
 
 /// The events a change of the node's status makes: `leader` when the leader,
@@ -98,6 +105,15 @@ private:
 /// (type, JSON data); data carries "node" (this node's id) and "at_us".
 std::vector<std::pair<std::string, std::string>>
 status_events(const node_status& before, const node_status& after, int64_t now_us);
+
+/// The events one committed record makes (every node's replica applies every
+/// record, so every node makes them): `job` per write to the jobs collection
+/// that created a job or changed its state or current step, `lease` per
+/// slot granted, released or expired. Data carries "node" (this node's id)
+/// and "at_us" (when this node applied it). A job document that does not
+/// decode makes no event.
+std::vector<std::pair<std::string, std::string>>
+store_events(const replication::committed_changes& c, uint64_t node, int64_t now_us);
 
 /// One server-sent event: "id: ..\nevent: ..\ndata: ..\n\n".
 std::string sse_frame(int64_t boot, const watch_event& e);

@@ -1,5 +1,8 @@
 #include "runtime/node/http_watch.hpp"
 
+#include "protocols/workflow/records.hpp"
+#include "protocols/workflow/store_layout.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -178,6 +181,118 @@ TEST(http_watch, a_status_writer_listener_sees_every_change_in_order) {
 }
 
 } // namespace
+
+namespace {
+
+conclave::workflow::job_view two_step_job(conclave::workflow::job_state s,
+                                          uint32_t current, uint32_t attempt) {
+  namespace wf = conclave::workflow;
+  wf::job_view v;
+  v.job.id = wf::job_id{"j-1"};
+  v.job.state = s;
+  v.job.step_count = 2;
+  v.job.current = wf::step_index{current};
+  for (uint32_t i = 0; i < 2; ++i) {
+    wf::step_record r;
+    r.job = v.job.id;
+    r.index = wf::step_index{i};
+    r.spec.agent_kind = "echo";
+    r.attempt = wf::attempt{i == current ? attempt : 0};
+    v.steps.push_back(r);
+  }
+  return v;
+}
+
+conclave::replication::observed_write
+job_write(const std::optional<conclave::workflow::job_view>& before,
+          const std::optional<conclave::workflow::job_view>& after) {
+  conclave::replication::observed_write w;
+  w.collection = conclave::workflow::layout::jobs;
+  w.key = "j-1";
+  if (before)
+    w.before = conclave::workflow::encode_doc(*before);
+  if (after)
+    w.after = conclave::workflow::encode_doc(*after);
+  return w;
+}
+
+} // namespace
+
+TEST(http_watch, job_writes_become_job_events_only_on_state_or_step_changes) {
+  namespace wf = conclave::workflow;
+  using conclave::replication::committed_changes;
+  using conclave::replication::lsn;
+  auto pending = two_step_job(wf::job_state::pending, 0, 0);
+  auto running = two_step_job(wf::job_state::processing, 0, 1);
+  auto running_again = running; // a change of something else: a new lock
+  running_again.steps[0].agent = 7;
+  auto second = two_step_job(wf::job_state::processing, 1, 3);
+  auto done = two_step_job(wf::job_state::processed, 2, 3);
+  committed_changes c;
+  c.at = lsn{12};
+  c.writes = {job_write(std::nullopt, pending), job_write(pending, running),
+              job_write(running, running_again), job_write(running_again, second),
+              job_write(second, done)};
+  // Not a job document: other collections, garbage, a removal.
+  c.writes.push_back({"wf.ready", "x", std::nullopt, std::string{"r"}});
+  c.writes.push_back({wf::layout::jobs, "j-2", std::nullopt, std::string{"garbage"}});
+  c.writes.push_back({wf::layout::jobs, "j-3", wf::encode_doc(done), std::nullopt});
+  auto ev = conclave::node::store_events(c, 3, 1000);
+  ASSERT_EQ(ev.size(), 4u);
+  std::vector<std::pair<std::string, std::string>> moves{{"pending", ""},
+                                                         {"processing", "pending"},
+                                                         {"processing", "processing"},
+                                                         {"processed", "processing"}};
+  std::vector<uint32_t> steps{0, 0, 1, 2};
+  for (size_t i = 0; i < ev.size(); ++i) {
+    EXPECT_EQ(ev[i].first, "job");
+    auto j = nlohmann::json::parse(ev[i].second);
+    EXPECT_EQ(j["node"], 3);
+    EXPECT_EQ(j["id"], "j-1");
+    EXPECT_EQ(j["state"], moves[i].first) << i;
+    if (moves[i].second.empty())
+      EXPECT_TRUE(j["previous"].is_null());
+    else
+      EXPECT_EQ(j["previous"], moves[i].second) << i;
+    EXPECT_EQ(j["step"], steps[i]) << i;
+    EXPECT_EQ(j["steps"], 2);
+    EXPECT_EQ(j["lsn"], 12);
+    EXPECT_EQ(j["at_us"], 1000);
+  }
+  // A finished job names its last step's attempt.
+  EXPECT_EQ(nlohmann::json::parse(ev[3].second)["attempt"], 0);
+  EXPECT_EQ(nlohmann::json::parse(ev[1].second)["attempt"], 1);
+  EXPECT_EQ(nlohmann::json::parse(ev[2].second)["attempt"], 3);
+}
+
+TEST(http_watch, lease_changes_become_lease_events) {
+  using namespace conclave::replication;
+  committed_changes c;
+  c.at = lsn{40};
+  c.leases = {{"m", "a", 40, lease_change_kind::granted},
+              {"n", "b", 9, lease_change_kind::released},
+              {"o", "c", 7, lease_change_kind::expired}};
+  auto ev = conclave::node::store_events(c, 2, 5);
+  ASSERT_EQ(ev.size(), 3u);
+  std::vector<std::string> kinds{"granted", "released", "expired"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ev[i].first, "lease");
+    auto j = nlohmann::json::parse(ev[i].second);
+    EXPECT_EQ(j["node"], 2);
+    EXPECT_EQ(j["name"], c.leases[i].name);
+    EXPECT_EQ(j["holder"], c.leases[i].holder);
+    EXPECT_EQ(j["token"], c.leases[i].token);
+    EXPECT_EQ(j["event"], kinds[i]);
+  }
+}
+
+TEST(http_watch, the_ring_knows_once_it_was_watched) {
+  conclave::node::watch_ring ring{1, 8, 2};
+  EXPECT_FALSE(ring.ever_watched());
+  ASSERT_TRUE(ring.try_open_stream());
+  ring.close_stream();
+  EXPECT_TRUE(ring.ever_watched());
+}
 
 #include "runtime/node/ui_assets.hpp"
 

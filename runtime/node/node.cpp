@@ -231,7 +231,7 @@ el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
                             const replica_storage& storage, peer_links& links,
                             const std::shared_ptr<node_probe>& probe,
                             const std::shared_ptr<status_writer>& status,
-                            const node_hooks& hooks) {
+                            const node_hooks& hooks, http_server* http) {
   composition_options o;
   auto& co = o.candidate;
   co.id = c.id;
@@ -254,6 +254,10 @@ el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
     ro.checkpoint_every_records = c.checkpoint_every_records;
     ro.checkpoint_every_bytes = c.checkpoint_every_bytes;
     ro.amnesiac = storage.amnesiac;
+    // Every committed job and lease change reaches this replica: /v1/watch
+    // publishes them from here, whichever node the client watches.
+    if (http)
+      ro.observer = http->commit_events(c.id.value);
     if (storage.amnesiac)
       ro.healed = [heal = storage.healed, log = links.logger()] {
         if (heal)
@@ -416,7 +420,7 @@ int run_node(const node_config& c, const node_hooks& hooks) {
     }
     links->set_liveness(std::shared_ptr<liveness_watch>{std::move(watch)});
   }
-  auto candidate = compose(sys, c, storage, *links, probe, status, hooks);
+  auto candidate = compose(sys, c, storage, *links, probe, status, hooks, http.get());
   auto gate = spawn_gate(sys, links);
   auto published =
       c.tls ? caf::openssl::publish(gate, c.listen.port, c.listen.host.c_str(), true)

@@ -7,6 +7,8 @@
 #include <openssl/ssl.h>
 
 #include <csignal>
+#include <mutex>
+#include <thread>
 
 using namespace conclave::process_test;
 using nlohmann::json;
@@ -467,6 +469,118 @@ TEST_F(http_watch_process,
   auto o = parse_sse(other);
   ASSERT_GE(o.size(), 2u) << other;
   EXPECT_EQ(o[1].event, "reset") << other;
+}
+
+TEST_F(http_watch_process, a_follower_streams_job_transitions_and_lease_grants) {
+  up(3);
+  auto st = status();
+  auto leader = st["nodes"][0]["leader"].get<uint64_t>();
+  std::string follower_http, leader_http;
+  for (auto& n : st["nodes"]) {
+    if (n["id"].get<uint64_t>() == leader)
+      leader_http = n["http"].get<std::string>();
+    else if (follower_http.empty())
+      follower_http = n["http"].get<std::string>();
+  }
+  ASSERT_FALSE(follower_http.empty());
+  ASSERT_FALSE(leader_http.empty());
+  auto tls = dir / "tls";
+  // The follower's stream, read until the job is processed and the lock's
+  // grant arrived (or 40 s: keep-alive comments call back every 5 s).
+  std::string live;
+  std::mutex mtx;
+  auto done = [](const std::string& text) {
+    bool processed = false, granted = false;
+    for (auto& e : parse_sse(text)) {
+      if (e.event == "job" && json::parse(e.data)["id"] == "watch-1"
+          && json::parse(e.data)["state"] == "processed")
+        processed = true;
+      if (e.event == "lease" && json::parse(e.data)["name"] == "watch-lock"
+          && json::parse(e.data)["event"] == "granted")
+        granted = true;
+    }
+    return processed && granted;
+  };
+  auto deadline = std::chrono::steady_clock::now() + 40s;
+  std::thread reader{[&] {
+    auto c = tls_client(tls, follower_http, false);
+    c->Get("/v1/watch", [&](const char* d, size_t n) {
+      std::lock_guard<std::mutex> guard{mtx};
+      live.append(d, n);
+      return !done(live) && std::chrono::steady_clock::now() < deadline;
+    });
+  }};
+  struct join_reader {
+    std::thread& t;
+    ~join_reader() {
+      if (t.joinable())
+        t.join();
+    }
+  } joiner{reader};
+  auto text = [&] {
+    std::lock_guard<std::mutex> guard{mtx};
+    return live;
+  };
+  ASSERT_TRUE(eventually([&] { return has(text(), "event: hello"); }, 5s)) << text();
+
+  // A job submitted on the leader; the store client may still be starting.
+  auto writer = tls_client(tls, leader_http, true);
+  int sub_status = 0;
+  std::string sub_body;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = writer->Post(
+            "/v1/jobs", R"({"id":"watch-1","steps":[{"kind":"sleep","payload":"10"}]})",
+            "application/json");
+        sub_status = r ? r->status : 0;
+        sub_body = r ? r->body : "";
+        return sub_status != 0 && sub_status != 503;
+      },
+      10s));
+  ASSERT_EQ(sub_status, 201) << sub_body;
+
+  // A lease taken by `conclave lock`, stopped by its pid whatever happens.
+  auto pid_text = run_conclave("lock watch-lock --dir " + dir.string()
+                               + " -- sleep 20 >/dev/null 2>&1 & echo $!")
+                      .out;
+  auto pid = static_cast<pid_t>(std::stol(pid_text));
+  struct stop_lock {
+    pid_t pid;
+    ~stop_lock() { ::kill(pid, SIGTERM); }
+  } stop{pid};
+  reader.join();
+
+  auto events = parse_sse(live);
+  ASSERT_TRUE(done(live)) << live;
+  std::vector<std::string> states;
+  json grant;
+  for (auto& e : events) {
+    EXPECT_FALSE(e.event != "hello" && e.id.empty()) << e.event;
+    if (e.event == "job") {
+      auto j = json::parse(e.data);
+      if (j["id"] != "watch-1")
+        continue;
+      EXPECT_NE(j["node"].get<uint64_t>(), leader) << e.data; // the follower's own
+      if (states.empty())
+        EXPECT_TRUE(j["previous"].is_null()) << e.data;
+      else
+        EXPECT_EQ(j["previous"], states.back()) << e.data;
+      states.push_back(j["state"].get<std::string>());
+    }
+    if (e.event == "lease" && json::parse(e.data)["name"] == "watch-lock"
+        && grant.is_null())
+      grant = json::parse(e.data);
+  }
+  ASSERT_FALSE(states.empty()) << live;
+  EXPECT_EQ(states.front(), "pending") << live;
+  EXPECT_EQ(states.back(), "processed") << live;
+  EXPECT_NE(std::find(states.begin(), states.end(), "processing"), states.end()) << live;
+  ASSERT_FALSE(grant.is_null()) << live;
+  EXPECT_EQ(grant["event"], "granted");
+  EXPECT_GT(grant["token"].get<uint64_t>(), 0u);
+  EXPECT_FALSE(grant["holder"].get<std::string>().empty());
+  // Made by the follower's own replica: the events name the node streaming.
+  EXPECT_NE(grant["node"].get<uint64_t>(), leader);
 }
 
 } // namespace

@@ -74,6 +74,8 @@ protected:
     o.max_lease_waiters = max_lease_waiters;
     if (i < clock_rates.size())
       o.lease_clock_rate = clock_rates[i];
+    if (i < observers.size())
+      o.observer = observers[i];
     rs[i].host = track(spawn_replica_host(sys(), o));
     for (auto& r : rs)
       r.transport->set_peer(rs[i].id, rs[i].host);
@@ -170,6 +172,9 @@ protected:
   lease_timing lease_time;
   size_t max_lease_waiters = 100000;
   std::vector<double> clock_rates;
+  /// Each host's commit observer (none past the vector's end); set before
+  /// SetUp spawns the hosts, or respawn.
+  std::vector<std::shared_ptr<commit_observer>> observers;
 };
 
 } // namespace conclave::replication::testing

@@ -219,6 +219,14 @@
     refreshPending = setTimeout(() => { refreshPending = null; refreshAll(); }, 100);
   }
 
+  // Job and lease events come in bursts (a job moves several times a
+  // second): each table is read again at most every 250 ms.
+  const tableTimers = {};
+  function refreshTableSoon(f) {
+    if (tableTimers[f.name]) return;
+    tableTimers[f.name] = setTimeout(() => { tableTimers[f.name] = null; f().catch(() => {}); }, 250);
+  }
+
   function logEvent(type, d) {
     const li = document.createElement("li");
     const t = new Date(d.at_us ? d.at_us / 1000 : Date.now()).toISOString().slice(11, 23);
@@ -226,6 +234,8 @@
     if (type === "leader") what = "node " + d.node + " sees leader " + d.leader + " (term " + d.term.epoch + "/" + d.term.leader + (d.acting ? ", acting" : "") + ")";
     if (type === "member") what = "node " + d.node + " sees member " + d.id + " " + d.state + (d.linked ? "" : ", not linked");
     if (type === "running") what = "node " + d.node + " is stopping";
+    if (type === "job") what = "job " + d.id + " " + (d.previous ? d.previous + " -> " : "") + d.state + " (step " + d.step + ", attempt " + d.attempt + ")";
+    if (type === "lease") what = "lease " + d.name + " " + d.event + " (holder " + d.holder + ", token " + d.token + ")";
     li.textContent = t + " " + what;
     const ol = $("events");
     ol.insertBefore(li, ol.firstChild);
@@ -252,6 +262,14 @@
     s.addEventListener("member", (e) => {
       logEvent("member", JSON.parse(e.data));
       refreshSoon();
+    });
+    s.addEventListener("job", (e) => {
+      logEvent("job", JSON.parse(e.data));
+      refreshTableSoon(refreshJobs);
+    });
+    s.addEventListener("lease", (e) => {
+      logEvent("lease", JSON.parse(e.data));
+      refreshTableSoon(refreshLeases);
     });
     s.addEventListener("running", (e) => {
       logEvent("running", JSON.parse(e.data));
