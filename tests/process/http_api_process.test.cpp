@@ -43,6 +43,18 @@ json body_of(const std::string& response) {
                      false);
 }
 
+/// `conclave lock NAME -- sleep 20` in the background, stopped by its pid
+/// (SIGTERM: it releases the lease and ends its command) whatever happens.
+struct background_lock {
+  pid_t pid;
+  background_lock(const std::string& name, const std::filesystem::path& dir)
+      : pid(static_cast<pid_t>(
+          std::stol(run_conclave("lock " + name + " --dir " + dir.string()
+                                 + " -- sleep 20 >/dev/null 2>&1 & echo $!")
+                        .out))) {}
+  ~background_lock() { ::kill(pid, SIGTERM); }
+};
+
 using http_api_process = cluster_test;
 
 TEST_F(http_api_process, every_documented_route_answers_over_tls) {
@@ -275,16 +287,7 @@ TEST_F(http_api_process, data_routes_kv_jobs_and_leases_over_tls) {
 
   // Leases: a `conclave lock` holder is seen with its token.
   EXPECT_TRUE(parsed(reader->Get("/v1/leases/web-lock"))["holders"].empty());
-  auto pid_text = run_conclave("lock web-lock --dir " + dir.string()
-                               + " -- sleep 20 >/dev/null 2>&1 & echo $!")
-                      .out;
-  auto pid = static_cast<pid_t>(std::stol(pid_text));
-  // Stopped by its pid whatever happens below: it releases the lease and
-  // ends its command.
-  struct stop_lock {
-    pid_t pid;
-    ~stop_lock() { ::kill(pid, SIGTERM); }
-  } stop{pid};
+  background_lock lock{"web-lock", dir};
   json held;
   EXPECT_TRUE(eventually(
       [&] {
@@ -540,14 +543,7 @@ TEST_F(http_watch_process, a_follower_streams_job_transitions_and_lease_grants) 
   ASSERT_EQ(sub_status, 201) << sub_body;
 
   // A lease taken by `conclave lock`, stopped by its pid whatever happens.
-  auto pid_text = run_conclave("lock watch-lock --dir " + dir.string()
-                               + " -- sleep 20 >/dev/null 2>&1 & echo $!")
-                      .out;
-  auto pid = static_cast<pid_t>(std::stol(pid_text));
-  struct stop_lock {
-    pid_t pid;
-    ~stop_lock() { ::kill(pid, SIGTERM); }
-  } stop{pid};
+  background_lock lock{"watch-lock", dir};
   reader.join();
 
   auto events = parse_sse(live);
