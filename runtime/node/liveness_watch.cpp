@@ -401,6 +401,14 @@ bool liveness_watch::watching(uint64_t member, uint64_t incarnation) const {
   return false;
 }
 
+bool liveness_watch::confirmed(uint64_t member, uint64_t incarnation) const {
+  std::lock_guard<std::mutex> lock{impl_->mtx};
+  for (auto& c : impl_->conns)
+    if (c.member == member && c.incarnation == incarnation && c.ph == phase::watching)
+      return true;
+  return false;
+}
+
 uint64_t liveness_watch::proofs() const {
   std::lock_guard<std::mutex> lock{impl_->mtx};
   return impl_->proofs;

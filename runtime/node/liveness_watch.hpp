@@ -102,6 +102,9 @@ public:
   void dial(const std::string& host, uint16_t port, const std::string& nonce,
             uint64_t member, uint64_t incarnation);
   /// Whether a connection to `member`'s `incarnation` is watched or opening.
+  /// True once the connection to or from (member, incarnation) is being
+  /// watched for a proof (a dialer: after the accepting side's byte).
+  bool confirmed(uint64_t member, uint64_t incarnation) const;
   bool watching(uint64_t member, uint64_t incarnation) const;
   /// Proofs seen so far (for metrics and tests).
   uint64_t proofs() const;
