@@ -442,8 +442,9 @@ std::vector<participant> candidate_core::participants(timestamp now) const {
   std::vector<participant> result;
   result.reserve(members_.size());
   for (auto m : members_) {
-    participant p{m, peer_state::alive};
+    participant p{m, peer_state::alive, now};
     if (auto s = status(m)) {
+      p.last_heard = s->last_heard;
       if (s->down)
         p.state = peer_state::down;
       else if (s->suspected)

@@ -124,6 +124,9 @@ std::string_view to_string(peer_state s);
 struct participant {
   node_id id;
   peer_state state = peer_state::alive;
+  /// When this candidate last received a message from it (its start, if
+  /// none yet; for itself: now). A follower hears from its leader only.
+  timestamp last_heard{0};
 };
 
 /// Counters kept by every core; hosts export them, tests and the simulator read them.

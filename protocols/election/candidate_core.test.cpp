@@ -184,6 +184,17 @@ TEST(candidate_core, leader_lists_silent_followers_as_suspected_and_trusts_them_
   };
   EXPECT_EQ(state_of(3), el::peer_state::suspected);
   EXPECT_EQ(state_of(1), el::peer_state::alive);
+  // The silence is visible: 3 was last heard about 400 ms ago, 1 within a
+  // heartbeat round, the leader itself now.
+  auto heard = [&](uint64_t who) {
+    for (auto& p : net.node(4).participants(net.now()))
+      if (p.id == id(who))
+        return net.now() - p.last_heard;
+    return el::duration::max();
+  };
+  EXPECT_GE(heard(3), 300ms);
+  EXPECT_LE(heard(1), el::election_config{}.detector.timeout);
+  EXPECT_EQ(heard(4), el::duration::zero());
   net.heal();
   net.run_for(200ms);
   EXPECT_EQ(state_of(3), el::peer_state::alive);

@@ -35,9 +35,17 @@ json cluster_json(const http_view& v) {
                        {"linked", p.connected},
                        {"state", p.state}});
   for (auto& m : members) {
-    auto h = v.http.find(m["id"].get<uint64_t>());
+    auto id = m["id"].get<uint64_t>();
+    auto h = v.http.find(id);
     m["http"] =
         h == v.http.end() ? json(nullptr) : json(v.http_scheme + "://" + h->second);
+    // Only where this node expects to hear from the member: a leader hears
+    // every follower's acks, a follower its leader's heartbeats.
+    auto heard = v.peer_silence.find(id);
+    bool expected = id != s.id && (s.is_leader || id == s.leader);
+    m["last_heard_ms"] = expected && heard != v.peer_silence.end()
+                             ? json(heard->second * 1000.0)
+                             : json(nullptr);
   }
   json j{{"cluster", s.cluster},
          {"id", s.id},
@@ -77,6 +85,58 @@ json replicas_json(const http_view& v) {
 }
 
 } // namespace
+
+void merge_member_views(json& cluster, const std::vector<member_view>& views) {
+  auto self = cluster.value("id", uint64_t{0});
+  // observer → (member → state), this node's own view first.
+  std::map<uint64_t, std::map<uint64_t, std::string>> seen;
+  for (auto& m : cluster["members"])
+    if (!m.value("self", false))
+      seen[self][m.value("id", uint64_t{0})] = m.value("state", "");
+  json answered = json::array({self});
+  json unanswered = json::array();
+  for (auto& v : views) {
+    std::optional<json> body;
+    if (v.body) {
+      auto j = json::parse(*v.body, nullptr, false);
+      if (!j.is_discarded() && j.is_object() && j.contains("id")
+          && j["id"].is_number_unsigned() && j["id"].get<uint64_t>() == v.from
+          && j.contains("members") && j["members"].is_array())
+        body = std::move(j);
+    }
+    if (!body) {
+      unanswered.push_back(
+          {{"id", v.from}, {"error", v.body ? "not a /v1/cluster answer" : v.error}});
+      continue;
+    }
+    answered.push_back(v.from);
+    auto& row = seen[v.from];
+    for (auto& m : (*body)["members"]) {
+      if (!m.is_object() || !m.contains("id") || !m["id"].is_number_unsigned()
+          || !m.contains("state") || !m["state"].is_string())
+        continue;
+      auto id = m["id"].get<uint64_t>();
+      if (id != v.from) // a member does not judge itself
+        row[id] = m["state"].get<std::string>();
+    }
+  }
+  for (auto& m : cluster["members"]) {
+    auto id = m.value("id", uint64_t{0});
+    json seen_by = json::object();
+    json suspected_by = json::array();
+    for (auto& [observer, states] : seen) {
+      auto i = states.find(id);
+      if (i == states.end())
+        continue;
+      seen_by[std::to_string(observer)] = i->second;
+      if (i->second == "suspected" || i->second == "down")
+        suspected_by.push_back(observer);
+    }
+    m["seen_by"] = std::move(seen_by);
+    m["suspected_by"] = std::move(suspected_by);
+  }
+  cluster["views"] = {{"answered", answered}, {"unanswered", unanswered}};
+}
 
 http_response http_error(int status, const std::string& message) {
   return {status, json{{"error", message}}.dump(), "application/json"};
@@ -137,8 +197,16 @@ http_response handle_http(const http_request& req, const http_view& v) {
       return {503, json{{"ready", false}, {"reason", why}}.dump(), "application/json"};
     return ok({{"ready", true}});
   }
-  if (route("/v1/cluster"))
-    return ok(cluster_json(v));
+  if (route("/v1/cluster")) {
+    auto j = cluster_json(v);
+    auto scope = req.query.find("scope");
+    if (scope != req.query.end() && scope->second != "local" && scope->second != "all")
+      return http_error(400, "scope: expected local or all");
+    bool local = scope != req.query.end() && scope->second == "local";
+    if (!local)
+      merge_member_views(j, v.fetch_views ? v.fetch_views() : std::vector<member_view>{});
+    return ok(j);
+  }
   return ok(replicas_json(v));
 }
 

@@ -6,8 +6,12 @@
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/status_file.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,14 @@ struct readiness_bounds {
   uint64_t max_apply_lag = 1000;
 };
 
+/// Another member's own view of the group (its answer to
+/// GET /v1/cluster?scope=local), or why none came.
+struct member_view {
+  uint64_t from = 0;
+  std::optional<std::string> body; ///< nullopt: no answer
+  std::string error;               ///< why not (connect, TLS, status, timeout)
+};
+
 /// What a request is answered from, taken once per request.
 struct http_view {
   node_status status;
@@ -48,6 +60,13 @@ struct http_view {
   /// --peers-http), and whether they speak https or http.
   std::map<uint64_t, std::string> http;
   std::string http_scheme = "http";
+  /// Seconds since the candidate last heard from each member (status of the
+  /// election's own messages; a follower hears its leader only).
+  std::map<uint64_t, double> peer_silence;
+  /// Asks every other member with an HTTP address for its own view (bounded
+  /// in time); called only by GET /v1/cluster without scope=local. Unset:
+  /// no other member is asked.
+  std::function<std::vector<member_view>()> fetch_views;
 };
 
 /// `{"error": message}` with `status`.
@@ -57,6 +76,14 @@ http_response http_error(int status, const std::string& message);
 /// majority lease, fewer than a majority of members linked, the leader's link
 /// down, a replica syncing, healing or applying more than the bound behind.
 std::string unready_reason(const http_view& v);
+
+/// Merges the other members' views into this node's /v1/cluster body
+/// (`cluster`, as cluster_json makes it): every member gains "seen_by"
+/// (observer id → the state that observer's candidate gives it; this node
+/// included) and "suspected_by" (the observers that judge it suspected or
+/// down); "views" lists which members answered and which did not, and why.
+/// An answer that is not such a body counts as no answer.
+void merge_member_views(nlohmann::json& cluster, const std::vector<member_view>& views);
 
 /// Answers GET /livez, /readyz, /v1/cluster and /v1/replicas; 404 for
 /// another path, 405 for another method on these.

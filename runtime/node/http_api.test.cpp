@@ -160,3 +160,96 @@ TEST(http_api, cluster_lists_each_members_http_address_where_configured) {
 }
 
 } // namespace
+
+namespace {
+
+/// What member `id` would answer to /v1/cluster?scope=local: its own view,
+/// `states` for the others.
+std::string own_view(uint64_t id, std::map<uint64_t, std::string> states) {
+  json members = json::array({{{"id", id}, {"self", true}, {"state", "alive"}}});
+  for (auto& [m, st] : states)
+    members.push_back({{"id", m}, {"self", false}, {"state", st}});
+  return json{{"id", id}, {"members", members}}.dump();
+}
+
+json member(const json& cluster, uint64_t id) {
+  for (auto& m : cluster["members"])
+    if (m["id"] == id)
+      return m;
+  return nullptr;
+}
+
+TEST(http_api, cluster_says_who_suspects_each_member) {
+  auto v = follower_view(); // node 1, following 2
+  v.status.peers[1].state = "suspected";
+  int asked = 0;
+  v.fetch_views = [&] {
+    ++asked;
+    return std::vector<member_view>{{2, own_view(2, {{1, "alive"}, {3, "down"}}), ""},
+                                    {3, std::nullopt, "no answer: Connection"}};
+  };
+  auto j = body(handle_http({"GET", "/v1/cluster"}, v));
+  EXPECT_EQ(asked, 1);
+  auto three = member(j, 3);
+  EXPECT_EQ(three["suspected_by"], json::array({1, 2}));
+  EXPECT_EQ(three["seen_by"]["1"], "suspected");
+  EXPECT_EQ(three["seen_by"]["2"], "down");
+  auto two = member(j, 2);
+  EXPECT_EQ(two["suspected_by"], json::array());
+  EXPECT_EQ(two["seen_by"]["1"], "alive");
+  EXPECT_FALSE(two["seen_by"].contains("2")) << "a member does not judge itself";
+  EXPECT_EQ(member(j, 1)["seen_by"]["2"], "alive");
+  EXPECT_EQ(j["views"]["answered"], json::array({1, 2}));
+  ASSERT_EQ(j["views"]["unanswered"].size(), 1u);
+  EXPECT_EQ(j["views"]["unanswered"][0]["id"], 3);
+  EXPECT_NE(j["views"]["unanswered"][0]["error"].get<std::string>().find("Connection"),
+            std::string::npos);
+
+  // scope=local: this node's view alone, nobody asked (what members ask
+  // each other, so one request never fans out twice).
+  auto l = body(handle_http({"GET", "/v1/cluster", {{"scope", "local"}}}, v));
+  EXPECT_EQ(asked, 1);
+  EXPECT_FALSE(l.contains("views"));
+  EXPECT_EQ(handle_http({"GET", "/v1/cluster", {{"scope", "x"}}}, v).status, 400);
+}
+
+TEST(http_api, an_answer_that_is_not_a_members_view_counts_as_none) {
+  auto v = follower_view();
+  for (std::string bad :
+       {"", "{", "[]", "null", R"({"id":"2","members":[]})", R"({"id":3,"members":[]})",
+        R"({"id":2,"members":{}})", R"({"id":2})", R"({"id":-2,"members":[]})"}) {
+    v.fetch_views = [&] { return std::vector<member_view>{{2, bad, ""}}; };
+    auto j = body(handle_http({"GET", "/v1/cluster"}, v));
+    EXPECT_EQ(j["views"]["answered"], json::array({1})) << bad;
+    EXPECT_EQ(j["views"]["unanswered"][0]["id"], 2) << bad;
+    EXPECT_EQ(member(j, 3)["seen_by"].size(), 1u) << bad;
+  }
+  // Entries that are not members are skipped, the rest of the view counts.
+  v.fetch_views = [&] {
+    return std::vector<member_view>{
+        {2,
+         R"({"id":2,"members":[1,{"id":"3","state":"down"},{"id":3},)"
+         R"({"id":3,"state":7},{"id":1,"state":"suspected"}]})",
+         ""}};
+  };
+  auto j = body(handle_http({"GET", "/v1/cluster"}, v));
+  EXPECT_EQ(j["views"]["answered"], json::array({1, 2}));
+  EXPECT_EQ(member(j, 1)["suspected_by"], json::array({2}));
+  EXPECT_EQ(member(j, 3)["suspected_by"], json::array());
+}
+
+TEST(http_api, last_heard_is_shown_where_this_node_expects_to_hear) {
+  auto v = follower_view(); // follower of 2: hears only 2
+  v.peer_silence = {{1, 0.0}, {2, 0.012}, {3, 4.0}};
+  auto j = body(handle_http({"GET", "/v1/cluster", {{"scope", "local"}}}, v));
+  EXPECT_DOUBLE_EQ(member(j, 2)["last_heard_ms"].get<double>(), 12.0);
+  EXPECT_TRUE(member(j, 3)["last_heard_ms"].is_null());
+  EXPECT_TRUE(member(j, 1)["last_heard_ms"].is_null());
+  v.status.leader = 1;
+  v.status.is_leader = true; // a leader hears every follower's acks
+  j = body(handle_http({"GET", "/v1/cluster", {{"scope", "local"}}}, v));
+  EXPECT_DOUBLE_EQ(member(j, 3)["last_heard_ms"].get<double>(), 4000.0);
+  EXPECT_DOUBLE_EQ(member(j, 2)["last_heard_ms"].get<double>(), 12.0);
+}
+
+} // namespace

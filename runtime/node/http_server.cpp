@@ -22,6 +22,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -32,6 +33,66 @@
 namespace conclave::node {
 
 namespace {
+
+/// One member's own view (GET /v1/cluster?scope=local), asked over the
+/// member's HTTP address, checked with this node's CA: the answering member must
+/// present a certificate of the cluster's CA (its name is not checked: the
+/// certificates name members, not addresses).
+member_view fetch_member_view(uint64_t id, const address& a,
+                              const std::optional<node_config::tls_files>& tls,
+                              std::chrono::milliseconds bound) {
+  member_view out;
+  out.from = id;
+  std::unique_ptr<httplib::ClientImpl> cli;
+  if (tls) {
+    // Reads need no client certificate (and a member's own certificate is
+    // not one a member's HTTP server takes from a client).
+    auto c = std::make_unique<httplib::SSLClient>(a.host, a.port);
+    c->enable_server_certificate_verification(false); // no host name check
+    SSL_CTX* ctx = c->ssl_context();
+    if (ctx == nullptr
+        || SSL_CTX_load_verify_locations(ctx, tls->ca.c_str(), nullptr) != 1) {
+      out.error = "cannot load the cluster's CA";
+      return out;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr); // the chain is checked
+    exempt_from_basp_checks(ctx);                      // HTTP, not BASP
+    cli = std::move(c);
+  } else {
+    cli = std::make_unique<httplib::ClientImpl>(a.host, a.port);
+  }
+  auto half = std::chrono::duration_cast<std::chrono::microseconds>(bound) / 2;
+  cli->set_connection_timeout(0, half.count());
+  cli->set_read_timeout(0, half.count());
+  cli->set_write_timeout(0, half.count());
+  cli->set_keep_alive(false);
+  auto r = cli->Get("/v1/cluster?scope=local");
+  if (!r) {
+    out.error = "no answer from " + a.to_string() + ": " + httplib::to_string(r.error());
+    return out;
+  }
+  if (r->status != 200) {
+    out.error = a.to_string() + " answered " + std::to_string(r->status);
+    return out;
+  }
+  out.body = r->body;
+  return out;
+}
+
+/// Every other member's view, asked in parallel; within about `bound`.
+std::vector<member_view>
+fetch_member_views(const std::map<uint64_t, address>& members,
+                   const std::optional<node_config::tls_files>& tls,
+                   std::chrono::milliseconds bound) {
+  std::vector<std::future<member_view>> pending;
+  for (auto& [id, a] : members)
+    pending.push_back(
+        std::async(std::launch::async, fetch_member_view, id, a, std::cref(tls), bound));
+  std::vector<member_view> out;
+  for (auto& f : pending)
+    out.push_back(f.get());
+  return out;
+}
 
 class bounded_queue;
 /// The queue whose worker runs on this thread (null elsewhere).
@@ -250,8 +311,12 @@ public:
     tls_ = c.tls.has_value();
     if (c.http)
       http_.emplace(c.id.value, c.http->to_string());
-    for (auto& [id, a] : c.peers_http)
+    for (auto& [id, a] : c.peers_http) {
       http_.emplace(id, a.to_string());
+      if (id != c.id.value)
+        peer_http_.emplace(id, a);
+    }
+    tls_files_ = c.tls;
     scheme_ = c.tls ? "https" : "http";
     configure();
   }
@@ -494,6 +559,11 @@ private:
     v.now_us = wall_clock_us();
     v.http = http_;
     v.http_scheme = scheme_;
+    v.peer_silence = probe_->peer_silence_seconds();
+    if (!peer_http_.empty())
+      v.fetch_views = [this] {
+        return fetch_member_views(peer_http_, tls_files_, limits_.member_view_bound);
+      };
     return v;
   }
 
@@ -502,6 +572,8 @@ private:
   http_limits limits_;
   std::shared_ptr<http_backend_slot> backends_;
   std::map<uint64_t, std::string> http_;
+  std::map<uint64_t, address> peer_http_; ///< other members' HTTP addresses
+  std::optional<node_config::tls_files> tls_files_;
   std::string scheme_;
   std::unique_ptr<httplib::Server> srv_;
   prometheus::Counter* requests_;

@@ -50,6 +50,9 @@ struct http_limits {
   /// library sees a client gone only when a write fails: a stream's thread
   /// ends within two of these after its client left.
   std::chrono::seconds watch_keepalive{5};
+  /// GET /v1/cluster asks the other members for their views in parallel and
+  /// waits at most about this long (half to connect, half to read).
+  std::chrono::milliseconds member_view_bound{400};
 };
 
 class http_server {

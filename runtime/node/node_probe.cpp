@@ -593,8 +593,17 @@ void node_probe::state(const el::candidate_core& core, el::timestamp now) {
     heartbeat_pending_ = false;
   }
   std::map<uint64_t, std::string> states;
-  for (auto& p : core.participants(now))
-    states[p.id.value] = std::string{el::to_string(p.state)};
+  auto steady = now_();
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& p : core.participants(now)) {
+      states[p.id.value] = std::string{el::to_string(p.state)};
+      // The core's clock is not the probe's: keep the age, not the stamp.
+      auto age = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          now - p.last_heard);
+      peer_heard_[p.id.value] = steady - std::max(age, decltype(age)::zero());
+    }
+  }
   status_->update_leadership(leader.value, t.epoch, t.leader.value, core.is_leader(),
                              core.acting(), states);
 }
@@ -604,6 +613,15 @@ double node_probe::leader_silence_seconds() const {
   if (!following_)
     return 0.0;
   return std::chrono::duration<double>(now_() - last_heard_).count();
+}
+
+std::map<uint64_t, double> node_probe::peer_silence_seconds() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::map<uint64_t, double> out;
+  auto now = now_();
+  for (auto& [id, at] : peer_heard_)
+    out[id] = std::chrono::duration<double>(now - at).count();
+  return out;
 }
 
 void node_probe::peer_link(uint64_t peer, bool up) {

@@ -93,6 +93,9 @@ public:
   /// Follower: seconds since its leader's last heartbeat (or since it adopted
   /// that leader); 0 on a leader and while no leader is known.
   double leader_silence_seconds() const;
+  /// Seconds since the candidate last received a message from each member
+  /// (or since it started), as of now; empty before its first input.
+  std::map<uint64_t, double> peer_silence_seconds() const;
 
   /// The lag per secondary from the last replica report (empty while this
   /// node is not primary or hosts no replica).
@@ -181,6 +184,7 @@ private:
   bool following_ = false; ///< a follower with a known leader
   election::node_id followed_;
   std::chrono::steady_clock::time_point last_heard_{};
+  std::map<uint64_t, std::chrono::steady_clock::time_point> peer_heard_;
   /// Leader: when it last sent a heartbeat round (for the sender-side gap).
   std::optional<std::chrono::steady_clock::time_point> last_round_sent_;
   /// Late timers logged at most once a second; the others are counted.

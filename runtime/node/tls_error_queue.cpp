@@ -58,12 +58,17 @@ struct node_entry {
   size_t sessions = 0;
 };
 
-/// Sessions of this context are not CAF's (exempt_from_basp_checks).
-std::atomic<const ssl_ctx_st*> exempt_ctx{nullptr};
+/// The ex-data slot that marks a context whose sessions are not CAF's
+/// (exempt_from_basp_checks).
+int exempt_index() {
+  static const int index =
+      SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
 
 bool exempt(const ssl_st* s) {
-  auto* ctx = exempt_ctx.load(std::memory_order_relaxed);
-  return ctx != nullptr && SSL_get_SSL_CTX(s) == ctx;
+  auto* ctx = SSL_get_SSL_CTX(s);
+  return ctx != nullptr && SSL_CTX_get_ex_data(ctx, exempt_index()) != nullptr;
 }
 
 std::mutex sessions_mtx;
@@ -250,8 +255,10 @@ std::optional<std::string> tls_certificate_of_node(const std::string& node_id) {
   return i->second.certificate;
 }
 
-void exempt_from_basp_checks(const ssl_ctx_st* ctx) {
-  exempt_ctx.store(ctx, std::memory_order_relaxed);
+void exempt_from_basp_checks(ssl_ctx_st* ctx) {
+  static char mark = 1;
+  if (ctx != nullptr)
+    SSL_CTX_set_ex_data(ctx, exempt_index(), &mark);
 }
 
 uint64_t tls_frames_refused(std::string_view reason) {

@@ -69,8 +69,9 @@ std::optional<std::string> tls_certificate_of_node(const std::string& node_id);
 
 /// Sessions of `ctx` carry no BASP (the node's HTTPS API, http_server.cpp):
 /// SSL_read hands their bytes on unchecked and their failed handshakes are
-/// not counted. One context per process; null: none.
-void exempt_from_basp_checks(const ssl_ctx_st* ctx);
+/// not counted. Marks the context itself (any number of contexts; the
+/// mark ends with the context).
+void exempt_from_basp_checks(ssl_ctx_st* ctx);
 
 /// True if the wrappers are in place (libssl's functions were found); calling
 /// it also keeps the wrappers' object file in the link.

@@ -112,7 +112,10 @@ TEST_F(http_api_process, every_documented_route_answers_over_tls) {
     EXPECT_GT(j["term"]["epoch"].get<uint64_t>(), 0u);
     for (auto& m : j["members"])
       EXPECT_TRUE(m["address"].is_string() && m["state"].is_string()
-                  && m["linked"].is_boolean());
+                  && m["linked"].is_boolean() && m["suspected_by"].is_array()
+                  && m["seen_by"].is_object());
+    // Every member answered with its own view.
+    EXPECT_EQ(j["views"]["answered"].size(), 3u) << j.dump();
 
     auto rep = c->Get("/v1/replicas");
     ASSERT_TRUE(rep);
@@ -127,6 +130,36 @@ TEST_F(http_api_process, every_documented_route_answers_over_tls) {
     EXPECT_EQ(none->status, 404);
     EXPECT_TRUE(json::parse(none->body)["error"].is_string());
   }
+
+  // kill -9 of a follower: the leader's /v1/cluster says who suspects it and
+  // that it did not answer.
+  uint64_t victim = 0;
+  int victim_pid = 0;
+  for (auto& n : st["nodes"])
+    if (n["id"].get<uint64_t>() != leader) {
+      victim = n["id"].get<uint64_t>();
+      victim_pid = n["pid"].get<int>();
+    }
+  ASSERT_GT(victim_pid, 0);
+  ASSERT_EQ(::kill(victim_pid, SIGKILL), 0);
+  auto c = client(http[leader], false);
+  json seen;
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto r = c->Get("/v1/cluster");
+        if (!r || r->status != 200)
+          return false;
+        seen = json::parse(r->body);
+        for (auto& m : seen["members"])
+          if (m["id"] == victim)
+            for (auto& by : m["suspected_by"])
+              if (by == leader)
+                return seen["views"]["unanswered"].size() == 1
+                       && seen["views"]["unanswered"][0]["id"] == victim;
+        return false;
+      },
+      std::chrono::seconds(5)))
+      << seen.dump();
 }
 
 /// An HTTPS client of `cluster up`'s node at `host_port`, with or without the

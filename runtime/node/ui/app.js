@@ -72,6 +72,9 @@
       cell(tr, m.id + (m.self ? " (this page's node)" : ""));
       cell(tr, m.id === c.leader ? "leader" : "member");
       cell(tr, m.state, "state-" + m.state);
+      const by = m.suspected_by || [];
+      cell(tr, by.length ? "suspected by " + by.join(", ") : "nobody", by.length ? "state-suspected" : "");
+      cell(tr, typeof m.last_heard_ms === "number" ? m.last_heard_ms.toFixed(1) + " ms ago" : "");
       cell(tr, m.linked ? "yes" : "no");
       cell(tr, m.address);
       cell(tr, m.http || "not configured");
@@ -301,7 +304,7 @@
           candidates.push({ id: m.id, base: baseOf(m) });
       for (const c of candidates) {
         try {
-          const r = await getJSON(c.base, "/v1/cluster", c.id === lostId ? 300 : 800);
+          const r = await getJSON(c.base, "/v1/cluster?scope=local", c.id === lostId ? 300 : 800);
           if (r.status !== 200 || !r.body) continue;
           if (c.id !== lostId) {
             state.lost.push(lostId);
