@@ -101,6 +101,62 @@ std::optional<lease> decode_lease(std::string_view in) {
   return l;
 }
 
+namespace {
+constexpr uint8_t waiter_version = 1;
+constexpr size_t waiter_place_digits = 8;
+} // namespace
+
+std::string encode_waiter(const lease_waiter& w) {
+  std::string out;
+  store::byte_writer b{out};
+  b.u8(waiter_version);
+  b.bytes(w.holder);
+  b.bytes(w.label);
+  b.u64(static_cast<uint64_t>(w.ttl.count()));
+  b.u64(static_cast<uint64_t>(std::max<int64_t>(w.wait_left.count(), 0)));
+  return out;
+}
+
+std::optional<lease_waiter> decode_waiter(std::string_view in) {
+  store::byte_reader r{in};
+  if (r.u8() != waiter_version)
+    return std::nullopt;
+  lease_waiter w;
+  bool ok = true;
+  w.holder = bounded_bytes(r, ok);
+  w.label = bounded_bytes(r, ok);
+  auto ttl = r.u64();
+  auto left = r.u64();
+  if (!ok || !r.ok() || !r.at_end() || ttl > static_cast<uint64_t>(max_lease_ttl.count())
+      || left > static_cast<uint64_t>(max_lease_ttl.count()))
+    return std::nullopt;
+  w.ttl = std::chrono::milliseconds(ttl);
+  w.wait_left = std::chrono::milliseconds(left);
+  return w;
+}
+
+std::string waiter_key(const std::string& name, uint32_t place) {
+  auto digits = std::to_string(place);
+  return name + std::string(1, '\0')
+         + std::string(waiter_place_digits - std::min(digits.size(), waiter_place_digits),
+                       '0')
+         + digits;
+}
+
+std::optional<std::pair<std::string, uint32_t>> parse_waiter_key(std::string_view key) {
+  if (key.size() < waiter_place_digits + 1)
+    return std::nullopt;
+  auto sep = key.size() - waiter_place_digits - 1;
+  if (key[sep] != '\0')
+    return std::nullopt;
+  uint32_t place = 0;
+  auto digits = key.substr(sep + 1);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), place);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || place == 0)
+    return std::nullopt;
+  return std::make_pair(std::string{key.substr(0, sep)}, place);
+}
+
 std::string format_token(uint64_t token) {
   return std::to_string(token);
 }

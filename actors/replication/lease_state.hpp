@@ -33,6 +33,12 @@ namespace conclave::replication {
 /// encode_lease(lease).
 inline const std::string lease_collection{"\0lease", 6};
 
+/// Not stored: a list_request of this collection is answered by the acting
+/// primary from the acquires waiting in its memory (lease_waiters): key =
+/// lease name, NUL, the waiter's place in the queue (8 decimal digits from
+/// 00000001); value = encode_waiter(...). Any other replica lists it empty.
+inline const std::string lease_waiters_collection{"\0lease-waiters", 14};
+
 /// True for names clients may not use as a collection (reserved: they start
 /// with a NUL byte).
 inline bool reserved_collection(std::string_view name) {
@@ -75,6 +81,22 @@ struct lease {
 
 std::string encode_lease(const lease& l);
 std::optional<lease> decode_lease(std::string_view in);
+
+/// An acquire waiting for a slot, as the primary lists it.
+struct lease_waiter {
+  std::string holder;
+  std::string label;
+  std::chrono::milliseconds ttl{0};       ///< asked for
+  std::chrono::milliseconds wait_left{0}; ///< until it is answered lease_busy
+};
+
+std::string encode_waiter(const lease_waiter& w);
+std::optional<lease_waiter> decode_waiter(std::string_view in);
+
+/// The lease_waiters_collection key of the `place`th waiter (from 1) of
+/// lease `name`, and back (nullopt: not such a key).
+std::string waiter_key(const std::string& name, uint32_t place);
+std::optional<std::pair<std::string, uint32_t>> parse_waiter_key(std::string_view key);
 
 /// Tokens travel as decimal strings (op values and outputs).
 std::string format_token(uint64_t token);

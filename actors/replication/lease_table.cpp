@@ -170,4 +170,13 @@ std::vector<std::string> lease_waiters::names() const {
   return out;
 }
 
+std::vector<lease_waiters::waiter> lease_waiters::live(const std::string& name) const {
+  std::vector<waiter> out;
+  if (auto i = queues_.find(name); i != queues_.end())
+    for (auto& w : i->second)
+      if (w.id != 0)
+        out.push_back(w);
+  return out;
+}
+
 } // namespace conclave::replication

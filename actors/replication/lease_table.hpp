@@ -127,6 +127,8 @@ public:
   /// primary stops acting).
   std::vector<waiter> drain();
   std::vector<std::string> names() const;
+  /// The live waiters of `name` in queue order (placeholders left out).
+  std::vector<waiter> live(const std::string& name) const;
 
 private:
   void forget(timestamp until);

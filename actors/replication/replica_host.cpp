@@ -910,6 +910,49 @@ list_result list(host_state& st, const list_request& req) {
   return out;
 }
 
+/// The acquires waiting in this primary's memory, listed like a dictionary
+/// (lease_waiters_collection); empty on any other replica, whose answer's
+/// role sends a client on to the primary.
+list_result list_waiters(host_impl self, const list_request& req) {
+  auto& st = self->state;
+  list_result out;
+  describe(st, out);
+  if (!st.lease_serving || out.replica_role != role::primary)
+    return out;
+  size_t limit = st.opts.max_list_items;
+  if (req.limit != 0 && req.limit < limit)
+    limit = req.limit;
+  auto now = lease_now(st, host_now(self));
+  for (auto& name : st.lease_queue.names()) {
+    uint32_t place = 0;
+    for (auto& w : st.lease_queue.live(name)) {
+      ++place;
+      auto key = waiter_key(name, place);
+      if (key.compare(0, req.prefix.size(), req.prefix) != 0
+          || (!req.start_after.empty() && key <= req.start_after))
+        continue;
+      if (out.items.size() >= limit) {
+        out.more = true;
+        return out;
+      }
+      lease_waiter row;
+      if (auto i = st.lease_waits.find(w.id); i != st.lease_waits.end()) {
+        row.holder = i->second.op.key;
+        if (auto p = decode_params(i->second.op.value)) {
+          row.label = p->label;
+          row.ttl = p->ttl;
+        }
+      } else {
+        row.holder = w.holder;
+      }
+      row.wait_left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          w.until > now ? w.until - now : timestamp{0});
+      out.items.push_back(kv_item{std::move(key), encode_waiter(row)});
+    }
+  }
+  return out;
+}
+
 caf::behavior make_host(host_impl self, replica_host_options opts) {
   auto& st = self->state;
   st.opts = std::move(opts);
@@ -1091,7 +1134,11 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         }
         return out;
       },
-      [self](const list_request& req) { return list(self->state, req); },
+      [self](const list_request& req) {
+        if (req.collection == lease_waiters_collection)
+          return list_waiters(self, req);
+        return list(self->state, req);
+      },
       [self](replication_atoms::status_atom) {
         auto& st = self->state;
         replica_status s;

@@ -281,3 +281,47 @@ TEST_F(replica_lease_test, clients_cannot_touch_the_lease_table_or_expire_a_hold
   weak.ops.push_back(txn_op{"m", "a", token_of(a), op_kind::lease_renew});
   EXPECT_EQ(txn_wait(2, weak).code, errc::bad_request);
 }
+
+TEST_F(replica_lease_test,
+       the_primary_lists_its_waiters_in_queue_order_and_a_secondary_none) {
+  make_primary(2, 1);
+  auto a = acquire(2, "m", "a", 5000ms);
+  ASSERT_TRUE(advance_until([&] { return a->done; }, 200ms));
+  std::vector<std::shared_ptr<reply<txn_result>>> w;
+  for (auto h : {"b", "c"}) {
+    w.push_back(acquire(2, "m", h, 3000ms, 10000ms));
+    advance(1ms);
+  }
+  w.push_back(acquire(2, "m2", "z", 3000ms, 10000ms)); // free: granted, not waiting
+  advance(100ms);
+  auto listed = list(2, list_request{lease_waiters_collection, "", "", 0});
+  ASSERT_EQ(listed.code, errc::ok);
+  ASSERT_EQ(listed.items.size(), 2u);
+  auto k0 = parse_waiter_key(listed.items[0].key);
+  auto w0 = decode_waiter(listed.items[0].value);
+  ASSERT_TRUE(k0 && w0);
+  EXPECT_EQ(k0->first, "m");
+  EXPECT_EQ(k0->second, 1u);
+  EXPECT_EQ(w0->holder, "b");
+  EXPECT_EQ(w0->ttl, 3000ms);
+  EXPECT_GT(w0->wait_left, 9000ms);
+  EXPECT_LE(w0->wait_left, 10000ms);
+  EXPECT_EQ(decode_waiter(listed.items[1].value)->holder, "c");
+  // Paging: one at a time, then after the first.
+  auto first = list(2, list_request{lease_waiters_collection, "", "", 1});
+  ASSERT_EQ(first.items.size(), 1u);
+  EXPECT_TRUE(first.more);
+  auto second =
+      list(2, list_request{lease_waiters_collection, "", first.items[0].key, 1});
+  ASSERT_EQ(second.items.size(), 1u);
+  EXPECT_EQ(decode_waiter(second.items[0].value)->holder, "c");
+  // Only the primary knows them: a secondary lists none.
+  EXPECT_TRUE(list(0, list_request{lease_waiters_collection, "", "", 0}).items.empty());
+  // Granted waiters leave the list.
+  EXPECT_EQ(token_op(2, op_kind::lease_release, "m", "a", token_of(a)).code, errc::ok);
+  ASSERT_TRUE(advance_until([&] { return w[0]->done; }, 200ms));
+  auto after = list(2, list_request{lease_waiters_collection, "", "", 0});
+  ASSERT_EQ(after.items.size(), 1u);
+  EXPECT_EQ(decode_waiter(after.items[0].value)->holder, "c");
+  EXPECT_EQ(parse_waiter_key(after.items[0].key)->second, 1u) << "c moved up";
+}

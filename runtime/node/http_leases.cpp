@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 namespace conclave::node {
 
 namespace rp = conclave::replication;
@@ -32,6 +34,53 @@ std::optional<json> lease_json(const std::string& name, const std::string& row) 
   return json{{"name", name}, {"limit", l->limit}, {"holders", holders}};
 }
 
+/// Waiters listed at most per answer (the rest: "waiters_more").
+constexpr uint32_t max_waiters_listed = 1000;
+
+struct waiters_answer {
+  std::map<std::string, json> by_lease; ///< lease name → its waiters, in order
+  bool more = false;
+  std::optional<http_response> error;
+};
+
+/// The acquires waiting at the acting primary whose lease name starts with
+/// `prefix` (one lease: its name and a NUL).
+waiters_answer waiters_of(kv_store* store, const std::string& prefix) {
+  waiters_answer out;
+  rp::list_request l;
+  l.collection = rp::lease_waiters_collection;
+  l.prefix = prefix;
+  l.limit = max_waiters_listed;
+  auto r = store->list(l);
+  if (r.code == rp::errc::unknown_collection)
+    return out;
+  if (r.code != rp::errc::ok) {
+    out.error = store_error(r.code, false);
+    return out;
+  }
+  out.more = r.more;
+  for (auto& i : r.items) {
+    auto k = rp::parse_waiter_key(i.key);
+    auto w = rp::decode_waiter(i.value);
+    if (!k || !w)
+      continue; // not from a primary of this version: shown as no waiter
+    auto& list = out.by_lease[k->first];
+    if (list.is_null())
+      list = json::array();
+    list.push_back({{"place", k->second},
+                    {"holder", w->holder},
+                    {"label", w->label},
+                    {"ttl_ms", w->ttl.count()},
+                    {"wait_left_ms", w->wait_left.count()}});
+  }
+  return out;
+}
+
+json waiters_for(const waiters_answer& w, const std::string& name) {
+  auto i = w.by_lease.find(name);
+  return i == w.by_lease.end() ? json::array() : i->second;
+}
+
 } // namespace
 
 std::optional<http_response> handle_leases(const http_request& req, kv_store* store) {
@@ -54,14 +103,20 @@ std::optional<http_response> handle_leases(const http_request& req, kv_store* st
     }
     if (r.code != rp::errc::ok)
       return store_error(r.code, false);
-    if (!r.found) // a lease nobody holds has no row
+    if (!r.found) // a lease nobody holds has no row (and nobody waits)
       return leases_answer(200, {{"name", name},
                                  {"limit", nullptr},
                                  {"holders", json::array()},
+                                 {"waiters", json::array()},
                                  {"applied_lsn", r.applied.value}});
     auto j = lease_json(name, r.value);
     if (!j)
       return http_error(500, "the stored row of lease '" + name + "' does not decode");
+    auto w = waiters_of(store, name + std::string(1, '\0'));
+    if (w.error)
+      return *w.error;
+    (*j)["waiters"] = waiters_for(w, name);
+    (*j)["waiters_more"] = w.more;
     (*j)["applied_lsn"] = r.applied.value;
     return leases_answer(200, *j);
   }
@@ -82,18 +137,27 @@ std::optional<http_response> handle_leases(const http_request& req, kv_store* st
   }
   if (r.code != rp::errc::ok)
     return store_error(r.code, false);
+  waiters_answer w;
+  if (!r.items.empty()) {
+    w = waiters_of(store, "");
+    if (w.error)
+      return *w.error;
+  }
   json leases = json::array();
   for (auto& i : r.items) {
     auto j = lease_json(i.key, i.value);
     if (!j)
       return http_error(500, "the stored row of lease '" + i.key + "' does not decode");
+    (*j)["waiters"] = waiters_for(w, i.key);
     leases.push_back(*j);
   }
   json next = nullptr;
   if (r.more && !r.items.empty())
     next = r.items.back().key;
-  return leases_answer(
-      200, {{"leases", leases}, {"next", next}, {"applied_lsn", r.applied.value}});
+  return leases_answer(200, {{"leases", leases},
+                             {"next", next},
+                             {"waiters_more", w.more},
+                             {"applied_lsn", r.applied.value}});
 }
 
 } // namespace conclave::node

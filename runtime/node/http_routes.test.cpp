@@ -376,7 +376,8 @@ TEST(http_leases, holders_and_tokens_of_the_lease_table) {
   EXPECT_EQ(j["leases"][0]["holders"][1]["token"], 57);
   EXPECT_EQ(j["leases"][0]["holders"][0]["ttl_ms"], 10000);
   EXPECT_EQ(j["next"], "jobs");
-  EXPECT_EQ(s.lists.back().collection, rp::lease_collection);
+  EXPECT_EQ(s.lists.front().collection, rp::lease_collection);
+  EXPECT_TRUE(j["leases"][0]["waiters"].empty());
 
   auto one = handle_leases(req("GET", "/v1/leases/x"), &s);
   EXPECT_EQ(json_of(*one)["holders"][0]["token"], 60);
@@ -386,6 +387,75 @@ TEST(http_leases, holders_and_tokens_of_the_lease_table) {
   EXPECT_EQ(handle_leases(req("PUT", "/v1/leases/x"), &s)->status, 405);
   s.data[rp::lease_collection]["bad"] = "garbage";
   EXPECT_EQ(handle_leases(req("GET", "/v1/leases/bad"), &s)->status, 500);
+}
+
+TEST(http_leases, waiters_in_queue_order_from_the_primarys_list) {
+  memory_store s;
+  s.data[rp::lease_collection]["jobs"] =
+      rp::encode_lease(rp::lease{1, {{"h1", 41, std::chrono::milliseconds{10000}, ""}}});
+  s.data[rp::lease_collection]["jobsx"] =
+      rp::encode_lease(rp::lease{1, {{"h9", 50, std::chrono::milliseconds{10000}, ""}}});
+  auto waiter = [](std::string holder, int64_t left) {
+    return rp::encode_waiter({holder, "pid " + holder, std::chrono::milliseconds{3000},
+                              std::chrono::milliseconds{left}});
+  };
+  auto& w = s.data[rp::lease_waiters_collection];
+  w[rp::waiter_key("jobs", 1)] = waiter("h2", 900);
+  w[rp::waiter_key("jobs", 2)] = waiter("h3", 1900);
+  w[rp::waiter_key("jobsx", 1)] = waiter("h4", 50);
+  w[rp::waiter_key("jobs", 3)] = "garbage"; // skipped, not fatal
+
+  auto one = handle_leases(req("GET", "/v1/leases/jobs"), &s);
+  ASSERT_EQ(one->status, 200) << one->body;
+  auto j = json_of(*one);
+  ASSERT_EQ(j["waiters"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["waiters"][0]["holder"], "h2");
+  EXPECT_EQ(j["waiters"][0]["place"], 1);
+  EXPECT_EQ(j["waiters"][0]["wait_left_ms"], 900);
+  EXPECT_EQ(j["waiters"][1]["holder"], "h3");
+  EXPECT_EQ(j["waiters"][1]["label"], "pid h3");
+  EXPECT_EQ(j["waiters"][1]["ttl_ms"], 3000);
+  // One lease's waiters only: "jobs" is a prefix of "jobsx", not its waiters.
+  EXPECT_EQ(s.lists.back().prefix, std::string("jobs") + '\0');
+
+  auto all = json_of(*handle_leases(req("GET", "/v1/leases"), &s));
+  ASSERT_EQ(all["leases"].size(), 2u);
+  EXPECT_EQ(all["leases"][0]["waiters"].size(), 2u);
+  EXPECT_EQ(all["leases"][1]["waiters"][0]["holder"], "h4");
+  EXPECT_EQ(all["waiters_more"], false);
+
+  s.force = rp::errc::timeout; // the waiters cannot be asked: no half answer
+  EXPECT_EQ(handle_leases(req("GET", "/v1/leases"), &s)->status, 504);
+}
+
+TEST(lease_waiter_rows, keys_and_rows_round_trip_and_garbage_is_refused) {
+  for (uint32_t place : {1u, 9u, 10u, 99999999u}) {
+    auto k = rp::waiter_key(std::string("a\0b", 3), place);
+    auto back = rp::parse_waiter_key(k);
+    ASSERT_TRUE(back) << place;
+    EXPECT_EQ(back->first, std::string("a\0b", 3));
+    EXPECT_EQ(back->second, place);
+  }
+  EXPECT_LT(rp::waiter_key("l", 2), rp::waiter_key("l", 10))
+      << "keys sort in queue order";
+  for (std::string bad : {std::string{}, std::string("x"),
+                          std::string("l\0"
+                                      "0000000x"),
+                          std::string("l\0"
+                                      "00000000"),
+                          std::string("l-00000001")})
+    EXPECT_FALSE(rp::parse_waiter_key(bad)) << bad;
+  rp::lease_waiter w{"h", "label", std::chrono::milliseconds{5},
+                     std::chrono::milliseconds{7}};
+  auto row = rp::encode_waiter(w);
+  auto back = rp::decode_waiter(row);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->holder, "h");
+  EXPECT_EQ(back->label, "label");
+  EXPECT_EQ(back->wait_left.count(), 7);
+  for (size_t cut = 0; cut < row.size(); ++cut)
+    EXPECT_FALSE(rp::decode_waiter(row.substr(0, cut))) << cut;
+  EXPECT_FALSE(rp::decode_waiter(row + "x"));
 }
 
 // -- /v1/jobs ------------------------------------------------------------------

@@ -47,9 +47,10 @@ json body_of(const std::string& response) {
 /// (SIGTERM: it releases the lease and ends its command) whatever happens.
 struct background_lock {
   pid_t pid;
-  background_lock(const std::string& name, const std::filesystem::path& dir)
+  background_lock(const std::string& name, const std::filesystem::path& dir,
+                  const std::string& flags = "")
       : pid(static_cast<pid_t>(
-          std::stol(run_conclave("lock " + name + " --dir " + dir.string()
+          std::stol(run_conclave("lock " + name + " --dir " + dir.string() + " " + flags
                                  + " -- sleep 20 >/dev/null 2>&1 & echo $!")
                         .out))) {}
   ~background_lock() { ::kill(pid, SIGTERM); }
@@ -331,6 +332,20 @@ TEST_F(http_api_process, data_routes_kv_jobs_and_leases_over_tls) {
       << held.dump();
   if (held["holders"].size() == 1) {
     EXPECT_GT(held["holders"][0]["token"].get<uint64_t>(), 0u);
+  }
+  // A second `conclave lock --wait` queues behind it: shown as a waiter.
+  background_lock second{"web-lock", dir, "--wait 1m"};
+  EXPECT_TRUE(eventually(
+      [&] {
+        held = parsed(reader->Get("/v1/leases/web-lock"));
+        return held["waiters"].size() == 1;
+      },
+      std::chrono::seconds(10)))
+      << held.dump();
+  if (held["waiters"].size() == 1) {
+    EXPECT_EQ(held["waiters"][0]["place"], 1);
+    EXPECT_GT(held["waiters"][0]["wait_left_ms"].get<int64_t>(), 0);
+    EXPECT_NE(held["waiters"][0]["holder"], held["holders"][0]["holder"]);
   }
   auto all = parsed(reader->Get("/v1/leases"));
   ASSERT_TRUE(all["leases"].is_array()) << all.dump();

@@ -201,6 +201,7 @@
         cell(tr, h.label ? h.holder + " (" + h.label + ")" : h.holder);
         cell(tr, h.token);
         cell(tr, h.ttl_ms + " ms");
+        cell(tr, (l.waiters || []).map((w) => w.place + ". " + (w.label ? w.holder + " (" + w.label + ")" : w.holder)).join(", "));
         tbody.appendChild(tr);
       }
     }
