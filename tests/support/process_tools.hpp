@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <array>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace conclave::testing {
 
@@ -36,7 +38,6 @@ inline command_result run_command(const std::string& cmd) {
   return r;
 }
 
-/// A loopback port that was free a moment ago (callers must still handle a clash).
 /// Resident set size of `pid` in KiB (VmRSS), 0 if unknown.
 inline long rss_kib(int pid) {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
@@ -47,6 +48,37 @@ inline long rss_kib(int pid) {
   return 0;
 }
 
+/// `n` child processes that spin on a core each (nice 0, like any other
+/// load) until this object ends; killed and reaped by their pids.
+class busy_cores {
+public:
+  explicit busy_cores(int n) {
+    for (int i = 0; i < n; ++i) {
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        volatile uint64_t x = 0;
+        for (;;)
+          x = x + 1; // no allocation, no locks: safe after fork
+      }
+      if (pid > 0)
+        pids_.push_back(pid);
+    }
+  }
+  busy_cores(const busy_cores&) = delete;
+  busy_cores& operator=(const busy_cores&) = delete;
+  ~busy_cores() {
+    for (auto pid : pids_)
+      ::kill(pid, SIGKILL);
+    for (auto pid : pids_)
+      ::waitpid(pid, nullptr, 0);
+  }
+  size_t size() const { return pids_.size(); }
+
+private:
+  std::vector<pid_t> pids_;
+};
+
+/// A loopback port that was free a moment ago (callers must still handle a clash).
 inline uint16_t free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in sa{};
