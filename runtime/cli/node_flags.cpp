@@ -72,6 +72,13 @@ void add_node_flags(CLI::App* app, node_flags& f) {
   node_option(app, "--peers-http", o.peers_http,
               "the other members' HTTP addresses, ID@HOST:PORT,... (listed in "
               "/v1/cluster for the status page)");
+  node_option(app, "--http-max-connections", o.http_max_connections,
+              "HTTP connections served at once (each by a thread of its own); more are "
+              "closed at once")
+      ->capture_default_str();
+  node_option(app, "--http-max-connections-per-source", o.http_max_connections_per_source,
+              "HTTP connections served at once from one IP address")
+      ->capture_default_str();
   node_option(app, "--data-dir", o.data_dir, "directory for status.json");
   node_option(app, "--checkpoint-every", o.checkpoint_every,
               "the replica checkpoints its state once the log since the last checkpoint "

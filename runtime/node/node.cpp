@@ -372,8 +372,11 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   // Its own threads, answering from snapshots: a request never waits on the
   // actor system.
   bool http_failed = false;
-  auto http =
-      start_http(c, status, probe, *probe->registry(), http_failed, hooks.http_backends);
+  http_limits limits;
+  limits.max_connections = c.http_max_connections;
+  limits.max_connections_per_source = c.http_max_connections_per_source;
+  auto http = start_http(c, status, probe, *probe->registry(), http_failed,
+                         hooks.http_backends, limits);
   if (http_failed)
     return exit_address_in_use;
 

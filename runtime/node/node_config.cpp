@@ -166,6 +166,14 @@ result<node_config> make_node_config(const node_options& o) {
       c.peers_http.emplace(id, addr);
     }
   }
+  if (o.http_max_connections < 1 || o.http_max_connections > 4096)
+    return std::string{"--http-max-connections: expected 1..4096"};
+  if (o.http_max_connections_per_source < 1
+      || o.http_max_connections_per_source > o.http_max_connections)
+    return "--http-max-connections-per-source: expected 1..--http-max-connections ("
+           + std::to_string(o.http_max_connections) + ")";
+  c.http_max_connections = o.http_max_connections;
+  c.http_max_connections_per_source = o.http_max_connections_per_source;
   c.data_dir = o.data_dir;
   c.checkpoint_every_records = o.checkpoint_every;
   c.checkpoint_every_bytes = o.checkpoint_every == 0 ? 0 : c.checkpoint_every_bytes;

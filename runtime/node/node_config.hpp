@@ -61,6 +61,10 @@ struct node_options {
   /// The other members' HTTP addresses, ID@HOST:PORT,... (shown in
   /// /v1/cluster so that a status page can move to another member).
   std::string peers_http;
+  /// Open HTTP connections served at once, in all and from one IP address
+  /// (http_server.hpp, http_limits).
+  unsigned http_max_connections = 64;
+  unsigned http_max_connections_per_source = 16;
   std::string data_dir;
   /// The replica checkpoints once its log since the last checkpoint holds
   /// this many records or 64 MiB (0: never).
@@ -109,6 +113,8 @@ struct node_config {
   std::optional<address> http;
   /// Other members' HTTP addresses, as far as configured (--peers-http).
   std::map<uint64_t, address> peers_http;
+  size_t http_max_connections = 64;
+  size_t http_max_connections_per_source = 16;
   std::string data_dir; ///< empty: no status file
   /// Replica checkpoint triggers (replica_host_options): records and bytes
   /// of log since the last checkpoint; 0 disables one.

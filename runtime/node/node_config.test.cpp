@@ -277,3 +277,32 @@ TEST(node_config, member_lists_of_random_garbage_are_refused_or_round_trip) {
   }
   EXPECT_GT(accepted, 100u); // the generator does reach valid lists
 }
+
+TEST(node_config, http_connection_bounds_are_checked_at_their_extremes) {
+  auto o = three_nodes();
+  auto c = make_node_config(o);
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c.value().http_max_connections, 64u);
+  EXPECT_EQ(c.value().http_max_connections_per_source, 16u);
+  for (auto [total, per_source, ok] :
+       std::vector<std::tuple<unsigned, unsigned, bool>>{{1, 1, true},
+                                                         {4096, 4096, true},
+                                                         {0, 0, false},
+                                                         {4097, 16, false},
+                                                         {64, 0, false},
+                                                         {64, 65, false},
+                                                         {128, 64, true}}) {
+    o.http_max_connections = total;
+    o.http_max_connections_per_source = per_source;
+    auto e = error_of(o);
+    EXPECT_EQ(e.empty(), ok) << total << "/" << per_source << ": " << e;
+    if (!ok)
+      EXPECT_EQ(e.rfind("--http-max-connections", 0), 0u) << e;
+  }
+  o.http_max_connections = 128;
+  o.http_max_connections_per_source = 64;
+  auto v = make_node_config(o);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v.value().http_max_connections, 128u);
+  EXPECT_EQ(v.value().http_max_connections_per_source, 64u);
+}

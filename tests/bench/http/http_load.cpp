@@ -1,6 +1,8 @@
 // The HTTP side of http_bench, as a process of its own: C keep-alive HTTPS
 // clients with a client certificate put 256-byte values to /v1/kv/KEY for S
-// seconds; prints one JSON line with puts/s, p50/p99 and the failures.
+// seconds; prints one JSON line with puts/s, p50/p99 and the failures. The
+// clients connect from 127.0.0.10, .11, ... (eight per address), as clients
+// on several hosts would.
 //
 // It links no conclave library on purpose: the node's TLS read guard
 // (runtime/node/tls_error_queue.hpp) wraps SSL_read in every process that
@@ -12,12 +14,20 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
 
 int main(int argc, char** argv) {
+  // A connection the node closes (over its limits) must fail one put, not
+  // end the process.
+  std::signal(SIGPIPE, SIG_IGN);
   std::string addr, tls, prefix = "bench/http";
   unsigned clients = 32;
   double seconds = 3;
@@ -55,6 +65,18 @@ int main(int argc, char** argv) {
     cl->set_keep_alive(true);
     cl->set_tcp_nodelay(true);
     cl->set_connection_timeout(5);
+    // Eight clients per source address (127.0.0.10, .11, ...): a node serves
+    // at most 16 connections from one address by default, and 32 clients
+    // stand for an application's servers, not one process.
+    auto source = "127.0.0." + std::to_string(10 + c / 8);
+    cl->set_socket_options([source](int sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source.c_str(), &sa.sin_addr);
+      ::bind(sock, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+    });
     cl->set_read_timeout(10);
     cs.push_back(std::move(cl));
   }
