@@ -1,6 +1,7 @@
 #include "runtime/node/http_kv.hpp"
 
 #include "actors/replication/lease_state.hpp"
+#include "actors/replication/session_table.hpp"
 
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
@@ -104,7 +105,35 @@ http_response do_get(const common& k, const std::string& key, kv_store& s) {
                          {"node", r.primary.value}});
 }
 
-http_response do_write(const common& k, rp::txn_request req, kv_store& s) {
+/// `session=ID&seq=N`: the write carries the caller's client session, so a
+/// retry with the same ID and N (after a lost answer) is answered with the
+/// first outcome instead of being applied again (session_table.hpp). Adds the
+/// session op in front of `t`'s ops, or gives the 400 that says why not.
+std::optional<http_response> add_session(const http_request& req, rp::txn_request& t) {
+  auto id = req.query.find("session");
+  auto seq = req.query.find("seq");
+  if (id == req.query.end() && seq == req.query.end())
+    return std::nullopt;
+  if (id == req.query.end() || id->second.empty()
+      || id->second.size() > rp::max_client_id_bytes)
+    return http_error(400, "session: expected 1 to "
+                               + std::to_string(rp::max_client_id_bytes)
+                               + " bytes, given together with seq");
+  auto n = query_number(req, "seq", 0, 1, UINT64_MAX);
+  if (!n || *n == 0)
+    return http_error(400, "seq: expected a number from 1, given together with session");
+  rp::session_call c;
+  c.client = id->second;
+  c.seq = *n;
+  c.waiting_from = *n;
+  t.ops.insert(t.ops.begin(), rp::make_session_op(c));
+  return std::nullopt;
+}
+
+http_response do_write(const common& k, const http_request& hr, rp::txn_request req,
+                       kv_store& s) {
+  if (auto bad = add_session(hr, req))
+    return *bad;
   auto r = s.transact(req);
   if (r.code != rp::errc::ok)
     return store_error(r.code, true);
@@ -127,7 +156,7 @@ http_response do_put(const common& k, const std::string& key, const http_request
     return http_error(400, "\"value\" must be a string (DELETE removes a key)");
   rp::txn_request t;
   t.ops.push_back(rp::txn_op{k.collection, key, *value, rp::op_kind::put});
-  return do_write(k, std::move(t), s);
+  return do_write(k, req, std::move(t), s);
 }
 
 http_response do_list(const common& k, const http_request& req, kv_store& s) {
@@ -277,7 +306,7 @@ std::optional<http_response> handle_kv(const http_request& req, kv_store* store)
   if (req.method == "DELETE") {
     rp::txn_request t;
     t.ops.push_back(rp::txn_op{k.collection, *key, {}, rp::op_kind::remove});
-    return do_write(k, std::move(t), *store);
+    return do_write(k, req, std::move(t), *store);
   }
   return do_get(k, *key, *store);
 }

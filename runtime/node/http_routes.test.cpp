@@ -7,7 +7,9 @@
 #include "runtime/node/http_leases.hpp"
 
 #include "actors/replication/lease_state.hpp"
+#include "actors/replication/txn_apply.hpp"
 #include "protocols/workflow/store_layout.hpp"
+#include "tests/support/store_reads.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -632,6 +634,83 @@ TEST(http_jobs, get_cancel_resubmit_explain) {
   j.refuse = wf::errc::wrong_state;
   EXPECT_EQ(jobs_route(req("POST", "/v1/jobs/j1/cancel"), j, s)->status, 409);
   EXPECT_FALSE(handle_jobs(req("GET", "/v1/jobsx"), &j, &s).has_value());
+}
+
+// -- /v1/kv writes with the caller's session ------------------------------------------
+
+/// The store as the replicas apply it: every write is one record applied to a
+/// store_core with the session table (txn_apply.hpp).
+class applying_store : public kv_store {
+public:
+  conclave::store::store_core core;
+  uint64_t lsn = 0;
+  std::vector<rp::txn_request> txns;
+
+  rp::read_result get(const rp::read_request&) override { return {}; }
+  rp::list_result list(const rp::list_request&) override { return {}; }
+  rp::txn_result transact(const rp::txn_request& req) override {
+    txns.push_back(req);
+    rp::txn_result r;
+    r.primary = rp::node_id{1};
+    r.code = rp::check_request(req, {});
+    if (r.code != rp::errc::ok)
+      return r;
+    auto out = rp::apply_txn(core, req.ops, rp::lsn{++lsn});
+    r.code = out.code;
+    r.at = out.first_at ? *out.first_at : rp::lsn{lsn};
+    r.outputs = out.outputs;
+    return r;
+  }
+  std::optional<std::string> value(const std::string& key) {
+    return conclave::test::committed_value(core, "kv", key);
+  }
+};
+
+TEST(http_kv, a_retried_write_with_its_session_is_applied_once) {
+  applying_store s;
+  std::map<std::string, std::string> session{{"session", "c1"}, {"seq", "1"}};
+  auto first = handle_kv(req("PUT", "/v1/kv/k", session, R"({"value":"a"})"), &s);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  EXPECT_EQ(json_of(*first)["lsn"], 1);
+  // The answer is lost; another writer's put lands before the retry.
+  auto other = handle_kv(req("PUT", "/v1/kv/k", {}, R"({"value":"b"})"), &s);
+  ASSERT_EQ(other->status, 200);
+  auto retry = handle_kv(req("PUT", "/v1/kv/k", session, R"({"value":"a"})"), &s);
+  ASSERT_EQ(retry->status, 200) << retry->body;
+  EXPECT_EQ(json_of(*retry)["lsn"], 1); // the first outcome
+  EXPECT_EQ(s.value("k"), "b");         // not applied again over the other write
+
+  // A delete likewise; the next sequence number is a new write.
+  std::map<std::string, std::string> two{{"session", "c1"}, {"seq", "2"}};
+  EXPECT_EQ(handle_kv(req("DELETE", "/v1/kv/k", two), &s)->status, 200);
+  EXPECT_EQ(handle_kv(req("PUT", "/v1/kv/k", {}, R"({"value":"c"})"), &s)->status, 200);
+  EXPECT_EQ(handle_kv(req("DELETE", "/v1/kv/k", two), &s)->status, 200);
+  EXPECT_EQ(s.value("k"), "c");
+  std::map<std::string, std::string> three{{"session", "c1"}, {"seq", "3"}};
+  EXPECT_EQ(handle_kv(req("DELETE", "/v1/kv/k", three), &s)->status, 200);
+  EXPECT_EQ(s.value("k"), std::nullopt);
+
+  // Without a session every request is a new write.
+  handle_kv(req("PUT", "/v1/kv/n", {}, R"({"value":"1"})"), &s);
+  handle_kv(req("PUT", "/v1/kv/n", {}, R"({"value":"2"})"), &s);
+  handle_kv(req("PUT", "/v1/kv/n", {}, R"({"value":"1"})"), &s);
+  EXPECT_EQ(s.value("n"), "1");
+}
+
+TEST(http_kv, a_malformed_session_is_400_and_reaches_no_store) {
+  applying_store s;
+  for (auto q : std::vector<std::map<std::string, std::string>>{
+           {{"session", "c1"}},
+           {{"seq", "1"}},
+           {{"session", ""}, {"seq", "1"}},
+           {{"session", "c1"}, {"seq", "0"}},
+           {{"session", "c1"}, {"seq", "x"}},
+           {{"session", std::string(65, 'a')}, {"seq", "1"}}}) {
+    auto r = handle_kv(req("PUT", "/v1/kv/k", q, R"({"value":"a"})"), &s);
+    EXPECT_EQ(r->status, 400) << r->body;
+  }
+  EXPECT_TRUE(s.txns.empty());
 }
 
 } // namespace
