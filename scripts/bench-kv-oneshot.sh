@@ -6,8 +6,8 @@
 # mean CPU time, the nodes' CPU time per operation, and brings the cluster
 # down. On a busy machine the CPU figures move less than the wall times.
 #
-#   scripts/bench-kv-oneshot.sh [-n N] [--old BIN] [--compare] [--trace]
-#                               [--insecure] [--nodes K]
+#   scripts/bench-kv-oneshot.sh [-n N] [--old BIN] [--compare] [--caf]
+#                               [--trace] [--insecure] [--nodes K]
 #
 #   --old BIN  also start a cluster of BIN (another build of conclave, e.g.
 #              one of the main branch) and pair every run with the same
@@ -17,13 +17,19 @@
 #   --compare  pair every run with one over `kv --dial-all` (every member
 #              dialed at once, no primary hint: the path without the fast
 #              start), against the same cluster.
+#   --caf      pair every run with one over `kv --no-http` (the members'
+#              cluster links: actor system, TLS, BASP, client hello), against
+#              the same cluster; without it get and put of a TLS cluster go
+#              over the members' HTTPS API.
 #   --trace    run the new binary's kv with --trace-stages and print the
 #              median time of each stage: exec to main (process start and
 #              dynamic linking), main to parsed (the command line), parsed to
 #              system (the actor system and OpenSSL's set-up), system to
 #              ready (connect, TLS and BASP handshakes, client hello), ready
 #              to answered (the operation's round trip), answered to exit,
-#              exit to reaped (the kernel ending the process).
+#              exit to reaped (the kernel ending the process). Over HTTPS
+#              there is no system stage: parsed to ready is the TLS context,
+#              the connect and the handshake, ready to answered the request.
 #
 # The primary cache and the TLS session files live in the temporary directory
 # (--cache-dir), not in ~/.cache. Figures depend on the machine's load: run
@@ -34,6 +40,7 @@ cd "$(dirname "$0")/.."
 conclave=${CONCLAVE_BIN:-./build/bin/conclave}
 runs=200
 compare=0
+caf=0
 trace=0
 old=
 nodes=3
@@ -43,10 +50,11 @@ while [ $# -gt 0 ]; do
     -n) runs=$2; shift 2 ;;
     --old) old=$2; shift 2 ;;
     --compare) compare=1; shift ;;
+    --caf) caf=1; shift ;;
     --trace) trace=1; shift ;;
     --insecure) up_extra+=(--insecure); shift ;;
     --nodes) nodes=$2; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "bench-kv-oneshot: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -74,6 +82,7 @@ trap 'exit 130' INT TERM
 "$conclave" cluster up --dir "$tmp/new" --nodes "$nodes" "${up_extra[@]}" >/dev/null
 kv_new=("$conclave" kv --dir "$tmp/new" --cache-dir "$tmp/cache-new" --timeout-ms 5000)
 kv_all=("${kv_new[@]}" --dial-all)
+kv_caf=("${kv_new[@]}" --no-http)
 kv_traced=("${kv_new[@]}")
 [ "$trace" = 0 ] || kv_traced+=(--trace-stages)
 # The first write also waits for the primary's sync phase; not measured.
@@ -147,6 +156,7 @@ for i in $(seq "$runs"); do
       [ -z "$old" ] || timed "$op.old" "${kv_old[@]}" "${args[@]}"
     fi
     [ "$compare" = 0 ] || timed "$op.all" "${kv_all[@]}" "${args[@]}"
+    [ "$caf" = 0 ] || timed "$op.caf" "${kv_caf[@]}" "${args[@]}"
   done
 done
 
@@ -169,9 +179,10 @@ for op in put get; do
   row "$op" "$op.new"
   [ -z "$old" ] || row "$op (--old $(basename "$old"))" "$op.old"
   [ "$compare" = 0 ] || row "$op --dial-all" "$op.all"
+  [ "$caf" = 0 ] || row "$op --no-http" "$op.caf"
 done
 echo "cpu: the kv process's user + system ms (mean; the kernel counts in 1 ms steps)"
-ops=$((2 * runs * (compare + 1)))
+ops=$((2 * runs * (compare + caf + 1)))
 echo "node CPU per operation, idle heartbeats included: $((node_cpu_new / ops)) ms" \
   "${old:+(--old cluster: $((node_cpu_old / (2 * runs))) ms)}"
 if [ "$trace" = 1 ]; then

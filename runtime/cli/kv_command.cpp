@@ -17,8 +17,14 @@
 // dials every member at once instead. Over TLS it offers the session ticket
 // its last full handshake with that member got (node/tls_reuse.hpp), so the
 // handshake exchanges no certificates.
+//
+// Faster still, get, put and delete of a --dir cluster over TLS go to the
+// members' HTTPS API first (kv_http.hpp): no actor system, no BASP. A write
+// carries a session id there, and the CAF path it falls back to reuses it, so
+// a write sent twice is applied once.
 #include "runtime/cli/access_flags.hpp"
 #include "runtime/cli/commands.hpp"
+#include "runtime/cli/kv_http.hpp"
 #include "runtime/cli/stage_trace.hpp"
 
 #include "actors/replication/client.hpp"
@@ -36,6 +42,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include <nlohmann/json.hpp>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <charconv>
@@ -86,6 +93,12 @@ struct kv_options {
   std::string cache_dir;
   /// Print when each stage was reached (stage_trace.hpp).
   bool trace_stages = false;
+  /// Never the members' HTTPS API, always the CAF path.
+  bool no_http = false;
+  /// The writes' session id ("": the client library picks one).
+  std::string session_id;
+  /// --timeout-ms from the flags' parsing on.
+  clock_type::time_point deadline;
 };
 
 /// Set once the flags are parsed: exit_now prints the stages.
@@ -361,6 +374,9 @@ std::string cache_file_of(const kv_options& o) {
 int run_connected(kv_options& o, caf::actor_system& sys,
                   const std::map<uint64_t, node::address>& members);
 
+std::optional<int> run_over_http(kv_options& o,
+                                 const std::map<uint64_t, node::address>& members);
+
 int run_kv(kv_options& o) {
   stages().mark("parsed");
   print_stages = o.trace_stages;
@@ -389,6 +405,9 @@ int run_kv(kv_options& o) {
   }
   if (o.at != 0 && !reading)
     return bad_input("--at: only for get and list (writes go to the primary)");
+  o.deadline = clock_type::now() + std::chrono::milliseconds{o.timeout_ms};
+  if (auto status = run_over_http(o, members.value()))
+    exit_now(*status);
   // OpenSSL's set-up and the files' parsing overlap the actor system's
   // start (client_connect.hpp); a dial that comes first waits for them.
   cluster::tls_warm_up warm{o.access.tls_ca, o.access.tls_cert, o.access.tls_key};
@@ -434,7 +453,7 @@ void remember_primary(const std::string& cache_file, uint64_t first, rp::errc co
 int run_connected(kv_options& o, caf::actor_system& sys,
                   const std::map<uint64_t, node::address>& members) {
   auto timeout = std::chrono::milliseconds{o.timeout_ms};
-  auto deadline = clock_type::now() + timeout;
+  auto deadline = o.deadline;
   auto cache_file = o.at != 0 ? std::string{} : cache_file_of(o);
   cluster::front_directory_options dopts;
   dopts.cluster = o.access.cluster;
@@ -459,6 +478,8 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   copts.lookup = [&dir](rp::node_id id) { return dir.lookup(id.value); };
   copts.primary = rp::node_id{dir.primary_hint()};
   copts.on_problem = [](const std::string& what) { client_problem().set(what); };
+  // The HTTPS path's session: a write it may have sent is answered once.
+  copts.session_id = o.session_id;
   auto left = std::chrono::duration_cast<caf::timespan>(
       std::max<clock_type::duration>(deadline - clock_type::now(), 1ms));
   copts.deadline = left;
@@ -494,6 +515,82 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   return fail_with(o, r.code, r.primary.value, dir);
 }
 
+/// get, put and delete over the members' HTTPS API (kv_http.hpp), the
+/// expected primary first, then the others; nothing when this path does not
+/// apply (no HTTPS address known, another subcommand or flag) or no member
+/// answered it in time: the CAF path then runs with the time left, and a
+/// write with the same session id.
+std::optional<int> run_over_http(kv_options& o,
+                                 const std::map<uint64_t, node::address>& members) {
+  bool simple = o.get->parsed() || o.put->parsed() || o.del->parsed();
+  if (o.no_http || o.dial_all || !simple || o.at != 0 || !o.fence.empty() || o.weak
+      || o.access.tls_ca.empty() || o.access.http.empty() || (o.json && o.get->parsed()))
+    return std::nullopt;
+  namespace kh = kv_http;
+  kh::request r;
+  r.collection = o.collection;
+  r.key = o.key;
+  if (!o.get->parsed()) {
+    r.what = o.put->parsed() ? kh::request::kind::put : kh::request::kind::remove;
+    r.value = o.value;
+    o.session_id = kh::random_session_id();
+    r.session = o.session_id;
+    r.seq = 1; // the client library's first sequence number
+  }
+  std::string error;
+  auto* ctx =
+      kh::make_context(o.access.tls_ca, o.access.tls_cert, o.access.tls_key, error);
+  if (ctx == nullptr)
+    return std::nullopt; // the CAF path reports the files' problem
+  cluster::keep_tls_sessions(cache_dir_of(o), o.access.tls_ca, o.access.tls_cert);
+  auto cache_file = cache_file_of(o);
+  auto first = first_to_dial(o, cache_file, members);
+  std::vector<uint64_t> order;
+  if (o.access.http.count(first) != 0)
+    order.push_back(first);
+  for (auto& [id, addr] : o.access.http)
+    if (id != first && members.count(id) != 0)
+      order.push_back(id);
+  bool maybe_sent = false;
+  for (auto id : order) {
+    auto now = clock_type::now();
+    if (now >= o.deadline)
+      break;
+    // A stopped member accepts the connection but never answers the
+    // handshake: the next member is asked after 250 ms.
+    auto& addr = o.access.http.at(id);
+    auto x = kh::call(ctx, addr, kh::request_text(r, addr), now + 250ms,
+                      std::min(o.deadline, now + 1000ms), [] { stages().mark("ready"); });
+    if (x.what != kh::exchange::kind::answered) {
+      maybe_sent = maybe_sent || x.what == kh::exchange::kind::unknown;
+      client_problem().set("node " + std::to_string(id) + " (HTTPS): " + x.error);
+      continue;
+    }
+    auto v = kh::judge(r, x.answer, o.json);
+    if (v.what == kh::verdict::kind::retry) {
+      client_problem().set("node " + std::to_string(id) + " (HTTPS): " + v.problem);
+      continue;
+    }
+    stages().mark("answered");
+    remember_primary(cache_file, first, rp::errc::ok, v.primary);
+    if (v.what == kh::verdict::kind::not_found) {
+      std::cerr << "conclave: key not found\n";
+      return exit_failure;
+    }
+    std::cout << v.output << '\n';
+    return exit_ok;
+  }
+  SSL_CTX_free(ctx);
+  if (clock_type::now() < o.deadline)
+    return std::nullopt;
+  auto seen = client_problem().get();
+  std::string within = std::to_string(o.timeout_ms) + " ms (last attempt: " + seen + ")";
+  if (maybe_sent)
+    return fail(0, "outcome unknown: no answer within " + within
+                       + "; the write may or may not have taken effect");
+  return fail(0, "no answer within " + within);
+}
+
 } // namespace
 
 void add_kv_command(command_registry& reg) {
@@ -519,6 +616,10 @@ void add_kv_command(command_registry& reg) {
          "per cluster, and over TLS each member's session ticket, one file per "
          "member, mode 0600 (default: $XDG_CACHE_HOME/conclave, else "
          "~/.cache/conclave; none: nowhere)");
+  kv->add_flag("--no-http", o->no_http,
+               "get, put and delete: do not use the members' HTTPS API (the fast path "
+               "for a --dir cluster with TLS), only their cluster links")
+      ->envname(env_name("--no-http"));
   kv->add_flag("--trace-stages", o->trace_stages,
                "print on stderr when the run reached each stage (main, parsed, system, "
                "ready, answered, exit), as `conclave-trace STAGE MICROSECONDS` lines "

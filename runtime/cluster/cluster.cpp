@@ -688,8 +688,11 @@ std::optional<client_access> client_access_of(const std::string& dir) {
     return std::nullopt;
   client_access a;
   a.cluster = c->name;
-  for (auto& n : c->nodes)
+  for (auto& n : c->nodes) {
     a.peers += (a.peers.empty() ? "" : ",") + std::to_string(n.id) + "@" + n.listen;
+    if (!n.http.empty())
+      a.http[n.id] = n.http;
+  }
   // The client certificate `up` makes (DIR/tls/) or `init` (DIR/client/); a
   // directory `up` made before client certificates has only the nodes' (then
   // the first node's is used, as before).

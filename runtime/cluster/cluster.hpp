@@ -18,6 +18,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -134,6 +135,8 @@ struct client_access {
   std::string ca;
   std::string cert;
   std::string key;
+  /// Each member's HTTP/JSON API address (HOST:PORT), for those that have one.
+  std::map<uint64_t, std::string> http;
 };
 std::optional<client_access> client_access_of(const std::string& dir);
 

@@ -23,6 +23,7 @@ std::optional<std::string> settle_access(store_access& a) {
       a.tls_cert = c->cert;
       a.tls_key = c->key;
     }
+    a.http = c->http;
   }
   if (a.peers.empty())
     return std::string{"give --peers ID@HOST:PORT,... or --dir DIR"};

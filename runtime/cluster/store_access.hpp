@@ -30,6 +30,9 @@ struct store_access {
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
+  /// Each member's HTTPS API address (HOST:PORT), from `dir`'s cluster.json
+  /// (with --peers: none known).
+  std::map<uint64_t, std::string> http;
 };
 
 /// Fills peers, cluster and TLS files from `dir`, and checks that the access
