@@ -1,6 +1,7 @@
 #include "runtime/cli/kv_http.hpp"
 
 #include "runtime/node/http_kv.hpp"
+#include "runtime/node/tls_error_queue.hpp"
 
 #include <nlohmann/json.hpp>
 #include <openssl/err.h>
@@ -295,6 +296,9 @@ ssl_ctx_st* make_context(const std::string& ca, const std::string& cert,
   // The members' certificates are the cluster CA's; like the CAF path, the
   // chain is what is verified (their names are node ids, not host names).
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  // This process links the node's TLS read guard, which checks every TLS
+  // read as CAF's BASP: these sessions carry HTTP.
+  node::exempt_from_basp_checks(ctx);
   return ctx;
 }
 
