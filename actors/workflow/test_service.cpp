@@ -56,6 +56,8 @@ impl_actor::behavior_type make_service(impl self, std::shared_ptr<test_service_s
         if (!s.script.empty()) {
           b = s.script.front();
           s.script.pop_front();
+        } else if (s.decide) {
+          b = s.decide();
         }
         switch (b) {
         case test_behavior::ok:

@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +24,9 @@ struct test_service_state {
   /// Consumed one per call, front first; when empty, `otherwise` applies.
   std::deque<test_behavior> script;
   test_behavior otherwise = test_behavior::ok;
+  /// When set, decides each call the script does not (a simulator's fault
+  /// windows, drawn per call) instead of `otherwise`.
+  std::function<test_behavior()> decide;
   /// How long `slow` waits before answering success.
   duration slow_delay = std::chrono::milliseconds{50};
   bool deduplicate = true;

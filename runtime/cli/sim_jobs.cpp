@@ -10,7 +10,8 @@ namespace conclave::cli {
 namespace {
 
 constexpr const char* jobs_flags[] = {"--jobs",   "--steps",       "--schedulers",
-                                      "--agents", "--supervisors", "--service"};
+                                      "--agents", "--supervisors", "--service",
+                                      "--world"};
 
 } // namespace
 
@@ -27,6 +28,9 @@ void add_sim_jobs_flags(CLI::App* sub, sim_jobs_options& o) {
          "jobs workload: idempotent, or non-idempotent (applies every call; the "
          "effect checker must then fail)")
       ->capture_default_str();
+  sub->add_flag("--world", o.world,
+                "jobs workload: run on the simulated world, every node the node's "
+                "composition (candidate, replica, front) and its workflow part");
 }
 
 bool sim_jobs_flags_given(const CLI::App* sub) {
@@ -71,12 +75,15 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t ru
   s.plan = std::move(plan.value());
   s.idempotent_service = o.service == "idempotent";
   s.unsafe_ignore_fence = unsafe == "supervisor-ignores-fence";
+  s.on_world = o.world;
   auto prefix = "conclave sim --workload jobs --jobs " + std::to_string(o.jobs)
                 + " --steps " + std::to_string(o.steps) + " --schedulers "
                 + std::to_string(o.schedulers) + " --agents " + std::to_string(o.agents)
                 + " --supervisors " + std::to_string(o.supervisors);
   if (!s.idempotent_service)
     prefix += " --service " + o.service;
+  if (o.world)
+    prefix += " --world";
   if (unsafe != "none")
     prefix += " --unsafe " + unsafe;
   if (!faults.empty())
@@ -94,6 +101,7 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t ru
               << " jobs of " << o.steps << " steps, " << o.schedulers << " schedulers, "
               << o.agents << " agents, " << o.supervisors << " supervisors"
               << (s.idempotent_service ? "" : ", non-idempotent service")
+              << (o.world ? ", on the simulated world" : "")
               << (unsafe == "none" ? "" : ", UNSAFE " + unsafe) << "\n";
     summary.print(std::cout);
   }

@@ -1,5 +1,6 @@
 #include "runtime/sim/jobs_simulation.hpp"
 
+#include "actors/ask/ask.hpp"
 #include "actors/election/candidate_actor.hpp"
 #include "actors/election/directory_transport.hpp"
 #include "actors/store/store_host.hpp"
@@ -9,11 +10,19 @@
 #include "actors/workflow/supervisor.hpp"
 #include "actors/workflow/test_service.hpp"
 #include "protocols/workflow/store_layout.hpp"
+#include "runtime/node/node_composition.hpp"
+#include "runtime/node/workflow_part.hpp"
 #include "runtime/sim/coordinator_driver.hpp"
 #include "runtime/sim/jobs_links.hpp"
+#include "runtime/sim/node_world.hpp"
+#include "runtime/sim/sim_disk.hpp"
+#include "runtime/sim/world.hpp"
+#include "runtime/sim/world_clock.hpp"
 #include "storage/api/memory_log_device.hpp"
 
 #include <caf/send.hpp>
+
+#include <random>
 
 #include <algorithm>
 #include <map>
@@ -25,6 +34,7 @@ namespace {
 
 namespace wf = conclave::workflow;
 namespace el = conclave::election;
+namespace rp = conclave::replication;
 using namespace std::chrono_literals;
 
 /// Counts what the workflow actors report (one thread: no locking needed).
@@ -475,7 +485,611 @@ struct action {
   wf::duration at{0};
   std::optional<size_t> submit; ///< job index, or a fault
   fault timed;
+  /// The end of a window (pause, partition, cut) on the world.
+  bool end = false;
 };
+
+// -- the jobs workload on the simulated world ------------------------------------
+
+/// A window of misbehaving service calls, in run time.
+struct call_window {
+  wf::test_behavior behavior = wf::test_behavior::ok;
+  timestamp from{0};
+  timestamp until{0};
+  double probability = 1;
+};
+
+/// The rate error of the nodes' clocks: a quarter of the drift the quorum
+/// guard tolerates, as the other workloads draw it.
+double guard_rate_error(const el::election_config& c) {
+  auto& g = c.guard;
+  auto window = static_cast<double>((g.lease + g.max_clock_drift).count());
+  return window > 0 ? static_cast<double>(g.max_clock_drift.count()) / (4 * window) : 0;
+}
+
+/// The nodes of a jobs run on the world: each is what `conclave node` runs,
+/// the node composition and its workflow part, with the world's network, a
+/// simulated disk and term file that survive its crashes, and its own
+/// drifting clock.
+class jobs_node_world final : private world_observer {
+public:
+  jobs_node_world(const jobs_settings& s, const fault_plan& plan, uint64_t net_seed,
+                  uint64_t service_seed)
+      : settings_(s),
+        world_(node_count(s.shape), net_seed, network_of(plan), clocks_of(plan),
+               [](caf::actor_system_config& cfg) {
+                 store::add_store_types(cfg);
+                 wf::add_workflow_types(cfg);
+                 cfg.add_message_types<caf::id_block::conclave_replication>();
+                 cfg.add_message_types<caf::id_block::conclave_election>();
+               }) {
+    econfig_.guard.enabled = true;
+    // A checkpoint stream lost while its receiver was down is sent again
+    // sooner than the default, as in the replication workload.
+    rconfig_.snapshot_retry = 100ms;
+    auto n = node_count(s.shape);
+    for (uint64_t k = 1; k <= n; ++k)
+      members_.push_back(el::node_id{k});
+    probe_ = std::make_shared<counting_probe>();
+    service_rng_.seed(service_seed);
+    for (auto& f : plan.faults) {
+      using k = fault::kind;
+      if (f.what != k::fail && f.what != k::reject && f.what != k::hang
+          && f.what != k::slow)
+        continue;
+      call_window w;
+      w.behavior = f.what == k::fail     ? wf::test_behavior::transient
+                   : f.what == k::reject ? wf::test_behavior::permanent
+                   : f.what == k::hang   ? wf::test_behavior::hang
+                                         : wf::test_behavior::slow;
+      w.from = f.at;
+      w.until = f.until;
+      w.probability = f.probability;
+      windows_.push_back(w);
+    }
+    service_ = std::make_shared<wf::test_service_state>();
+    service_->slow_delay = plan.slow;
+    service_->deduplicate = s.idempotent_service;
+    service_->decide = [this] { return decide_call(); };
+    set_node_notices(world_);
+    world_.add_observer(this);
+    world_.set_tap([this](timestamp, node_id, node_id, const caf::message&, fate f) {
+      if (f != fate::delivered)
+        ++lost_;
+    });
+    nodes_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      auto& x = nodes_[i];
+      x.disk = std::make_shared<sim_disk>(2ms, false);
+      x.terms = std::make_shared<rp::memory_term_file>();
+      world_.spawn(members_[i], [this, i](world&, node_id, uint32_t incarnation) {
+        return make_node(i, incarnation);
+      });
+    }
+    world_.run_actors();
+  }
+
+  ~jobs_node_world() override {
+    service_->decide = nullptr;
+    for (auto& x : nodes_)
+      if (x.disk)
+        x.disk->set_releaser(caf::actor{});
+  }
+
+  static size_t node_count(const jobs_shape& s) {
+    return std::max({s.schedulers, s.agents, s.supervisors, size_t{1}});
+  }
+
+  void run_until(wf::duration t) { world_.run_until(timestamp{t}); }
+  wf::duration elapsed() const { return world_.now(); }
+  const counting_probe& probe() const { return *probe_; }
+  const wf::test_service_state& service() const { return *service_; }
+  uint64_t messages() const { return world_.messages_sent(); }
+  uint64_t lost() const { return lost_; }
+  uint64_t duplicated() const { return world_.messages_duplicated(); }
+
+  void submit(const wf::job_spec& spec) {
+    // A refused submission is a bug of the simulation's own job generator
+    // (or the store never answered): the job is then missing, and the
+    // liveness checker says so.
+    ids_.push_back(spec.id);
+    submissions_.push_back({spec, nullptr});
+    send_submission(submissions_.back());
+  }
+
+  void apply(const fault& f, bool end) {
+    using k = fault::kind;
+    using role = fault::role;
+    if (end)
+      return; // the world ends pauses, partitions and cuts itself
+    switch (f.what) {
+    case k::crash:
+    case k::restart:
+      if (f.target == role::service) {
+        service_up_ = f.what == k::restart;
+        if (!service_up_)
+          service_->script.clear();
+        break;
+      }
+      if (auto id = node_of(f)) {
+        world_.crash(*id);
+        if (f.what == k::restart)
+          world_.restart(*id);
+      }
+      break;
+    case k::crash_leader:
+      if (auto l = acting_leader()) {
+        last_leader_ = *l;
+        world_.crash(members_[*l]);
+      }
+      break;
+    case k::restart_leader:
+      if (last_leader_) {
+        world_.crash(members_[*last_leader_]);
+        world_.restart(members_[*last_leader_]);
+      }
+      break;
+    case k::pause:
+      world_.pause(f.node, f.until);
+      break;
+    case k::pause_leader:
+      if (auto l = acting_leader())
+        world_.pause(members_[*l], f.until);
+      break;
+    case k::partition:
+    case k::cut:
+      world_.add_cut(f.at, f.until, f.groups, f.what == k::cut);
+      break;
+    case k::elect:
+      if (world_.alive(f.node))
+        caf::anon_send(nodes_[f.node.value - 1].candidate,
+                       election_atoms::elect_atom::value);
+      break;
+    case k::cancel:
+      if (f.number >= 1 && f.number <= ids_.size())
+        if (auto i = reachable())
+          ask<wf::job_state>(world_.system(), nodes_[*i].client,
+                             conclave::workflow_atoms::cancel_atom_v, ids_[f.number - 1]);
+      break;
+    default: // service windows act through decide_call
+      break;
+    }
+    world_.run_actors();
+  }
+
+  /// Polls the jobs not yet known final; true once every submitted job has
+  /// been read final (answers arrive while the world runs on).
+  bool all_final() {
+    // A user whose submission failed (its node died with the request, or the
+    // store did not answer in time) submits it again, through another node
+    // if need be; "exists already" means an earlier try committed.
+    for (auto& sub : submissions_) {
+      if (sub.answer && sub.answer->value)
+        continue;
+      auto via = members_[sub.via];
+      bool node_died =
+          sub.answer && !sub.answer->done
+          && (!world_.alive(via) || world_.incarnation(via) != sub.via_incarnation);
+      if (sub.answer && !sub.answer->done && !node_died)
+        continue;
+      if (sub.answer && sub.answer->done) {
+        auto& e = sub.answer->error;
+        if (e.category() == wf::error_category_atom
+            && e.code() == static_cast<uint8_t>(wf::errc::job_exists))
+          continue;
+      }
+      send_submission(sub);
+    }
+    if (!all_done(polls_))
+      return false;
+    for (auto& r : polls_)
+      if (r->value && wf::is_final(r->value->job.state))
+        final_.insert(r->value->job.id.value);
+    polls_.clear();
+    std::vector<wf::job_id> open;
+    for (auto& id : ids_)
+      if (!final_.count(id.value))
+        open.push_back(id);
+    if (open.empty())
+      return true;
+    if (auto i = reachable()) {
+      for (auto& id : open)
+        polls_.push_back(ask<wf::job_view>(world_.system(), nodes_[*i].client,
+                                           caf::get_atom::value, id));
+      world_.run_actors();
+    }
+    return false;
+  }
+
+  /// Everything the checkers read, through a live node's client and store
+  /// adapter (the world runs on while the answers come).
+  jobs_observation observe() {
+    jobs_observation obs;
+    auto i = reachable();
+    if (i) {
+      auto client = nodes_[*i].client;
+      auto& sys = world_.system();
+      std::vector<std::shared_ptr<reply<wf::job_view>>> views;
+      std::vector<std::shared_ptr<reply<std::vector<wf::job_event>>>> events;
+      for (auto& id : ids_) {
+        views.push_back(ask<wf::job_view>(sys, client, caf::get_atom::value, id));
+        events.push_back(ask<std::vector<wf::job_event>>(
+            sys, client, conclave::workflow_atoms::events_atom_v, id, uint64_t{0}));
+      }
+      std::vector<std::shared_ptr<reply<std::vector<wf::job_id>>>> lists;
+      for (uint8_t st = 0; st < wf::step_state_count; ++st)
+        lists.push_back(ask<std::vector<wf::job_id>>(
+            sys, client, conclave::workflow_atoms::list_atom_v,
+            static_cast<wf::step_state>(st)));
+      wait_all(views);
+      wait_all(events);
+      wait_all(lists);
+      for (size_t j = 0; j < ids_.size(); ++j) {
+        job_trace t;
+        t.id = ids_[j];
+        t.view = views[j]->value;
+        if (events[j]->value)
+          t.events = std::move(*events[j]->value);
+        obs.jobs.push_back(std::move(t));
+      }
+      std::map<uint8_t, std::vector<wf::job_id>> listed;
+      bool read_all = true;
+      for (uint8_t st = 0; st < wf::step_state_count; ++st) {
+        if (!lists[st]->value)
+          read_all = false;
+        else
+          listed[st] = std::move(*lists[st]->value);
+      }
+      if (read_all)
+        obs.listed = std::move(listed);
+      obs.index_rows = read_index_rows(nodes_[*i].store);
+    } else {
+      for (auto& id : ids_)
+        obs.jobs.push_back(job_trace{id, std::nullopt, {}});
+    }
+    obs.effects = service_->effects;
+    obs.dispatches = probe_->attempts;
+    obs.origin = wf::timestamp{0};
+    obs.now = wf::timestamp{world_.now()};
+    obs.judge_liveness = i.has_value();
+    return obs;
+  }
+
+private:
+  struct submission {
+    wf::job_spec spec;
+    std::shared_ptr<reply<wf::job_id>> answer;
+    /// The node (index) and life whose client was asked.
+    size_t via = 0;
+    uint32_t via_incarnation = 0;
+  };
+
+  void send_submission(submission& sub) {
+    sub.answer.reset();
+    if (auto i = reachable()) {
+      sub.via = *i;
+      sub.via_incarnation = world_.incarnation(members_[*i]);
+      sub.answer = ask<wf::job_id>(world_.system(), nodes_[*i].client,
+                                   conclave::workflow_atoms::submit_atom_v, sub.spec);
+      world_.run_actors();
+    }
+  }
+
+  struct node_slot {
+    std::shared_ptr<sim_disk> disk;
+    std::shared_ptr<rp::memory_term_file> terms;
+    caf::actor front;
+    el::candidate_actor candidate;
+    wf::client_actor client;
+    store::store_actor store;
+  };
+
+  static network_model network_of(const fault_plan& plan) {
+    network_model net;
+    net.delay_min = plan.delay_min;
+    net.delay_max = plan.delay_max;
+    net.loss = plan.loss;
+    net.dup = plan.dup;
+    net.faults_until = plan.heal_time();
+    return net;
+  }
+
+  static clock_model clocks_of(const fault_plan& plan) {
+    clock_model c;
+    el::election_config guarded;
+    guarded.guard.enabled = true;
+    c.max_rate_error = plan.drift ? *plan.drift : guard_rate_error(guarded);
+    return c;
+  }
+
+  /// The node a crash or restart names: node N, or the node of agentN,
+  /// schedulerN or supervisorN.
+  std::optional<node_id> node_of(const fault& f) const {
+    auto n = f.target == fault::role::node ? f.node.value : f.number;
+    if (n < 1 || n > members_.size())
+      return std::nullopt;
+    return members_[n - 1];
+  }
+
+  /// A node that is alive and not paused (the lowest), whose client the run
+  /// asks.
+  std::optional<size_t> reachable() const {
+    for (size_t i = 0; i < members_.size(); ++i)
+      if (world_.alive(members_[i]) && !world_.paused(members_[i]))
+        return i;
+    return std::nullopt;
+  }
+
+  wf::test_behavior decide_call() {
+    if (!service_up_)
+      return wf::test_behavior::transient; // a refused connection
+    auto now = world_.now();
+    for (auto& w : windows_)
+      if (w.from <= now && now < w.until && coin(w.probability))
+        return w.behavior;
+    return wf::test_behavior::ok;
+  }
+
+  bool coin(double p) {
+    if (p <= 0)
+      return false;
+    return std::uniform_real_distribution<double>{0.0, 1.0}(service_rng_) < p;
+  }
+
+  /// Runs the world on until every answer came, for at most 10 s of run time.
+  template <class Replies>
+  void wait_all(const Replies& rs) {
+    world_.run_actors();
+    auto limit = world_.now() + 10s;
+    while (!all_done(rs) && world_.now() < limit)
+      world_.run_until(world_.now() + 1ms);
+  }
+
+  template <class T>
+  std::optional<T> wait_one(const std::shared_ptr<reply<T>>& r) {
+    std::vector<std::shared_ptr<reply<T>>> one{r};
+    wait_all(one);
+    return r->value;
+  }
+
+  /// The raw index rows, read in a transaction of their own.
+  std::optional<std::map<std::string, std::vector<std::string>>>
+  read_index_rows(const store::store_actor& st) {
+    auto& sys = world_.system();
+    auto t = wait_one(ask<store::txn_id>(sys, st, conclave::store_atoms::begin_atom_v));
+    if (!t)
+      return std::nullopt;
+    std::map<std::string, std::vector<std::string>> rows;
+    bool read = true;
+    for (const char* c : {wf::layout::state, wf::layout::ready, wf::layout::due}) {
+      store::op_request r;
+      r.txn = *t;
+      r.op = store::operation::enumerate;
+      r.collection = c;
+      auto res = wait_one(ask<store::op_result>(sys, st, r, uint32_t{1000}));
+      if (!res) {
+        read = false;
+        break;
+      }
+      for (auto& kv : res->items)
+        rows[c].push_back(kv.first);
+    }
+    wait_one(ask<bool>(sys, st, conclave::store_atoms::abort_atom_v, *t));
+    if (!read)
+      return std::nullopt;
+    return rows;
+  }
+
+  /// The live node whose candidate acts as leader with the highest term (a
+  /// paused node does not answer).
+  std::optional<size_t> acting_leader() {
+    std::optional<size_t> best;
+    el::term best_term;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!world_.alive(members_[i]))
+        continue;
+      auto r =
+          ask<el::leader_info>(world_.system(), nodes_[i].candidate, caf::get_atom::value,
+                               election_atoms::leader_atom::value);
+      world_.run_actors();
+      auto& info = r->value;
+      if (info && info->is_leader && info->acting && (!best || best_term < info->t)) {
+        best = i;
+        best_term = info->t;
+      }
+    }
+    return best;
+  }
+
+  /// One life of node i: the node composition and its workflow part, with
+  /// the world's pieces.
+  node_body make_node(size_t i, uint32_t incarnation) {
+    auto& sys = world_.system();
+    auto& n = nodes_[i];
+    auto id = members_[i];
+    node::composition_options o;
+    auto& co = o.candidate;
+    co.id = id;
+    co.peers = members_;
+    co.config = econfig_;
+    co.net = std::make_shared<world_election_transport>(world_, id);
+    co.clock = std::make_shared<world_host_clock>(world_, id, candidate_port);
+    co.incarnation = incarnation;
+    node::node_config cfg;
+    cfg.id = id;
+    cfg.election = econfig_;
+    for (auto p : members_)
+      if (p != id)
+        cfg.peers[p.value] = node::address{"sim", static_cast<uint16_t>(p.value)};
+    auto* w = &world_;
+    o.probe = std::make_shared<node::node_probe>(
+        cfg, std::make_shared<node::status_writer>("", node::node_status{}),
+        [w] { return std::chrono::steady_clock::time_point{} + w->now(); });
+    rp::replica_host_options ro;
+    ro.config = rconfig_;
+    ro.device = n.disk;
+    ro.terms = n.terms;
+    ro.transport = std::make_shared<world_replica_transport>(world_, id);
+    ro.clock = std::make_shared<world_host_clock>(world_, id, host_port);
+    ro.checkpoint_every_records = 0;
+    ro.checkpoint_every_bytes = 0;
+    o.replica = std::move(ro);
+    auto parts = node::compose_node(sys, std::move(o));
+    n.front = parts.front;
+    n.candidate = parts.candidate;
+    auto releaser = spawn_disk_releaser(sys, n.disk);
+    n.disk->set_releaser(releaser);
+
+    node::workflow_part_options wo;
+    wo.self = id.value;
+    wo.incarnation = incarnation;
+    wo.members = members_;
+    wo.lookup = [this, id](rp::node_id to) -> caf::actor {
+      if (to.value < 1 || to.value > nodes_.size())
+        return {};
+      auto peer = members_[to.value - 1];
+      if (!world_.alive(peer) || world_.blocked(id, peer) || world_.blocked(peer, id))
+        return {};
+      return nodes_[to.value - 1].front;
+    };
+    auto svc = wf::spawn_test_service(sys, service_);
+    wo.services["svc"].push_back(svc);
+    wo.services["undo"].push_back(svc);
+    wo.candidate = parts.candidate;
+    wo.probe = probe_;
+    wo.clock = std::make_shared<world_node_clock>(world_, id);
+    wo.poll_interval = poll_interval;
+    wo.scan_interval = scan_interval;
+    wo.unsafe_ignore_attempt_fence = settings_.unsafe_ignore_fence;
+    auto part = node::compose_workflows(sys, std::move(wo));
+    n.client = part.client;
+    n.store = part.store;
+    caf::anon_send(n.candidate, election_atoms::start_atom::value);
+    node_body b;
+    b.actor = caf::actor_cast<caf::actor>(parts.candidate);
+    b.ports = {parts.host, parts.front, releaser};
+    for (auto& a : part.actors)
+      if (std::find(b.ports.begin(), b.ports.end(), a) == b.ports.end())
+        b.ports.push_back(a);
+    return b;
+  }
+
+  void crashed(node_id id, timestamp) override { nodes_[id.value - 1].disk->crash(); }
+
+  jobs_settings settings_;
+  world world_;
+  el::election_config econfig_;
+  rp::replica_config rconfig_;
+  std::vector<el::node_id> members_;
+  std::vector<node_slot> nodes_;
+  std::shared_ptr<counting_probe> probe_;
+  std::shared_ptr<wf::test_service_state> service_;
+  std::mt19937_64 service_rng_;
+  std::vector<call_window> windows_;
+  bool service_up_ = true;
+  std::optional<size_t> last_leader_;
+  std::vector<wf::job_id> ids_;
+  std::vector<submission> submissions_;
+  std::set<std::string> final_;
+  std::vector<std::shared_ptr<reply<wf::job_view>>> polls_;
+  uint64_t lost_ = 0;
+};
+
+/// Fills the run's report from what the checkers read and the counters.
+template <class World>
+void finish_report(jobs_run_report& rep, World& w, jobs_observation& obs,
+                   bool all_final) {
+  obs.heal = rep.heal;
+  obs.bound = rep.bound;
+  // A run that ended with every job final has nothing left to judge; one that
+  // ran to heal + bound has applied every fault, so who is alive now is who
+  // was alive once faults healed.
+  obs.judge_liveness = obs.judge_liveness || all_final;
+  rep.liveness_judged = obs.judge_liveness;
+  rep.violations = run_checkers(standard_jobs_checkers(), obs);
+  for (auto& t : obs.jobs) {
+    if (!t.view)
+      continue;
+    auto s = t.view->job.state;
+    ++rep.outcomes[static_cast<size_t>(s)];
+    if (wf::is_final(s)) {
+      auto at = t.view->job.updated - obs.origin;
+      rep.settle = std::max(rep.settle, at - std::min(at, rep.heal));
+    }
+  }
+  auto& p = w.probe();
+  rep.dispatches = p.dispatches;
+  rep.stale_replies = p.stale;
+  rep.recoveries_deadline = p.deadline;
+  rep.recoveries_monitor = p.monitor;
+  rep.recoveries_failure = p.failure;
+  rep.fenced_writes = p.fenced;
+  for (auto& [key, n] : w.service().effects)
+    rep.effects += static_cast<uint64_t>(n);
+}
+
+/// One run on the simulated world (jobs_settings::on_world).
+void run_on_world(const jobs_settings& settings, const fault_plan& plan,
+                  const std::vector<wf::job_spec>& jobs, uint64_t net_seed,
+                  uint64_t service_seed, std::vector<action> actions,
+                  wf::duration last_submit, jobs_run_report& rep) {
+  // Window ends (pauses, partitions, cuts) are actions too.
+  for (auto& f : plan.faults) {
+    using k = fault::kind;
+    if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
+        || f.what == k::cut) {
+      action a;
+      a.at = f.until;
+      a.timed = f;
+      a.end = true;
+      actions.push_back(a);
+    }
+  }
+  std::stable_sort(actions.begin(), actions.end(),
+                   [](const action& a, const action& b) { return a.at < b.at; });
+  // Job times are read on the nodes' drifting clocks: one may run ahead of
+  // run time by the clocks' rate error over the whole run.
+  auto drift = plan.drift ? *plan.drift : 0.03;
+  auto span = rep.heal + rep.bound;
+  rep.bound +=
+      std::chrono::duration_cast<wf::duration>(std::chrono::duration<double, std::nano>(
+          static_cast<double>(span.count()) * drift));
+  auto end = rep.heal + rep.bound;
+  jobs_node_world w{settings, plan, net_seed, service_seed};
+  size_t next = 0;
+  size_t submitted = 0;
+  bool all_final = false;
+  wf::duration check = last_submit;
+  while (true) {
+    auto t = std::min(check, end);
+    if (next < actions.size())
+      t = std::min(t, actions[next].at);
+    w.run_until(t);
+    for (; next < actions.size() && actions[next].at <= w.elapsed(); ++next) {
+      auto& a = actions[next];
+      if (a.submit) {
+        w.submit(jobs[*a.submit]);
+        ++submitted;
+      } else
+        w.apply(a.timed, a.end);
+    }
+    if (w.elapsed() >= check) {
+      if (submitted == jobs.size() && w.all_final()) {
+        all_final = true;
+        break; // what faults remain cannot change a final job
+      }
+      check += check_interval;
+    }
+    if (w.elapsed() >= end)
+      break;
+  }
+  rep.end = w.elapsed();
+  auto obs = w.observe();
+  finish_report(rep, w, obs, all_final);
+  rep.messages = w.messages();
+  rep.lost = w.lost();
+  rep.duplicated = w.duplicated();
+}
 
 } // namespace
 
@@ -528,6 +1142,10 @@ jobs_run_report run_jobs_simulation(const jobs_settings& settings) {
   rep.bound = jobs_bound(settings.shape, plan);
   auto end = rep.heal + rep.bound;
 
+  if (settings.on_world) {
+    run_on_world(settings, plan, jobs, link_seed, agent_seed, actions, last_submit, rep);
+    return rep;
+  }
   jobs_world w{settings, plan, link_seed, agent_seed};
   auto& d = w.driver();
   size_t next = 0;
@@ -559,36 +1177,10 @@ jobs_run_report run_jobs_simulation(const jobs_settings& settings) {
   }
   rep.end = d.elapsed();
   auto obs = w.observe();
-  obs.heal = rep.heal;
-  obs.bound = rep.bound;
-  // A run that ended with every job final has nothing left to judge; one that
-  // ran to heal + bound has applied every fault, so who is alive now is who
-  // was alive once faults healed.
-  obs.judge_liveness = obs.judge_liveness || all_final;
-  rep.liveness_judged = obs.judge_liveness;
-  rep.violations = run_checkers(standard_jobs_checkers(), obs);
-  for (auto& t : obs.jobs) {
-    if (!t.view)
-      continue;
-    auto s = t.view->job.state;
-    ++rep.outcomes[static_cast<size_t>(s)];
-    if (wf::is_final(s)) {
-      auto at = t.view->job.updated - obs.origin;
-      rep.settle = std::max(rep.settle, at - std::min(at, rep.heal));
-    }
-  }
-  auto& p = w.probe();
-  rep.dispatches = p.dispatches;
-  rep.stale_replies = p.stale;
-  rep.recoveries_deadline = p.deadline;
-  rep.recoveries_monitor = p.monitor;
-  rep.recoveries_failure = p.failure;
-  rep.fenced_writes = p.fenced;
+  finish_report(rep, w, obs, all_final);
   rep.messages = w.links().messages;
   rep.lost = w.links().lost;
   rep.duplicated = w.links().duplicated;
-  for (auto& [key, n] : w.service().effects)
-    rep.effects += static_cast<uint64_t>(n);
   return rep;
 }
 

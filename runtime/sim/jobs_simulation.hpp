@@ -20,6 +20,24 @@
 // dispatch (1..3, 2 ms initial backoff) and whether it declares a
 // compensation ("undo", probability 1/2).
 //
+// On the world (jobs_settings::on_world): max(schedulers, agents,
+// supervisors) nodes on the simulated world (world.hpp), each what `conclave
+// node` runs: the node composition (node_composition.hpp: candidate, replica
+// host on a simulated disk, replica front, the leadership wiring) and the
+// workflow part (workflow_part.hpp: a replication client and the store
+// adapter over it, so job state lives in the replicated store; an agent per
+// kind on the node's test service; a scheduler; a client; a supervisor that
+// follows the node's candidate and acts only while it leads, fenced by the
+// term). Every actor reads time and arms timers on its node's drifting clock
+// (world_clock.hpp); candidates and replica hosts reach their peers through
+// the world's network (node_world.hpp); a workflow part's replication client
+// reaches a member's front directly, if that member is alive and no
+// partition or cut separates the two. A crash or restart of agentN,
+// schedulerN or supervisorN is one of node N (the process); `service` is the
+// external service, down (every call fails transiently) until its restart.
+// The test service's state is shared by every node's service actor (one
+// external service); fault windows decide each call.
+//
 // Determinism: one std::mt19937_64 seeded with the run's seed draws the jobs,
 // the random faults and the seed of the links' generator and the agents'
 // jitter; everything runs on one test coordinator. Same settings, same report.
@@ -45,6 +63,11 @@ struct jobs_settings {
   /// (supervisor_options::unsafe_ignore_attempt_fence): the planted defect
   /// `--unsafe supervisor-ignores-fence` the checkers must catch.
   bool unsafe_ignore_fence = false;
+  /// Run on the simulated world (world.hpp): every node is the node's
+  /// composition plus its workflow part, as `conclave node` runs them (see
+  /// "On the world" above). false: the workflow actors alone on one store
+  /// host, behind the faulty links.
+  bool on_world = false;
 };
 
 /// What one run did and what the checkers found.

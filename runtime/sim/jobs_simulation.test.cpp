@@ -229,3 +229,68 @@ TEST(jobs_simulation, supervisors_are_not_fenced_out_after_restarts) {
     EXPECT_GT(fenced, 0u) << spec << ": the refusal this test is about never happened";
   }
 }
+
+// -- on the simulated world: every node the node's composition and its
+// workflow part (jobs_settings::on_world) -------------------------------------
+
+namespace {
+
+sim::jobs_settings on_world(const std::string& spec, sim::jobs_shape shape = {}) {
+  auto s = settings(spec, shape);
+  s.on_world = true;
+  return s;
+}
+
+} // namespace
+
+TEST(jobs_on_world, the_same_seed_gives_the_same_run) {
+  auto s = on_world("random=4,loss=0.02,dup=0.02,delay=1ms..3ms");
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    s.seed = seed;
+    auto a = describe(sim::run_jobs_simulation(s));
+    auto b = describe(sim::run_jobs_simulation(s));
+    ASSERT_EQ(a, b) << "seed " << seed;
+  }
+  s.seed = 1;
+  auto one = describe(sim::run_jobs_simulation(s));
+  s.seed = 2;
+  EXPECT_NE(one, describe(sim::run_jobs_simulation(s)));
+}
+
+TEST(jobs_on_world, jobs_end_through_the_replicated_store_without_faults) {
+  auto s = on_world("");
+  auto r = sim::run_jobs_simulation(s);
+  EXPECT_TRUE(r.violations.empty()) << complaints(r);
+  EXPECT_TRUE(r.liveness_judged);
+  EXPECT_EQ(ended(r, wf::step_state::processed), 4u);
+  // Every step of every job took effect once; the candidates and replicas
+  // talked through the world's network.
+  EXPECT_EQ(r.effects, 4u * 3u);
+  EXPECT_GT(r.messages, 0u);
+}
+
+TEST(jobs_on_world, a_crashed_leader_node_hands_recovery_and_the_store_to_another) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    auto s = on_world("hang@150ms-400ms,crash-leader@250ms,restart-leader@600ms");
+    s.seed = seed;
+    auto r = sim::run_jobs_simulation(s);
+    EXPECT_TRUE(r.violations.empty()) << "seed " << seed << complaints(r);
+    EXPECT_TRUE(r.liveness_judged) << "seed " << seed;
+    EXPECT_GT(r.recoveries_deadline, 0u) << "seed " << seed;
+  }
+}
+
+TEST(jobs_on_world, random_schedules_keep_every_invariant) {
+  auto s = on_world("random=4,loss=0.02,dup=0.02,delay=1ms..3ms");
+  uint64_t recovered = 0, lost = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    s.seed = seed;
+    auto r = sim::run_jobs_simulation(s);
+    EXPECT_TRUE(r.violations.empty())
+        << "seed " << seed << " faults " << r.fault_list << complaints(r);
+    recovered += r.recoveries_deadline + r.recoveries_monitor + r.recoveries_failure;
+    lost += r.lost;
+  }
+  EXPECT_GT(recovered, 0u);
+  EXPECT_GT(lost, 0u);
+}

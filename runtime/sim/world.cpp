@@ -138,6 +138,16 @@ const caf::actor& world::port_actor(const node_state& n, port_id port) const {
   return port <= n.body.ports.size() ? n.body.ports[port - 1] : none;
 }
 
+std::optional<port_id> world::port_of(node_id id, const caf::actor_addr& who) const {
+  auto& n = node(id);
+  if (n.body.actor && n.body.actor.address() == who)
+    return port_id{0};
+  for (size_t k = 0; k < n.body.ports.size(); ++k)
+    if (n.body.ports[k] && n.body.ports[k].address() == who)
+      return static_cast<port_id>(k + 1);
+  return std::nullopt;
+}
+
 void world::crash(node_id id, bool notify) {
   auto& n = node(id);
   if (!n.alive)

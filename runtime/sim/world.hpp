@@ -158,6 +158,9 @@ public:
   timestamp paused_until(node_id id) const { return node(id).paused_until; }
   uint32_t incarnation(node_id id) const { return node(id).incarnation; }
   const caf::actor& actor(node_id id) const { return node(id).body.actor; }
+  /// The port of `who` among the node's actors (its body's actor: 0), or
+  /// none if it is not one of them.
+  std::optional<port_id> port_of(node_id id, const caf::actor_addr& who) const;
 
   /// What crash and restart notices deliver to each live peer, and how long after
   /// the fault (a dropped connection is noticed 1-2 ms after a kill -9).

@@ -26,4 +26,28 @@ private:
   port_id port_;
 };
 
+/// The clock of every actor of one node that has a port of its own (the
+/// workflow part's actors): the node's own clock, with each timer in the
+/// world's queue for the port of the actor that arms it. A timer of an actor
+/// that is not one of the node's (none in the node's composition) falls back
+/// to CAF's clock.
+class world_node_clock final : public host_clock {
+public:
+  world_node_clock(world& w, node_id self) : w_(w), self_(self) {}
+  timestamp now(caf::local_actor*) override { return w_.local_now(self_); }
+  void send_later(caf::local_actor* self, timestamp after, caf::message m) override {
+    if (after < timestamp::zero())
+      after = timestamp::zero();
+    if (auto port = w_.port_of(self_, self->address())) {
+      w_.schedule(self_, after, std::move(m), *port);
+      return;
+    }
+    caf_host_clock{}.send_later(self, after, std::move(m));
+  }
+
+private:
+  world& w_;
+  node_id self_;
+};
+
 } // namespace conclave::sim
