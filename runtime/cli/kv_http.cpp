@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <netdb.h>
@@ -280,6 +281,10 @@ verdict judge(const request& r, const response& a, bool json_out) {
 
 ssl_ctx_st* make_context(const std::string& ca, const std::string& cert,
                          const std::string& key, std::string& error) {
+  // A member that refuses the handshake (a client certificate of another CA)
+  // closes the socket under SSL_write: an error to handle, not a signal that
+  // ends the process.
+  std::signal(SIGPIPE, SIG_IGN);
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   if (ctx == nullptr) {
     error = ssl_error_text();
