@@ -18,6 +18,7 @@
 #include "runtime/sim/sim_disk.hpp"
 #include "runtime/sim/world.hpp"
 #include "runtime/sim/world_clock.hpp"
+#include "runtime/sim/world_faults.hpp"
 #include "storage/api/memory_log_device.hpp"
 
 #include <caf/send.hpp>
@@ -617,41 +618,16 @@ public:
           world_.restart(*id);
       }
       break;
-    case k::crash_leader:
-      if (auto l = acting_leader()) {
-        last_leader_ = *l;
-        world_.crash(members_[*l]);
-      }
-      break;
-    case k::restart_leader:
-      if (last_leader_) {
-        world_.crash(members_[*last_leader_]);
-        world_.restart(members_[*last_leader_]);
-      }
-      break;
-    case k::pause:
-      world_.pause(f.node, f.until);
-      break;
-    case k::pause_leader:
-      if (auto l = acting_leader())
-        world_.pause(members_[*l], f.until);
-      break;
-    case k::partition:
-    case k::cut:
-      world_.add_cut(f.at, f.until, f.groups, f.what == k::cut);
-      break;
-    case k::elect:
-      if (world_.alive(f.node))
-        caf::anon_send(nodes_[f.node.value - 1].candidate,
-                       election_atoms::elect_atom::value);
-      break;
     case k::cancel:
       if (f.number >= 1 && f.number <= ids_.size())
         if (auto i = reachable())
           ask<wf::job_state>(world_.system(), nodes_[*i].client,
                              conclave::workflow_atoms::cancel_atom_v, ids_[f.number - 1]);
       break;
-    default: // service windows act through decide_call
+    default:
+      // The shared words (service windows act through decide_call).
+      apply_world_fault(world_, f, members_, nodes_, last_leader_,
+                        [this] { return acting_leader(); });
       break;
     }
     world_.run_actors();

@@ -11,6 +11,7 @@
 #include "runtime/sim/sim_disk.hpp"
 #include "runtime/sim/world.hpp"
 #include "runtime/sim/world_clock.hpp"
+#include "runtime/sim/world_faults.hpp"
 
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
@@ -154,36 +155,11 @@ public:
       world_.crash(f.node);
       world_.restart(f.node);
       break;
-    case k::crash_leader:
-      if (auto l = acting_leader()) {
-        last_leader_ = *l;
-        world_.crash(members_[*l]);
-      }
-      break;
-    case k::restart_leader:
-      if (last_leader_) {
-        world_.crash(members_[*last_leader_]);
-        world_.restart(members_[*last_leader_]);
-      }
-      break;
-    case k::pause:
-      world_.pause(f.node, f.until);
-      break;
-    case k::pause_leader:
-      if (auto l = acting_leader())
-        world_.pause(members_[*l], f.until);
-      break;
-    case k::partition:
-    case k::cut:
-      world_.add_cut(f.at, f.until, f.groups, f.what == k::cut);
-      break;
-    case k::elect:
-      if (world_.alive(f.node))
-        caf::anon_send(nodes_[f.node.value - 1].candidate,
-                       election_atoms::elect_atom::value);
-      break;
     default:
-      break; // words this workload refuses (the parser never lets them through)
+      // The shared words; the parser refuses this workload any other.
+      apply_world_fault(world_, f, members_, nodes_, last_leader_,
+                        [this] { return acting_leader(); });
+      break;
     }
     world_.run_actors();
   }

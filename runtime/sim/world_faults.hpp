@@ -1,0 +1,62 @@
+// The fault words that mean the same for every workload whose nodes run on
+// the simulated world (runtime/sim/world.hpp) as the node's composition:
+// what happens to the acting leader, pauses, partitions and cuts, and an
+// election asked of a node. A workload applies its own words (crash and
+// restart of a role, service faults, cancel) and hands the rest here.
+#pragma once
+
+#include "actors/election/candidate_actor.hpp"
+#include "runtime/sim/fault_plan.hpp"
+#include "runtime/sim/world.hpp"
+
+#include <caf/send.hpp>
+
+#include <optional>
+#include <vector>
+
+namespace conclave::sim {
+
+/// Applies `f` if it is one of the shared words; false otherwise (nothing
+/// done). `members[i]` is node i's id and `nodes[i].candidate` its candidate;
+/// `last_leader` remembers the leader crash_leader took, for restart_leader;
+/// `acting_leader()` gives the index of the node acting as leader, if any.
+template <class Nodes, class ActingLeader>
+bool apply_world_fault(world& w, const fault& f, const std::vector<node_id>& members,
+                       const Nodes& nodes, std::optional<size_t>& last_leader,
+                       ActingLeader acting_leader) {
+  using k = fault::kind;
+  switch (f.what) {
+  case k::crash_leader:
+    if (auto l = acting_leader()) {
+      last_leader = *l;
+      w.crash(members[*l]);
+    }
+    return true;
+  case k::restart_leader:
+    if (last_leader) {
+      w.crash(members[*last_leader]);
+      w.restart(members[*last_leader]);
+    }
+    return true;
+  case k::pause:
+    w.pause(f.node, f.until);
+    return true;
+  case k::pause_leader:
+    if (auto l = acting_leader())
+      w.pause(members[*l], f.until);
+    return true;
+  case k::partition:
+  case k::cut:
+    w.add_cut(f.at, f.until, f.groups, f.what == k::cut);
+    return true;
+  case k::elect:
+    if (w.alive(f.node))
+      caf::anon_send(nodes[f.node.value - 1].candidate,
+                     election_atoms::elect_atom::value);
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace conclave::sim
