@@ -12,6 +12,7 @@
 #include "runtime/sim/world.hpp"
 #include "runtime/sim/world_clock.hpp"
 #include "runtime/sim/world_faults.hpp"
+#include "runtime/sim/world_node_options.hpp"
 
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
@@ -384,37 +385,15 @@ private:
     auto& sys = world_.system();
     auto& n = nodes_[i];
     auto id = members_[i];
-    node::composition_options o;
-    auto& co = o.candidate;
-    co.id = id;
-    co.peers = members_;
-    co.config = econfig_;
-    co.net = std::make_shared<world_election_transport>(world_, id);
-    co.clock = std::make_shared<world_host_clock>(world_, id, candidate_port);
-    co.incarnation = incarnation;
-    node::node_config cfg;
-    cfg.id = id;
-    cfg.election = econfig_;
-    for (auto p : members_)
-      if (p != id)
-        cfg.peers[p.value] = node::address{"sim", static_cast<uint16_t>(p.value)};
-    auto* w = &world_;
-    o.probe = std::make_shared<node::node_probe>(
-        cfg, std::make_shared<node::status_writer>("", node::node_status{}),
-        [w] { return std::chrono::steady_clock::time_point{} + w->now(); });
-    rp::replica_host_options ro;
-    ro.config = rconfig_;
-    ro.device = n.disk;
-    ro.terms = n.terms;
-    ro.transport = std::make_shared<world_replica_transport>(world_, id);
-    ro.clock = std::make_shared<world_host_clock>(world_, id, host_port);
+    auto o = world_node_options(world_, id, members_, econfig_, rconfig_, n.disk, n.terms,
+                                incarnation);
+    auto& ro = *o.replica;
     ro.checkpoint_every_records = settings_.checkpoint_every;
     ro.checkpoint_every_bytes = 0;
     ro.unsafe_install_keeps_state = settings_.bad_install;
     ro.lease = settings_.lease;
     if (i < settings_.lease_clock_rates.size())
       ro.lease_clock_rate = settings_.lease_clock_rates[i];
-    o.replica = std::move(ro);
     o.front.unsafe_reads_without_lease = settings_.reads_without_lease;
     auto parts = node::compose_node(sys, std::move(o));
     n.host = parts.host;
