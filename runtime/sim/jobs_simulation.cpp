@@ -627,8 +627,7 @@ public:
       break;
     default:
       // The shared words (service windows act through decide_call).
-      apply_world_fault(world_, f, members_, nodes_, last_leader_,
-                        [this] { return acting_leader(); });
+      apply_world_fault(world_, f, members_, nodes_, last_leader_);
       break;
     }
     world_.run_actors();
@@ -860,22 +859,7 @@ private:
   /// The live node whose candidate acts as leader with the highest term (a
   /// paused node does not answer).
   std::optional<size_t> acting_leader() {
-    std::optional<size_t> best;
-    el::term best_term;
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (!world_.alive(members_[i]))
-        continue;
-      auto r =
-          ask<el::leader_info>(world_.system(), nodes_[i].candidate, caf::get_atom::value,
-                               election_atoms::leader_atom::value);
-      world_.run_actors();
-      auto& info = r->value;
-      if (info && info->is_leader && info->acting && (!best || best_term < info->t)) {
-        best = i;
-        best_term = info->t;
-      }
-    }
-    return best;
+    return acting_world_leader(world_, members_, nodes_);
   }
 
   /// One life of node i: the node composition and its workflow part, with

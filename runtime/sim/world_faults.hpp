@@ -5,6 +5,7 @@
 // restart of a role, service faults, cancel) and hands the rest here.
 #pragma once
 
+#include "actors/ask/ask.hpp"
 #include "actors/election/candidate_actor.hpp"
 #include "runtime/sim/fault_plan.hpp"
 #include "runtime/sim/world.hpp"
@@ -16,15 +17,38 @@
 
 namespace conclave::sim {
 
+/// The index of the live node whose candidate acts as leader with the
+/// highest term, if any (a paused node does not answer). `members[i]` is node
+/// i's id and `nodes[i].candidate` its candidate.
+template <class Nodes>
+std::optional<size_t> acting_world_leader(world& w, const std::vector<node_id>& members,
+                                          const Nodes& nodes) {
+  std::optional<size_t> best;
+  election::term best_term;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!w.alive(members[i]))
+      continue;
+    auto r =
+        ask<election::leader_info>(w.system(), nodes[i].candidate, caf::get_atom::value,
+                                   election_atoms::leader_atom::value);
+    w.run_actors();
+    auto& info = r->value;
+    if (info && info->is_leader && info->acting && (!best || best_term < info->t)) {
+      best = i;
+      best_term = info->t;
+    }
+  }
+  return best;
+}
+
 /// Applies `f` if it is one of the shared words; false otherwise (nothing
-/// done). `members[i]` is node i's id and `nodes[i].candidate` its candidate;
-/// `last_leader` remembers the leader crash_leader took, for restart_leader;
-/// `acting_leader()` gives the index of the node acting as leader, if any.
-template <class Nodes, class ActingLeader>
+/// done). `last_leader` remembers the leader crash_leader took, for
+/// restart_leader.
+template <class Nodes>
 bool apply_world_fault(world& w, const fault& f, const std::vector<node_id>& members,
-                       const Nodes& nodes, std::optional<size_t>& last_leader,
-                       ActingLeader acting_leader) {
+                       const Nodes& nodes, std::optional<size_t>& last_leader) {
   using k = fault::kind;
+  auto acting_leader = [&] { return acting_world_leader(w, members, nodes); };
   switch (f.what) {
   case k::crash_leader:
     if (auto l = acting_leader()) {
