@@ -518,7 +518,7 @@ public:
   jobs_node_world(const jobs_settings& s, const fault_plan& plan, uint64_t net_seed,
                   uint64_t service_seed)
       : settings_(s),
-        world_(node_count(s.shape), net_seed, network_of(plan), clocks_of(plan),
+        world_(node_count(s.shape), net_seed, world_network_of(plan), clocks_of(plan),
                [](caf::actor_system_config& cfg) {
                  store::add_store_types(cfg);
                  wf::add_workflow_types(cfg);
@@ -759,16 +759,6 @@ private:
     wf::client_actor client;
     store::store_actor store;
   };
-
-  static network_model network_of(const fault_plan& plan) {
-    network_model net;
-    net.delay_min = plan.delay_min;
-    net.delay_max = plan.delay_max;
-    net.loss = plan.loss;
-    net.dup = plan.dup;
-    net.faults_until = plan.heal_time();
-    return net;
-  }
 
   static clock_model clocks_of(const fault_plan& plan) {
     clock_model c;

@@ -75,7 +75,7 @@ class repl_world final : private world_observer {
 public:
   repl_world(const repl_settings& s, const fault_plan& plan, uint64_t net_seed)
       : settings_(s),
-        world_(s.replicas, net_seed, network_of(plan), clocks_of(s),
+        world_(s.replicas, net_seed, world_network_of(plan), clocks_of(s),
                [](caf::actor_system_config& cfg) {
                  cfg.add_message_types<caf::id_block::conclave_replication>();
                  cfg.add_message_types<caf::id_block::conclave_election>();
@@ -319,16 +319,6 @@ private:
               });
     });
     return out;
-  }
-
-  static network_model network_of(const fault_plan& plan) {
-    network_model net;
-    net.delay_min = plan.delay_min;
-    net.delay_max = plan.delay_max;
-    net.loss = plan.loss;
-    net.dup = plan.dup;
-    net.faults_until = plan.heal_time();
-    return net;
   }
 
   static clock_model clocks_of(const repl_settings& s) {

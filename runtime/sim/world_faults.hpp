@@ -2,7 +2,8 @@
 // the simulated world (runtime/sim/world.hpp) as the node's composition:
 // what happens to the acting leader, pauses, partitions and cuts, and an
 // election asked of a node. A workload applies its own words (crash and
-// restart of a role, service faults, cancel) and hands the rest here.
+// restart of a role, service faults, cancel) and hands the rest here; the
+// network words become the world's network model.
 #pragma once
 
 #include "actors/ask/ask.hpp"
@@ -16,6 +17,18 @@
 #include <vector>
 
 namespace conclave::sim {
+
+/// The world's network as the plan's network words set it: delays, loss and
+/// duplication until the plan heals.
+inline network_model world_network_of(const fault_plan& plan) {
+  network_model net;
+  net.delay_min = plan.delay_min;
+  net.delay_max = plan.delay_max;
+  net.loss = plan.loss;
+  net.dup = plan.dup;
+  net.faults_until = plan.heal_time();
+  return net;
+}
 
 /// The index of the live node whose candidate acts as leader with the
 /// highest term, if any (a paused node does not answer). `members[i]` is node
