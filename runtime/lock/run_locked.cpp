@@ -234,12 +234,19 @@ void write_all(int fd, const char* text) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != runner) // the runner died before prctl took effect
     ::_exit(lock_exit::internal_error);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Default actions before the mask opens: a SIGTERM or SIGINT the runner
+  // forwards before execve must end the child, not run the CLI's handler
+  // (inherited across fork) and be lost, which left CMD running until the
+  // grace's SIGKILL.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   ::sigaction(SIGPIPE, &dfl, nullptr); // a CLI may ignore it for its sockets
+  ::sigaction(SIGTERM, &dfl, nullptr);
+  ::sigaction(SIGINT, &dfl, nullptr);
+  ::sigaction(SIGHUP, &dfl, nullptr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::close(go_write);
   char go = 0;
   ssize_t n;
