@@ -136,6 +136,15 @@ void candidate_core::mark_suspected(node_id p) {
   }
 }
 
+namespace {
+
+/// The longest lease a guarded leader asks for (and a follower promises).
+duration longest_lease(const election_config& cfg) {
+  return std::max(cfg.guard.lease, cfg.guard.lease_max);
+}
+
+} // namespace
+
 // -- inputs ----------------------------------------------------------------------
 
 void candidate_core::start(timestamp now, uint64_t incarnation) {
@@ -144,9 +153,10 @@ void candidate_core::start(timestamp now, uint64_t incarnation) {
   started_ = true;
   incarnation_ = incarnation != 0 ? incarnation : static_cast<uint64_t>(now.count()) + 1;
   detector_.reset(now);
-  // A restarted candidate may have renewed a lease just before it crashed.
+  // A restarted candidate may have renewed a lease just before it crashed,
+  // for as long as any leader may ask.
   if (cfg_.guard.enabled)
-    promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
+    promise_until_ = now + longest_lease(cfg_) + cfg_.guard.max_clock_drift;
   for (auto& s : status_)
     s.last_heard = now;
   if (peers_.empty()) {
@@ -231,10 +241,10 @@ void candidate_core::peer_dead(node_id p, uint64_t incarnation, timestamp now) {
     // leader counts its lease from when it sent the round).
     if (denied_ && denied_->from != p && role_ == role::follower
         && leader_ == denied_->from && denied_->t == term_) {
-      promised_to_ = denied_->from;
-      promised_incarnation_ = denied_->t.incarnation;
-      promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
-      send(denied_->from, heartbeat_ack_msg{self_, term_, denied_->seq, true, 0});
+      auto lease = promise_for(*denied_);
+      promise(*denied_, lease, now);
+      send(denied_->from, heartbeat_ack_msg{self_, term_, denied_->seq, true, 0,
+                                            static_cast<uint64_t>(lease.count())});
     }
     denied_.reset();
   }
@@ -296,8 +306,16 @@ void candidate_core::tick(timestamp now) {
   on_algorithm_tick(now);
 }
 
-void candidate_core::judge_leader_silence(timestamp now) {
+timestamp candidate_core::leader_suspect_at() const {
   auto due = detector_.suspect_at();
+  if (cfg_.guard.enabled && promised_to_ == leader_ && promised_lease_ > cfg_.guard.lease)
+    due = std::max(due, detector_.last_heartbeat()
+                            + guard_follower_timeout(cfg_, promised_lease_));
+  return due;
+}
+
+void candidate_core::judge_leader_silence(timestamp now) {
+  auto due = leader_suspect_at();
   if (now < due)
     return;
   election_event e{event_kind::peer_suspected, term_, leader_};
@@ -425,7 +443,7 @@ std::optional<timestamp> candidate_core::next_deadline() const {
       consider(quorum_deadline());
     }
   } else if (leader_ != no_node) {
-    consider(detector_.suspect_at());
+    consider(leader_suspect_at());
   } else if (leaderless_deadline_ && !electing()) {
     consider(*leaderless_deadline_);
   }
@@ -527,7 +545,7 @@ void candidate_core::on_pre_vote(const pre_vote_msg& m, timestamp now) {
   // anyone while this candidate leads or still hears its leader.
   bool hears_leader =
       role_ == role::leader
-      || (leader_ != no_node && !is_suspected(leader_) && now < detector_.suspect_at());
+      || (leader_ != no_node && !is_suspected(leader_) && now < leader_suspect_at());
   send(m.from, pre_vote_reply_msg{self_, std::max(max_epoch_, highest_.epoch), m.round,
                                   !hears_leader});
 }
@@ -724,8 +742,9 @@ timestamp candidate_core::quorum_deadline() const {
   // Only a full detector timeout without a renewal after that is a lost quorum
   // (issue 11, defect 2: counting from the takeover made every preempting
   // leader step down before any follower was free to renew its lease).
-  auto promises_lapse = leader_since_ + cfg_.guard.lease + cfg_.guard.max_clock_drift;
-  auto lost = std::max(promises_lapse, renewed_round_sent_) + cfg_.detector.timeout;
+  auto promises_lapse = leader_since_ + longest_lease(cfg_) + cfg_.guard.max_clock_drift;
+  auto lost = std::max(promises_lapse, renewed_round_sent_)
+              + guard_follower_timeout(cfg_, asked_lease_);
   return quorum_excused_ ? std::max(lost, quorum_excused_until_) : lost;
 }
 
@@ -734,9 +753,18 @@ void candidate_core::send_heartbeats(timestamp now) {
   auto& r = rounds_[seq % rounds_.size()];
   // The leader's own vote counts unless it promised another leader's lease.
   bool self_vote = !cfg_.guard.enabled || promised_to_ == self_ || now >= promise_until_;
-  r = {seq, now, self_vote ? size_t{1} : size_t{0}};
+  // The lease follows the smoothed bound (srtt + 4 x deviation), not the
+  // slowest recent ack that spaces the rounds: one follower's stall (a late
+  // ack) would otherwise stretch every promise, and so failover, for the next
+  // 128 to 256 acks.
+  asked_lease_ =
+      cfg_.guard.enabled && !rtt_.empty()
+          ? guard_lease_for(cfg_, rtt_.timeout(duration{0}, longest_lease(cfg_)))
+          : cfg_.guard.lease;
+  r = {seq, now, self_vote ? size_t{1} : size_t{0}, asked_lease_, asked_lease_};
+  auto asked_ns = cfg_.guard.enabled ? static_cast<uint64_t>(asked_lease_.count()) : 0;
   for (auto p : peers_) {
-    send(p, heartbeat_msg{self_, term_, seq});
+    send(p, heartbeat_msg{self_, term_, seq, asked_ns});
     if (auto s = status(p); !s->down && !s->suspected
                             && now - s->last_heard > cfg_.detector.timeout
                             && now - leader_since_ > cfg_.detector.timeout) {
@@ -783,7 +811,7 @@ duration candidate_core::renewal_bound() const {
   // bound is at least the slowest of the latest 128 to 256 acks: a round trip
   // the network showed recently is expected again.
   auto slowest = std::max(slowest_now_, slowest_before_);
-  return std::max(rtt_.timeout(duration{0}, cfg_.guard.lease), slowest);
+  return std::max(rtt_.timeout(duration{0}, longest_lease(cfg_)), slowest);
 }
 
 void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
@@ -818,6 +846,7 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
   // some followers suspect the old leader early (they missed its last round).
   bool grant = true;
   uint64_t busy_for = 0;
+  uint64_t promised_ns = 0;
   if (cfg_.guard.enabled) {
     if (m.from != promised_to_ && now < promise_until_) {
       grant = false;
@@ -825,13 +854,33 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
       if (cfg_.guard.death_proof)
         denied_ = m; // granted late if a proof of death ends the promise
     } else {
-      promised_to_ = m.from;
-      promised_incarnation_ = m.t.incarnation;
-      promise_until_ = now + cfg_.guard.lease + cfg_.guard.max_clock_drift;
+      auto lease = promise_for(m);
+      promise(m, lease, now);
+      promised_ns = static_cast<uint64_t>(lease.count());
       denied_.reset(); // granted since: nothing left to grant late
     }
   }
-  send(m.from, heartbeat_ack_msg{self_, term_, m.seq, grant, busy_for});
+  send(m.from, heartbeat_ack_msg{self_, term_, m.seq, grant, busy_for, promised_ns});
+}
+
+duration candidate_core::promise_for(const heartbeat_msg& m) const {
+  if (m.lease_ns == 0)
+    return cfg_.guard.lease;
+  auto asked = m.lease_ns > static_cast<uint64_t>(longest_lease(cfg_).count())
+                   ? longest_lease(cfg_)
+                   : duration{static_cast<int64_t>(m.lease_ns)};
+  return asked;
+}
+
+void candidate_core::promise(const heartbeat_msg& m, duration lease, timestamp now) {
+  // Never shortens a promise: an earlier ack may have promised longer, and
+  // its leader acts on that ack's promise.
+  if (promised_to_ != m.from)
+    promise_until_ = std::min(promise_until_, now); // the old one has lapsed
+  promised_to_ = m.from;
+  promised_incarnation_ = m.t.incarnation;
+  promise_until_ = std::max(promise_until_, now + lease + cfg_.guard.max_clock_drift);
+  promised_lease_ = lease;
 }
 
 void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now) {
@@ -848,7 +897,7 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
     // again right after that promise lapses (capped: a promise never lasts
     // longer than lease + drift), not a heartbeat interval later.
     if (cfg_.guard.enabled && m.busy_for_ns > 0) {
-      auto cap = cfg_.guard.lease + cfg_.guard.max_clock_drift;
+      auto cap = longest_lease(cfg_) + cfg_.guard.max_clock_drift;
       auto wait = std::min(duration{static_cast<int64_t>(std::min<uint64_t>(
                                m.busy_for_ns, static_cast<uint64_t>(cap.count())))},
                            cap);
@@ -871,7 +920,13 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
   // An ack slower than the detector timeout is from a frozen or overloaded
   // follower (its lease renewal is useless anyway), not a network round trip;
   // one of a round sent before this leader's own stall measures the stall.
-  if (now - r.sent_at < cfg_.detector.timeout && r.sent_at >= stall_ended_) {
+  // With an adaptive lease, slower acks count while they are the network's
+  // round trip (the first ones measured, or within 3 x the smoothed one).
+  auto took = now - r.sent_at;
+  bool plausible = took < cfg_.detector.timeout
+                   || (took < guard_follower_timeout(cfg_, longest_lease(cfg_))
+                       && (rtt_.empty() || took < 3 * rtt_.smoothed()));
+  if (plausible && r.sent_at >= stall_ended_) {
     rtt_.sample(now - r.sent_at);
     if (++acks_in_bucket_ > rtt_bucket_size) {
       slowest_before_ = slowest_now_; // the bucket before is forgotten
@@ -885,11 +940,18 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
   }
   emit({event_kind::heartbeat_rtt, term_, m.from, election_reason::requested,
         loss_reason::higher_term, now - r.sent_at});
+  // The round's lease is the smallest promised by the acks that make its
+  // majority: each of them refuses other leaders at least that long.
+  auto promised = m.lease_ns == 0
+                      ? cfg_.guard.lease
+                      : duration{static_cast<int64_t>(std::min<uint64_t>(
+                          m.lease_ns, static_cast<uint64_t>(r.lease.count())))};
+  r.granted = std::min(r.granted, promised);
   if (++r.acks == majority() && r.sent_at >= renewed_round_sent_) {
     renewed_round_sent_ = r.sent_at;
     quorum_excused_ = false;
     if (cfg_.guard.enabled)
-      lease_until_ = std::max(lease_until_, r.sent_at + cfg_.guard.lease);
+      lease_until_ = std::max(lease_until_, r.sent_at + r.granted);
     plan_rescue();
     update_acting(now);
   }
@@ -943,17 +1005,33 @@ duration min_renewal_interval(const election_config& cfg) {
   return std::min(cfg.heartbeat_interval, cfg.guard.min_renew_interval);
 }
 
+duration guard_lease_for(const election_config& cfg, duration rtt_bound) {
+  auto top = std::max(cfg.guard.lease, cfg.guard.lease_max);
+  if (!cfg.guard.enabled || rtt_bound <= duration{0})
+    return cfg.guard.lease;
+  if (rtt_bound >= top / 2)
+    return top;
+  return std::clamp(2 * rtt_bound, cfg.guard.lease, top);
+}
+
+duration guard_follower_timeout(const election_config& cfg, duration promised) {
+  if (!cfg.guard.enabled || promised <= cfg.guard.lease)
+    return cfg.detector.timeout;
+  return std::max(cfg.detector.timeout,
+                  promised + cfg.guard.max_clock_drift + cfg.heartbeat_interval);
+}
+
 duration guard_renewal_interval(const election_config& cfg, duration rtt_bound) {
   if (!cfg.guard.enabled || rtt_bound <= duration{0})
     return cfg.heartbeat_interval;
-  auto wanted = cfg.guard.lease - rtt_bound;
+  auto wanted = guard_lease_for(cfg, rtt_bound) - rtt_bound;
   return std::clamp(wanted, min_renewal_interval(cfg), cfg.heartbeat_interval);
 }
 
 duration guard_round_trip_budget(const election_config& cfg) {
   if (!cfg.guard.enabled)
     return duration::max();
-  return cfg.guard.lease - min_renewal_interval(cfg);
+  return std::max(cfg.guard.lease, cfg.guard.lease_max) - min_renewal_interval(cfg);
 }
 
 std::string round_trip_warning(const election_config& cfg, duration rtt) {
@@ -968,7 +1046,8 @@ std::string round_trip_warning(const election_config& cfg, duration rtt) {
            + " the quorum guard tolerates (lease - shortest renewal interval): the "
              "leader will stop acting between rounds; raise guard.lease and "
              "detector.timeout together";
-  auto slack = cfg.detector.timeout - cfg.heartbeat_interval;
+  auto slack =
+      guard_follower_timeout(cfg, guard_lease_for(cfg, rtt)) - cfg.heartbeat_interval;
   if (rtt > slack)
     return "round trip " + ms(rtt) + " exceeds the " + ms(slack)
            + " of slack the failure detector leaves (detector timeout - heartbeat "

@@ -323,9 +323,22 @@ private:
     uint64_t seq = 0;
     timestamp sent_at{0};
     size_t acks = 0;
+    /// Quorum guard: the lease this round asked for, and the smallest lease
+    /// promised by the acks counted so far (the leader acts on that one).
+    duration lease{0};
+    duration granted{0};
   };
 
   void heard_from(node_id p, timestamp now);
+  /// Follower: when the leader becomes suspected if nothing arrives: the
+  /// detector's time, but never before the promise given to it has lapsed
+  /// (guard_follower_timeout).
+  timestamp leader_suspect_at() const;
+  /// Quorum guard, follower: the lease this candidate promises for `m`
+  /// (what it asks, at most guard.lease_max; guard.lease if it asks nothing).
+  duration promise_for(const heartbeat_msg& m) const;
+  /// Records a promise of `lease` to the sender of `m`, received at `now`.
+  void promise(const heartbeat_msg& m, duration lease, timestamp now);
   /// Follower: the detector's verdict on the leader's silence at `now`.
   void judge_leader_silence(timestamp now);
   /// Leader: a heartbeat round overdue by more than a heartbeat interval means
@@ -399,6 +412,8 @@ private:
   // leader state
   timestamp heartbeat_due_{0};
   uint64_t heartbeat_seq_ = 0;
+  /// Quorum guard: the lease the latest round asked for (guard_lease_for).
+  duration asked_lease_{0};
   /// Rounds in flight: up to lease / min_renew_interval of them (40 at a
   /// 400 ms lease and 10 ms rounds); an ack of an older round is dropped.
   std::array<heartbeat_round, 64> rounds_{};
@@ -428,6 +443,8 @@ private:
   node_id promised_to_ = no_node;
   uint64_t promised_incarnation_ = 0; ///< of promised_to_ (its term's)
   timestamp promise_until_{0};
+  /// The lease of the latest promise to promised_to_ (guard_follower_timeout).
+  duration promised_lease_{0};
   /// With guard.death_proof: the latest heartbeat refused for the promise.
   std::optional<heartbeat_msg> denied_;
 

@@ -14,6 +14,7 @@
 
 using namespace std::chrono_literals;
 using conclave::testing::election_network;
+using conclave::testing::fixed_lease;
 using conclave::testing::guarded;
 using conclave::testing::id;
 namespace el = conclave::election;
@@ -36,7 +37,12 @@ TEST_P(both_algorithms, guarded_leader_acts_only_after_a_majority_acknowledged) 
   net.start_all();
   ASSERT_TRUE(net.run_until([&] { return net.node(5).is_leader(); }, 3s));
   EXPECT_FALSE(net.node(5).acting()); // heartbeats sent, no ack back yet
-  ASSERT_TRUE(net.run_until([&] { return net.node(5).acting(); }, 100ms));
+  // Every start promised lease_max + drift to no one (a crash may hide a
+  // promise): the first leader acts once those lapse, one round later at most.
+  auto cfg = guarded(GetParam());
+  auto lapse = el::timestamp{cfg.guard.lease_max + cfg.guard.max_clock_drift};
+  ASSERT_TRUE(net.run_until([&] { return net.node(5).acting(); },
+                            lapse - net.now() + cfg.heartbeat_interval + 10ms));
 }
 
 TEST_P(both_algorithms, minority_leader_steps_down_under_the_quorum_guard) {
@@ -320,10 +326,10 @@ TEST_P(both_algorithms, guarded_preempting_leader_acts_once_old_promises_lapse) 
   auto cfg = guarded(GetParam());
   cfg.preempt = true;
   election_network net(5, cfg);
-  net.start_all(); // every start promises lease + drift: a crash may hide one
+  net.start_all(); // every start promises lease_max + drift: a crash may hide one
   ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 1s));
   // Acting one heartbeat round at most after the start promises lapsed.
-  EXPECT_LE(net.now(), el::timestamp{cfg.guard.lease + cfg.guard.max_clock_drift
+  EXPECT_LE(net.now(), el::timestamp{cfg.guard.lease_max + cfg.guard.max_clock_drift
                                      + cfg.heartbeat_interval});
   net.run_for(2s);
   EXPECT_EQ(net.agreed_leader(), id(5));
@@ -375,6 +381,9 @@ TEST(candidate_core, round_trips_near_the_guard_envelope_are_warned_about) {
   EXPECT_TRUE(el::round_trip_warning(cfg, 40ms).empty());
   EXPECT_NE(el::round_trip_warning(cfg, 120ms).find("detector"), std::string::npos);
   cfg.guard.enabled = true;
+  EXPECT_EQ(el::guard_round_trip_budget(cfg), 490ms);     // lease_max - 10 ms
+  EXPECT_TRUE(el::round_trip_warning(cfg, 70ms).empty()); // the lease adapts
+  cfg = fixed_lease(cfg);
   EXPECT_EQ(el::guard_round_trip_budget(cfg), 90ms);
   EXPECT_TRUE(el::round_trip_warning(cfg, 60ms).empty());
   EXPECT_NE(el::round_trip_warning(cfg, 70ms).find("quorum guard"), std::string::npos);
@@ -387,7 +396,8 @@ TEST(candidate_core, a_guarded_leader_measures_the_round_trip_it_is_judged_by) {
   net.run_for(1s);
   auto rtt = net.node(3).round_trips().smoothed();
   EXPECT_EQ(rtt, 80ms);
-  EXPECT_FALSE(el::round_trip_warning(net.node(3).config(), rtt).empty());
+  EXPECT_TRUE(el::round_trip_warning(net.node(3).config(), rtt).empty()); // adapts
+  EXPECT_FALSE(el::round_trip_warning(fixed_lease(net.node(3).config()), rtt).empty());
 }
 
 // -- pre-vote (issue 12) ----------------------------------------------------------
@@ -828,8 +838,9 @@ TEST(refutation, a_peer_that_alone_hears_the_leader_cannot_stall_the_majority) {
 // answered, and the leader stopped acting (`conclave sim --algorithm bully
 // --nodes 4 --seed 66 --guard --faults 'random=6,loss=0.05,dup=0.05,delay=1ms..30ms'`).
 TEST(candidate_core, an_ack_overtaken_by_a_newer_one_still_renews_its_round) {
-  auto c =
-      el::make_core(id(5), {id(1), id(2), id(3), id(4)}, guarded(el::algorithm::bully));
+  // The fixed lease: its start promise lapses before the first election.
+  auto c = el::make_core(id(5), {id(1), id(2), id(3), id(4)},
+                         fixed_lease(guarded(el::algorithm::bully)));
   std::map<uint64_t, el::timestamp> sent; // heartbeat round -> when it left
   uint64_t pre_vote_round = 0;
   auto drain = [&](el::timestamp now) {

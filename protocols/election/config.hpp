@@ -47,6 +47,15 @@ struct quorum_guard_config {
   /// counted from when that round was sent. Must be shorter than the detector's
   /// (minimum) timeout minus `max_clock_drift`.
   duration lease = std::chrono::milliseconds(100);
+  /// The longest lease a leader asks for. A leader asks each heartbeat round
+  /// for L = clamp(2 x its round-trip bound, lease, lease_max) (guard_lease_for):
+  /// `lease` while round trips stay under lease / 2, longer ones up to this.
+  /// A follower that acks promises exactly the L it echoes (at most its own
+  /// lease_max) and suspects the leader no earlier than that promise lapses
+  /// (guard_follower_timeout). A restarted candidate keeps a promise of
+  /// lease_max + drift to no one (it may have made one before it crashed).
+  /// Not above `lease`: the fixed lease (a longer `lease` set alone keeps working).
+  duration lease_max = std::chrono::milliseconds(500);
   duration max_clock_drift = std::chrono::milliseconds(10);
   /// The shortest interval between the leader's heartbeat rounds. A guarded
   /// leader sends its rounds `lease - round-trip bound` apart when that is
@@ -105,14 +114,26 @@ duration min_renewal_interval(const election_config& cfg);
 /// sent at t renews the lease to t + lease once its majority ack is back, so
 /// the next round must leave before t + lease - round trip for the leader to
 /// act without gaps: lease - rtt_bound, within [min_renewal_interval(cfg),
-/// heartbeat_interval]. Longer round trips mean more frequent rounds, not
-/// gaps, up to the budget below.
+/// heartbeat_interval], where lease is guard_lease_for(cfg, rtt_bound). Longer round
+/// trips mean more frequent rounds, not gaps, up to the budget below.
 duration guard_renewal_interval(const election_config& cfg, duration rtt_bound);
 
+/// The lease a guarded leader asks for given a bound on the round trip (0:
+/// nothing measured): clamp(2 x rtt_bound, guard.lease, guard.lease_max).
+/// Twice the bound leaves a round trip's worth of lease between renewals.
+duration guard_lease_for(const election_config& cfg, duration rtt_bound);
+
+/// The silence after which a follower that promised a lease of `promised`
+/// suspects its leader: the detector's timeout, or, when `promised` exceeds
+/// guard.lease, at least promised + max_clock_drift + heartbeat_interval (it
+/// never elects while its own promise still holds, and leaves one heartbeat
+/// interval for the renewal that follows).
+duration guard_follower_timeout(const election_config& cfg, duration promised);
+
 /// The largest steady heartbeat round trip with which a guarded leader acts
-/// without gaps: lease - min_renewal_interval(cfg) (rounds then leave every
-/// min_renewal_interval). Up to `lease` it acts in bursts (renewals come back
-/// after the lease they extend has lapsed), above `lease` never. max() without
+/// without gaps: lease_max - min_renewal_interval(cfg) (rounds then leave every
+/// min_renewal_interval). Up to `lease_max` it acts in bursts (renewals come back
+/// after the lease they extend has lapsed), above `lease_max` never. max() without
 /// the guard.
 duration guard_round_trip_budget(const election_config& cfg);
 
@@ -126,8 +147,8 @@ std::string round_trip_warning(const election_config& cfg, duration rtt);
 constexpr duration min_round_trip_budget = std::chrono::milliseconds(1);
 
 /// Checks the settings for contradictions; the error says which setting to
-/// change. With the quorum guard: lease > 0, drift >= 0, lease + drift < detector
-/// timeout (a follower's promise lapses before it suspects and elects),
+/// change. With the quorum guard: lease > 0, drift >= 0, lease +
+/// drift < detector timeout (a follower's promise lapses before it suspects and elects),
 /// min_renew_interval > 0, lease > min_renewal_interval + min_round_trip_budget
 /// (renewals can arrive before the lease lapses; the difference is the largest
 /// round trip a leader keeps acting with), detector timeout > heartbeat interval.

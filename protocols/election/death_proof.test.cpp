@@ -47,7 +47,7 @@ struct promised_follower {
   explicit promised_follower(el::election_config cfg) {
     c = el::make_core(id(1), {id(1), id(2), id(3)}, cfg);
     c->start(now, 1);
-    now += cfg.guard.lease + cfg.guard.max_clock_drift + 1ms; // start promise over
+    now += cfg.guard.lease_max + cfg.guard.max_clock_drift + 1ms; // start promise over
     c->tick(now);
     c->outbox().clear();
     c->handle(el::heartbeat_msg{id(3), old_term, 1}, now);
@@ -119,7 +119,7 @@ TEST(death_proof, a_heartbeat_of_the_dead_incarnation_arriving_late_is_not_follo
   auto c = el::make_core(id(1), {id(1), id(2), id(3)}, cfg);
   el::timestamp now{0};
   c->start(now, 1);
-  now += 200ms;
+  now += cfg.guard.lease_max + cfg.guard.max_clock_drift + 1ms; // start promise over
   c->tick(now);
   el::term t{1, id(3), 7};
   c->handle(el::heartbeat_msg{id(3), t, 1}, now);
@@ -148,14 +148,14 @@ TEST(death_proof, an_old_refusal_of_the_dead_leader_is_not_granted_on_its_death)
   auto cfg = proving();
   auto c = el::make_core(id(1), {id(1), id(2), id(3)}, cfg);
   el::timestamp now{0};
-  c->start(now, 1); // promises an unknown lease until lease + drift
+  c->start(now, 1); // promises an unknown lease until lease_max + drift
   el::term t3{1, id(3), 7};
   now += 5ms;
   c->handle(el::heartbeat_msg{id(3), t3, 1}, now);
   auto refused = acks_to(*c, id(3));
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_FALSE(refused[0].accepted);
-  now += cfg.guard.lease + cfg.guard.max_clock_drift;
+  now += cfg.guard.lease_max + cfg.guard.max_clock_drift;
   c->handle(el::heartbeat_msg{id(3), t3, 2}, now);
   auto granted = acks_to(*c, id(3));
   ASSERT_EQ(granted.size(), 1u);

@@ -9,6 +9,7 @@
 
 using namespace std::chrono_literals;
 using conclave::testing::election_network;
+using conclave::testing::fixed_lease;
 using conclave::testing::guarded;
 namespace el = conclave::election;
 
@@ -27,7 +28,7 @@ double acting_fraction(election_network& net, el::node_id id, el::duration span)
 } // namespace
 
 TEST(guard_timing, the_renewal_interval_shrinks_with_the_round_trip_within_bounds) {
-  auto cfg = guarded(el::algorithm::bully);               // heartbeat 50 ms, lease 100 ms
+  auto cfg = fixed_lease(guarded(el::algorithm::bully));  // heartbeat 50 ms, lease 100 ms
   EXPECT_EQ(el::guard_renewal_interval(cfg, 0ms), 50ms);  // nothing measured yet
   EXPECT_EQ(el::guard_renewal_interval(cfg, 20ms), 50ms); // fits: nominal interval
   EXPECT_EQ(el::guard_renewal_interval(cfg, 70ms), 30ms); // lease - round trip
@@ -79,7 +80,9 @@ TEST_P(guard_timing_both, a_leader_acts_continuously_with_an_85ms_round_trip) {
   // timeout, so the estimate reaches 85 ms from below.
   auto rtt_ms = std::chrono::duration<double, std::milli>(rtt).count();
   EXPECT_NEAR(rtt_ms, 85.0, 0.1);
-  EXPECT_FALSE(el::round_trip_warning(net.node(leader).config(), rtt).empty());
+  EXPECT_TRUE(el::round_trip_warning(net.node(leader).config(), rtt).empty()); // adapts
+  EXPECT_FALSE(
+      el::round_trip_warning(fixed_lease(net.node(leader).config()), rtt).empty());
 }
 
 // A slow network with settings to match (lease 400 ms, detector 600 ms): rounds

@@ -73,10 +73,13 @@ struct ring_ack_msg {
 
 /// Leader → everyone, every heartbeat interval. Also announces the leader to a
 /// member that missed the election (joined late, lost the coordinator message).
+/// `lease_ns` (quorum guard): the lease this round asks for, in nanoseconds
+/// (see guard_lease_for); 0 means the follower's configured guard.lease.
 struct heartbeat_msg {
   node_id from;
   term t;
   uint64_t seq = 0;
+  uint64_t lease_ns = 0;
 };
 
 /// Follower → leader. `t` is the follower's current term: a leader that reads a
@@ -84,13 +87,17 @@ struct heartbeat_msg {
 /// false when the follower rejected the heartbeat as stale, or (quorum guard)
 /// did not renew the lease because it still promised another leader's: then
 /// `busy_for_ns` says for how much longer, so that the new leader asks again as
-/// soon as the promise lapses instead of waiting for its next round.
+/// soon as the promise lapses instead of waiting for its next round. When
+/// accepted, `lease_ns` is the lease the follower promised for this round (it
+/// renews no other leader's lease for that long plus the drift bound from
+/// when it received the round); 0 means the leader's configured guard.lease.
 struct heartbeat_ack_msg {
   node_id from;
   term t;
   uint64_t seq = 0;
   bool accepted = false;
   uint64_t busy_for_ns = 0;
+  uint64_t lease_ns = 0;
 };
 
 /// Leader → everyone: "I give up term t; elect someone else now."
@@ -194,12 +201,12 @@ typename Inspector::result_type inspect(Inspector& f, ring_ack_msg& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, heartbeat_msg& x) {
-  return f(caf::meta::type_name("heartbeat_msg"), x.from, x.t, x.seq);
+  return f(caf::meta::type_name("heartbeat_msg"), x.from, x.t, x.seq, x.lease_ns);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, heartbeat_ack_msg& x) {
   return f(caf::meta::type_name("heartbeat_ack_msg"), x.from, x.t, x.seq, x.accepted,
-           x.busy_for_ns);
+           x.busy_for_ns, x.lease_ns);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, resign_msg& x) {

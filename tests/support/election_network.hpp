@@ -48,6 +48,12 @@ inline el::election_config guarded(el::algorithm a) {
   return cfg;
 }
 
+/// `cfg` with the lease fixed at guard.lease (lease_max = lease: no adaptation).
+inline el::election_config fixed_lease(el::election_config cfg) {
+  cfg.guard.lease_max = cfg.guard.lease;
+  return cfg;
+}
+
 class election_network {
 public:
   using clock_ms = std::chrono::milliseconds;
