@@ -44,6 +44,7 @@ struct sim_options {
   unsigned heartbeat_ms = 0;
   unsigned detector_timeout_ms = 0;
   unsigned lease_ms = 0;
+  unsigned lease_max_ms = 0;
 };
 
 /// "5" or "4,8,16" → sizes.
@@ -201,6 +202,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     base.detector.timeout = milliseconds{o.detector_timeout_ms};
   if (o.lease_ms != 0)
     base.guard.lease = milliseconds{o.lease_ms};
+  if (o.lease_max_ms != 0)
+    base.guard.lease_max = milliseconds{o.lease_max_ms};
   if (auto v = el::validate(base); !v)
     return bad_input(v.error());
 
@@ -225,7 +228,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
       prefix += " --detector " + o.detector;
     for (auto [flag, v] : {std::pair{" --heartbeat-ms ", o.heartbeat_ms},
                            std::pair{" --detector-timeout-ms ", o.detector_timeout_ms},
-                           std::pair{" --lease-ms ", o.lease_ms}})
+                           std::pair{" --lease-ms ", o.lease_ms},
+                           std::pair{" --lease-max-ms ", o.lease_max_ms}})
       if (v != 0)
         prefix += flag + std::to_string(v);
     for (auto n : *sizes) {
@@ -311,6 +315,9 @@ void add_sim_command(command_registry& reg) {
          "silence before the leader is suspected (0: the library default, 150)");
   option(sub, "--lease-ms", o->lease_ms,
          "quorum guard lease (0: the library default, 100)");
+  option(sub, "--lease-max-ms", o->lease_max_ms,
+         "quorum guard: longest lease asked as round trips grow (0: the library "
+         "default, 500; at most --lease-ms: a fixed lease)");
   sub->add_flag("--trace", o->trace,
                 "print every election message of one run (delivered, lost, blocked), "
                 "every notice, candidate event and fault, heartbeats excepted");
