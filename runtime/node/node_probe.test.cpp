@@ -145,6 +145,9 @@ TEST(node_probe, a_round_trip_near_the_envelope_is_logged_once_and_counted) {
   o.heartbeat_ms = 50;
   o.detector_timeout_ms = 150; // guard on: lease 100 ms, budget 90 ms
   auto cfg = make_node_config(o).value();
+  // The fixed lease (the default adapts up to 500 ms: budget 490 ms).
+  EXPECT_NEAR(el::guard_round_trip_budget(cfg.election).count() / 1e9, 0.490, 1e-9);
+  cfg.election.guard.lease_max = cfg.election.guard.lease;
   node_probe probe{cfg, std::make_shared<status_writer>("", node_status{})};
   std::ostringstream out;
   probe.set_log(std::make_shared<node_log>(3, log_format::text, &out));

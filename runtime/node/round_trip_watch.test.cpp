@@ -11,6 +11,7 @@ namespace {
 el::election_config guarded() {
   el::election_config cfg;  // heartbeat 50 ms, detector 150 ms
   cfg.guard.enabled = true; // lease 100 ms: budget 90 ms, warns above 67.5 ms
+  cfg.guard.lease_max = cfg.guard.lease; // fixed: the budget does not grow
   return cfg;
 }
 
