@@ -2,6 +2,7 @@
 
 #include "runtime/cluster/certificates.hpp"
 #include "runtime/cluster/child_stdio.hpp"
+#include "runtime/cluster/listen_ports.hpp"
 
 #include "runtime/node/node.hpp"
 #include "runtime/node/status_file.hpp"
@@ -234,31 +235,6 @@ std::vector<node_view> views_of(const std::string& dir, const cluster_file& c) {
     views.push_back(v);
   }
   return views;
-}
-
-/// Free loopback TCP ports: all bound at once (distinct), then released. A node
-/// that still finds its port taken exits with status 2 and `up` tries again.
-std::vector<uint16_t> free_ports(size_t n) {
-  std::vector<int> fds;
-  std::vector<uint16_t> ports;
-  for (size_t i = 0; i < n; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-      if (fd >= 0)
-        ::close(fd);
-      continue;
-    }
-    socklen_t len = sizeof(sa);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-    ports.push_back(ntohs(sa.sin_port));
-    fds.push_back(fd);
-  }
-  for (int fd : fds)
-    ::close(fd);
-  return ports;
 }
 
 std::string self_binary() {
@@ -601,7 +577,10 @@ int up(const up_options& o, std::ostream& out) {
           + (m.error().rfind("cannot run", 0) == 0 ? "; or give --insecure" : ""));
   }
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    auto ports = free_ports(3 * o.nodes);
+    // Outside the ephemeral range, so that a node's port stays free for its
+    // restart; a node that still finds its port taken exits with status 2
+    // and `up` tries again.
+    auto ports = free_listen_ports(3 * o.nodes);
     if (ports.size() != 3 * o.nodes)
       return failure("cannot find free loopback ports");
     c.nodes.clear();
@@ -864,9 +843,22 @@ int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeo
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     int st = 0;
-    if (::waitpid(pid, &st, WNOHANG) == pid)
+    if (::waitpid(pid, &st, WNOHANG) == pid) {
+      // Its port may be held a while longer by someone else (a cluster made
+      // before ports were chosen outside the ephemeral range, where any
+      // outgoing connection may take it): try again until the timeout.
+      if (WIFEXITED(st) && WEXITSTATUS(st) == node::exit_address_in_use
+          && std::chrono::steady_clock::now() + 200ms < deadline) {
+        std::this_thread::sleep_for(200ms);
+        auto again = spawn_node(dir, *c, id);
+        if (!again)
+          return failure(again.error());
+        pid = again.value();
+        continue;
+      }
       return failure("node " + std::to_string(id) + " exited during start-up: "
                      + last_line(node_dir(dir, id) / "node.log"));
+    }
     auto views = views_of(dir, *c);
     auto a = agreed_leader(views);
     auto me = std::find_if(views.begin(), views.end(),
