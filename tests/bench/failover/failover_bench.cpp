@@ -20,6 +20,10 @@
 // heartbeats left and arrived, the CPU time the host stole, and how long the
 // nodes' threads waited for a CPU. --keep-logs DIR keeps the nodes' logs.
 //
+// With --chaos-s S it runs 5 nodes for S seconds of random faults (the leader
+// killed or stopped, a follower killed or stopped meanwhile) and prints the
+// failover times by signal with their p99 over the median (chaos_run).
+//
 // Prints figures (medians, ratios); never asserts on time. Processes it starts
 // are tracked by pid and stopped by pid.
 #include "tests/bench/support/etcd_process.hpp"
@@ -45,6 +49,7 @@
 #include <map>
 #include <netinet/in.h>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <sys/resource.h>
@@ -76,6 +81,9 @@ struct options {
   /// Run conclave twice, with proofs of death off (--no-death-proof) and on,
   /// and print both side by side (etcd skipped unless asked for).
   bool death_proof_ab = false;
+  /// > 0: a chaos run of this many seconds on 5 nodes (see chaos_run).
+  int chaos_s = 0;
+  unsigned seed = 1;
 };
 
 std::string run(const std::string& cmd) {
@@ -569,6 +577,103 @@ etcd_result bench_etcd(const options& o, const fs::path& dir, int hb, int el) {
 
 } // namespace
 
+// -- chaos: leaders and followers killed and stopped at random ---------------
+
+/// For `o.chaos_s` seconds on 5 nodes: every 0.3-1.5 s one fault, chosen at
+/// random: the leader killed (-9) or stopped (SIGSTOP for 0.2-1 s), timed by
+/// `cluster kill --wait --leader` like the rounds above; or a follower killed
+/// or stopped and left so until after the next fault (the cluster then fails
+/// over with 4 of 5 alive). Killed nodes are restarted, stopped ones resumed.
+/// Prints the failover times by signal: median, p90, p99, max, and p99 over
+/// the median.
+void chaos_run(const options& o, const fs::path& dir) {
+  auto bin = o.conclave;
+  auto d = " --dir " + dir.string();
+  auto up = run(bin + " cluster up --json --nodes 5" + d + " " + o.up_args);
+  auto j = json::parse(up, nullptr, false);
+  if (j.is_discarded()) {
+    std::cerr << "conclave cluster up failed: " << up << '\n';
+    return;
+  }
+  std::mt19937 rng{o.seed};
+  auto pick = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>{lo, hi}(rng);
+  };
+  std::vector<double> kill_ms, stop_ms;
+  int failed = 0, follower_faults = 0;
+  std::string held_follower, held_signal; // a follower left killed or stopped
+  auto restore = [&](const std::string& node, const std::string& sig) {
+    if (sig == "KILL")
+      run(bin + " cluster restart --timeout-ms 10000 --node " + node + d);
+    else
+      run(bin + " cluster kill --wait --signal CONT --node " + node + d);
+  };
+  auto end = clock_type::now() + std::chrono::seconds{o.chaos_s};
+  while (clock_type::now() < end) {
+    int what = pick(0, 9);
+    if (what < 8) { // the leader: kill or stop
+      std::string sig = what < 4 ? "KILL" : "STOP";
+      auto out =
+          run(bin + " cluster kill --json --wait --leader --timeout-ms 10000 --signal "
+              + sig + d);
+      auto k = json::parse(out, nullptr, false);
+      if (k.is_discarded() || !k.value("leader_changed", false)) {
+        ++failed;
+        std::cerr << "chaos round failed: " << out << '\n';
+      } else {
+        (sig == "KILL" ? kill_ms : stop_ms).push_back(k["failover_ms"].get<double>());
+        auto victim = std::to_string(k["node"].get<uint64_t>());
+        if (sig == "STOP")
+          std::this_thread::sleep_for(std::chrono::milliseconds{pick(200, 1000)});
+        restore(victim, sig);
+      }
+      if (!held_follower.empty()) {
+        restore(held_follower, held_signal);
+        held_follower.clear();
+      }
+    } else if (held_follower.empty()) { // a follower, left so for a while
+      auto st = json::parse(run(bin + " cluster status --json" + d), nullptr, false);
+      if (st.is_discarded())
+        continue;
+      auto leader = st.value("leader", uint64_t{0});
+      std::vector<std::string> followers;
+      for (auto& n : st["nodes"])
+        if (n.value("alive", false) && n["id"].get<uint64_t>() != leader)
+          followers.push_back(std::to_string(n["id"].get<uint64_t>()));
+      if (followers.empty())
+        continue;
+      held_follower = followers[static_cast<size_t>(pick(0, int(followers.size()) - 1))];
+      held_signal = what == 8 ? "KILL" : "STOP";
+      run(bin + " cluster kill --signal " + held_signal + " --node " + held_follower + d);
+      ++follower_faults;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{pick(300, 1500)});
+  }
+  if (!held_follower.empty())
+    restore(held_follower, held_signal);
+  run(bin + " cluster down" + d);
+  auto line = [&](const char* what, const std::vector<double>& v) {
+    std::cout << "chaos " << what << ": ";
+    if (v.empty()) {
+      std::cout << "no successful round\n";
+      return;
+    }
+    auto sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    auto p90 =
+        sorted[std::min(sorted.size() - 1,
+                        static_cast<size_t>(std::ceil(0.9 * double(sorted.size()))) - 1)];
+    std::cout << std::fixed << std::setprecision(1) << "median " << median(v)
+              << " ms, p90 " << p90 << ", p99 " << p99(v) << ", max " << sorted.back()
+              << " (" << v.size() << " leader faults); p99 / median "
+              << (median(v) > 0 ? p99(v) / median(v) : 0.0) << "\n";
+  };
+  std::cout << "chaos run: " << o.chaos_s << " s on 5 nodes (seed " << o.seed << "), "
+            << follower_faults << " follower faults, " << failed << " failed round(s)\n";
+  line("SIGKILL of the leader", kill_ms);
+  line("SIGSTOP of the leader", stop_ms);
+}
+
 int main(int argc, char** argv) {
   options o;
   for (int i = 1; i < argc; ++i) {
@@ -596,6 +701,10 @@ int main(int argc, char** argv) {
       o.keep_logs = next();
     else if (a == "--burners-in-session")
       o.burners_in_session = true;
+    else if (a == "--chaos-s")
+      o.chaos_s = std::stoi(next());
+    else if (a == "--seed")
+      o.seed = static_cast<unsigned>(std::stoul(next()));
     else if (a == "--quick") {
       o.rounds = 1;
       o.skip_etcd = true;
@@ -604,7 +713,7 @@ int main(int argc, char** argv) {
           << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
              "[--etcd BIN] [--skip-etcd] [--quick] [--death-proof-ab] [--up-args ARGS] "
              "[--idle-busy-s SECONDS] [--skip-failover] [--keep-logs DIR] "
-             "[--burners-in-session]\n";
+             "[--burners-in-session] [--chaos-s SECONDS] [--seed N]\n";
       return 2;
     }
   }
@@ -620,6 +729,13 @@ int main(int argc, char** argv) {
             << o.nodes << " nodes (Bully, the nodes' default timing: docs/design/node.md"
             << (o.up_args.empty() ? "" : ", cluster up " + o.up_args) << "), "
             << "loopback, shared machine\n";
+  if (o.chaos_s > 0) {
+    chaos_run(o, root / "chaos");
+    if (o.skip_failover && o.idle_busy_s == 0) {
+      fs::remove_all(root);
+      return 0;
+    }
+  }
   if (o.skip_failover) {
     if (o.idle_busy_s > 0)
       idle_busy_run(o, root / "idle-busy");
