@@ -602,11 +602,14 @@ void chaos_run(const options& o, const fs::path& dir) {
   std::vector<double> kill_ms, stop_ms;
   int failed = 0, follower_faults = 0;
   std::string held_follower, held_signal; // a follower left killed or stopped
+  auto last_restart = clock_type::now();
   auto restore = [&](const std::string& node, const std::string& sig) {
-    if (sig == "KILL")
+    if (sig == "KILL") {
       run(bin + " cluster restart --timeout-ms 10000 --node " + node + d);
-    else
+      last_restart = clock_type::now();
+    } else {
       run(bin + " cluster kill --wait --signal CONT --node " + node + d);
+    }
   };
   auto end = clock_type::now() + std::chrono::seconds{o.chaos_s};
   while (clock_type::now() < end) {
@@ -621,8 +624,20 @@ void chaos_run(const options& o, const fs::path& dir) {
         ++failed;
         std::cerr << "chaos round failed: " << out << '\n';
       } else {
-        (sig == "KILL" ? kill_ms : stop_ms).push_back(k["failover_ms"].get<double>());
+        auto ms = k["failover_ms"].get<double>();
+        (sig == "KILL" ? kill_ms : stop_ms).push_back(ms);
         auto victim = std::to_string(k["node"].get<uint64_t>());
+        auto since_restart =
+            std::chrono::duration<double, std::milli>(clock_type::now() - last_restart)
+                .count();
+        if (ms > (sig == "KILL" ? 50.0 : 200.0))
+          std::cout << "chaos: slow " << sig << " of leader " << victim << ": " << ms
+                    << " ms"
+                    << (held_follower.empty() ? ""
+                                              : ", follower " + held_follower
+                                                    + " held by SIG" + held_signal)
+                    << ", last restart " << static_cast<long>(since_restart)
+                    << " ms before\n";
         if (sig == "STOP")
           std::this_thread::sleep_for(std::chrono::milliseconds{pick(200, 1000)});
         restore(victim, sig);
