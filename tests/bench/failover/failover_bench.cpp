@@ -616,13 +616,20 @@ void chaos_run(const options& o, const fs::path& dir) {
     int what = pick(0, 9);
     if (what < 8) { // the leader: kill or stop
       std::string sig = what < 4 ? "KILL" : "STOP";
-      auto out =
-          run(bin + " cluster kill --json --wait --leader --timeout-ms 10000 --signal "
-              + sig + d);
+      auto out = conclave::testing::run_command(
+                     bin + " cluster kill --json --wait --leader --timeout-ms 10000 "
+                     + "--signal " + sig + d + " 2>" + (dir / "kill.err").string())
+                     .out;
       auto k = json::parse(out, nullptr, false);
       if (k.is_discarded() || !k.value("leader_changed", false)) {
         ++failed;
-        std::cerr << "chaos round failed: " << out << '\n';
+        std::ifstream err{dir / "kill.err"};
+        std::string why{std::istreambuf_iterator<char>{err}, {}};
+        std::cout << "chaos: round failed (" << sig << " of the leader"
+                  << (held_follower.empty()
+                          ? ""
+                          : ", follower " + held_follower + " held by SIG" + held_signal)
+                  << "): " << out << why;
       } else {
         auto ms = k["failover_ms"].get<double>();
         (sig == "KILL" ? kill_ms : stop_ms).push_back(ms);
