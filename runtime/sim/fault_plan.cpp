@@ -41,6 +41,10 @@ std::string_view why_not(fault_word word, workload w) {
       return "it has no disk";
     case workload::jobs:
       return "its store has no simulated disk";
+    case workload::replication:
+      return word == fw::bitflip ? "its simulated disk keeps records, not bytes, and "
+                                   "has no checksums to catch a flip yet"
+                                 : "";
     default:
       return "its simulated disk does not apply it yet";
     }
