@@ -42,6 +42,7 @@ std::string_view why_not(fault_word word, workload w) {
     case workload::jobs:
       return "its store has no simulated disk";
     case workload::replication:
+    case workload::lease: // the same nodes and disks
       return word == fw::bitflip ? "its simulated disk keeps records, not bytes, and "
                                    "has no checksums to catch a flip yet"
                                  : "";
