@@ -253,10 +253,17 @@ TEST(fault_words, each_workload_refuses_the_words_it_does_not_apply) {
                              "fail",   "reject",  "hang",         "slow",
                              "cancel", "heal",    "loss",         "dup",
                              "delay",  "random",  "horizon"};
+  // The replication and lease workloads' simulated disks stall and lose power.
+  auto replication = election;
+  auto lease = node_words;
+  for (auto* ws : {&replication, &lease}) {
+    ws->insert("disk-stall");
+    ws->insert("fsync-loss");
+  }
   std::map<workload, std::set<std::string>> expected{{workload::election, election},
                                                      {workload::jobs, jobs},
-                                                     {workload::replication, election},
-                                                     {workload::lease, node_words}};
+                                                     {workload::replication, replication},
+                                                     {workload::lease, lease}};
   for (auto w : all_workloads) {
     std::set<std::string> got;
     for (auto word : sim::words_of(w))
@@ -274,7 +281,8 @@ TEST(fault_words, a_word_that_does_not_apply_is_one_line_naming_it_and_the_workl
   for (auto [spec, w, word] :
        {refusal{"bitflip@1s:2", workload::election, "bitflip"},
         refusal{"crash@1s:1,disk-stall@1s-2s:2", workload::election, "disk-stall"},
-        refusal{"fsync-loss@1s:2", workload::replication, "fsync-loss"},
+        refusal{"bitflip@1s:2", workload::replication, "bitflip"},
+        refusal{"fsync-loss@1s:2", workload::jobs, "fsync-loss"},
         refusal{"drift=0.01", workload::lease, "drift"},
         refusal{"drift=0.01", workload::jobs, "drift"},
         refusal{"pause@1s-2s:1", workload::jobs, "pause"},
