@@ -52,11 +52,14 @@ std::string huge_basp_header() {
 /// The garbage of issue 12 against one port: 200 connections of random bytes,
 /// one header announcing a 0xFFFFFFFF-byte body (kept open a while), and 200
 /// connections left half-open or holding a partial header.
-void throw_garbage(const std::string& port) {
-  std::mt19937 rng{12};
+/// 200 connections to `host_port`, from the local address `from` (none:
+/// any), each sending 64 + 7i random bytes (drawn from `seed`) and closing.
+void random_byte_connections(const std::string& host_port, const char* from,
+                             unsigned seed) {
+  std::mt19937 rng{seed};
   std::uniform_int_distribution<int> byte{0, 255};
   for (int i = 0; i < 200; ++i) {
-    int fd = connect_to(port);
+    int fd = conclave::testing::tcp_connect(host_port, from);
     ASSERT_GE(fd, 0);
     std::string junk(64 + static_cast<size_t>(i) * 7, '\0');
     for (auto& c : junk)
@@ -64,6 +67,10 @@ void throw_garbage(const std::string& port) {
     static_cast<void>(::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL));
     ::close(fd);
   }
+}
+
+void throw_garbage(const std::string& port) {
+  random_byte_connections("127.0.0.1:" + port, nullptr, 12);
   int big = connect_to(port);
   ASSERT_GE(big, 0);
   auto h = huge_basp_header();
@@ -290,17 +297,7 @@ TEST_F(cluster_test, garbage_at_the_default_timing_with_both_cores_busy_changes_
   long peak = before;
   {
     conclave::testing::busy_cores busy{2};
-    std::mt19937 rng{31};
-    std::uniform_int_distribution<int> byte{0, 255};
-    for (int i = 0; i < 200; ++i) {
-      int fd = conclave::testing::tcp_connect(target, "127.0.0.2");
-      ASSERT_GE(fd, 0);
-      std::string junk(64 + static_cast<size_t>(i) * 7, '\0');
-      for (auto& c : junk)
-        c = static_cast<char>(byte(rng));
-      static_cast<void>(::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL));
-      ::close(fd);
-    }
+    random_byte_connections(target, "127.0.0.2", 31);
     std::vector<int> silent, slow;
     for (int i = 0; i < 200; ++i) {
       int fd = conclave::testing::tcp_connect(target, "127.0.0.3");
