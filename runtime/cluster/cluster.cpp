@@ -2,6 +2,7 @@
 
 #include "runtime/cluster/certificates.hpp"
 #include "runtime/cluster/child_stdio.hpp"
+#include "runtime/cluster/cluster_dir.hpp"
 #include "runtime/cluster/listen_ports.hpp"
 
 #include "runtime/node/node.hpp"
@@ -43,23 +44,12 @@ constexpr int exit_failure = 1;
 constexpr int exit_bad_input = 2;
 
 using node_entry = member;
-
-struct cluster_file {
-  std::string name;
-  std::string algorithm;
-  std::string binary;
-  /// `binary` is a program that embeds a node (`up --program`): started with
-  /// `--config FILE program_args...`, without the `node` command.
-  bool program = false;
-  std::vector<std::string> program_args;
-  std::vector<node_entry> nodes;
-  /// Written by `cluster init` for nodes on other hosts: no process here to
-  /// start, signal or watch.
-  bool made_by_init = false;
-};
-
-/// What `cluster init` writes as "made_by" in cluster.json.
-constexpr const char* made_by_init_mark = "conclave cluster init";
+using files::cluster_file;
+using files::load_cluster;
+using files::made_by_init_mark;
+using files::node_dir;
+using files::read_file;
+using files::tls_dir;
 
 int bad_input(const std::string& what) {
   std::cerr << "conclave: error: " << what << '\n';
@@ -69,40 +59,6 @@ int bad_input(const std::string& what) {
 int failure(const std::string& what) {
   std::cerr << "conclave: error: " << what << '\n';
   return exit_failure;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in{p};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// DIR/tls: the throwaway CA and node certificates (`up` without --insecure).
-std::string tls_dir(const std::string& dir) {
-  return (fs::path{dir} / "tls").string();
-}
-
-fs::path node_dir(const std::string& dir, uint64_t id) {
-  return fs::path{dir} / ("node-" + std::to_string(id));
-}
-
-std::optional<cluster_file> load_cluster(const std::string& dir) {
-  auto text = read_file(fs::path{dir} / "cluster.json");
-  auto j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return std::nullopt;
-  cluster_file c;
-  c.name = j.value("cluster", "");
-  c.algorithm = j.value("algorithm", "");
-  c.binary = j.value("binary", "");
-  c.program = j.value("program", false);
-  c.program_args = j.value("program_args", std::vector<std::string>{});
-  c.made_by_init = j.value("made_by", "") == made_by_init_mark;
-  for (auto& n : j.value("nodes", json::array()))
-    c.nodes.push_back({n.value("id", uint64_t{0}), n.value("listen", ""),
-                       n.value("metrics", ""), n.value("http", "")});
-  return c;
 }
 
 std::string cluster_json_text(const cluster_file& c) {
@@ -659,50 +615,6 @@ int up(const up_options& o, std::ostream& out) {
     }
   }
   return failure("could not bind free ports after 3 attempts");
-}
-
-std::optional<client_access> client_access_of(const std::string& dir) {
-  auto c = load_cluster(dir);
-  if (!c || c->nodes.empty())
-    return std::nullopt;
-  client_access a;
-  a.cluster = c->name;
-  for (auto& n : c->nodes) {
-    a.peers += (a.peers.empty() ? "" : ",") + std::to_string(n.id) + "@" + n.listen;
-    if (!n.http.empty())
-      a.http[n.id] = n.http;
-  }
-  // The client certificate `up` makes (DIR/tls/) or `init` (DIR/client/); a
-  // directory `up` made before client certificates has only the nodes' (then
-  // the first node's is used, as before).
-  auto files = client_certificate_of(tls_dir(dir));
-  std::error_code ec;
-  if (!fs::exists(files.cert, ec) && c->made_by_init)
-    files = client_certificate_of((fs::path{dir} / "client").string());
-  else if (!fs::exists(files.cert, ec))
-    files = certificate_of(tls_dir(dir), c->nodes.front().id);
-  if (fs::exists(files.ca, ec)) {
-    a.tls = true;
-    a.ca = files.ca;
-    a.cert = files.cert;
-    a.key = files.key;
-  }
-  return a;
-}
-
-uint64_t leader_named_in(const std::string& dir) {
-  auto c = load_cluster(dir);
-  if (!c)
-    return 0;
-  uint64_t leader = 0, term = 0;
-  for (auto& n : c->nodes) {
-    auto s = node::status_from_json(read_file(node_dir(dir, n.id) / "status.json"));
-    if (s && s->running && s->leader != 0 && (leader == 0 || s->term > term)) {
-      leader = s->leader;
-      term = s->term;
-    }
-  }
-  return leader;
 }
 
 int status(const std::string& dir, bool json_out, std::ostream& out) {
