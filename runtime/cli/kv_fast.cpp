@@ -159,7 +159,10 @@ std::optional<int> run_over_http(kv_options& o,
   if (clock_type::now() < o.deadline)
     return std::nullopt;
   auto seen = client_problem().get();
-  std::string within = std::to_string(o.timeout_ms) + " ms (last attempt: " + seen + ")";
+  std::string within =
+      std::to_string(o.timeout_ms) + " ms ("
+      + (seen.empty() ? std::string{"no member was asked"} : "last attempt: " + seen)
+      + ")";
   if (maybe_sent)
     return fail(0, "outcome unknown: no answer within " + within
                        + "; the write may or may not have taken effect");

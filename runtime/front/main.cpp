@@ -60,6 +60,9 @@ std::string core_path() {
 
 int main(int argc, char** argv) {
   stages().mark("main");
+  // Only this program hands an operation over; a value from outside is not
+  // one of its handoffs.
+  ::unsetenv(kv_handoff_variable);
   if (argc < 2 || std::strcmp(argv[1], "kv") != 0)
     run_core(argv);
   // The full binary's registry and kv definitions: the same parse, the same

@@ -41,9 +41,9 @@ struct front_test : cluster_test {
   /// A handoff as the front makes it: session `id`, deadline `left` from now.
   static std::string handoff(const std::string& id, std::chrono::milliseconds left) {
     auto deadline = std::chrono::steady_clock::now() + left;
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  deadline.time_since_epoch())
-                  .count();
+    auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
+            .count();
     return "CONCLAVE_KV_HANDOFF=" + id + "," + std::to_string(ns) + " ";
   }
 };
@@ -130,10 +130,11 @@ TEST_F(front_test, a_handed_over_write_is_applied_once_and_keeps_its_deadline) {
   EXPECT_EQ(shell(kv(CONCLAVE_BIN) + "get once").out, "C\n");
   // The front's deadline has passed: nothing is tried, the run ends at once.
   auto start = std::chrono::steady_clock::now();
-  auto late = shell(handoff(session, std::chrono::milliseconds(-1)) + core_kv + "put once D");
-  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now()
-                                                        - start)
-                .count();
+  auto late =
+      shell(handoff(session, std::chrono::milliseconds(-1)) + core_kv + "put once D");
+  auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_EQ(late.status, 1) << late.out;
   EXPECT_TRUE(has(late.out, "within 5000 ms")) << late.out;
   EXPECT_LT(ms, 1000) << late.out;
@@ -147,5 +148,35 @@ TEST_F(front_test, a_handed_over_write_is_applied_once_and_keeps_its_deadline) {
     EXPECT_TRUE(has(r.out, "CONCLAVE_KV_HANDOFF")) << r.out;
   }
   EXPECT_EQ(shell(kv(CONCLAVE_BIN) + "get once").out, "C\n");
+  // Only the front hands over: a value from outside never reaches
+  // conclave-core through it, whichever path the front takes.
+  for (auto op : {"list once", "get once"}) {
+    auto r = shell("CONCLAVE_KV_HANDOFF=garbage " + kv(CONCLAVE_BIN) + op);
+    EXPECT_EQ(r.status, 0) << op << ": " << r.out;
+  }
   down_and_check_replicas();
+}
+
+TEST_F(front_test, garbage_in_the_cluster_directory_is_one_line_and_exit_2) {
+  fs::create_directories(dir);
+  for (auto text : {std::string{"garbage{"}, std::string{"[1,2]"},
+                    std::string{R"({"cluster":"c","nodes":[{"id":"x","listen":5}]})"},
+                    std::string{R"({"cluster":7,"nodes":{}})"}, std::string{}}) {
+    std::ofstream{dir / "cluster.json"} << text;
+    for (auto op : {"get k", "put k v", "delete k"}) {
+      auto r = shell(kv(CONCLAVE_BIN) + op);
+      EXPECT_EQ(r.status, 2) << text << " / " << op << ": " << r.out;
+      EXPECT_EQ(line_count(r.out), 1u) << text << ": " << r.out;
+      EXPECT_TRUE(has(r.out, "no readable cluster.json")) << text << ": " << r.out;
+    }
+  }
+  // No time at all: one line, exit 1, no member asked.
+  std::ofstream{dir / "cluster.json"}
+      << R"({"cluster":"c","nodes":[{"id":1,"listen":"127.0.0.1:1","http":"127.0.0.1:1"}]})";
+  fs::create_directories(dir / "tls");
+  auto r = shell(CONCLAVE_BIN + std::string{" kv --timeout-ms 0 --dir "} + dir.string()
+                 + " get k");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(line_count(r.out), 1u) << r.out;
+  fs::remove(dir / "cluster.json"); // nothing for TearDown to bring down
 }
