@@ -45,45 +45,13 @@ ctx_ptr member_context(const test_certificates& c) {
   return ctx;
 }
 
-struct outcome {
-  bool done = false;
-  bool resumed = false;
-  std::string client_subject; ///< as the member sees the client's certificate
-};
-
 /// One handshake of a client of `client_ctx` with `member`, as member
-/// address `peer` (for the session files), then one byte from the member,
-/// which carries the ticket to the client.
-outcome handshake(SSL_CTX* member, SSL_CTX* client_ctx, const std::string& peer) {
-  auto [server, client] = conclave::test::make_ssl_pair(member, client_ctx);
-  conclave::node::prepare_tls_dial_to(client, peer);
-  int c = 0;
-  int s = 0;
-  for (int turn = 0; turn < 20 && (c != 1 || s != 1); ++turn) {
-    if (c != 1)
-      c = SSL_connect(client);
-    if (s != 1)
-      s = SSL_accept(server);
-  }
-  outcome o;
-  o.done = c == 1 && s == 1;
-  if (o.done) {
-    char byte = 'x';
-    EXPECT_EQ(SSL_write(server, &byte, 1), 1);
-    EXPECT_EQ(SSL_read(client, &byte, 1), 1);
-    o.resumed = SSL_session_reused(client) == 1;
-    if (X509* x = SSL_get_peer_certificate(server)) {
-      char name[256] = {};
-      X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, name,
-                                sizeof name);
-      o.client_subject = name;
-      X509_free(x);
-    }
-  }
-  SSL_free(server);
-  SSL_free(client);
-  ERR_clear_error();
-  return o;
+/// address `peer` (for the session files).
+conclave::test::handshake_result handshake(SSL_CTX* member, SSL_CTX* client_ctx,
+                                           const std::string& peer) {
+  auto pair = conclave::test::make_ssl_pair(member, client_ctx);
+  conclave::node::prepare_tls_dial_to(pair.client, peer);
+  return conclave::test::run_handshake(pair);
 }
 
 struct kv_http_tls : ::testing::Test {
@@ -116,7 +84,7 @@ TEST_F(kv_http_tls, a_full_handshake_reads_the_certificate_when_asked_for_it) {
   EXPECT_EQ(SSL_CTX_get0_certificate(ctx.get()), nullptr);
   auto o = handshake(member.get(), ctx.get(), "127.0.0.1:7001");
   ASSERT_TRUE(o.done);
-  EXPECT_FALSE(o.resumed);
+  EXPECT_FALSE(o.client_resumed);
   EXPECT_EQ(o.client_subject, "node-2");
 }
 
@@ -133,7 +101,7 @@ TEST_F(kv_http_tls, a_resumed_handshake_needs_none_of_the_files) {
     fs::remove(f);
   auto o = handshake(member.get(), next_ctx.get(), "127.0.0.1:7001");
   ASSERT_TRUE(o.done);
-  EXPECT_TRUE(o.resumed);
+  EXPECT_TRUE(o.client_resumed);
   EXPECT_EQ(o.client_subject, "node-2"); // from inside the ticket
   // Without a ticket (another member) the same context cannot prove itself.
   EXPECT_FALSE(handshake(member.get(), next_ctx.get(), "127.0.0.1:7002").done);
