@@ -19,6 +19,9 @@
 // discounted, refuted), how late the nodes' timers fired and how far apart
 // heartbeats left and arrived, the CPU time the host stole, and how long the
 // nodes' threads waited for a CPU. --keep-logs DIR keeps the nodes' logs.
+// With --kv-clients N the load is N closed loops of one-shot `conclave kv
+// put` processes at nice 0 instead of the spinners (clients and nodes then
+// share the cores), and it also prints the puts done and failed.
 //
 // With --chaos-s S it runs 5 nodes for S seconds of random faults (the leader
 // killed or stopped, a follower killed or stopped meanwhile) and prints the
@@ -84,6 +87,9 @@ struct options {
   /// > 0: a chaos run of this many seconds on 5 nodes (see chaos_run).
   int chaos_s = 0;
   unsigned seed = 1;
+  /// > 0: the idle run's load is this many closed-loop clients, each a loop
+  /// of one-shot `conclave kv put` processes at nice 0, instead of spinners.
+  int kv_clients = 0;
 };
 
 std::string run(const std::string& cmd) {
@@ -322,6 +328,24 @@ pid_t spawn_burner(bool in_session) {
   return pid;
 }
 
+/// A closed loop of one-shot `kv put` processes (key `load-I`) against the
+/// cluster in `dir`, at nice 0 in the bench's session, until SIGTERM; it then
+/// writes "OK FAILED" (operations that exited 0 and that did not) to `out`.
+pid_t spawn_kv_client(const std::string& bin, const fs::path& dir, int i,
+                      const fs::path& out) {
+  auto script =
+      "ok=0; bad=0; trap 'echo $ok $bad > " + out.string()
+      + "; exit 0' TERM; while :; do if " + bin + " kv --timeout-ms 5000 --dir "
+      + dir.string() + " put load-" + std::to_string(i)
+      + " v$ok >/dev/null 2>&1; then ok=$((ok+1)); else bad=$((bad+1)); fi; done";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/bash", "bash", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
 /// Whether this kernel groups processes by session for scheduling.
 bool autogroups_enabled() {
   std::ifstream in{"/proc/sys/kernel/sched_autogroup_enabled"};
@@ -352,8 +376,12 @@ void idle_busy_run(const options& o, const fs::path& dir) {
   auto delay0 = delays();
   auto steal0 = steal_seconds();
   std::vector<pid_t> burners;
+  std::vector<pid_t> clients;
   auto cores = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < cores; ++i)
+  for (int i = 0; i < o.kv_clients; ++i)
+    clients.push_back(
+        spawn_kv_client(bin, dir, i, dir / ("client-" + std::to_string(i))));
+  for (unsigned i = 0; i < cores && o.kv_clients == 0; ++i)
     burners.push_back(spawn_burner(o.burners_in_session));
   std::this_thread::sleep_for(std::chrono::seconds(o.idle_busy_s));
   auto s1 = status();
@@ -363,6 +391,18 @@ void idle_busy_run(const options& o, const fs::path& dir) {
   for (auto pid : burners) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
+  }
+  // A client ends after its current operation (bash runs the trap then).
+  uint64_t ops_ok = 0, ops_failed = 0;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    ::kill(clients[i], SIGTERM);
+    ::waitpid(clients[i], nullptr, 0);
+    std::ifstream in{dir / ("client-" + std::to_string(i))};
+    uint64_t ok = 0, bad = 0;
+    if (in >> ok >> bad) {
+      ops_ok += ok;
+      ops_failed += bad;
+    }
   }
   run(bin + " cluster down" + d);
   if (!o.keep_logs.empty()) {
@@ -378,13 +418,21 @@ void idle_busy_run(const options& o, const fs::path& dir) {
     std::cerr << "idle run: could not read every node's metrics\n";
     return;
   }
-  std::cout << std::fixed << std::setprecision(0) << "idle 5-node cluster, "
-            << o.idle_busy_s << " s, " << cores << " spinning process(es) at nice 19 ("
-            << (!autogroups_enabled()  ? "no autogroups"
-                : o.burners_in_session ? "in the bench's session: with autogroups, "
-                                         "each session weighs as much as a node"
-                                       : "own session, autogroup nice 19")
-            << "): false suspicions (elections "
+  std::cout << std::fixed << std::setprecision(0) << "5-node cluster, " << o.idle_busy_s
+            << " s, ";
+  if (o.kv_clients > 0)
+    std::cout << o.kv_clients
+              << " closed-loop clients of one-shot `kv put` processes at nice 0 ("
+              << ops_ok << " puts done, " << ops_failed << " failed, "
+              << static_cast<double>(ops_ok) / std::max(1, o.idle_busy_s) << "/s)";
+  else
+    std::cout << cores << " spinning process(es) at nice 19 ("
+              << (!autogroups_enabled()  ? "no autogroups"
+                  : o.burners_in_session ? "in the bench's session: with autogroups, "
+                                           "each session weighs as much as a node"
+                                         : "own session, autogroup nice 19")
+              << ")";
+  std::cout << ": false suspicions (elections "
                "started on a suspected leader) "
             << after.suspected_elections - before.suspected_elections
             << ", leader changes " << after.leader_changes - before.leader_changes
@@ -727,6 +775,8 @@ int main(int argc, char** argv) {
       o.chaos_s = std::stoi(next());
     else if (a == "--seed")
       o.seed = static_cast<unsigned>(std::stoul(next()));
+    else if (a == "--kv-clients")
+      o.kv_clients = std::stoi(next());
     else if (a == "--quick") {
       o.rounds = 1;
       o.skip_etcd = true;
@@ -735,7 +785,7 @@ int main(int argc, char** argv) {
           << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
              "[--etcd BIN] [--skip-etcd] [--quick] [--death-proof-ab] [--up-args ARGS] "
              "[--idle-busy-s SECONDS] [--skip-failover] [--keep-logs DIR] "
-             "[--burners-in-session] [--chaos-s SECONDS] [--seed N]\n";
+             "[--burners-in-session] [--kv-clients N] [--chaos-s SECONDS] [--seed N]\n";
       return 2;
     }
   }
