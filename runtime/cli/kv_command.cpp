@@ -332,6 +332,18 @@ int run_kv(kv_options& o) {
     if (!read_kv_handoff(text, o))
       return bad_input(std::string{kv_handoff_variable}
                        + ": not what the front hands over: '" + text + "'");
+    // The front used the whole time: nothing is tried. Its write may have
+    // reached a member (the front does not say), so a write's outcome is
+    // unknown; a read simply had no answer.
+    if (clock_type::now() >= o.deadline) {
+      auto within = std::to_string(o.timeout_ms) + " ms";
+      if (o.get->parsed())
+        exit_now(
+            fail(0, "no answer within " + within + " (no member answered over HTTPS)"));
+      exit_now(fail(0, "outcome unknown: no answer within " + within
+                           + "; the write may or may not have taken effect (no member "
+                             "answered over HTTPS)"));
+    }
   } else if (auto status = run_over_http(o, members.value(), [](ssl_ctx_st* ctx) {
                // This process links the node's TLS read guard, which checks
                // every TLS read as CAF's BASP: these sessions carry HTTP.
