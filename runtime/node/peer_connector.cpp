@@ -106,7 +106,7 @@ void exchange_liveness(self_ptr self, const gate_actor& gate) {
           });
 }
 
-void retry(self_ptr self, const std::string& why) {
+void retry(self_ptr self, const std::string& why, bool tick_cut = false) {
   auto& st = self->state;
   st.dialing = false;
   if (why != st.last_failure) { // log each new kind of failure once
@@ -114,7 +114,8 @@ void retry(self_ptr self, const std::string& why) {
                    + st.opts.where.to_string() + " (" + why + "), retrying");
     st.last_failure = why;
   }
-  auto delay = st.schedule->after_failure(st.opts.now());
+  auto delay = tick_cut ? st.schedule->after_tick_cut(st.opts.now())
+                        : st.schedule->after_failure(st.opts.now());
   if (!delay) {
     self->quit(); // repair mode: the member's own connector will reach us
     return;
@@ -258,7 +259,9 @@ void dial(self_ptr self) {
             }
             handshake(self, caf::actor_cast<gate_actor>(ptr));
           },
-          [self](caf::error& err) { retry(self, self->system().render(err)); });
+          [self](caf::error& err) {
+            retry(self, self->system().render(err), err == caf::sec::connection_timeout);
+          });
 }
 
 caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
@@ -305,6 +308,22 @@ redial_schedule::redial_schedule(const connector_options& o,
 
 std::optional<std::chrono::milliseconds>
 redial_schedule::after_failure(std::chrono::steady_clock::time_point now) {
+  cuts_ = 0;
+  return next_wait(now);
+}
+
+std::optional<std::chrono::milliseconds>
+redial_schedule::after_tick_cut(std::chrono::steady_clock::time_point now) {
+  if (cuts_ >= 2)
+    return next_wait(now);
+  if (give_up_ && now >= *give_up_)
+    return std::nullopt;
+  ++cuts_;
+  return std::chrono::milliseconds{0};
+}
+
+std::optional<std::chrono::milliseconds>
+redial_schedule::next_wait(std::chrono::steady_clock::time_point now) {
   if (give_up_ && now >= *give_up_)
     return std::nullopt;
   auto wait = next_;

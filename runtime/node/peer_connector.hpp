@@ -49,15 +49,32 @@ public:
   std::optional<std::chrono::milliseconds>
   after_failure(std::chrono::steady_clock::time_point now);
 
+  /// The wait after the middleman cut the dial at its heartbeat tick
+  /// (`connection_timeout` while the handshake was under way; CAF 0.17.6
+  /// counts a dialed connection as silent until its first bytes arrive,
+  /// docs/design/caf-0.17.md). The cut comes just after a tick, so a dial
+  /// started at once has the whole interval before the next one: the first
+  /// two cuts in a row redial at once, further ones wait as after a failure
+  /// (a peer that never answers is not dialed more often than that).
+  std::optional<std::chrono::milliseconds>
+  after_tick_cut(std::chrono::steady_clock::time_point now);
+
   /// The link came up (or dropped after being up): the next wait is the initial one.
-  void reset() { next_ = initial_; }
+  void reset() {
+    next_ = initial_;
+    cuts_ = 0;
+  }
 
   std::chrono::milliseconds initial() const { return initial_; }
 
 private:
+  std::optional<std::chrono::milliseconds>
+  next_wait(std::chrono::steady_clock::time_point now);
+
   std::chrono::milliseconds initial_;
   std::chrono::milliseconds max_;
   std::chrono::milliseconds next_;
+  unsigned cuts_ = 0; ///< tick cuts in a row
   std::optional<std::chrono::steady_clock::time_point> give_up_;
 };
 

@@ -79,6 +79,26 @@ TEST(redial_schedule, waits_double_up_to_the_maximum_and_start_over_once_linked)
   EXPECT_EQ(s.after_failure(t + 1h), 20ms); // not in repair mode: never gives up
 }
 
+TEST(redial_schedule, the_first_two_tick_cuts_in_a_row_redial_at_once) {
+  connector_options o;
+  o.initial_backoff = 20ms;
+  o.max_backoff = 100ms;
+  time_point t{std::chrono::seconds(5)};
+  redial_schedule s{o, t};
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  // A peer that never answers: paced as after any failure.
+  EXPECT_EQ(s.after_tick_cut(t), 20ms);
+  EXPECT_EQ(s.after_tick_cut(t), 40ms);
+  // Another failure in between starts the count again.
+  EXPECT_EQ(s.after_failure(t), 80ms);
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  s.reset();
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  EXPECT_EQ(s.after_tick_cut(t), 20ms);
+}
+
 TEST(redial_schedule, repair_mode_gives_up_after_its_time) {
   connector_options o;
   o.repair = true;
@@ -87,4 +107,5 @@ TEST(redial_schedule, repair_mode_gives_up_after_its_time) {
   redial_schedule s{o, t};
   EXPECT_TRUE(s.after_failure(t + 1999ms));
   EXPECT_FALSE(s.after_failure(t + 2000ms));
+  EXPECT_FALSE(s.after_tick_cut(t + 2000ms));
 }
