@@ -71,6 +71,11 @@ void configure(caf::actor_system_config& cfg, const node_config& c) {
     cfg.openssl_cafile = c.tls->ca;
     cfg.openssl_certificate = c.tls->cert;
     cfg.openssl_key = c.tls->key;
+    // A frozen peer's kernel accepts the TCP connection, but the peer never
+    // answers the TLS handshake; CAF retries it whenever the socket is
+    // writable. Unpaced, every member dialing a stopped peer spun its I/O
+    // thread until the dial was cut: one stopped member kept both cores busy.
+    pace_pending_tls_dials(true);
   }
   cfg.add_message_types<caf::id_block::conclave_election>();
   cfg.add_message_types<caf::id_block::conclave_replication>();
