@@ -705,7 +705,10 @@ void chaos_run(const options& o, const fs::path& dir) {
       auto st = json::parse(run(bin + " cluster status --json" + d), nullptr, false);
       if (st.is_discarded())
         continue;
-      auto leader = st.value("leader", uint64_t{0});
+      // No agreed leader right now (null): no follower to pick.
+      if (!st["leader"].is_number_unsigned())
+        continue;
+      auto leader = st["leader"].get<uint64_t>();
       std::vector<std::string> followers;
       for (auto& n : st["nodes"])
         if (n.value("alive", false) && n["id"].get<uint64_t>() != leader)
