@@ -28,6 +28,7 @@ struct connector_state {
   uint64_t generation = 0;
   bool dialing = false;
   caf::actor remote; ///< the peer's candidate while linked
+  gate_actor gate;   ///< the peer's gate while linked
   std::string last_failure;
 };
 
@@ -106,6 +107,50 @@ void exchange_liveness(self_ptr self, const gate_actor& gate) {
           });
 }
 
+void schedule_check(self_ptr self) {
+  auto& st = self->state;
+  if (st.opts.repair || st.opts.check_interval.count() <= 0)
+    return;
+  self->delayed_send(self, st.opts.check_interval, check_timer_atom::value,
+                     st.generation);
+}
+
+/// While linked: does the gate still hold our link? CAF keeps the peer's
+/// proxies (and so our monitor) alive while any connection to its node is
+/// open, e.g. one its store client dialed, so the end of our link's own
+/// connection can go unseen here while the gate unlinked us. Then link again:
+/// the middleman reuses the open connection, and the hello restores the link.
+void check_link(self_ptr self) {
+  auto& st = self->state;
+  auto& m = st.links->members();
+  auto generation = st.generation;
+  self->request(st.gate, st.opts.step_timeout, link_check_atom::value, m.cluster, m.self,
+                caf::actor_cast<caf::actor>(st.links->candidate()))
+      .then(
+          [self, generation](bool held) {
+            auto& st = self->state;
+            if (generation != st.generation || !st.remote)
+              return;
+            if (held) {
+              schedule_check(self);
+              return;
+            }
+            st.links->forget(st.opts.peer, st.remote);
+            self->demonitor(st.remote);
+            st.remote = nullptr;
+            st.gate = nullptr;
+            st.schedule->reset();
+            ++st.generation;
+            dial(self);
+          },
+          [self, generation](caf::error&) {
+            // No answer (a frozen peer: the link timeout ends that link) or
+            // an old gate: ask again later.
+            if (generation == self->state.generation && self->state.remote)
+              schedule_check(self);
+          });
+}
+
 void retry(self_ptr self, const std::string& why, bool tick_cut = false) {
   auto& st = self->state;
   st.dialing = false;
@@ -175,8 +220,10 @@ void hello(self_ptr self, const gate_actor& gate, const std::string& gate_nonce,
             st.last_failure.clear();
             st.schedule->reset();
             st.remote = remote;
+            st.gate = gate;
             self->monitor(remote);
             links.up(st.opts.peer, remote);
+            schedule_check(self);
             exchange_replicas(self, gate, st.generation);
             exchange_liveness(self, gate);
           },
@@ -276,6 +323,7 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
       return;
     st.links->down(dm.source);
     st.remote = nullptr;
+    st.gate = nullptr;
     if (st.opts.repair) {
       self->quit();
       return;
@@ -292,6 +340,10 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
       [self](dial_atom, uint64_t generation) {
         if (generation == self->state.generation)
           dial(self);
+      },
+      [self](check_timer_atom, uint64_t generation) {
+        if (generation == self->state.generation && self->state.remote)
+          check_link(self);
       },
   };
 }

@@ -27,6 +27,9 @@ struct connector_options {
   std::chrono::milliseconds max_backoff{100};
   /// Per step (connect, handshake): a frozen peer accepts TCP but never answers.
   std::chrono::milliseconds step_timeout{1000};
+  /// While linked: how often to ask the gate whether it still holds the link
+  /// (gate_actor.hpp, link check); 0: never.
+  std::chrono::milliseconds check_interval{500};
   /// Repair mode (peer_links::set_repair): dial a lower-id member once, retrying
   /// only until `repair_for` has passed; once linked, report the link's end and
   /// stop (the member's own connector stays responsible for reconnecting).

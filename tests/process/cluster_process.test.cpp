@@ -4,6 +4,7 @@
 // `kill --wait` time out after 20 s / 10 s.
 #include "tests/process/process_support.hpp"
 
+#include <csignal>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -122,6 +123,30 @@ int acting(const nlohmann::json& st) {
   for (auto& node : st["nodes"])
     n += node["acting"].get<bool>() ? 1 : 0;
   return n;
+}
+
+TEST_F(cluster_test, a_follower_stopped_past_the_link_timeout_rejoins_every_time) {
+  // Node 1 frozen for longer than the link timeout (1 s): its peers close
+  // their links to it, and their workflows' store clients dial it again. CAF
+  // then kept node 1's proxies of a peer alive over that client connection,
+  // so node 1 believed it was still linked while the peer had unlinked it and
+  // sent it no heartbeats: node 1 showed no leader until the next fault (5 of
+  // 15 rounds here). Node 1's connector now asks each gate whether it still
+  // holds the link, and links again when it does not.
+  up(3);
+  auto pid1 = status()["nodes"][0]["pid"].get<int>();
+  for (int round = 0; round < 6; ++round) {
+    ASSERT_EQ(::kill(pid1, SIGSTOP), 0);
+    std::this_thread::sleep_for(1100ms);
+    ASSERT_EQ(::kill(pid1, SIGCONT), 0);
+    // Until node 1 has read what piled up, the status files still show the
+    // agreement from before the pause: let the links' ends arrive first.
+    std::this_thread::sleep_for(1500ms);
+    auto st = agreed_status(dir, 3000ms);
+    EXPECT_EQ(leaders(st), 1) << "round " << round;
+    EXPECT_EQ(st["nodes"][0]["leader"], st["leader"]) << "round " << round;
+  }
+  down_and_check_replicas();
 }
 
 TEST_F(cluster_test, a_stopped_leader_is_replaced_and_steps_down_after_sigcont) {
