@@ -353,7 +353,7 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
 redial_schedule::redial_schedule(const connector_options& o,
                                  std::chrono::steady_clock::time_point start)
     : initial_(o.initial_backoff), max_(std::max(o.max_backoff, o.initial_backoff)),
-      next_(o.initial_backoff) {
+      cut_max_(std::max(o.cut_max_backoff, max_)), next_(o.initial_backoff) {
   if (o.repair)
     give_up_ = start + o.repair_for;
 }
@@ -361,13 +361,14 @@ redial_schedule::redial_schedule(const connector_options& o,
 std::optional<std::chrono::milliseconds>
 redial_schedule::after_failure(std::chrono::steady_clock::time_point now) {
   cuts_ = 0;
-  return next_wait(now);
+  next_ = std::min(next_, max_);
+  return next_wait(now, max_);
 }
 
 std::optional<std::chrono::milliseconds>
 redial_schedule::after_tick_cut(std::chrono::steady_clock::time_point now) {
   if (cuts_ >= 2)
-    return next_wait(now);
+    return next_wait(now, cut_max_);
   if (give_up_ && now >= *give_up_)
     return std::nullopt;
   ++cuts_;
@@ -375,11 +376,12 @@ redial_schedule::after_tick_cut(std::chrono::steady_clock::time_point now) {
 }
 
 std::optional<std::chrono::milliseconds>
-redial_schedule::next_wait(std::chrono::steady_clock::time_point now) {
+redial_schedule::next_wait(std::chrono::steady_clock::time_point now,
+                           std::chrono::milliseconds cap) {
   if (give_up_ && now >= *give_up_)
     return std::nullopt;
   auto wait = next_;
-  next_ = std::min(next_ * 2, max_);
+  next_ = std::min(next_ * 2, cap);
   return wait;
 }
 

@@ -25,6 +25,9 @@ struct connector_options {
   address where;
   std::chrono::milliseconds initial_backoff{20};
   std::chrono::milliseconds max_backoff{100};
+  /// The longest wait between dials cut at the middleman's tick (a peer that
+  /// never answers the handshake: stopped, or its host overloaded).
+  std::chrono::milliseconds cut_max_backoff{1000};
   /// Per step (connect, handshake): a frozen peer accepts TCP but never answers.
   std::chrono::milliseconds step_timeout{1000};
   /// While linked: how often to ask the gate whether it still holds the link
@@ -57,8 +60,10 @@ public:
   /// counts a dialed connection as silent until its first bytes arrive,
   /// docs/design/caf-0.17.md). The cut comes just after a tick, so a dial
   /// started at once has the whole interval before the next one: the first
-  /// two cuts in a row redial at once, further ones wait as after a failure
-  /// (a peer that never answers is not dialed more often than that).
+  /// two cuts in a row redial at once. Further ones wait `initial_backoff`,
+  /// doubling up to `cut_max_backoff`: a stopped peer's kernel accepts every
+  /// dial and CAF's TLS transport spins the I/O thread until the cut, so a
+  /// peer that never answers must not be dialed often.
   std::optional<std::chrono::milliseconds>
   after_tick_cut(std::chrono::steady_clock::time_point now);
 
@@ -72,10 +77,11 @@ public:
 
 private:
   std::optional<std::chrono::milliseconds>
-  next_wait(std::chrono::steady_clock::time_point now);
+  next_wait(std::chrono::steady_clock::time_point now, std::chrono::milliseconds cap);
 
   std::chrono::milliseconds initial_;
   std::chrono::milliseconds max_;
+  std::chrono::milliseconds cut_max_;
   std::chrono::milliseconds next_;
   unsigned cuts_ = 0; ///< tick cuts in a row
   std::optional<std::chrono::steady_clock::time_point> give_up_;

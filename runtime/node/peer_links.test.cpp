@@ -87,11 +87,17 @@ TEST(redial_schedule, the_first_two_tick_cuts_in_a_row_redial_at_once) {
   redial_schedule s{o, t};
   EXPECT_EQ(s.after_tick_cut(t), 0ms);
   EXPECT_EQ(s.after_tick_cut(t), 0ms);
-  // A peer that never answers: paced as after any failure.
-  EXPECT_EQ(s.after_tick_cut(t), 20ms);
-  EXPECT_EQ(s.after_tick_cut(t), 40ms);
-  // Another failure in between starts the count again.
-  EXPECT_EQ(s.after_failure(t), 80ms);
+  // A peer that never answers: waits doubling up to cut_max_backoff (1 s),
+  // past max_backoff (100 ms).
+  std::vector<std::chrono::milliseconds> waits;
+  for (int i = 0; i < 8; ++i)
+    waits.push_back(s.after_tick_cut(t).value());
+  EXPECT_EQ(waits, (std::vector<std::chrono::milliseconds>{20ms, 40ms, 80ms, 160ms, 320ms,
+                                                           640ms, 1000ms, 1000ms}));
+  // Another failure in between starts the count again, and waits at most
+  // max_backoff.
+  EXPECT_EQ(s.after_failure(t), 100ms);
+  EXPECT_EQ(s.after_failure(t), 100ms);
   EXPECT_EQ(s.after_tick_cut(t), 0ms);
   s.reset();
   EXPECT_EQ(s.after_tick_cut(t), 0ms);
