@@ -163,8 +163,10 @@ gate_actor::behavior_type gate_impl(gate_self self, std::shared_ptr<peer_links> 
       [self](link_check_atom, const std::string& cluster, uint64_t id,
              const caf::actor& remote) -> bool {
         auto& links = *self->state.links;
-        if (links.members().admit(cluster, id) != rejection::none)
+        if (auto r = links.members().admit(cluster, id); r != rejection::none) {
+          links.probe().message_rejected(to_string(r));
           return false;
+        }
         return links.holds(id, remote);
       },
       [self](client_hello_atom, const std::string& cluster)

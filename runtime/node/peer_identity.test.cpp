@@ -456,6 +456,7 @@ TEST_F(gate_fixture, the_link_check_says_whether_the_gate_holds_that_candidate) 
   EXPECT_EQ(check("conclave", 2, other), "not held");
   EXPECT_EQ(check("conclave", 3, fake_candidate), "not held");
   EXPECT_EQ(check("other", 2, fake_candidate), "not held");
+  EXPECT_EQ(rejected("wrong_cluster"), 1.0); // a stranger's check is counted
   EXPECT_EQ(check("conclave", 2, caf::actor{}), "not held");
   // The gate unlinks it (its connection ended): the dialer hears "not held".
   links->forget(2, fake_candidate);
