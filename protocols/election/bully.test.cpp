@@ -210,3 +210,45 @@ TEST(bully, restarted_leader_never_reuses_a_term_of_its_earlier_life) {
   EXPECT_EQ(net.node(1).current_term(), net.node(3).current_term());
   EXPECT_EQ(net.agreed_leader(), id(3));
 }
+
+// A stopped higher follower (silent, no connection drop) used to cost every
+// failover the whole answer_timeout: the initiator asked it and waited. The
+// leader names it silent in its heartbeats, so the initiator skips it.
+TEST(bully, heartbeats_name_a_silent_follower_and_the_next_election_skips_it) {
+  election_network net(5, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  std::vector<el::node_id> last_named;
+  net.set_drop([&](el::node_id from, el::node_id, const el::message& m) {
+    if (auto hb = std::get_if<el::heartbeat_msg>(&m); hb != nullptr && from == id(5))
+      last_named = hb->silent;
+    return false;
+  });
+  net.run_for(200ms);
+  EXPECT_TRUE(last_named.empty());    // nobody silent yet
+  net.crash(id(4), /*notify=*/false); // like SIGSTOP of a follower
+  auto cfg = bully_config();
+  net.run_for(cfg.detector.timeout + 2 * cfg.heartbeat_interval);
+  EXPECT_EQ(last_named, std::vector<el::node_id>{id(4)});
+  auto crashed_at = net.now();
+  net.crash(id(5)); // the leader's end is seen at once
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 2s));
+  EXPECT_LT(net.now() - crashed_at, cfg.answer_timeout)
+      << "the initiator waited for the silent member's answer";
+}
+
+TEST(bully, a_member_named_silent_that_speaks_again_is_asked_again) {
+  election_network net(5, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  net.crash(id(4), /*notify=*/false);
+  auto cfg = bully_config();
+  net.run_for(cfg.detector.timeout + 2 * cfg.heartbeat_interval);
+  EXPECT_TRUE(net.node(3).reported_silent(id(4)));
+  net.restart(id(4)); // back: it speaks to everyone
+  net.run_for(cfg.detector.timeout + 2 * cfg.heartbeat_interval);
+  EXPECT_FALSE(net.node(3).reported_silent(id(4)));
+  net.crash(id(5));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 2s));
+  EXPECT_EQ(net.agreed_leader(), id(4)); // asked, answered, and won
+}

@@ -124,6 +124,10 @@ bool candidate_core::is_down(node_id p) const {
   return s != nullptr && s->down;
 }
 
+bool candidate_core::reported_silent(node_id p) const {
+  return std::binary_search(reported_silent_.begin(), reported_silent_.end(), p);
+}
+
 bool candidate_core::is_suspected(node_id p) const {
   auto s = status(p);
   return s != nullptr && (s->down || s->suspected);
@@ -190,6 +194,12 @@ void candidate_core::handle(const message& m, timestamp now) {
 void candidate_core::heard_from(node_id p, timestamp now) {
   auto s = status(p);
   s->last_heard = now;
+  if (!reported_silent_.empty()) {
+    // Heard directly: no longer silent, whatever the leader last said.
+    auto i = std::lower_bound(reported_silent_.begin(), reported_silent_.end(), p);
+    if (i != reported_silent_.end() && *i == p)
+      reported_silent_.erase(i);
+  }
   if (s->down || s->suspected) {
     s->down = false;
     s->suspected = false;
@@ -739,15 +749,24 @@ void candidate_core::send_heartbeats(timestamp now) {
   // The leader's own vote counts unless it promised another leader's lease.
   bool self_vote = !cfg_.guard.enabled || promised_to_ == self_ || now >= promise_until_;
   r = {seq, now, self_vote ? size_t{1} : size_t{0}};
-  for (auto p : peers_) {
-    send(p, heartbeat_msg{self_, term_, seq});
-    if (auto s = status(p); !s->down && !s->suspected
-                            && now - s->last_heard > cfg_.detector.timeout
-                            && now - leader_since_ > cfg_.detector.timeout) {
-      s->suspected = true;
-      emit({event_kind::peer_suspected, term_, p});
+  // Members silent for a detector timeout are named in the round, so that an
+  // initiator of the next election need not wait for their answers should this
+  // leader fail (a stopped higher follower cost a Bully failover its whole
+  // answer_timeout). The list is built before the round is sent: a member is
+  // named as soon as it is suspected.
+  heartbeat_msg hb{self_, term_, seq, {}};
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    auto& s = status_[i];
+    if (!s.down && !s.suspected && now - s.last_heard > cfg_.detector.timeout
+        && now - leader_since_ > cfg_.detector.timeout) {
+      s.suspected = true;
+      emit({event_kind::peer_suspected, term_, peers_[i]});
     }
+    if (s.down || s.suspected)
+      hb.silent.push_back(peers_[i]);
   }
+  for (auto p : peers_)
+    send(p, hb);
   heartbeat_due_ = now + renewal_interval();
   plan_rescue();
 }
@@ -814,6 +833,9 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
     late_grants_ = 0;
     if (auto s = status(m.from))
       s->suspected = false;
+    reported_silent_ = m.silent;
+    if (!std::is_sorted(reported_silent_.begin(), reported_silent_.end()))
+      std::sort(reported_silent_.begin(), reported_silent_.end());
   }
   // Quorum guard: an ack renews a lease, so it is a promise not to renew anyone
   // else's lease for lease + drift. A follower that recently renewed another

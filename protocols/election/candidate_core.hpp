@@ -227,6 +227,9 @@ public:
   node_id leader() const { return leader_; }
   /// The term of the current leader, or the last one known.
   term current_term() const { return term_; }
+  /// Named silent by the latest heartbeat of the leader this candidate
+  /// followed (heartbeat_msg::silent), and not heard from directly since.
+  bool reported_silent(node_id p) const;
   /// Every member id, this one included, ascending.
   const std::vector<node_id>& members() const { return members_; }
   std::vector<participant> participants(timestamp now) const;
@@ -430,6 +433,8 @@ private:
   timestamp promise_until_{0};
   /// With guard.death_proof: the latest heartbeat refused for the promise.
   std::optional<heartbeat_msg> denied_;
+  /// The `silent` list of the latest heartbeat from the leader followed.
+  std::vector<node_id> reported_silent_;
 
   std::vector<outgoing> outbox_;
   std::vector<election_event> events_;

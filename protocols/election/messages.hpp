@@ -73,10 +73,14 @@ struct ring_ack_msg {
 
 /// Leader → everyone, every heartbeat interval. Also announces the leader to a
 /// member that missed the election (joined late, lost the coordinator message).
+/// `silent` lists, in ascending order, the members the leader has not heard
+/// from for a detector timeout or knows are down (usually none): should the
+/// leader fail, a Bully initiator does not wait for their answers.
 struct heartbeat_msg {
   node_id from;
   term t;
   uint64_t seq = 0;
+  std::vector<node_id> silent;
 };
 
 /// Follower → leader. `t` is the follower's current term: a leader that reads a
@@ -194,7 +198,7 @@ typename Inspector::result_type inspect(Inspector& f, ring_ack_msg& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, heartbeat_msg& x) {
-  return f(caf::meta::type_name("heartbeat_msg"), x.from, x.t, x.seq);
+  return f(caf::meta::type_name("heartbeat_msg"), x.from, x.t, x.seq, x.silent);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, heartbeat_ack_msg& x) {
