@@ -43,6 +43,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -353,6 +354,36 @@ bool autogroups_enabled() {
   return (in >> on) && on != 0;
 }
 
+/// The wall clock as node logs print it (UTC, to the millisecond), so that a
+/// slow round can be found in the logs kept with --keep-logs.
+std::string wall_now() {
+  auto now = std::chrono::system_clock::now();
+  auto t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch())
+                .count()
+            % 1000;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms));
+  return buf;
+}
+
+/// Copies each node's log under `dir` to --keep-logs DIR (if given), named
+/// after the node's directory.
+void keep_node_logs(const options& o, const fs::path& dir) {
+  if (o.keep_logs.empty())
+    return;
+  std::error_code ec;
+  fs::create_directories(o.keep_logs, ec);
+  for (auto& e : fs::directory_iterator{dir, ec})
+    if (fs::exists(e.path() / "node.log"))
+      fs::copy_file(e.path() / "node.log",
+                    fs::path{o.keep_logs} / (e.path().filename().string() + ".log"),
+                    fs::copy_options::overwrite_existing, ec);
+}
+
 void idle_busy_run(const options& o, const fs::path& dir) {
   auto bin = o.conclave;
   auto d = " --dir " + dir.string();
@@ -405,15 +436,7 @@ void idle_busy_run(const options& o, const fs::path& dir) {
     }
   }
   run(bin + " cluster down" + d);
-  if (!o.keep_logs.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.keep_logs, ec);
-    for (auto& e : fs::directory_iterator{dir, ec})
-      if (fs::exists(e.path() / "node.log"))
-        fs::copy_file(e.path() / "node.log",
-                      fs::path{o.keep_logs} / (e.path().filename().string() + ".log"),
-                      fs::copy_options::overwrite_existing, ec);
-  }
+  keep_node_logs(o, dir);
   if (!before.ok || !after.ok) {
     std::cerr << "idle run: could not read every node's metrics\n";
     return;
@@ -664,6 +687,7 @@ void chaos_run(const options& o, const fs::path& dir) {
     int what = pick(0, 9);
     if (what < 8) { // the leader: kill or stop
       std::string sig = what < 4 ? "KILL" : "STOP";
+      auto at = wall_now();
       auto out = conclave::testing::run_command(
                      bin + " cluster kill --json --wait --leader --timeout-ms 10000 "
                      + "--signal " + sig + d + " 2>" + (dir / "kill.err").string())
@@ -673,7 +697,7 @@ void chaos_run(const options& o, const fs::path& dir) {
         ++failed;
         std::ifstream err{dir / "kill.err"};
         std::string why{std::istreambuf_iterator<char>{err}, {}};
-        std::cout << "chaos: round failed (" << sig << " of the leader"
+        std::cout << "chaos: round failed at " << at << " (" << sig << " of the leader"
                   << (held_follower.empty()
                           ? ""
                           : ", follower " + held_follower + " held by SIG" + held_signal)
@@ -686,8 +710,8 @@ void chaos_run(const options& o, const fs::path& dir) {
             std::chrono::duration<double, std::milli>(clock_type::now() - last_restart)
                 .count();
         if (ms > (sig == "KILL" ? 50.0 : 200.0))
-          std::cout << "chaos: slow " << sig << " of leader " << victim << ": " << ms
-                    << " ms"
+          std::cout << "chaos: slow " << sig << " of leader " << victim << " at " << at
+                    << ": " << ms << " ms"
                     << (held_follower.empty() ? ""
                                               : ", follower " + held_follower
                                                     + " held by SIG" + held_signal)
@@ -725,6 +749,7 @@ void chaos_run(const options& o, const fs::path& dir) {
   if (!held_follower.empty())
     restore(held_follower, held_signal);
   run(bin + " cluster down" + d);
+  keep_node_logs(o, dir);
   auto line = [&](const char* what, const std::vector<double>& v) {
     std::cout << "chaos " << what << ": ";
     if (v.empty()) {
