@@ -252,3 +252,22 @@ TEST(bully, a_member_named_silent_that_speaks_again_is_asked_again) {
   ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 2s));
   EXPECT_EQ(net.agreed_leader(), id(4)); // asked, answered, and won
 }
+
+// The list comes from the network: unsorted, repeated, naming the receiver
+// itself or ids outside the group, it is still read right and harms nothing.
+TEST(bully, a_malformed_silent_list_is_read_safely) {
+  election_network net(5, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  auto& c = net.node(3);
+  el::heartbeat_msg hb{id(5), c.current_term(), 1000, {}};
+  hb.silent = {id(4), id(99), id(3), id(4), id(1), el::node_id{0}};
+  c.handle(hb, net.now());
+  EXPECT_TRUE(c.reported_silent(id(4)));
+  EXPECT_TRUE(c.reported_silent(id(1)));
+  EXPECT_FALSE(c.reported_silent(id(2)));
+  EXPECT_EQ(c.leader(), id(5));
+  // Hearing from a named member directly lifts it, duplicates included.
+  c.handle(el::heartbeat_ack_msg{id(4), c.current_term(), 1, false, 0}, net.now());
+  EXPECT_FALSE(c.reported_silent(id(4)));
+}

@@ -834,8 +834,10 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
     if (auto s = status(m.from))
       s->suspected = false;
     reported_silent_ = m.silent;
-    if (!std::is_sorted(reported_silent_.begin(), reported_silent_.end()))
-      std::sort(reported_silent_.begin(), reported_silent_.end());
+    // Sorted and without repeats, whatever the network brought.
+    std::sort(reported_silent_.begin(), reported_silent_.end());
+    reported_silent_.erase(std::unique(reported_silent_.begin(), reported_silent_.end()),
+                           reported_silent_.end());
   }
   // Quorum guard: an ack renews a lease, so it is a promise not to renew anyone
   // else's lease for lease + drift. A follower that recently renewed another
