@@ -271,3 +271,22 @@ TEST(bully, a_malformed_silent_list_is_read_safely) {
   c.handle(el::heartbeat_ack_msg{id(4), c.current_term(), 1, false, 0}, net.now());
   EXPECT_FALSE(c.reported_silent(id(4)));
 }
+
+TEST(bully, a_heartbeat_names_at_most_the_64_highest_silent_members) {
+  election_network net(70, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(70); }, 5s));
+  std::vector<el::node_id> named;
+  net.set_drop([&](el::node_id from, el::node_id, const el::message& m) {
+    if (auto hb = std::get_if<el::heartbeat_msg>(&m); hb != nullptr && from == id(70))
+      named = hb->silent;
+    return false;
+  });
+  for (uint64_t i = 1; i <= 68; ++i)
+    net.crash(id(i), /*notify=*/false);
+  net.run_for(400ms);
+  ASSERT_EQ(named.size(), el::max_silent_named);
+  EXPECT_EQ(named.front(), id(5));
+  EXPECT_EQ(named.back(), id(68));
+  EXPECT_TRUE(std::is_sorted(named.begin(), named.end()));
+}

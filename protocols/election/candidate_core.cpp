@@ -753,18 +753,21 @@ void candidate_core::send_heartbeats(timestamp now) {
   // initiator of the next election need not wait for their answers should this
   // leader fail (a stopped higher follower cost a Bully failover its whole
   // answer_timeout). The list is built before the round is sent: a member is
-  // named as soon as it is suspected.
+  // named as soon as it is suspected. At most max_silent_named, the highest
+  // ids (the ones Bully initiators ask): a round's size stays bounded however
+  // many members are down, and naming fewer only makes an election wait.
   heartbeat_msg hb{self_, term_, seq, {}};
-  for (size_t i = 0; i < peers_.size(); ++i) {
+  for (size_t i = peers_.size(); i-- > 0;) {
     auto& s = status_[i];
     if (!s.down && !s.suspected && now - s.last_heard > cfg_.detector.timeout
         && now - leader_since_ > cfg_.detector.timeout) {
       s.suspected = true;
       emit({event_kind::peer_suspected, term_, peers_[i]});
     }
-    if (s.down || s.suspected)
+    if ((s.down || s.suspected) && hb.silent.size() < max_silent_named)
       hb.silent.push_back(peers_[i]);
   }
+  std::reverse(hb.silent.begin(), hb.silent.end()); // ascending
   for (auto p : peers_)
     send(p, hb);
   heartbeat_due_ = now + renewal_interval();

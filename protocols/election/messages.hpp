@@ -75,7 +75,9 @@ struct ring_ack_msg {
 /// member that missed the election (joined late, lost the coordinator message).
 /// `silent` lists, in ascending order, the members the leader has not heard
 /// from for a detector timeout or knows are down (usually none): should the
-/// leader fail, a Bully initiator does not wait for their answers.
+/// leader fail, a Bully initiator does not wait for their answers. At most
+/// max_silent_named ids, the highest.
+constexpr size_t max_silent_named = 64;
 struct heartbeat_msg {
   node_id from;
   term t;
