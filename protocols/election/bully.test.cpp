@@ -17,6 +17,16 @@ el::election_config bully_config() {
   return cfg;
 }
 
+/// Keeps in `named` the silent list of the latest heartbeat `leader` sent.
+void watch_silent_lists(election_network& net, el::node_id leader,
+                        std::vector<el::node_id>& named) {
+  net.set_drop([&named, leader](el::node_id from, el::node_id, const el::message& m) {
+    if (auto hb = std::get_if<el::heartbeat_msg>(&m); hb != nullptr && from == leader)
+      named = hb->silent;
+    return false;
+  });
+}
+
 } // namespace
 
 TEST(bully, highest_alive_id_wins_at_startup) {
@@ -219,11 +229,7 @@ TEST(bully, heartbeats_name_a_silent_follower_and_the_next_election_skips_it) {
   net.start_all();
   ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
   std::vector<el::node_id> last_named;
-  net.set_drop([&](el::node_id from, el::node_id, const el::message& m) {
-    if (auto hb = std::get_if<el::heartbeat_msg>(&m); hb != nullptr && from == id(5))
-      last_named = hb->silent;
-    return false;
-  });
+  watch_silent_lists(net, id(5), last_named);
   net.run_for(200ms);
   EXPECT_TRUE(last_named.empty());    // nobody silent yet
   net.crash(id(4), /*notify=*/false); // like SIGSTOP of a follower
@@ -277,11 +283,7 @@ TEST(bully, a_heartbeat_names_at_most_the_64_highest_silent_members) {
   net.start_all();
   ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(70); }, 5s));
   std::vector<el::node_id> named;
-  net.set_drop([&](el::node_id from, el::node_id, const el::message& m) {
-    if (auto hb = std::get_if<el::heartbeat_msg>(&m); hb != nullptr && from == id(70))
-      named = hb->silent;
-    return false;
-  });
+  watch_silent_lists(net, id(70), named);
   for (uint64_t i = 1; i <= 68; ++i)
     net.crash(id(i), /*notify=*/false);
   net.run_for(400ms);
