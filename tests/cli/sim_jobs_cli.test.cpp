@@ -16,7 +16,8 @@ using conclave::process_test::run_conclave;
 TEST(sim_jobs_cli, bad_input_is_exit_2_with_one_line) {
   for (auto args :
        {"sim --workload jobs --faults 'crash@1s:robot1'",
-        "sim --workload jobs --faults 'pause@1s-2s:1'",
+        "sim --workload jobs --faults 'pause@1s-2s:4'",
+        "sim --workload jobs --faults 'bitflip@1s:1'",
         "sim --workload jobs --faults 'crash@1s:agent9'",
         "sim --workload jobs --faults 'cancel@1s:5'", "sim --workload jobs --jobs 0",
         "sim --workload jobs --steps 65", "sim --workload jobs --service sometimes",
