@@ -319,7 +319,8 @@ TEST(fault_words, the_jobs_workload_names_its_nodes_in_pauses_partitions_and_ele
   };
   EXPECT_TRUE(check("pause@1s-2s:3,elect@1s:1,partition@1s-2s:1|2-3,cut@1s-2s:1>3"));
   EXPECT_TRUE(check("drift=0.05,pause-leader@1s-2s"));
-  for (auto spec : {"pause@1s-2s:4", "elect@1s:4", "partition@1s-2s:1|4", "cut@1s-2s:4>1"}) {
+  for (auto spec :
+       {"pause@1s-2s:4", "elect@1s:4", "partition@1s-2s:1|4", "cut@1s-2s:4>1"}) {
     auto v = check(spec);
     ASSERT_FALSE(v) << spec;
     EXPECT_NE(v.error().find("node 4"), std::string::npos) << v.error();

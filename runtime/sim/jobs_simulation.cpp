@@ -333,7 +333,12 @@ public:
     obs.dispatches = probe_->attempts;
     obs.origin = wf::timestamp{0};
     obs.now = wf::timestamp{world_.now()};
-    obs.judge_liveness = i.has_value();
+    // Jobs can be read only while a majority of the nodes (the replicated
+    // store's quorum) is alive: a run whose faults leave fewer is not judged.
+    size_t alive = 0;
+    for (auto id : members_)
+      alive += world_.alive(id) ? 1 : 0;
+    obs.judge_liveness = i.has_value() && 2 * alive > members_.size();
     return obs;
   }
 
@@ -531,14 +536,11 @@ private:
 };
 
 /// Fills the run's report from what the checkers read and the counters.
-void finish_report(jobs_run_report& rep, jobs_node_world& w, jobs_observation& obs,
-                   bool all_final) {
+void finish_report(jobs_run_report& rep, jobs_node_world& w, jobs_observation& obs) {
   obs.heal = rep.heal;
   obs.bound = rep.bound;
-  // A run that ended with every job final has nothing left to judge; one that
-  // ran to heal + bound has applied every fault, so who is alive now is who
-  // was alive once faults healed.
-  obs.judge_liveness = obs.judge_liveness || all_final;
+  // A run ends once every fault was applied (see run_on_world), so who is
+  // alive now is who was alive once faults healed.
   rep.liveness_judged = obs.judge_liveness;
   rep.violations = run_checkers(standard_jobs_checkers(), obs);
   for (auto& t : obs.jobs) {
@@ -592,7 +594,6 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
   jobs_node_world w{settings, plan, net_seed, service_seed};
   size_t next = 0;
   size_t submitted = 0;
-  bool all_final = false;
   wf::duration check = last_submit;
   while (true) {
     auto t = std::min(check, end);
@@ -608,10 +609,13 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
         w.apply(a.timed, a.end);
     }
     if (w.elapsed() >= check) {
-      if (submitted == jobs.size() && w.all_final()) {
-        all_final = true;
-        break; // what faults remain cannot change a final job
-      }
+      // What faults remain cannot change a final job, but they decide what
+      // can be read at the end: a crash not yet undone can leave the store
+      // without a quorum, and every final job unreadable. So a run stops
+      // early only once every fault (window ends and restarts included) was
+      // applied.
+      if (submitted == jobs.size() && w.all_final() && next == actions.size())
+        break;
       check += check_interval;
     }
     if (w.elapsed() >= end)
@@ -619,7 +623,7 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
   }
   rep.end = w.elapsed();
   auto obs = w.observe();
-  finish_report(rep, w, obs, all_final);
+  finish_report(rep, w, obs);
   rep.messages = w.messages();
   rep.lost = w.lost();
   rep.duplicated = w.duplicated();
