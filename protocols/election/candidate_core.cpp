@@ -422,7 +422,11 @@ std::optional<timestamp> candidate_core::next_deadline() const {
     if (cfg_.guard.enabled) {
       if (acting_)
         consider(lease_until_);
-      consider(quorum_deadline());
+      // Alone, a leader is its own majority and never loses it
+      // (update_acting): a quorum deadline would be a deadline nothing
+      // handles, due again at once, forever.
+      if (majority() > 1)
+        consider(quorum_deadline());
     }
   } else if (leader_ != no_node) {
     consider(detector_.suspect_at());

@@ -71,6 +71,17 @@ void configure(caf::actor_system_config& cfg, const node_config& c) {
     cfg.openssl_cafile = c.tls->ca;
     cfg.openssl_certificate = c.tls->cert;
     cfg.openssl_key = c.tls->key;
+    // A frozen peer's kernel accepts the TCP connection, but the peer never
+    // answers the TLS handshake, and CAF retries it whenever the socket is
+    // writable: the I/O thread spins until the dial is cut at the next tick.
+    // Clients pace that (pace_pending_tls_dials); a node must not, because
+    // the wait blocks the I/O thread that carries every link (with a member
+    // stopped for 14 s, round trips between the others grew to 68 ms and no
+    // leader kept its lease). Its connectors dial a peer that never answers
+    // rarely instead (redial_schedule::after_tick_cut), and a dial CAF gave
+    // up at its tick is closed here soon after (it would spin until the
+    // peer resumed).
+    abandon_tls_dials_after(c.link_heartbeat + c.link_heartbeat / 4);
   }
   cfg.add_message_types<caf::id_block::conclave_election>();
   cfg.add_message_types<caf::id_block::conclave_replication>();

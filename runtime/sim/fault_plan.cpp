@@ -39,6 +39,11 @@ std::string_view why_not(fault_word word, workload w) {
     switch (w) {
     case workload::election:
       return "it has no disk";
+    case workload::replication:
+    case workload::lease: // the same nodes and disks
+      return word == fw::bitflip ? "its simulated disk keeps records, not bytes, and "
+                                   "has no checksums to catch a flip yet"
+                                 : "";
     default:
       return "its simulated disk does not apply it yet";
     }

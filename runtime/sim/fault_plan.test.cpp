@@ -252,10 +252,17 @@ TEST(fault_words, each_workload_refuses_the_words_it_does_not_apply) {
   auto jobs = election;
   for (auto w : {"fail", "reject", "hang", "slow", "cancel"})
     jobs.insert(w);
+  // The replication and lease workloads' simulated disks stall and lose power.
+  auto replication = election;
+  auto lease = node_words;
+  for (auto* ws : {&replication, &lease}) {
+    ws->insert("disk-stall");
+    ws->insert("fsync-loss");
+  }
   std::map<workload, std::set<std::string>> expected{{workload::election, election},
                                                      {workload::jobs, jobs},
-                                                     {workload::replication, election},
-                                                     {workload::lease, node_words}};
+                                                     {workload::replication, replication},
+                                                     {workload::lease, lease}};
   for (auto w : all_workloads) {
     std::set<std::string> got;
     for (auto word : sim::words_of(w))
@@ -273,7 +280,8 @@ TEST(fault_words, a_word_that_does_not_apply_is_one_line_naming_it_and_the_workl
   for (auto [spec, w, word] :
        {refusal{"bitflip@1s:2", workload::election, "bitflip"},
         refusal{"crash@1s:1,disk-stall@1s-2s:2", workload::election, "disk-stall"},
-        refusal{"fsync-loss@1s:2", workload::replication, "fsync-loss"},
+        refusal{"bitflip@1s:2", workload::replication, "bitflip"},
+        refusal{"fsync-loss@1s:2", workload::jobs, "fsync-loss"},
         refusal{"drift=0.01", workload::lease, "drift"},
         refusal{"bitflip@1s:1", workload::jobs, "bitflip"},
         refusal{"disk-stall@1s-2s:1", workload::jobs, "disk-stall"},

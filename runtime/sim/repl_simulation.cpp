@@ -146,10 +146,20 @@ public:
 
   void apply(const fault& f, bool end) {
     using k = fault::kind;
+    if (f.what == k::disk_stall) {
+      auto& disk = *nodes_[f.node.value - 1].disk;
+      if (end)
+        disk.end_stall();
+      else
+        disk.stall();
+      world_.run_actors();
+      return;
+    }
     if (end)
       return; // the world ends pauses, partitions and cuts itself
     switch (f.what) {
     case k::crash:
+    case k::fsync_loss: // this disk has no OS cache: any crash loses the unsynced
       world_.crash(f.node);
       break;
     case k::restart:
@@ -468,7 +478,7 @@ std::vector<action> plan_actions(const fault_plan& plan, uint64_t& count,
     actions.push_back({f.at, f, false});
     using k = fault::kind;
     if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
-        || f.what == k::cut)
+        || f.what == k::cut || f.what == k::disk_stall)
       actions.push_back({f.until, f, true});
   }
   std::stable_sort(actions.begin(), actions.end(),
