@@ -67,6 +67,12 @@ public:
 constexpr auto scan_interval = 10ms;
 constexpr auto poll_interval = 5ms;
 constexpr auto check_interval = 10ms;
+/// What one run may take at most: world events, and runs of an actor on the
+/// coordinator. A run needs a few hundred thousand of each; the bound ends a
+/// run that would never end (actors messaging each other at one instant
+/// forever) with a liveness failure that names it.
+constexpr uint64_t max_events = 5'000'000;
+constexpr uint64_t max_actor_runs = 50'000'000;
 
 /// The jobs of a run, drawn from its generator.
 std::vector<wf::job_spec> make_jobs(const jobs_shape& shape, std::mt19937_64& rng) {
@@ -135,6 +141,7 @@ public:
                  cfg.add_message_types<caf::id_block::conclave_replication>();
                  cfg.add_message_types<caf::id_block::conclave_election>();
                }) {
+    world_.set_budget(max_events, max_actor_runs);
     econfig_.guard.enabled = true;
     // A checkpoint stream lost while its receiver was down is sent again
     // sooner than the default, as in the replication workload.
@@ -190,6 +197,8 @@ public:
 
   void run_until(wf::duration t) { world_.run_until(timestamp{t}); }
   wf::duration elapsed() const { return world_.now(); }
+  bool exhausted() const { return world_.exhausted(); }
+  uint64_t events() const { return world_.events(); }
   const counting_probe& probe() const { return *probe_; }
   const wf::test_service_state& service() const { return *service_; }
   uint64_t messages() const { return world_.messages_sent(); }
@@ -600,6 +609,8 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
     if (next < actions.size())
       t = std::min(t, actions[next].at);
     w.run_until(t);
+    if (w.exhausted())
+      break;
     for (; next < actions.size() && actions[next].at <= w.elapsed(); ++next) {
       auto& a = actions[next];
       if (a.submit) {
@@ -622,8 +633,21 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
       break;
   }
   rep.end = w.elapsed();
-  auto obs = w.observe();
-  finish_report(rep, w, obs);
+  if (w.exhausted()) {
+    // Nothing runs any more, so nothing can be read: the run is reported
+    // as what it is, a run that did not end.
+    rep.violations.push_back(
+        {"run_ends",
+         "the run hit its bound of " + std::to_string(max_events) + " events or "
+             + std::to_string(max_actor_runs) + " actor runs at "
+             + std::to_string(
+                 std::chrono::duration_cast<std::chrono::microseconds>(rep.end).count())
+             + " us (" + std::to_string(w.events()) + " events)",
+         false});
+  } else {
+    auto obs = w.observe();
+    finish_report(rep, w, obs);
+  }
   rep.messages = w.messages();
   rep.lost = w.lost();
   rep.duplicated = w.duplicated();
