@@ -62,9 +62,9 @@ void jobs_summary::print(std::ostream& out) const {
       << " dispatches, recoveries " << deadline_ + monitor_ + failure_ << " (deadline "
       << deadline_ << ", monitor " << monitor_ << ", failure " << failure_
       << "), stale replies discarded " << stale_ << ", fenced supervisor writes "
-      << fenced_ << ", messages " << messages_ << " (lost " << lost_
-      << ", duplicated " << duplicated_ << "), service effects " << effects_
-      << ", slowest job after heal " << ms(settle_max_) << " ms\n";
+      << fenced_ << ", messages " << messages_ << " (lost " << lost_ << ", duplicated "
+      << duplicated_ << "), service effects " << effects_ << ", slowest job after heal "
+      << ms(settle_max_) << " ms\n";
   verdicts_.print_failures(out, "no live scheduler or supervisor at the end");
   out << verdict() << '\n';
 }
@@ -89,8 +89,7 @@ std::string jobs_summary::to_json(uint64_t seed, const std::string& faults) cons
       {"deadline", deadline_}, {"monitor", monitor_}, {"failure", failure_}};
   doc["stale_replies"] = stale_;
   doc["fenced_writes"] = fenced_;
-  doc["messages"] = {
-      {"total", messages_}, {"lost", lost_}, {"duplicated", duplicated_}};
+  doc["messages"] = {{"total", messages_}, {"lost", lost_}, {"duplicated", duplicated_}};
   doc["service_effects"] = effects_;
   doc["slowest_after_heal_ms"] = ms(settle_max_);
   return doc.dump();
