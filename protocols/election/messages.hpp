@@ -82,7 +82,7 @@ struct heartbeat_msg {
   node_id from;
   term t;
   uint64_t seq = 0;
-  std::vector<node_id> silent;
+  std::vector<node_id> silent = {};
 };
 
 /// Follower → leader. `t` is the follower's current term: a leader that reads a
