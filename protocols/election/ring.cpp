@@ -133,7 +133,7 @@ void ring_core::forward(message m, timestamp now, node_id gave_up) {
       set_hop(m, hop);
       send(c, m);
       // A suspected member gets one try, not hop_retries + 1.
-      unsigned tries = is_suspected(c) || reported_silent(c) ? cfg_.hop_retries : 0;
+      unsigned tries = is_suspected(c) ? cfg_.hop_retries : 0;
       pending_.push_back({hop, c, std::move(m), tries, now + hop_timeout(tries), now});
       return;
     }
