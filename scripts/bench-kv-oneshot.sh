@@ -28,8 +28,10 @@
 #              ready (connect, TLS and BASP handshakes, client hello), ready
 #              to answered (the operation's round trip), answered to exit,
 #              exit to reaped (the kernel ending the process). Over HTTPS
-#              there is no system stage: parsed to ready is the TLS context,
-#              the connect and the handshake, ready to answered the request.
+#              (the front, bin/conclave) there is no system stage: parsed to
+#              context is the TLS context, context to connected the connect,
+#              connected to ready the handshake, ready to answered the
+#              request.
 #
 # The primary cache and the TLS session files live in the temporary directory
 # (--cache-dir), not in ~/.cache. Figures depend on the machine's load: run
@@ -54,7 +56,7 @@ while [ $# -gt 0 ]; do
     --trace) trace=1; shift ;;
     --insecure) up_extra+=(--insecure); shift ;;
     --nodes) nodes=$2; shift 2 ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "bench-kv-oneshot: unknown argument $1" >&2; exit 2 ;;
   esac
 done

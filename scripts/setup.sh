@@ -18,7 +18,7 @@ packages=(
   prometheus            # server for the metrics integration test (tests/process)
   openssl               # `cluster up` makes a throwaway CA and node certificates
   iproute2              # `ip netns`: the deploy test's hosts are network namespaces (tests/process)
-  libssl-dev            # identity proofs between nodes (X509/EVP), TLS handshake counters
+  libssl-dev            # identity proofs between nodes (X509/EVP), TLS handshake counters; its static libraries go into the `conclave` front
   libcpp-httplib-dev    # the node's HTTP/JSON API (--http); Debian builds it with OpenSSL
   libjemalloc-dev       # the benchmarks' allocator (CMakeLists.txt, CONCLAVE_BENCH_ALLOCATOR)
   chromium chromium-driver # the status page tested in headless Chromium (tests/process/http_browser)

@@ -1,6 +1,6 @@
 // ask(): a request from a throw-away actor whose answer lands in a shared
 // slot, for code that drives actors on CAF's test coordinator (the
-// simulations' coordinator_driver and the actor tests), where a blocking
+// simulated world and the actor tests), where a blocking
 // scoped_actor would wait forever: nothing runs until the caller runs the
 // scheduler.
 //

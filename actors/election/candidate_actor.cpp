@@ -119,6 +119,14 @@ void arm_timer(self_pointer self, timestamp now) {
 void flush(self_pointer self, timestamp now) {
   auto& st = self->state;
   auto& core = *st.core;
+  if (auto v = core.take_promise_record(); v && st.opts.record) {
+    // Synchronous, and rare (a raise, or a lowering 30 s after the last long
+    // promise): the promises sent below stay within what the record held.
+    if (st.opts.record->store(*v))
+      core.promise_recorded(*v, now);
+    else
+      core.promise_record_failed(now);
+  }
   for (auto& o : core.outbox()) {
     st.opts.probe->message_sent(o.msg.index());
     st.opts.net->send(self, o.to, o.msg);
@@ -163,6 +171,8 @@ candidate_actor::behavior_type candidate_impl(self_pointer self, candidate_optio
   if (!opts.probe)
     opts.probe = std::make_shared<election_probe>();
   st.core = make_core(opts.id, opts.peers, opts.config);
+  if (opts.record)
+    st.core->use_promise_record(opts.record->load());
   st.opts = std::move(opts);
   self->attach_functor([slot = st.task] { slot->cancel(); });
   self->set_down_handler([self](caf::down_msg& dm) {

@@ -67,6 +67,9 @@ struct candidate_options {
   std::shared_ptr<const leader_task> task;
   /// Start at once instead of waiting for start_atom.
   bool start_immediately = false;
+  /// The member's promise record (host.hpp); none: the lease stays at
+  /// guard.lease however long round trips grow.
+  std::shared_ptr<promise_record> record;
   /// Must grow from one start of this member to the next (a restarted process);
   /// 0 derives it from the clock at start, which does for processes on one host.
   uint64_t incarnation = 0;

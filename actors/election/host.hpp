@@ -43,4 +43,41 @@ public:
 /// generation), through it.
 using election_clock = host_clock;
 
+/// A durable record of the longest lease this member may have promised, so
+/// that a restarted candidate keeps a promise made before it stopped (see
+/// candidate_core::use_promise_record and "Adaptive lease" in
+/// docs/design/election.md). A candidate without one never promises more than
+/// guard.lease. Written rarely: when round trips first need a longer lease,
+/// and again 30 s after they no longer do.
+class promise_record {
+public:
+  virtual ~promise_record() = default;
+
+  /// What the record holds: 0 when nothing was recorded yet. A record that
+  /// cannot be read must answer at least the longest lease any leader of the
+  /// group may have been promised (guard.lease_max), and say why elsewhere.
+  virtual duration load() = 0;
+
+  /// Makes `value` durable before it returns; false if that failed (the
+  /// record may then hold the old value or the new one).
+  virtual bool store(duration value) = 0;
+};
+
+/// A record in memory that outlives the candidates of one member (the
+/// simulator's: a completed write survives a crash of the node).
+class memory_promise_record final : public promise_record {
+public:
+  duration load() override { return value_; }
+  bool store(duration value) override {
+    value_ = value;
+    ++writes_;
+    return true;
+  }
+  uint64_t writes() const { return writes_; }
+
+private:
+  duration value_{0};
+  uint64_t writes_ = 0;
+};
+
 } // namespace conclave::election

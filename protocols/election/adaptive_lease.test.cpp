@@ -21,6 +21,8 @@ namespace el = conclave::election;
 
 namespace {
 
+uint64_t el_ns(el::duration d) { return static_cast<uint64_t>(d.count()); }
+
 std::vector<el::heartbeat_ack_msg> lease_acks_to(el::candidate_core& c, el::node_id to) {
   std::vector<el::heartbeat_ack_msg> out;
   for (auto& o : c.outbox())
@@ -71,15 +73,29 @@ TEST(adaptive_lease, the_lease_follows_the_round_trip_within_bounds) {
 TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
   auto cfg = guarded(el::algorithm::bully);
   auto c = el::make_core(id(1), {id(1), id(2), id(3)}, cfg);
+  c->use_promise_record(0ms); // a fresh member: nothing recorded
   el::timestamp now{0};
   c->start(now, 1);
-  now += cfg.guard.lease_max + cfg.guard.max_clock_drift + 1ms; // start promise over
+  EXPECT_FALSE(c->take_promise_record());
+  now += cfg.guard.lease + cfg.guard.max_clock_drift + 1ms; // start promise over
   c->tick(now);
   c->outbox().clear();
   el::term t3{1, id(3), 7};
-  el::heartbeat_msg hb{id(3), t3, 1, static_cast<uint64_t>(el::duration{300ms}.count())};
-  c->handle(hb, now);
+  // The record holds no more than guard.lease yet: the first ack promises
+  // that, and the candidate asks for the record to be raised first.
+  c->handle(el::heartbeat_msg{id(3), t3, 1, {}, el_ns(300ms)}, now);
   auto a = lease_acks_to(*c, id(3));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].lease_ns, el_ns(100ms));
+  auto want = c->take_promise_record();
+  ASSERT_TRUE(want);
+  EXPECT_EQ(*want, cfg.guard.lease_max); // one raise, to the longest lease
+  EXPECT_FALSE(c->take_promise_record()); // taken once
+  c->promise_recorded(*want, now);
+  now += 40ms;
+  el::heartbeat_msg hb{id(3), t3, 2, {}, el_ns(300ms)};
+  c->handle(hb, now);
+  a = lease_acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_TRUE(a[0].accepted);
   EXPECT_EQ(a[0].lease_ns, static_cast<uint64_t>(el::duration{300ms}.count()));
@@ -89,7 +105,7 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
   auto t_first = now;
   now += 10ms;
   c->handle(
-      el::heartbeat_msg{id(3), t3, 2, static_cast<uint64_t>(el::duration{100ms}.count())},
+      el::heartbeat_msg{id(3), t3, 3, {}, static_cast<uint64_t>(el::duration{100ms}.count())},
       now);
   a = lease_acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
@@ -113,12 +129,149 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
   el::term t4{3, id(3), 8};
   now += 1s;
   c->handle(
-      el::heartbeat_msg{id(3), t4, 1, static_cast<uint64_t>(el::duration{2s}.count())},
+      el::heartbeat_msg{id(3), t4, 1, {}, static_cast<uint64_t>(el::duration{2s}.count())},
       now);
   a = lease_acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_TRUE(a[0].accepted);
   EXPECT_EQ(a[0].lease_ns, static_cast<uint64_t>(cfg.guard.lease_max.count()));
+}
+
+namespace {
+
+/// A follower core past its start promise, with the record given (none: no
+/// record kept).
+std::unique_ptr<el::candidate_core> follower(const el::election_config& cfg,
+                                             std::optional<el::duration> record,
+                                             el::timestamp& now) {
+  auto c = el::make_core(id(1), {id(2), id(3)}, cfg);
+  if (record)
+    c->use_promise_record(*record);
+  c->start(now, 1);
+  now += std::max(record.value_or(0ms), cfg.guard.lease) + cfg.guard.max_clock_drift + 1ms;
+  c->tick(now);
+  c->outbox().clear();
+  return c;
+}
+
+} // namespace
+
+// Without a record of its promises, a member never promises more than
+// guard.lease (it could not honour a longer one after a restart) and asks for
+// no write.
+TEST(adaptive_lease, without_a_record_a_follower_promises_only_the_fixed_lease) {
+  auto cfg = guarded(el::algorithm::bully);
+  el::timestamp now{0};
+  auto c = follower(cfg, std::nullopt, now);
+  el::term t3{1, id(3), 7};
+  for (uint64_t seq = 1; seq <= 5; ++seq, now += 50ms) {
+    c->handle(el::heartbeat_msg{id(3), t3, seq, {}, el_ns(400ms)}, now);
+    auto a = lease_acks_to(*c, id(3));
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_TRUE(a[0].accepted);
+    EXPECT_EQ(a[0].lease_ns, el_ns(100ms));
+    EXPECT_FALSE(c->take_promise_record());
+  }
+}
+
+// A restarted member keeps the promise its record allows: it refuses every
+// leader until record + drift after its start, even a record longer than its
+// current lease_max; a fresh record (0) keeps the start at guard.lease + drift.
+TEST(adaptive_lease, a_restart_keeps_the_promise_its_record_allows) {
+  auto cfg = guarded(el::algorithm::bully);
+  el::term t2{4, id(2), 9};
+  for (auto [record, refused_until] :
+       {std::pair{0ms, 110ms}, std::pair{500ms, 510ms}, std::pair{800ms, 810ms}}) {
+    SCOPED_TRACE(record.count());
+    auto c = el::make_core(id(1), {id(2), id(3)}, cfg);
+    c->use_promise_record(record);
+    c->start(el::timestamp{0}, 1);
+    c->outbox().clear();
+    c->handle(el::heartbeat_msg{id(2), t2, 1}, el::timestamp{refused_until - 1ms});
+    auto a = lease_acks_to(*c, id(2));
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_FALSE(a[0].accepted);
+    EXPECT_EQ(a[0].busy_for_ns, el_ns(1ms));
+    c->handle(el::heartbeat_msg{id(2), t2, 2}, el::timestamp{refused_until});
+    a = lease_acks_to(*c, id(2));
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_TRUE(a[0].accepted);
+  }
+}
+
+// A write of the record that fails leaves promises at what the record held
+// before; the candidate asks again after a second, not on every heartbeat.
+TEST(adaptive_lease, a_failed_record_write_keeps_promises_at_the_record) {
+  auto cfg = guarded(el::algorithm::bully);
+  el::timestamp now{0};
+  auto c = follower(cfg, 0ms, now);
+  el::term t3{1, id(3), 7};
+  uint64_t seq = 0;
+  auto ask = [&](el::duration lease) {
+    c->handle(el::heartbeat_msg{id(3), t3, ++seq, {}, el_ns(lease)}, now);
+    auto a = lease_acks_to(*c, id(3));
+    return a.size() == 1 ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                               el::duration{static_cast<int64_t>(a[0].lease_ns)})
+                         : -1ms;
+  };
+  EXPECT_EQ(ask(300ms), 100ms);
+  ASSERT_EQ(c->take_promise_record(), cfg.guard.lease_max);
+  c->promise_record_failed(now);
+  auto failed_at = now;
+  for (now += 50ms; now < failed_at + 1s; now += 50ms) {
+    EXPECT_EQ(ask(300ms), 100ms);
+    EXPECT_FALSE(c->take_promise_record());
+  }
+  EXPECT_EQ(ask(300ms), 100ms);
+  ASSERT_EQ(c->take_promise_record(), cfg.guard.lease_max);
+  c->promise_recorded(cfg.guard.lease_max, now);
+  now += 50ms;
+  EXPECT_EQ(ask(300ms), 300ms);
+  // A failed lowering binds too: the record may hold the new value or the old.
+  auto d = follower(cfg, 500ms, now);
+  std::swap(c, d);
+  seq = 0;
+  EXPECT_EQ(ask(300ms), 300ms);
+  for (auto end = now + 31s; now < end; now += 50ms)
+    ask(100ms);
+  ASSERT_EQ(c->take_promise_record(), cfg.guard.lease);
+  c->promise_record_failed(now);
+  now += 50ms;
+  EXPECT_EQ(ask(300ms), 100ms);
+}
+
+// The record goes back down to guard.lease once no promise above it has run
+// for 30 s (so that a restart is fast again); the lowering binds as soon as
+// it is asked for, and a longer lease asked later raises the record again.
+TEST(adaptive_lease, the_record_is_lowered_once_long_promises_have_lapsed_for_30s) {
+  auto cfg = guarded(el::algorithm::bully);
+  el::timestamp now{0};
+  auto c = follower(cfg, 500ms, now);
+  el::term t3{1, id(3), 7};
+  uint64_t seq = 0;
+  auto ask = [&](el::duration lease) {
+    c->handle(el::heartbeat_msg{id(3), t3, ++seq, {}, el_ns(lease)}, now);
+    auto a = lease_acks_to(*c, id(3));
+    return a.size() == 1 ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                               el::duration{static_cast<int64_t>(a[0].lease_ns)})
+                         : -1ms;
+  };
+  EXPECT_EQ(ask(300ms), 300ms); // within the record: no write
+  EXPECT_FALSE(c->take_promise_record());
+  auto lapses = now + 300ms + cfg.guard.max_clock_drift;
+  for (now += 50ms; now < lapses + 30s; now += 50ms) {
+    EXPECT_EQ(ask(100ms), 100ms);
+    ASSERT_FALSE(c->take_promise_record()) << (now - lapses).count();
+  }
+  EXPECT_EQ(ask(100ms), 100ms);
+  ASSERT_EQ(c->take_promise_record(), cfg.guard.lease);
+  now += 50ms;
+  EXPECT_EQ(ask(300ms), 100ms); // the lowering binds before it completes
+  EXPECT_FALSE(c->take_promise_record()); // one write at a time
+  c->promise_recorded(cfg.guard.lease, now);
+  now += 50ms;
+  EXPECT_EQ(ask(300ms), 100ms);
+  ASSERT_EQ(c->take_promise_record(), cfg.guard.lease_max);
 }
 
 // The leader acts on the smallest lease the acks of its majority promised,
@@ -151,7 +304,7 @@ TEST(adaptive_lease, an_ack_echoing_a_smaller_lease_shortens_acting) {
   ASSERT_TRUE(c->is_leader());
   auto t = c->current_term();
   // Past its own start promise, so that its own vote counts.
-  while (now < el::timestamp{cfg.guard.lease_max + cfg.guard.max_clock_drift}
+  while (now < el::timestamp{cfg.guard.lease + cfg.guard.max_clock_drift}
          || sent.rbegin()->second.first < now) {
     now = *c->next_deadline();
     c->tick(now);

@@ -5,7 +5,11 @@ namespace conclave::election {
 void bully_core::begin_election(timestamp now) {
   bool asked = false;
   for (auto p : peers()) {
-    if (p > self_ && !is_suspected(p)) {
+    // A member the last leader named silent is not waited for: when it is a
+    // stopped higher follower, asking it cost every failover answer_timeout.
+    // If it is alive after all, it follows the winner (or, with preempt, takes
+    // over); which id wins never decides safety (terms and the quorum guard do).
+    if (p > self_ && !is_suspected(p) && !reported_silent(p)) {
       send(p, election_msg{self_, max_epoch()});
       asked = true;
     }

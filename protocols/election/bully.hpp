@@ -1,7 +1,8 @@
 // Bully election (Garcia-Molina, "Elections in a Distributed Computing System",
 // IEEE Trans. Computers, 1982), with terms.
 //
-// Message flow. An initiator sends ELECTION to every higher id not known down. A
+// Message flow. An initiator sends ELECTION to every higher id not known down
+// (nor named silent in its last leader's latest heartbeat). A
 // higher candidate replies ANSWER and holds its own election (a leader instead
 // re-sends COORDINATOR with its current term). An initiator that hears no ANSWER
 // within answer_timeout wins: it takes term (max epoch seen + 1, self) and sends

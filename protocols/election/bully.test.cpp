@@ -17,6 +17,16 @@ el::election_config bully_config() {
   return cfg;
 }
 
+/// Keeps in `named` the silent list of the latest heartbeat `leader` sent.
+void watch_silent_lists(election_network& net, el::node_id leader,
+                        std::vector<el::node_id>& named) {
+  net.set_drop([&named, leader](el::node_id from, el::node_id, const el::message& m) {
+    if (auto hb = std::get_if<el::heartbeat_msg>(&m); hb != nullptr && from == leader)
+      named = hb->silent;
+    return false;
+  });
+}
+
 } // namespace
 
 TEST(bully, highest_alive_id_wins_at_startup) {
@@ -209,4 +219,76 @@ TEST(bully, restarted_leader_never_reuses_a_term_of_its_earlier_life) {
   EXPECT_GT(net.node(3).current_term(), old_term);
   EXPECT_EQ(net.node(1).current_term(), net.node(3).current_term());
   EXPECT_EQ(net.agreed_leader(), id(3));
+}
+
+// A stopped higher follower (silent, no connection drop) used to cost every
+// failover the whole answer_timeout: the initiator asked it and waited. The
+// leader names it silent in its heartbeats, so the initiator skips it.
+TEST(bully, heartbeats_name_a_silent_follower_and_the_next_election_skips_it) {
+  election_network net(5, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  std::vector<el::node_id> last_named;
+  watch_silent_lists(net, id(5), last_named);
+  net.run_for(200ms);
+  EXPECT_TRUE(last_named.empty());    // nobody silent yet
+  net.crash(id(4), /*notify=*/false); // like SIGSTOP of a follower
+  auto cfg = bully_config();
+  net.run_for(cfg.detector.timeout + 2 * cfg.heartbeat_interval);
+  EXPECT_EQ(last_named, std::vector<el::node_id>{id(4)});
+  auto crashed_at = net.now();
+  net.crash(id(5)); // the leader's end is seen at once
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(3); }, 2s));
+  EXPECT_LT(net.now() - crashed_at, cfg.answer_timeout)
+      << "the initiator waited for the silent member's answer";
+}
+
+TEST(bully, a_member_named_silent_that_speaks_again_is_asked_again) {
+  election_network net(5, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  net.crash(id(4), /*notify=*/false);
+  auto cfg = bully_config();
+  net.run_for(cfg.detector.timeout + 2 * cfg.heartbeat_interval);
+  EXPECT_TRUE(net.node(3).reported_silent(id(4)));
+  net.restart(id(4)); // back: it speaks to everyone
+  net.run_for(cfg.detector.timeout + 2 * cfg.heartbeat_interval);
+  EXPECT_FALSE(net.node(3).reported_silent(id(4)));
+  net.crash(id(5));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 2s));
+  EXPECT_EQ(net.agreed_leader(), id(4)); // asked, answered, and won
+}
+
+// The list comes from the network: unsorted, repeated, naming the receiver
+// itself or ids outside the group, it is still read right and harms nothing.
+TEST(bully, a_malformed_silent_list_is_read_safely) {
+  election_network net(5, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  auto& c = net.node(3);
+  el::heartbeat_msg hb{id(5), c.current_term(), 1000, {}};
+  hb.silent = {id(4), id(99), id(3), id(4), id(1), el::node_id{0}};
+  c.handle(hb, net.now());
+  EXPECT_TRUE(c.reported_silent(id(4)));
+  EXPECT_TRUE(c.reported_silent(id(1)));
+  EXPECT_FALSE(c.reported_silent(id(2)));
+  EXPECT_EQ(c.leader(), id(5));
+  // Hearing from a named member directly lifts it, duplicates included.
+  c.handle(el::heartbeat_ack_msg{id(4), c.current_term(), 1, false, 0}, net.now());
+  EXPECT_FALSE(c.reported_silent(id(4)));
+}
+
+TEST(bully, a_heartbeat_names_at_most_the_64_highest_silent_members) {
+  election_network net(70, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(70); }, 5s));
+  std::vector<el::node_id> named;
+  watch_silent_lists(net, id(70), named);
+  for (uint64_t i = 1; i <= 68; ++i)
+    net.crash(id(i), /*notify=*/false);
+  net.run_for(400ms);
+  ASSERT_EQ(named.size(), el::max_silent_named);
+  EXPECT_EQ(named.front(), id(5));
+  EXPECT_EQ(named.back(), id(68));
+  EXPECT_TRUE(std::is_sorted(named.begin(), named.end()));
 }

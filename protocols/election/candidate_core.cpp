@@ -124,6 +124,10 @@ bool candidate_core::is_down(node_id p) const {
   return s != nullptr && s->down;
 }
 
+bool candidate_core::reported_silent(node_id p) const {
+  return std::binary_search(reported_silent_.begin(), reported_silent_.end(), p);
+}
+
 bool candidate_core::is_suspected(node_id p) const {
   auto s = status(p);
   return s != nullptr && (s->down || s->suspected);
@@ -153,10 +157,14 @@ void candidate_core::start(timestamp now, uint64_t incarnation) {
   started_ = true;
   incarnation_ = incarnation != 0 ? incarnation : static_cast<uint64_t>(now.count()) + 1;
   detector_.reset(now);
-  // A restarted candidate may have renewed a lease just before it crashed,
-  // for as long as any leader may ask.
-  if (cfg_.guard.enabled)
-    promise_until_ = now + longest_lease(cfg_) + cfg_.guard.max_clock_drift;
+  // A restarted candidate may have renewed a lease just before it crashed, for
+  // as long as its promise record allows (guard.lease without a record).
+  if (cfg_.guard.enabled) {
+    auto before = has_record_ ? recorded_ : cfg_.guard.lease;
+    promise_until_ = now + before + cfg_.guard.max_clock_drift;
+    if (before > cfg_.guard.lease)
+      long_promise_until_ = promise_until_;
+  }
   for (auto& s : status_)
     s.last_heard = now;
   if (peers_.empty()) {
@@ -165,6 +173,67 @@ void candidate_core::start(timestamp now, uint64_t incarnation) {
     start_election(election_reason::startup, now);
   } else {
     leaderless_deadline_ = now + cfg_.election_wait;
+  }
+}
+
+void candidate_core::use_promise_record(duration recorded) {
+  if (started_)
+    return;
+  has_record_ = true;
+  // Not clamped to lease_max: a record written under a longer lease_max
+  // still bounds what this member promised before.
+  recorded_ = std::max(recorded, cfg_.guard.lease);
+}
+
+std::optional<duration> candidate_core::take_promise_record() {
+  if (!record_wanted_ || record_taken_)
+    return std::nullopt;
+  record_taken_ = true;
+  return record_wanted_;
+}
+
+void candidate_core::promise_recorded(duration value, timestamp) {
+  if (!record_wanted_ || value != *record_wanted_)
+    return;
+  recorded_ = value;
+  record_wanted_.reset();
+}
+
+void candidate_core::promise_record_failed(timestamp now) {
+  if (!record_wanted_)
+    return;
+  // The record holds the old value or the new one: promise no more than the
+  // smaller of them.
+  recorded_ = std::min(recorded_, *record_wanted_);
+  record_wanted_.reset();
+  record_retry_at_ = now + std::chrono::seconds(1);
+}
+
+duration candidate_core::promise_cap() const {
+  if (!has_record_)
+    return cfg_.guard.lease;
+  auto cap = recorded_;
+  if (record_wanted_)
+    cap = std::min(cap, *record_wanted_); // a lowering under way binds at once
+  return std::min(cap, longest_lease(cfg_));
+}
+
+void candidate_core::plan_promise_record(duration wanted_lease, timestamp now) {
+  // 30 s without a promise above guard.lease before the record is lowered
+  // again: at most one raise and one lowering per 30 s when round trips
+  // hover around lease / 2.
+  constexpr duration record_settle = std::chrono::seconds(30);
+  if (!has_record_ || !cfg_.guard.enabled || record_wanted_ || now < record_retry_at_)
+    return;
+  if (wanted_lease > recorded_ && recorded_ < longest_lease(cfg_)) {
+    // One raise, straight to the longest lease this member promises: the
+    // record is written rarely, and a restart then waits that long.
+    record_wanted_ = longest_lease(cfg_);
+    record_taken_ = false;
+  } else if (recorded_ > cfg_.guard.lease && wanted_lease <= cfg_.guard.lease
+             && now >= long_promise_until_ + record_settle) {
+    record_wanted_ = cfg_.guard.lease;
+    record_taken_ = false;
   }
 }
 
@@ -200,6 +269,12 @@ void candidate_core::handle(const message& m, timestamp now) {
 void candidate_core::heard_from(node_id p, timestamp now) {
   auto s = status(p);
   s->last_heard = now;
+  if (!reported_silent_.empty()) {
+    // Heard directly: no longer silent, whatever the leader last said.
+    auto i = std::lower_bound(reported_silent_.begin(), reported_silent_.end(), p);
+    if (i != reported_silent_.end() && *i == p)
+      reported_silent_.erase(i);
+  }
   if (s->down || s->suspected) {
     s->down = false;
     s->suspected = false;
@@ -289,6 +364,8 @@ void candidate_core::tick(timestamp now) {
     if (role_ != role::leader && leader_ == no_node && !in_election())
       leaderless_deadline_ = now;
   }
+  if (cfg_.guard.enabled)
+    plan_promise_record(cfg_.guard.lease, now); // lowering it, once settled
   if (role_ == role::leader) {
     excuse_own_stall(now);
     update_acting(now);
@@ -440,7 +517,11 @@ std::optional<timestamp> candidate_core::next_deadline() const {
     if (cfg_.guard.enabled) {
       if (acting_)
         consider(lease_until_);
-      consider(quorum_deadline());
+      // Alone, a leader is its own majority and never loses it
+      // (update_acting): a quorum deadline would be a deadline nothing
+      // handles, due again at once, forever.
+      if (majority() > 1)
+        consider(quorum_deadline());
     }
   } else if (leader_ != no_node) {
     consider(leader_suspect_at());
@@ -654,6 +735,7 @@ void candidate_core::become_leader(const term& t, timestamp now) {
   highest_ = std::max(highest_, t);
   observe_epoch(t.epoch);
   leader_since_ = now;
+  denied_until_ = timestamp{0};
   lease_until_ = timestamp{0};
   renewed_round_sent_ = timestamp{0};
   rescue_due_.reset();
@@ -742,7 +824,12 @@ timestamp candidate_core::quorum_deadline() const {
   // Only a full detector timeout without a renewal after that is a lost quorum
   // (issue 11, defect 2: counting from the takeover made every preempting
   // leader step down before any follower was free to renew its lease).
-  auto promises_lapse = leader_since_ + longest_lease(cfg_) + cfg_.guard.max_clock_drift;
+  // Promises longer than guard.lease show in the denials (busy_for_ns): a
+  // leader that hears none counts from guard.lease, so that one cut off in a
+  // minority right after it took over steps down as soon as with the fixed
+  // lease.
+  auto promises_lapse = std::max(
+      leader_since_ + cfg_.guard.lease + cfg_.guard.max_clock_drift, denied_until_);
   auto lost = std::max(promises_lapse, renewed_round_sent_)
               + guard_follower_timeout(cfg_, asked_lease_);
   return quorum_excused_ ? std::max(lost, quorum_excused_until_) : lost;
@@ -762,16 +849,28 @@ void candidate_core::send_heartbeats(timestamp now) {
           ? guard_lease_for(cfg_, rtt_.timeout(duration{0}, longest_lease(cfg_)))
           : cfg_.guard.lease;
   r = {seq, now, self_vote ? size_t{1} : size_t{0}, asked_lease_, asked_lease_};
-  auto asked_ns = cfg_.guard.enabled ? static_cast<uint64_t>(asked_lease_.count()) : 0;
-  for (auto p : peers_) {
-    send(p, heartbeat_msg{self_, term_, seq, asked_ns});
-    if (auto s = status(p); !s->down && !s->suspected
-                            && now - s->last_heard > cfg_.detector.timeout
-                            && now - leader_since_ > cfg_.detector.timeout) {
-      s->suspected = true;
-      emit({event_kind::peer_suspected, term_, p});
+  // Members silent for a detector timeout are named in the round, so that an
+  // initiator of the next election need not wait for their answers should this
+  // leader fail (a stopped higher follower cost a Bully failover its whole
+  // answer_timeout). The list is built before the round is sent: a member is
+  // named as soon as it is suspected. At most max_silent_named, the highest
+  // ids (the ones Bully initiators ask): a round's size stays bounded however
+  // many members are down, and naming fewer only makes an election wait.
+  heartbeat_msg hb{self_, term_, seq, {}};
+  hb.lease_ns = cfg_.guard.enabled ? static_cast<uint64_t>(asked_lease_.count()) : 0;
+  for (size_t i = peers_.size(); i-- > 0;) {
+    auto& s = status_[i];
+    if (!s.down && !s.suspected && now - s.last_heard > cfg_.detector.timeout
+        && now - leader_since_ > cfg_.detector.timeout) {
+      s.suspected = true;
+      emit({event_kind::peer_suspected, term_, peers_[i]});
     }
+    if ((s.down || s.suspected) && hb.silent.size() < max_silent_named)
+      hb.silent.push_back(peers_[i]);
   }
+  std::reverse(hb.silent.begin(), hb.silent.end()); // ascending
+  for (auto p : peers_)
+    send(p, hb);
   heartbeat_due_ = now + renewal_interval();
   plan_rescue();
 }
@@ -838,6 +937,11 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
     late_grants_ = 0;
     if (auto s = status(m.from))
       s->suspected = false;
+    reported_silent_ = m.silent;
+    // Sorted and without repeats, whatever the network brought.
+    std::sort(reported_silent_.begin(), reported_silent_.end());
+    reported_silent_.erase(std::unique(reported_silent_.begin(), reported_silent_.end()),
+                           reported_silent_.end());
   }
   // Quorum guard: an ack renews a lease, so it is a promise not to renew anyone
   // else's lease for lease + drift. A follower that recently renewed another
@@ -859,17 +963,21 @@ void candidate_core::on_heartbeat(const heartbeat_msg& m, timestamp now) {
       promised_ns = static_cast<uint64_t>(lease.count());
       denied_.reset(); // granted since: nothing left to grant late
     }
+    plan_promise_record(asked_lease(m), now);
   }
   send(m.from, heartbeat_ack_msg{self_, term_, m.seq, grant, busy_for, promised_ns});
 }
 
-duration candidate_core::promise_for(const heartbeat_msg& m) const {
+duration candidate_core::asked_lease(const heartbeat_msg& m) const {
   if (m.lease_ns == 0)
     return cfg_.guard.lease;
-  auto asked = m.lease_ns > static_cast<uint64_t>(longest_lease(cfg_).count())
-                   ? longest_lease(cfg_)
-                   : duration{static_cast<int64_t>(m.lease_ns)};
-  return asked;
+  return m.lease_ns > static_cast<uint64_t>(longest_lease(cfg_).count())
+             ? longest_lease(cfg_)
+             : duration{static_cast<int64_t>(m.lease_ns)};
+}
+
+duration candidate_core::promise_for(const heartbeat_msg& m) const {
+  return std::min(asked_lease(m), promise_cap());
 }
 
 void candidate_core::promise(const heartbeat_msg& m, duration lease, timestamp now) {
@@ -881,6 +989,8 @@ void candidate_core::promise(const heartbeat_msg& m, duration lease, timestamp n
   promised_incarnation_ = m.t.incarnation;
   promise_until_ = std::max(promise_until_, now + lease + cfg_.guard.max_clock_drift);
   promised_lease_ = lease;
+  if (lease > cfg_.guard.lease)
+    long_promise_until_ = std::max(long_promise_until_, promise_until_);
 }
 
 void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now) {
@@ -902,6 +1012,7 @@ void candidate_core::on_heartbeat_ack(const heartbeat_ack_msg& m, timestamp now)
                                m.busy_for_ns, static_cast<uint64_t>(cap.count())))},
                            cap);
       heartbeat_due_ = std::min(heartbeat_due_, now + wait + duration{1});
+      denied_until_ = std::max(denied_until_, now + wait);
     }
     return;
   }

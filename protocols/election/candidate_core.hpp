@@ -164,6 +164,26 @@ public:
   /// from one start of this candidate to the next (0: derived from `now`).
   void start(timestamp now, uint64_t incarnation = 0);
 
+  /// Quorum guard, before start(): the host keeps a durable record of the
+  /// longest lease this member may have promised (see "Adaptive lease" in
+  /// docs/design/election.md), and read `recorded` from it (0: nothing
+  /// recorded; a record that cannot be read must be passed as
+  /// guard.lease_max). The candidate then promises leases longer than
+  /// guard.lease only up to what the record holds, asks the host to raise it
+  /// (take_promise_record) before it promises more, and keeps its start
+  /// promise for max(recorded, guard.lease) + drift. Without a record a
+  /// candidate never promises more than guard.lease: the lease stays fixed.
+  void use_promise_record(duration recorded);
+
+  /// The value the host should make durable now, if any (taken once). The
+  /// host calls promise_recorded() when the write completed, or
+  /// promise_record_failed() when it did not.
+  std::optional<duration> take_promise_record();
+  /// The record now durably holds `value`.
+  void promise_recorded(duration value, timestamp now);
+  /// The write asked for did not complete: asked again after a second.
+  void promise_record_failed(timestamp now);
+
   /// A message from a peer.
   void handle(const message& m, timestamp now);
 
@@ -227,6 +247,9 @@ public:
   node_id leader() const { return leader_; }
   /// The term of the current leader, or the last one known.
   term current_term() const { return term_; }
+  /// Named silent by the latest heartbeat of the leader this candidate
+  /// followed (heartbeat_msg::silent), and not heard from directly since.
+  bool reported_silent(node_id p) const;
   /// Every member id, this one included, ascending.
   const std::vector<node_id>& members() const { return members_; }
   std::vector<participant> participants(timestamp now) const;
@@ -334,9 +357,11 @@ private:
   /// detector's time, but never before the promise given to it has lapsed
   /// (guard_follower_timeout).
   timestamp leader_suspect_at() const;
-  /// Quorum guard, follower: the lease this candidate promises for `m`
-  /// (what it asks, at most guard.lease_max; guard.lease if it asks nothing).
+  /// Quorum guard, follower: the lease this candidate promises for `m`: what
+  /// it asks, at most what the promise record allows (promise_cap).
   duration promise_for(const heartbeat_msg& m) const;
+  /// What `m` asks (at most guard.lease_max; guard.lease if it asks nothing).
+  duration asked_lease(const heartbeat_msg& m) const;
   /// Records a promise of `lease` to the sender of `m`, received at `now`.
   void promise(const heartbeat_msg& m, duration lease, timestamp now);
   /// Follower: the detector's verdict on the leader's silence at `now`.
@@ -436,6 +461,9 @@ private:
   std::optional<timestamp> rescue_due_;
   /// A quorum-lost step-down postponed after this leader's own stall (once per
   /// renewal), until when.
+  /// The latest lapse of an earlier leader's promise that a denial reported
+  /// since this candidate took over (quorum_deadline).
+  timestamp denied_until_{0};
   bool quorum_excused_ = false;
   timestamp quorum_excused_until_{0};
 
@@ -445,8 +473,27 @@ private:
   timestamp promise_until_{0};
   /// The lease of the latest promise to promised_to_ (guard_follower_timeout).
   duration promised_lease_{0};
+  /// The promise record (use_promise_record): whether the host keeps one;
+  /// the longest lease it durably holds (the cap on promises; guard.lease
+  /// without a record); the write asked for and not yet confirmed (at most
+  /// one), whether the host has taken it, and when to ask again after a
+  /// failed write; when the latest promise longer than guard.lease lapses.
+  bool has_record_ = false;
+  duration recorded_{0};
+  std::optional<duration> record_wanted_;
+  bool record_taken_ = false;
+  timestamp record_retry_at_{0};
+  timestamp long_promise_until_{0};
+  /// Plans a write of the record: raise it to guard.lease_max before a
+  /// promise longer than it holds; lower it to guard.lease once no longer
+  /// promise has run for record_settle (faster restarts).
+  void plan_promise_record(duration wanted_lease, timestamp now);
+  /// The longest lease this candidate may promise now.
+  duration promise_cap() const;
   /// With guard.death_proof: the latest heartbeat refused for the promise.
   std::optional<heartbeat_msg> denied_;
+  /// The `silent` list of the latest heartbeat from the leader followed.
+  std::vector<node_id> reported_silent_;
 
   std::vector<outgoing> outbox_;
   std::vector<election_event> events_;

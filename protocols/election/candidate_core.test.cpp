@@ -114,6 +114,20 @@ TEST_P(both_algorithms, a_single_candidate_leads_itself) {
   EXPECT_TRUE(net.node(1).acting());
 }
 
+TEST_P(both_algorithms, a_single_guarded_leader_lets_time_move_on) {
+  // Alone, a leader once armed its timer for the quorum deadline, which no
+  // one renews and nothing handles: due at once, again and again, at one
+  // instant (in a process, a core spinning on timer messages).
+  election_network net(1, guarded(GetParam()));
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.node(1).acting(); }, 1s));
+  size_t steps = 0;
+  net.run_until([&] { return ++steps > 100000; }, 1s);
+  // A second of heartbeat rounds is a few hundred events.
+  EXPECT_LE(steps, 1000u);
+  EXPECT_TRUE(net.node(1).acting());
+}
+
 TEST_P(both_algorithms, stop_resigns_a_leader_and_ignores_later_input) {
   el::election_config cfg;
   cfg.algo = GetParam();

@@ -73,12 +73,18 @@ struct ring_ack_msg {
 
 /// Leader → everyone, every heartbeat interval. Also announces the leader to a
 /// member that missed the election (joined late, lost the coordinator message).
+/// `silent` lists, in ascending order, the members the leader has not heard
+/// from for a detector timeout or knows are down (usually none): should the
+/// leader fail, a Bully initiator does not wait for their answers. At most
+/// max_silent_named ids, the highest.
 /// `lease_ns` (quorum guard): the lease this round asks for, in nanoseconds
 /// (see guard_lease_for); 0 means the follower's configured guard.lease.
+constexpr size_t max_silent_named = 64;
 struct heartbeat_msg {
   node_id from;
   term t;
   uint64_t seq = 0;
+  std::vector<node_id> silent = {};
   uint64_t lease_ns = 0;
 };
 
@@ -201,7 +207,8 @@ typename Inspector::result_type inspect(Inspector& f, ring_ack_msg& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, heartbeat_msg& x) {
-  return f(caf::meta::type_name("heartbeat_msg"), x.from, x.t, x.seq, x.lease_ns);
+  return f(caf::meta::type_name("heartbeat_msg"), x.from, x.t, x.seq, x.silent,
+           x.lease_ns);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, heartbeat_ack_msg& x) {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "runtime/cli/command.hpp"
-#include "runtime/cluster/store_access.hpp"
+#include "runtime/cluster/access.hpp"
 
 namespace conclave::cli {
 

@@ -174,6 +174,17 @@ void command_registry::add_reference_command() {
   sub->group("");
 }
 
+bool command_registry::parses(int argc, const char* const* argv) {
+  for (auto* sub : subcommands_of(app_))
+    scope_environment(*sub, sub->get_name());
+  try {
+    app_.parse(argc, argv);
+    return true;
+  } catch (const CLI::Error&) {
+    return false;
+  }
+}
+
 int command_registry::run(int argc, const char* const* argv) {
   for (auto* sub : subcommands_of(app_))
     scope_environment(*sub, sub->get_name());

@@ -54,6 +54,11 @@ public:
   /// stderr and exit_bad_input; --help → help on stdout and exit_ok.
   int run(int argc, const char* const* argv);
 
+  /// Parses argv as run() does (the same environment variables included),
+  /// without running or printing anything: false where run() would answer
+  /// with help, the version or an error.
+  bool parses(int argc, const char* const* argv);
+
   CLI::App& app() { return app_; }
 
   /// Enables `--version`, printing `text`.

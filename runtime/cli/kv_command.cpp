@@ -24,7 +24,8 @@
 // a write sent twice is applied once.
 #include "runtime/cli/access_flags.hpp"
 #include "runtime/cli/commands.hpp"
-#include "runtime/cli/kv_http.hpp"
+#include "runtime/cli/kv_fast.hpp"
+#include "runtime/cli/kv_flags.hpp"
 #include "runtime/cli/stage_trace.hpp"
 
 #include "actors/replication/client.hpp"
@@ -36,6 +37,8 @@
 #include "runtime/cluster/primary_cache.hpp"
 #include "runtime/cluster/store_access.hpp"
 #include "runtime/node/node_config.hpp"
+#include "runtime/node/tls_error_queue.hpp"
+#include "runtime/node/tls_session_files.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -62,47 +65,6 @@ namespace {
 namespace rp = conclave::replication;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-struct kv_options {
-  /// --dir or --peers, --cluster, --tls-*.
-  cluster::store_access access;
-  std::string collection = "kv";
-  unsigned timeout_ms = 5000;
-  uint64_t at = 0;
-  bool weak = false;
-  bool json = false;
-  std::string key;
-  std::string value;
-  CLI::App* get = nullptr;
-  CLI::App* put = nullptr;
-  CLI::App* del = nullptr;
-  CLI::App* list = nullptr;
-  CLI::App* enqueue = nullptr;
-  CLI::App* dequeue = nullptr;
-  CLI::App* incr = nullptr;
-  uint32_t limit = 0;
-  int64_t by = 1;
-  /// --fence NAME=TOKEN: the write applies only while lease NAME is held
-  /// with that token.
-  std::string fence;
-  std::string fence_name;
-  std::string fence_token;
-  /// Dial every member at once, with no primary hint.
-  bool dial_all = false;
-  /// Where the primary cache lives ("": the default; "none": nowhere).
-  std::string cache_dir;
-  /// Print when each stage was reached (stage_trace.hpp).
-  bool trace_stages = false;
-  /// Never the members' HTTPS API, always the CAF path.
-  bool no_http = false;
-  /// The writes' session id ("": the client library picks one).
-  std::string session_id;
-  /// --timeout-ms from the flags' parsing on.
-  clock_type::time_point deadline;
-};
-
-/// Set once the flags are parsed: exit_now prints the stages.
-bool print_stages = false;
 
 std::optional<std::string> settle_access(kv_options& o) {
   return cluster::settle_access(o.access);
@@ -212,14 +174,6 @@ rp::txn_request write_request(const kv_options& o) {
   req.ops.push_back(std::move(op));
   req.mode = o.weak ? rp::commit_mode::weak : rp::commit_mode::strong;
   return req;
-}
-
-int fail(uint64_t node, const std::string& why) {
-  std::cerr << "conclave: error: ";
-  if (node != 0)
-    std::cerr << "node " << node << ": ";
-  std::cerr << why << '\n';
-  return exit_failure;
 }
 
 /// Prints the failure of an answer that is not ok: the store's refusals by
@@ -338,44 +292,8 @@ int run_incr(const kv_options& o, rp::kv_client& client, cluster::front_director
   return exit_ok;
 }
 
-/// Ends the process with `status` once what it printed is out, without
-/// CAF's orderly shutdown of the actor system: that shutdown waits for every
-/// connection to close gracefully, and CAF 0.17.6 cannot close one whose TLS
-/// handshake a frozen member never answers (it waits, spinning a core, until
-/// the member resumes). Nothing is lost by skipping it: the client keeps no
-/// state, its answer is printed and flushed here, and the kernel closes its
-/// sockets (the members see a client's link drop, as after kill -9).
-[[noreturn]] void exit_now(int status) {
-  if (print_stages) {
-    stages().mark("exit");
-    stages().print();
-  }
-  std::cout.flush();
-  std::cerr.flush();
-  if (std::fflush(nullptr) != 0 || !std::cout)
-    status = status == exit_ok ? exit_failure : status;
-  std::_Exit(status);
-}
-
-/// Where kv keeps its primary hint and TLS sessions ("" for nowhere).
-std::string cache_dir_of(const kv_options& o) {
-  if (o.dial_all || o.cache_dir == "none")
-    return {};
-  return o.cache_dir.empty() ? cluster::default_cache_dir() : o.cache_dir;
-}
-
-/// The primary cache file of this cluster ("" for none).
-std::string cache_file_of(const kv_options& o) {
-  auto dir = cache_dir_of(o);
-  return dir.empty() ? std::string{}
-                     : cluster::primary_cache_file(dir, o.access.cluster, o.access.peers);
-}
-
 int run_connected(kv_options& o, caf::actor_system& sys,
                   const std::map<uint64_t, node::address>& members);
-
-std::optional<int> run_over_http(kv_options& o,
-                                 const std::map<uint64_t, node::address>& members);
 
 int run_kv(kv_options& o) {
   stages().mark("parsed");
@@ -406,13 +324,38 @@ int run_kv(kv_options& o) {
   if (o.at != 0 && !reading)
     return bad_input("--at: only for get and list (writes go to the primary)");
   o.deadline = clock_type::now() + std::chrono::milliseconds{o.timeout_ms};
-  if (auto status = run_over_http(o, members.value()))
+  // Started by the front (runtime/front/), which tried the HTTPS path: its
+  // write's session and its deadline go on here.
+  if (const char* handoff = std::getenv(kv_handoff_variable)) {
+    std::string text = handoff;
+    ::unsetenv(kv_handoff_variable);
+    if (!read_kv_handoff(text, o))
+      return bad_input(std::string{kv_handoff_variable}
+                       + ": not what the front hands over: '" + text + "'");
+    // The front used the whole time: nothing is tried. Its write may have
+    // reached a member (the front does not say), so a write's outcome is
+    // unknown; a read simply had no answer.
+    if (clock_type::now() >= o.deadline) {
+      auto within = std::to_string(o.timeout_ms) + " ms";
+      if (o.get->parsed())
+        exit_now(
+            fail(0, "no answer within " + within + " (no member answered over HTTPS)"));
+      exit_now(fail(0, "outcome unknown: no answer within " + within
+                           + "; the write may or may not have taken effect (no member "
+                             "answered over HTTPS)"));
+    }
+  } else if (auto status = run_over_http(o, members.value(), [](ssl_ctx_st* ctx) {
+               // This process links the node's TLS read guard, which checks
+               // every TLS read as CAF's BASP: these sessions carry HTTP.
+               node::exempt_from_basp_checks(ctx);
+             })) {
     exit_now(*status);
+  }
   // OpenSSL's set-up and the files' parsing overlap the actor system's
   // start (client_connect.hpp); a dial that comes first waits for them.
   cluster::tls_warm_up warm{o.access.tls_ca, o.access.tls_cert, o.access.tls_key};
   // Resumed TLS sessions: no certificates sent, parsed or verified.
-  cluster::keep_tls_sessions(cache_dir_of(o), o.access.tls_ca, o.access.tls_cert);
+  node::keep_tls_sessions(cache_dir_of(o), o.access.tls_ca, o.access.tls_cert);
   caf::actor_system_config cfg;
   cluster::configure_client(cfg, o.access.tls_ca, o.access.tls_cert, o.access.tls_key);
   cfg.set("scheduler.policy", caf::atom("sharing"));
@@ -422,31 +365,13 @@ int run_kv(kv_options& o) {
   exit_now(run_connected(o, sys, members.value()));
 }
 
-/// The member to dial first: the one that answered as the primary last time,
-/// else the leader the --dir status files name; 0 (every member at once)
-/// with --dial-all or when nothing names a member.
-uint64_t first_to_dial(const kv_options& o, const std::string& cache_file,
-                       const std::map<uint64_t, node::address>& members) {
-  if (o.dial_all)
-    return 0;
-  if (o.at != 0)
-    return o.at;
-  auto id = cluster::read_primary_cache(cache_file);
-  if (members.count(id) != 0)
-    return id;
-  if (!o.access.dir.empty())
-    id = cluster::leader_named_in(o.access.dir);
-  return members.count(id) != 0 ? id : 0;
-}
-
-/// Remembers the member that answered as the primary when it is not the one
-/// dialed first. Only answers of a primary count: ok, or a refusal of the
-/// request itself (a timeout or an unknown outcome names no one reliably).
-void remember_primary(const std::string& cache_file, uint64_t first, rp::errc code,
-                      uint64_t primary) {
+/// Remembers the member that answered as the primary. Only answers of a
+/// primary count: ok, or a refusal of the request itself (a timeout or an
+/// unknown outcome names no one reliably).
+void remember_primary(const std::string& cache_file, rp::errc code, uint64_t primary) {
   bool answered = code == rp::errc::ok || final_error(code).has_value();
-  if (answered && primary != 0 && primary != first)
-    cluster::write_primary_cache(cache_file, primary);
+  if (answered)
+    remember_answering_primary(cache_file, primary);
 }
 
 /// The operation, bounded by --timeout-ms from here.
@@ -487,7 +412,7 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   rp::kv_client client{sys, copts};
   if (o.get->parsed() || o.list->parsed()) {
     auto answer = [&](auto& res, auto print) {
-      remember_primary(cache_file, dopts.first, res.code, res.primary.value);
+      remember_primary(cache_file, res.code, res.primary.value);
       if (res.code == rp::errc::ok)
         return print(o, res, res.primary.value);
       return fail_with(o, res.code, res.primary.value, dir);
@@ -503,92 +428,16 @@ int run_connected(kv_options& o, caf::actor_system& sys,
   }
   if (o.incr->parsed())
     return run_incr(o, client, dir, deadline, [&](rp::errc code, uint64_t primary) {
-      remember_primary(cache_file, dopts.first, code, primary);
+      remember_primary(cache_file, code, primary);
     });
   // Retried after a lost answer until the timeout; the store answers a
   // retry of an applied write with its first outcome.
   auto r = client.transact(write_request(o));
   stages().mark("answered");
-  remember_primary(cache_file, dopts.first, r.code, r.primary.value);
+  remember_primary(cache_file, r.code, r.primary.value);
   if (r.code == rp::errc::ok)
     return print_commit(o, r, r.primary.value);
   return fail_with(o, r.code, r.primary.value, dir);
-}
-
-/// get, put and delete over the members' HTTPS API (kv_http.hpp), the
-/// expected primary first, then the others; nothing when this path does not
-/// apply (no HTTPS address known, another subcommand or flag) or no member
-/// answered it in time: the CAF path then runs with the time left, and a
-/// write with the same session id.
-std::optional<int> run_over_http(kv_options& o,
-                                 const std::map<uint64_t, node::address>& members) {
-  bool simple = o.get->parsed() || o.put->parsed() || o.del->parsed();
-  if (o.no_http || o.dial_all || !simple || o.at != 0 || !o.fence.empty() || o.weak
-      || o.access.tls_ca.empty() || o.access.http.empty() || (o.json && o.get->parsed()))
-    return std::nullopt;
-  namespace kh = kv_http;
-  kh::request r;
-  r.collection = o.collection;
-  r.key = o.key;
-  if (!o.get->parsed()) {
-    r.what = o.put->parsed() ? kh::request::kind::put : kh::request::kind::remove;
-    r.value = o.value;
-    o.session_id = kh::random_session_id();
-    r.session = o.session_id;
-    r.seq = 1; // the client library's first sequence number
-  }
-  std::string error;
-  auto* ctx =
-      kh::make_context(o.access.tls_ca, o.access.tls_cert, o.access.tls_key, error);
-  if (ctx == nullptr)
-    return std::nullopt; // the CAF path reports the files' problem
-  cluster::keep_tls_sessions(cache_dir_of(o), o.access.tls_ca, o.access.tls_cert);
-  auto cache_file = cache_file_of(o);
-  auto first = first_to_dial(o, cache_file, members);
-  std::vector<uint64_t> order;
-  if (o.access.http.count(first) != 0)
-    order.push_back(first);
-  for (auto& [id, addr] : o.access.http)
-    if (id != first && members.count(id) != 0)
-      order.push_back(id);
-  bool maybe_sent = false;
-  for (auto id : order) {
-    auto now = clock_type::now();
-    if (now >= o.deadline)
-      break;
-    // A stopped member accepts the connection but never answers the
-    // handshake: the next member is asked after 250 ms.
-    auto& addr = o.access.http.at(id);
-    auto x = kh::call(ctx, addr, kh::request_text(r, addr), now + 250ms,
-                      std::min(o.deadline, now + 1000ms), [] { stages().mark("ready"); });
-    if (x.what != kh::exchange::kind::answered) {
-      maybe_sent = maybe_sent || x.what == kh::exchange::kind::unknown;
-      client_problem().set("node " + std::to_string(id) + " (HTTPS): " + x.error);
-      continue;
-    }
-    auto v = kh::judge(r, x.answer, o.json);
-    if (v.what == kh::verdict::kind::retry) {
-      client_problem().set("node " + std::to_string(id) + " (HTTPS): " + v.problem);
-      continue;
-    }
-    stages().mark("answered");
-    remember_primary(cache_file, first, rp::errc::ok, v.primary);
-    if (v.what == kh::verdict::kind::not_found) {
-      std::cerr << "conclave: key not found\n";
-      return exit_failure;
-    }
-    std::cout << v.output << '\n';
-    return exit_ok;
-  }
-  SSL_CTX_free(ctx);
-  if (clock_type::now() < o.deadline)
-    return std::nullopt;
-  auto seen = client_problem().get();
-  std::string within = std::to_string(o.timeout_ms) + " ms (last attempt: " + seen + ")";
-  if (maybe_sent)
-    return fail(0, "outcome unknown: no answer within " + within
-                       + "; the write may or may not have taken effect");
-  return fail(0, "no answer within " + within);
 }
 
 } // namespace
@@ -597,69 +446,7 @@ void add_kv_command(command_registry& reg) {
   auto o = std::make_shared<kv_options>();
   auto* kv = reg.add("kv", "Read and write a running cluster's replicated store",
                      [o] { return run_kv(*o); });
-  kv->require_subcommand(1);
-  add_access_flags(kv, o->access);
-  // The name before `--dir` was the cluster commands' one too: kept, hidden.
-  option(kv, "--cluster-dir", o->access.dir, "the same as --dir")->group("");
-  option(kv, "--collection", o->collection, "the dictionary to use")
-      ->capture_default_str();
-  option(kv, "--timeout-ms", o->timeout_ms, "give up after this (exit 1)")
-      ->capture_default_str();
-  kv->add_flag("--json", o->json, "print one JSON object")->envname(env_name("--json"));
-  kv->add_flag("--dial-all", o->dial_all,
-               "connect to every member at once, instead of to the expected primary "
-               "first (the one that answered last time, else the leader --dir's "
-               "status files name); no cache read or written")
-      ->envname(env_name("--dial-all"));
-  option(kv, "--cache-dir", o->cache_dir,
-         "where kv remembers which member answered as the primary, one small file "
-         "per cluster, and over TLS each member's session ticket, one file per "
-         "member, mode 0600 (default: $XDG_CACHE_HOME/conclave, else "
-         "~/.cache/conclave; none: nowhere)");
-  kv->add_flag("--no-http", o->no_http,
-               "get, put and delete: do not use the members' HTTPS API (the fast path "
-               "for a --dir cluster with TLS), only their cluster links")
-      ->envname(env_name("--no-http"));
-  kv->add_flag("--trace-stages", o->trace_stages,
-               "print on stderr when the run reached each stage (main, parsed, system, "
-               "ready, answered, exit), as `conclave-trace STAGE MICROSECONDS` lines "
-               "(wall clock since the epoch), for benchmarks")
-      ->envname(env_name("--trace-stages"));
-  option(kv, "--fence", o->fence,
-         "NAME=TOKEN: write only while lease NAME is held with fencing token TOKEN "
-         "(e.g. $CONCLAVE_LOCK_NAME=$CONCLAVE_LOCK_TOKEN under `conclave lock`); "
-         "else exit 1 with stale_token and nothing written");
-
-  o->get = kv->add_subcommand("get", "Print a key's value (exit 1 if absent)");
-  o->get->add_option("KEY", o->key, "the key")->required();
-  option(o->get, "--at", o->at,
-         "read this node's replica (its applied state; --json says how far behind) "
-         "instead of the primary's");
-  o->put = kv->add_subcommand("put", "Set a key (acknowledged once a majority has it)");
-  o->put->add_option("KEY", o->key, "the key")->required();
-  o->put->add_option("VALUE", o->value, "the value")->required();
-  o->put->add_flag("--weak", o->weak,
-                   "acknowledged once durable on the primary alone (may be lost if it "
-                   "fails before a majority has it)");
-  o->del = kv->add_subcommand("delete", "Remove a key (no error if absent)");
-  o->del->add_option("KEY", o->key, "the key")->required();
-  o->list = kv->add_subcommand("list", "Print the keys starting with PREFIX and their "
-                                       "values (key TAB value), in key order");
-  o->list->add_option("PREFIX", o->key, "the prefix (\"\" lists everything)")->required();
-  option(o->list, "--at", o->at, "list this node's replica instead of the primary's");
-  option(o->list, "--limit", o->limit, "at most this many keys (0: the host's bound)");
-  o->enqueue = kv->add_subcommand("enqueue", "Append VALUE to queue --collection");
-  o->enqueue->add_option("VALUE", o->value, "the item")->required();
-  o->enqueue->add_flag("--weak", o->weak,
-                       "acknowledged once durable on the primary alone");
-  o->dequeue = kv->add_subcommand(
-      "dequeue",
-      "Take and print the oldest item of queue --collection (exit 1 if empty)");
-  o->incr = kv->add_subcommand(
-      "incr", "Add --by to the decimal integer at KEY (absent: 0) and print the result "
-              "(read and write in one transaction, run again on a conflict)");
-  o->incr->add_option("KEY", o->key, "the key")->required();
-  option(o->incr, "--by", o->by, "the amount (may be negative)")->capture_default_str();
+  define_kv_flags(kv, *o);
 }
 
 } // namespace conclave::cli

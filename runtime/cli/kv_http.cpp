@@ -1,12 +1,16 @@
 #include "runtime/cli/kv_http.hpp"
 
-#include "runtime/node/http_kv.hpp"
-#include "runtime/node/tls_error_queue.hpp"
+#include "runtime/cli/stage_trace.hpp"
+
+#include "runtime/node/base64.hpp"
+#include "runtime/node/tls_session_files.hpp"
 
 #include <nlohmann/json.hpp>
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -14,6 +18,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <mutex>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -279,31 +284,98 @@ verdict judge(const request& r, const response& a, bool json_out) {
   return v;
 }
 
+namespace {
+
+/// The files a context reads when a handshake first needs them.
+struct tls_files {
+  std::string ca;
+  std::string cert;
+  std::string key;
+  std::once_flag ca_once;
+  bool ca_loaded = false;
+};
+
+void free_files(void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
+  delete static_cast<tls_files*>(ptr);
+}
+
+int files_index() {
+  static const int index =
+      SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, free_files);
+  return index;
+}
+
+tls_files* files_of(SSL_CTX* ctx) {
+  return static_cast<tls_files*>(SSL_CTX_get_ex_data(ctx, files_index()));
+}
+
+/// The member asked for the client certificate (a full handshake): the
+/// certificate chain and the key, read now.
+int use_client_files(SSL* ssl, void*) {
+  auto* f = files_of(SSL_get_SSL_CTX(ssl));
+  if (f == nullptr)
+    return 0;
+  return SSL_use_certificate_chain_file(ssl, f->cert.c_str()) == 1
+                 && SSL_use_PrivateKey_file(ssl, f->key.c_str(), SSL_FILETYPE_PEM) == 1
+                 && SSL_check_private_key(ssl) == 1
+             ? 1
+             : 0;
+}
+
+/// The member's certificate is to be verified (a full handshake): the CA
+/// file, read once, then OpenSSL's own verification.
+int verify_with_ca(X509_STORE_CTX* x, void* arg) {
+  auto* f = static_cast<tls_files*>(arg);
+  std::call_once(f->ca_once, [&] {
+    f->ca_loaded = X509_STORE_load_file(X509_STORE_CTX_get0_store(x), f->ca.c_str()) == 1;
+  });
+  if (!f->ca_loaded) {
+    X509_STORE_CTX_set_error(x, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
+    return 0;
+  }
+  return X509_verify_cert(x);
+}
+
+bool readable(const std::string& file) {
+  return ::access(file.c_str(), R_OK) == 0;
+}
+
+} // namespace
+
 ssl_ctx_st* make_context(const std::string& ca, const std::string& cert,
                          const std::string& key, std::string& error) {
   // A member that refuses the handshake (a client certificate of another CA)
   // closes the socket under SSL_write: an error to handle, not a signal that
   // ends the process.
   std::signal(SIGPIPE, SIG_IGN);
+  for (auto* f : {&ca, &cert, &key})
+    if (!readable(*f)) {
+      error = *f + ": " + std::strerror(errno);
+      return nullptr;
+    }
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   if (ctx == nullptr) {
     error = ssl_error_text();
     return nullptr;
   }
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1
-      || SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1
-      || SSL_CTX_load_verify_locations(ctx, ca.c_str(), nullptr) != 1) {
-    error = ssl_error_text();
+  SSL_CTX_set_security_level(ctx, 2);
+  // The files are read when a handshake needs them, not here: a handshake
+  // resumed with a saved ticket (tls_session_files.hpp) sends no certificate
+  // and verifies none, and reading them (about 2 ms) would be its largest
+  // cost.
+  auto* files = new tls_files{ca, cert, key, {}, false};
+  if (files_index() < 0 || SSL_CTX_set_ex_data(ctx, files_index(), files) != 1) {
+    delete files;
     SSL_CTX_free(ctx);
+    error = "cannot keep the TLS files with the context";
     return nullptr;
   }
+  SSL_CTX_set_cert_cb(ctx, use_client_files, nullptr);
   // The members' certificates are the cluster CA's; like the CAF path, the
   // chain is what is verified (their names are node ids, not host names).
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-  // This process links the node's TLS read guard, which checks every TLS
-  // read as CAF's BASP: these sessions carry HTTP.
-  node::exempt_from_basp_checks(ctx);
+  SSL_CTX_set_cert_verify_callback(ctx, verify_with_ca, files);
   return ctx;
 }
 
@@ -315,6 +387,7 @@ exchange call(ssl_ctx_st* ctx, const std::string& host_port, const std::string& 
   int fd = connect_to(host_port, setup_deadline, out.error);
   if (fd < 0)
     return out;
+  stages().mark("connected");
   SSL* ssl = SSL_new(ctx);
   if (ssl == nullptr || SSL_set_fd(ssl, fd) != 1) {
     out.error = host_port + ": " + ssl_error_text();
@@ -323,9 +396,9 @@ exchange call(ssl_ctx_st* ctx, const std::string& host_port, const std::string& 
     ::close(fd);
     return out;
   }
-  // SSL_connect goes through the process's wrapper, which offers the ticket
-  // saved for this address and keeps the one a full handshake gets
-  // (node/tls_reuse.hpp).
+  // Offers the ticket saved for this address and keeps the one a full
+  // handshake gets (node/tls_session_files.hpp).
+  node::prepare_tls_dial(ssl);
   if (drive(ssl, fd, setup_deadline, [&] { return SSL_connect(ssl); }) <= 0) {
     out.error = host_port + ": TLS handshake: "
                 + (clock_type::now() >= setup_deadline ? std::string{"no answer in time"}

@@ -151,8 +151,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
   if (silence_proof && !o.death_proof)
     return bad_input("--unsafe silence-proof: needs --guard --death-proof");
   if (sim_jobs_flags_given(sub))
-    return bad_input("--jobs, --steps, --schedulers, --agents, --supervisors, "
-                     "--service and --world belong to --workload jobs");
+    return bad_input("--jobs, --steps, --schedulers, --agents, --supervisors and "
+                     "--service belong to --workload jobs");
   std::vector<el::algorithm> algos;
   if (o.algorithm == "all") {
     algos = {el::algorithm::bully, el::algorithm::ring};

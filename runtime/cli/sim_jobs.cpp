@@ -10,8 +10,7 @@ namespace conclave::cli {
 namespace {
 
 constexpr const char* jobs_flags[] = {"--jobs",   "--steps",       "--schedulers",
-                                      "--agents", "--supervisors", "--service",
-                                      "--world"};
+                                      "--agents", "--supervisors", "--service"};
 
 } // namespace
 
@@ -28,9 +27,6 @@ void add_sim_jobs_flags(CLI::App* sub, sim_jobs_options& o) {
          "jobs workload: idempotent, or non-idempotent (applies every call; the "
          "effect checker must then fail)")
       ->capture_default_str();
-  sub->add_flag("--world", o.world,
-                "jobs workload: run on the simulated world, every node the node's "
-                "composition (candidate, replica, front) and its workflow part");
 }
 
 bool sim_jobs_flags_given(const CLI::App* sub) {
@@ -72,18 +68,16 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t ru
   s.shape = {o.jobs, o.steps, o.schedulers, o.agents, o.supervisors};
   if (auto v = sim::validate(plan.value(), s.shape); !v)
     return bad_input("--faults: " + v.error());
+  sim::complete_partitions(plan.value(), sim::jobs_nodes(s.shape));
   s.plan = std::move(plan.value());
   s.idempotent_service = o.service == "idempotent";
   s.unsafe_ignore_fence = unsafe == "supervisor-ignores-fence";
-  s.on_world = o.world;
   auto prefix = "conclave sim --workload jobs --jobs " + std::to_string(o.jobs)
                 + " --steps " + std::to_string(o.steps) + " --schedulers "
                 + std::to_string(o.schedulers) + " --agents " + std::to_string(o.agents)
                 + " --supervisors " + std::to_string(o.supervisors);
   if (!s.idempotent_service)
     prefix += " --service " + o.service;
-  if (o.world)
-    prefix += " --world";
   if (unsafe != "none")
     prefix += " --unsafe " + unsafe;
   if (!faults.empty())
@@ -101,7 +95,6 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t ru
               << " jobs of " << o.steps << " steps, " << o.schedulers << " schedulers, "
               << o.agents << " agents, " << o.supervisors << " supervisors"
               << (s.idempotent_service ? "" : ", non-idempotent service")
-              << (o.world ? ", on the simulated world" : "")
               << (unsafe == "none" ? "" : ", UNSAFE " + unsafe) << "\n";
     summary.print(std::cout);
   }

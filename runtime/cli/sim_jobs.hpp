@@ -19,13 +19,9 @@ struct sim_jobs_options {
   /// "idempotent" or "non-idempotent" (the test service then applies every
   /// call: a fixture that the one_effect_per_key checker must catch).
   std::string service = "idempotent";
-  /// --world: run on the simulated world, each node the node's composition
-  /// and its workflow part.
-  bool world = false;
 };
 
-/// Adds --jobs, --steps, --schedulers, --agents, --supervisors, --service
-/// and --world
+/// Adds --jobs, --steps, --schedulers, --agents, --supervisors and --service
 /// to `sub`.
 void add_sim_jobs_flags(CLI::App* sub, sim_jobs_options& o);
 

@@ -60,36 +60,6 @@ tls_warm_up::tls_warm_up(const std::string& tls_ca, const std::string& tls_cert,
   }};
 }
 
-namespace {
-
-/// The bytes of `file`; false if it cannot be read.
-bool slurp(const std::string& file, std::string& out) {
-  std::ifstream in{file, std::ios::binary};
-  if (!in)
-    return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  out += text.str();
-  return static_cast<bool>(in) || in.eof();
-}
-
-} // namespace
-
-void keep_tls_sessions(const std::string& cache_dir, const std::string& tls_ca,
-                       const std::string& tls_cert) {
-  if (cache_dir.empty() || tls_ca.empty())
-    return;
-  std::string identity;
-  if (!slurp(tls_cert, identity))
-    return;
-  identity.push_back('\0');
-  if (!slurp(tls_ca, identity))
-    return;
-  std::error_code ec;
-  std::filesystem::create_directories(cache_dir, ec);
-  node::enable_tls_session_files(cache_dir, identity);
-}
-
 tls_warm_up::~tls_warm_up() {
   join();
 }

@@ -48,13 +48,6 @@ private:
   std::thread thread_;
 };
 
-/// One-shot client processes: offer and keep TLS session tickets, one file
-/// per member in `cache_dir` (node/tls_reuse.hpp), under an identity made of
-/// the bytes of the certificate and CA files (a ticket stands for the
-/// certificate it was issued to). Best effort: unreadable files turn it off.
-void keep_tls_sessions(const std::string& cache_dir, const std::string& tls_ca,
-                       const std::string& tls_cert);
-
 /// What a client hello at one member's gate gave.
 struct front_answer {
   caf::actor front;     ///< the replica's front; null when `error` says why

@@ -2,6 +2,8 @@
 
 #include "runtime/cluster/certificates.hpp"
 #include "runtime/cluster/child_stdio.hpp"
+#include "runtime/cluster/cluster_dir.hpp"
+#include "runtime/cluster/listen_ports.hpp"
 
 #include "runtime/node/node.hpp"
 #include "runtime/node/status_file.hpp"
@@ -42,23 +44,12 @@ constexpr int exit_failure = 1;
 constexpr int exit_bad_input = 2;
 
 using node_entry = member;
-
-struct cluster_file {
-  std::string name;
-  std::string algorithm;
-  std::string binary;
-  /// `binary` is a program that embeds a node (`up --program`): started with
-  /// `--config FILE program_args...`, without the `node` command.
-  bool program = false;
-  std::vector<std::string> program_args;
-  std::vector<node_entry> nodes;
-  /// Written by `cluster init` for nodes on other hosts: no process here to
-  /// start, signal or watch.
-  bool made_by_init = false;
-};
-
-/// What `cluster init` writes as "made_by" in cluster.json.
-constexpr const char* made_by_init_mark = "conclave cluster init";
+using files::cluster_file;
+using files::load_cluster;
+using files::made_by_init_mark;
+using files::node_dir;
+using files::read_file;
+using files::tls_dir;
 
 int bad_input(const std::string& what) {
   std::cerr << "conclave: error: " << what << '\n';
@@ -68,40 +59,6 @@ int bad_input(const std::string& what) {
 int failure(const std::string& what) {
   std::cerr << "conclave: error: " << what << '\n';
   return exit_failure;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in{p};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// DIR/tls: the throwaway CA and node certificates (`up` without --insecure).
-std::string tls_dir(const std::string& dir) {
-  return (fs::path{dir} / "tls").string();
-}
-
-fs::path node_dir(const std::string& dir, uint64_t id) {
-  return fs::path{dir} / ("node-" + std::to_string(id));
-}
-
-std::optional<cluster_file> load_cluster(const std::string& dir) {
-  auto text = read_file(fs::path{dir} / "cluster.json");
-  auto j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return std::nullopt;
-  cluster_file c;
-  c.name = j.value("cluster", "");
-  c.algorithm = j.value("algorithm", "");
-  c.binary = j.value("binary", "");
-  c.program = j.value("program", false);
-  c.program_args = j.value("program_args", std::vector<std::string>{});
-  c.made_by_init = j.value("made_by", "") == made_by_init_mark;
-  for (auto& n : j.value("nodes", json::array()))
-    c.nodes.push_back({n.value("id", uint64_t{0}), n.value("listen", ""),
-                       n.value("metrics", ""), n.value("http", "")});
-  return c;
 }
 
 std::string cluster_json_text(const cluster_file& c) {
@@ -234,31 +191,6 @@ std::vector<node_view> views_of(const std::string& dir, const cluster_file& c) {
     views.push_back(v);
   }
   return views;
-}
-
-/// Free loopback TCP ports: all bound at once (distinct), then released. A node
-/// that still finds its port taken exits with status 2 and `up` tries again.
-std::vector<uint16_t> free_ports(size_t n) {
-  std::vector<int> fds;
-  std::vector<uint16_t> ports;
-  for (size_t i = 0; i < n; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-      if (fd >= 0)
-        ::close(fd);
-      continue;
-    }
-    socklen_t len = sizeof(sa);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-    ports.push_back(ntohs(sa.sin_port));
-    fds.push_back(fd);
-  }
-  for (int fd : fds)
-    ::close(fd);
-  return ports;
 }
 
 std::string self_binary() {
@@ -601,7 +533,10 @@ int up(const up_options& o, std::ostream& out) {
           + (m.error().rfind("cannot run", 0) == 0 ? "; or give --insecure" : ""));
   }
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    auto ports = free_ports(3 * o.nodes);
+    // Outside the ephemeral range, so that a node's port stays free for its
+    // restart; a node that still finds its port taken exits with status 2
+    // and `up` tries again.
+    auto ports = free_listen_ports(3 * o.nodes);
     if (ports.size() != 3 * o.nodes)
       return failure("cannot find free loopback ports");
     c.nodes.clear();
@@ -680,50 +615,6 @@ int up(const up_options& o, std::ostream& out) {
     }
   }
   return failure("could not bind free ports after 3 attempts");
-}
-
-std::optional<client_access> client_access_of(const std::string& dir) {
-  auto c = load_cluster(dir);
-  if (!c || c->nodes.empty())
-    return std::nullopt;
-  client_access a;
-  a.cluster = c->name;
-  for (auto& n : c->nodes) {
-    a.peers += (a.peers.empty() ? "" : ",") + std::to_string(n.id) + "@" + n.listen;
-    if (!n.http.empty())
-      a.http[n.id] = n.http;
-  }
-  // The client certificate `up` makes (DIR/tls/) or `init` (DIR/client/); a
-  // directory `up` made before client certificates has only the nodes' (then
-  // the first node's is used, as before).
-  auto files = client_certificate_of(tls_dir(dir));
-  std::error_code ec;
-  if (!fs::exists(files.cert, ec) && c->made_by_init)
-    files = client_certificate_of((fs::path{dir} / "client").string());
-  else if (!fs::exists(files.cert, ec))
-    files = certificate_of(tls_dir(dir), c->nodes.front().id);
-  if (fs::exists(files.ca, ec)) {
-    a.tls = true;
-    a.ca = files.ca;
-    a.cert = files.cert;
-    a.key = files.key;
-  }
-  return a;
-}
-
-uint64_t leader_named_in(const std::string& dir) {
-  auto c = load_cluster(dir);
-  if (!c)
-    return 0;
-  uint64_t leader = 0, term = 0;
-  for (auto& n : c->nodes) {
-    auto s = node::status_from_json(read_file(node_dir(dir, n.id) / "status.json"));
-    if (s && s->running && s->leader != 0 && (leader == 0 || s->term > term)) {
-      leader = s->leader;
-      term = s->term;
-    }
-  }
-  return leader;
 }
 
 int status(const std::string& dir, bool json_out, std::ostream& out) {
@@ -864,9 +755,22 @@ int restart(const std::string& dir, uint64_t id, std::chrono::milliseconds timeo
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     int st = 0;
-    if (::waitpid(pid, &st, WNOHANG) == pid)
+    if (::waitpid(pid, &st, WNOHANG) == pid) {
+      // Its port may be held a while longer by someone else (a cluster made
+      // before ports were chosen outside the ephemeral range, where any
+      // outgoing connection may take it): try again until the timeout.
+      if (WIFEXITED(st) && WEXITSTATUS(st) == node::exit_address_in_use
+          && std::chrono::steady_clock::now() + 200ms < deadline) {
+        std::this_thread::sleep_for(200ms);
+        auto again = spawn_node(dir, *c, id);
+        if (!again)
+          return failure(again.error());
+        pid = again.value();
+        continue;
+      }
       return failure("node " + std::to_string(id) + " exited during start-up: "
                      + last_line(node_dir(dir, id) / "node.log"));
+    }
     auto views = views_of(dir, *c);
     auto a = agreed_leader(views);
     auto me = std::find_if(views.begin(), views.end(),

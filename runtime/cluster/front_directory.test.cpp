@@ -59,6 +59,9 @@ nd::gate_actor::behavior_type stand_in_gate(nd::gate_actor::pointer,
         return std::make_tuple(uint64_t{0}, std::string{}, uint64_t{0},
                                std::string{"off"});
       },
+      [](nd::link_check_atom, const std::string&, uint64_t, const caf::actor&) {
+        return false;
+      },
       [script](nd::client_hello_atom, const std::string& cluster) {
         std::lock_guard<std::mutex> guard{script->mtx};
         ++script->client_hellos;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "actors/replication/client.hpp"
+#include "runtime/cluster/access.hpp"
 #include "runtime/cluster/front_directory.hpp"
 
 #include <caf/actor_system.hpp>
@@ -20,24 +21,6 @@
 #include <string>
 
 namespace conclave::cluster {
-
-struct store_access {
-  std::string peers;
-  std::string cluster = "conclave";
-  /// A `conclave cluster up` or `cluster init` directory: members, name, CA
-  /// and client certificate (the --tls-* files win when given).
-  std::string dir;
-  std::string tls_ca;
-  std::string tls_cert;
-  std::string tls_key;
-  /// Each member's HTTPS API address (HOST:PORT), from `dir`'s cluster.json
-  /// (with --peers: none known).
-  std::map<uint64_t, std::string> http;
-};
-
-/// Fills peers, cluster and TLS files from `dir`, and checks that the access
-/// is complete: the one-line error otherwise (the commands exit 2 with it).
-std::optional<std::string> settle_access(store_access& a);
 
 /// The members of a settled access, or the one-line error.
 std::optional<std::string> parse_members(const store_access& a,

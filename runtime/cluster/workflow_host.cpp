@@ -151,6 +151,10 @@ workflow_host::workflow_host(caf::actor_system& sys, const node::node_config& c,
   d.cluster = c.cluster;
   d.members = c.peers;
   d.members.emplace(me, c.listen);
+  // A stopped member accepts every dial and never answers; each dial costs
+  // this node's I/O thread until it is given up (node.cpp): redial such a
+  // member at most every 2 s (the store client uses the others meanwhile).
+  d.retry_max = std::chrono::milliseconds{2000};
   s_->dir = std::make_shared<front_directory>(sys, d);
   auto incarnation =
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(

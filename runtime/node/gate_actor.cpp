@@ -160,6 +160,15 @@ gate_actor::behavior_type gate_impl(gate_self self, std::shared_ptr<peer_links> 
         return {uint64_t{watch->port()}, watch->issue(id, incarnation),
                 links.incarnation(), std::string{}};
       },
+      [self](link_check_atom, const std::string& cluster, uint64_t id,
+             const caf::actor& remote) -> bool {
+        auto& links = *self->state.links;
+        if (auto r = links.members().admit(cluster, id); r != rejection::none) {
+          links.probe().message_rejected(to_string(r));
+          return false;
+        }
+        return links.holds(id, remote);
+      },
       [self](client_hello_atom, const std::string& cluster)
           -> caf::result<caf::actor, uint64_t, uint64_t, std::string, std::string> {
         auto& links = *self->state.links;

@@ -24,6 +24,14 @@
 //     node of its linked candidate, gets a one-time ticket for a liveness
 //     connection to this node. Rejection: off (proofs of death are off here),
 //     liveness_peer_not_linked, liveness_peer_other_node.
+//
+// Link check (the dialer, while linked, every connector_options::check_interval):
+//   (link_check_atom, cluster, id, its candidate) -> whether this gate still
+//     holds that candidate as member `id`. CAF 0.17.6 keeps a node's proxies
+//     alive while any connection to that node is open, and a node's own
+//     clients (its workflows' store client) dial every member: when the link's
+//     connection ends, the dialer can go on believing it is linked while the
+//     gate unlinked it and sends it nothing. On "no", the dialer links again.
 #pragma once
 
 #include "runtime/node/peer_links.hpp"
@@ -48,7 +56,8 @@ using gate_actor = caf::typed_actor<
     caf::replies_to<client_hello_atom, std::string>::with<caf::actor, uint64_t, uint64_t,
                                                           std::string, std::string>,
     caf::replies_to<liveness_atom, std::string, uint64_t,
-                    uint64_t>::with<uint64_t, std::string, uint64_t, std::string>>;
+                    uint64_t>::with<uint64_t, std::string, uint64_t, std::string>,
+    caf::replies_to<link_check_atom, std::string, uint64_t, caf::actor>::with<bool>>;
 
 gate_actor spawn_gate(caf::actor_system& sys, std::shared_ptr<peer_links> links);
 

@@ -1,6 +1,7 @@
 #include "runtime/node/handshake_guard.hpp"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <mutex>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -78,7 +79,12 @@ handshake_budget& budget() {
 }
 uint64_t refused_count = 0;
 uint64_t timed_out_count = 0;
+uint64_t ended_count = 0;
 bool sweeper_started = false;
+
+/// Unfinished handshakes that ended (refused, timed out or finished) since
+/// the allocator last gave free memory back, above which it is asked again.
+constexpr uint64_t trim_after_handshakes = 16;
 
 /// Shuts down the handshakes past their timeout (the lock is held). A
 /// descriptor whose inode changed names another socket now: left alone.
@@ -97,13 +103,27 @@ void start_sweeper() {
     return;
   sweeper_started = true;
   std::thread{[] {
+    uint64_t churn_at_trim = 0;
     for (;;) {
       std::chrono::milliseconds period;
+      bool trim = false;
       {
         std::lock_guard<std::mutex> guard{guard_mtx};
         period = budget().limits().timeout / 2;
         sweep(std::chrono::steady_clock::now());
+        // A flood of connections that never finish leaves the buffers of
+        // their TLS sessions (tens of KB each) free inside malloc's heap,
+        // where they would count as the node's memory for good: once the
+        // flood has drained, hand free pages back to the system.
+        auto churn = refused_count + timed_out_count + ended_count;
+        if (churn - churn_at_trim >= trim_after_handshakes
+            && budget().pending() <= budget().limits().max_total / 4) {
+          churn_at_trim = churn;
+          trim = true;
+        }
       }
+      if (trim)
+        ::malloc_trim(0);
       std::this_thread::sleep_for(std::max(period, std::chrono::milliseconds{10}));
     }
   }}.detach();
@@ -136,6 +156,7 @@ void handshake_guard_ended(int fd) {
     return;
   std::lock_guard<std::mutex> guard{guard_mtx};
   budget().ended({fd, socket_inode(fd)});
+  ++ended_count;
 }
 
 } // namespace conclave::node

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "actors/replication/messages.hpp"
+#include "runtime/node/base64.hpp"
 #include "runtime/node/http_routes.hpp"
 
 #include <optional>
@@ -43,10 +44,5 @@ std::optional<http_response> handle_kv(const http_request& req, kv_store* store)
 /// The HTTP answer to a store code other than ok, for a read or a write
 /// (`write`: a timeout may have left the outcome unknown).
 http_response store_error(replication::errc code, bool write);
-
-/// Base64 (RFC 4648, with padding).
-std::string to_base64(const std::string& bytes);
-/// Nothing for text that is not base64 with correct padding.
-std::optional<std::string> from_base64(const std::string& text);
 
 } // namespace conclave::node

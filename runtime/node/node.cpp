@@ -18,7 +18,9 @@
 #include "runtime/node/replica_front.hpp"
 #include "runtime/node/replica_leadership.hpp"
 #include "runtime/node/replica_link.hpp"
+#include "runtime/node/promise_file.hpp"
 #include "runtime/node/replica_storage.hpp"
+#include "storage/posix_file_system.hpp"
 #include "runtime/node/sched_slice.hpp"
 #include "runtime/node/socket_numbers.hpp"
 #include "runtime/node/status_file.hpp"
@@ -71,6 +73,17 @@ void configure(caf::actor_system_config& cfg, const node_config& c) {
     cfg.openssl_cafile = c.tls->ca;
     cfg.openssl_certificate = c.tls->cert;
     cfg.openssl_key = c.tls->key;
+    // A frozen peer's kernel accepts the TCP connection, but the peer never
+    // answers the TLS handshake, and CAF retries it whenever the socket is
+    // writable: the I/O thread spins until the dial is cut at the next tick.
+    // Clients pace that (pace_pending_tls_dials); a node must not, because
+    // the wait blocks the I/O thread that carries every link (with a member
+    // stopped for 14 s, round trips between the others grew to 68 ms and no
+    // leader kept its lease). Its connectors dial a peer that never answers
+    // rarely instead (redial_schedule::after_tick_cut), and a dial CAF gave
+    // up at its tick is closed here soon after (it would spin until the
+    // peer resumed).
+    abandon_tls_dials_after(c.link_heartbeat + c.link_heartbeat / 4);
   }
   cfg.add_message_types<caf::id_block::conclave_election>();
   cfg.add_message_types<caf::id_block::conclave_replication>();
@@ -240,6 +253,14 @@ el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
   co.config = c.election;
   co.net = std::make_shared<node_transport>(links.directory());
   co.incarnation = links.incarnation();
+  if (!c.data_dir.empty() && c.election.guard.enabled) {
+    std::string problem;
+    co.record = file_promise_record::open(
+        c.data_dir, store::default_file_system(),
+        std::max(c.election.guard.lease, c.election.guard.lease_max), problem);
+    if (!problem.empty())
+      links.warn(problem);
+  }
   // --algorithm lease: the task runs under the lease instead.
   if (!c.lease_leadership)
     co.task = hooks.task;

@@ -28,6 +28,7 @@ struct connector_state {
   uint64_t generation = 0;
   bool dialing = false;
   caf::actor remote; ///< the peer's candidate while linked
+  gate_actor gate;   ///< the peer's gate while linked
   std::string last_failure;
 };
 
@@ -106,7 +107,51 @@ void exchange_liveness(self_ptr self, const gate_actor& gate) {
           });
 }
 
-void retry(self_ptr self, const std::string& why) {
+void schedule_check(self_ptr self) {
+  auto& st = self->state;
+  if (st.opts.repair || st.opts.check_interval.count() <= 0)
+    return;
+  self->delayed_send(self, st.opts.check_interval, check_timer_atom::value,
+                     st.generation);
+}
+
+/// While linked: does the gate still hold our link? CAF keeps the peer's
+/// proxies (and so our monitor) alive while any connection to its node is
+/// open, e.g. one its store client dialed, so the end of our link's own
+/// connection can go unseen here while the gate unlinked us. Then link again:
+/// the middleman reuses the open connection, and the hello restores the link.
+void check_link(self_ptr self) {
+  auto& st = self->state;
+  auto& m = st.links->members();
+  auto generation = st.generation;
+  self->request(st.gate, st.opts.step_timeout, link_check_atom::value, m.cluster, m.self,
+                caf::actor_cast<caf::actor>(st.links->candidate()))
+      .then(
+          [self, generation](bool held) {
+            auto& st = self->state;
+            if (generation != st.generation || !st.remote)
+              return;
+            if (held) {
+              schedule_check(self);
+              return;
+            }
+            st.links->forget(st.opts.peer, st.remote);
+            self->demonitor(st.remote);
+            st.remote = nullptr;
+            st.gate = nullptr;
+            st.schedule->reset();
+            ++st.generation;
+            dial(self);
+          },
+          [self, generation](caf::error&) {
+            // No answer (a frozen peer: the link timeout ends that link) or
+            // an old gate: ask again later.
+            if (generation == self->state.generation && self->state.remote)
+              schedule_check(self);
+          });
+}
+
+void retry(self_ptr self, const std::string& why, bool tick_cut = false) {
   auto& st = self->state;
   st.dialing = false;
   if (why != st.last_failure) { // log each new kind of failure once
@@ -114,7 +159,8 @@ void retry(self_ptr self, const std::string& why) {
                    + st.opts.where.to_string() + " (" + why + "), retrying");
     st.last_failure = why;
   }
-  auto delay = st.schedule->after_failure(st.opts.now());
+  auto delay = tick_cut ? st.schedule->after_tick_cut(st.opts.now())
+                        : st.schedule->after_failure(st.opts.now());
   if (!delay) {
     self->quit(); // repair mode: the member's own connector will reach us
     return;
@@ -174,8 +220,10 @@ void hello(self_ptr self, const gate_actor& gate, const std::string& gate_nonce,
             st.last_failure.clear();
             st.schedule->reset();
             st.remote = remote;
+            st.gate = gate;
             self->monitor(remote);
             links.up(st.opts.peer, remote);
+            schedule_check(self);
             exchange_replicas(self, gate, st.generation);
             exchange_liveness(self, gate);
           },
@@ -258,7 +306,9 @@ void dial(self_ptr self) {
             }
             handshake(self, caf::actor_cast<gate_actor>(ptr));
           },
-          [self](caf::error& err) { retry(self, self->system().render(err)); });
+          [self](caf::error& err) {
+            retry(self, self->system().render(err), err == caf::sec::connection_timeout);
+          });
 }
 
 caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
@@ -273,6 +323,7 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
       return;
     st.links->down(dm.source);
     st.remote = nullptr;
+    st.gate = nullptr;
     if (st.opts.repair) {
       self->quit();
       return;
@@ -290,6 +341,10 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
         if (generation == self->state.generation)
           dial(self);
       },
+      [self](check_timer_atom, uint64_t generation) {
+        if (generation == self->state.generation && self->state.remote)
+          check_link(self);
+      },
   };
 }
 
@@ -298,17 +353,35 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
 redial_schedule::redial_schedule(const connector_options& o,
                                  std::chrono::steady_clock::time_point start)
     : initial_(o.initial_backoff), max_(std::max(o.max_backoff, o.initial_backoff)),
-      next_(o.initial_backoff) {
+      cut_max_(std::max(o.cut_max_backoff, max_)), next_(o.initial_backoff) {
   if (o.repair)
     give_up_ = start + o.repair_for;
 }
 
 std::optional<std::chrono::milliseconds>
 redial_schedule::after_failure(std::chrono::steady_clock::time_point now) {
+  cuts_ = 0;
+  next_ = std::min(next_, max_);
+  return next_wait(now, max_);
+}
+
+std::optional<std::chrono::milliseconds>
+redial_schedule::after_tick_cut(std::chrono::steady_clock::time_point now) {
+  if (cuts_ >= 2)
+    return next_wait(now, cut_max_);
+  if (give_up_ && now >= *give_up_)
+    return std::nullopt;
+  ++cuts_;
+  return std::chrono::milliseconds{0};
+}
+
+std::optional<std::chrono::milliseconds>
+redial_schedule::next_wait(std::chrono::steady_clock::time_point now,
+                           std::chrono::milliseconds cap) {
   if (give_up_ && now >= *give_up_)
     return std::nullopt;
   auto wait = next_;
-  next_ = std::min(next_ * 2, max_);
+  next_ = std::min(next_ * 2, cap);
   return wait;
 }
 

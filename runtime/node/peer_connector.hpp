@@ -25,8 +25,14 @@ struct connector_options {
   address where;
   std::chrono::milliseconds initial_backoff{20};
   std::chrono::milliseconds max_backoff{100};
+  /// The longest wait between dials cut at the middleman's tick (a peer that
+  /// never answers the handshake: stopped, or its host overloaded).
+  std::chrono::milliseconds cut_max_backoff{1000};
   /// Per step (connect, handshake): a frozen peer accepts TCP but never answers.
   std::chrono::milliseconds step_timeout{1000};
+  /// While linked: how often to ask the gate whether it still holds the link
+  /// (gate_actor.hpp, link check); 0: never.
+  std::chrono::milliseconds check_interval{500};
   /// Repair mode (peer_links::set_repair): dial a lower-id member once, retrying
   /// only until `repair_for` has passed; once linked, report the link's end and
   /// stop (the member's own connector stays responsible for reconnecting).
@@ -49,15 +55,35 @@ public:
   std::optional<std::chrono::milliseconds>
   after_failure(std::chrono::steady_clock::time_point now);
 
+  /// The wait after the middleman cut the dial at its heartbeat tick
+  /// (`connection_timeout` while the handshake was under way; CAF 0.17.6
+  /// counts a dialed connection as silent until its first bytes arrive,
+  /// docs/design/caf-0.17.md). The cut comes just after a tick, so a dial
+  /// started at once has the whole interval before the next one: the first
+  /// two cuts in a row redial at once. Further ones wait `initial_backoff`,
+  /// doubling up to `cut_max_backoff`: a stopped peer's kernel accepts every
+  /// dial and CAF's TLS transport spins the I/O thread until the cut, so a
+  /// peer that never answers must not be dialed often.
+  std::optional<std::chrono::milliseconds>
+  after_tick_cut(std::chrono::steady_clock::time_point now);
+
   /// The link came up (or dropped after being up): the next wait is the initial one.
-  void reset() { next_ = initial_; }
+  void reset() {
+    next_ = initial_;
+    cuts_ = 0;
+  }
 
   std::chrono::milliseconds initial() const { return initial_; }
 
 private:
+  std::optional<std::chrono::milliseconds>
+  next_wait(std::chrono::steady_clock::time_point now, std::chrono::milliseconds cap);
+
   std::chrono::milliseconds initial_;
   std::chrono::milliseconds max_;
+  std::chrono::milliseconds cut_max_;
   std::chrono::milliseconds next_;
+  unsigned cuts_ = 0; ///< tick cuts in a row
   std::optional<std::chrono::steady_clock::time_point> give_up_;
 };
 

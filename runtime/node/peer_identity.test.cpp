@@ -434,6 +434,36 @@ TEST_F(gate_fixture, a_replica_hello_is_taken_only_from_a_linked_member) {
   EXPECT_TRUE(transport->knows(2));
 }
 
+TEST_F(gate_fixture, the_link_check_says_whether_the_gate_holds_that_candidate) {
+  start_gate(false);
+  auto check = [&](const std::string& cluster, uint64_t id, const caf::actor& candidate) {
+    auto out = std::make_shared<std::string>("no answer");
+    auto g = gate;
+    track(sys().spawn([=](caf::event_based_actor* self) {
+      self->request(g, 1s, link_check_atom::value, cluster, id, candidate)
+          .then([=](bool held) { *out = held ? "held" : "not held"; },
+                [=](caf::error&) { *out = "error"; });
+    }));
+    run();
+    return *out;
+  };
+  // Nothing linked yet.
+  EXPECT_EQ(check("conclave", 2, fake_candidate), "not held");
+  ASSERT_EQ(dial({2, nullptr}).hello_refused, "");
+  EXPECT_EQ(check("conclave", 2, fake_candidate), "held");
+  // Another candidate, another member, another cluster: not that link.
+  auto other = track(sys().spawn([] { return caf::behavior{[](int) {}}; }));
+  EXPECT_EQ(check("conclave", 2, other), "not held");
+  EXPECT_EQ(check("conclave", 3, fake_candidate), "not held");
+  EXPECT_EQ(check("other", 2, fake_candidate), "not held");
+  EXPECT_EQ(rejected("wrong_cluster"), 1.0); // a stranger's check is counted
+  EXPECT_EQ(check("conclave", 2, caf::actor{}), "not held");
+  // The gate unlinks it (its connection ended): the dialer hears "not held".
+  links->forget(2, fake_candidate);
+  EXPECT_EQ(links->linked(), 0u);
+  EXPECT_EQ(check("conclave", 2, fake_candidate), "not held");
+}
+
 TEST(replica_peer_refusal, a_host_must_live_on_the_node_of_the_linked_candidate) {
   // With the middleman loaded (no socket opened) each system has its own
   // CAF node id, as two processes do.

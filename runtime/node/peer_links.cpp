@@ -75,6 +75,22 @@ std::optional<uint64_t> peer_links::down(const caf::actor_addr& remote) {
   return id->value;
 }
 
+bool peer_links::holds(uint64_t peer, const caf::actor& remote) const {
+  auto linked = caf::actor_cast<caf::actor>(directory_->get(el::node_id{peer}));
+  return linked && remote && linked.address() == remote.address();
+}
+
+void peer_links::forget(uint64_t peer, const caf::actor& remote) {
+  if (!holds(peer, remote))
+    return;
+  directory_->erase(el::node_id{peer});
+  --linked_;
+  probe_->peer_link(peer, false);
+  warn("node " + std::to_string(peer)
+       + " no longer holds our link (its connection ended while another kept CAF's "
+         "route): linking again");
+}
+
 std::vector<caf::actor> peer_links::stop_repairs() {
   std::lock_guard<std::mutex> guard{repair_mtx_};
   repairs_stopped_ = true;

@@ -47,6 +47,10 @@ using replica_hello_atom = caf::atom_constant<caf::atom("cn_rhello")>;
 using client_hello_atom = caf::atom_constant<caf::atom("cn_chello")>;
 /// A ticket for a liveness connection (liveness_watch.hpp), after the hello.
 using liveness_atom = caf::atom_constant<caf::atom("cn_live")>;
+/// The dialer asks the gate whether it still holds the dialer's link
+/// (gate_actor.hpp), and its connector's timer for asking.
+using link_check_atom = caf::atom_constant<caf::atom("cn_lcheck")>;
+using check_timer_atom = caf::atom_constant<caf::atom("cn_ctimer")>;
 
 struct replica_endpoint; // replica_link.hpp
 class liveness_watch;    // liveness_watch.hpp
@@ -123,6 +127,12 @@ public:
   /// A monitored remote candidate went down: if it is the current handle of a
   /// member, unlink it. Returns the member's id, if it was one.
   std::optional<uint64_t> down(const caf::actor_addr& remote);
+  /// Whether `remote` is the candidate linked as member `peer` here.
+  bool holds(uint64_t peer, const caf::actor& remote) const;
+  /// The dialer's side of a link the peer no longer holds (its gate said so)
+  /// while CAF kept the connection's proxies alive: unlink it without telling
+  /// the candidate (the connector links again at once).
+  void forget(uint64_t peer, const caf::actor& remote);
 
   /// Pause guard. The main thread calls this every few milliseconds; a gap much
   /// longer than its period means this process was frozen (SIGSTOP, a VM pause).

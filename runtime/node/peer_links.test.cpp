@@ -79,6 +79,32 @@ TEST(redial_schedule, waits_double_up_to_the_maximum_and_start_over_once_linked)
   EXPECT_EQ(s.after_failure(t + 1h), 20ms); // not in repair mode: never gives up
 }
 
+TEST(redial_schedule, the_first_two_tick_cuts_in_a_row_redial_at_once) {
+  connector_options o;
+  o.initial_backoff = 20ms;
+  o.max_backoff = 100ms;
+  time_point t{std::chrono::seconds(5)};
+  redial_schedule s{o, t};
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  // A peer that never answers: waits doubling up to cut_max_backoff (1 s),
+  // past max_backoff (100 ms).
+  std::vector<std::chrono::milliseconds> waits;
+  for (int i = 0; i < 8; ++i)
+    waits.push_back(s.after_tick_cut(t).value());
+  EXPECT_EQ(waits, (std::vector<std::chrono::milliseconds>{20ms, 40ms, 80ms, 160ms, 320ms,
+                                                           640ms, 1000ms, 1000ms}));
+  // Another failure in between starts the count again, and waits at most
+  // max_backoff.
+  EXPECT_EQ(s.after_failure(t), 100ms);
+  EXPECT_EQ(s.after_failure(t), 100ms);
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  s.reset();
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  EXPECT_EQ(s.after_tick_cut(t), 0ms);
+  EXPECT_EQ(s.after_tick_cut(t), 20ms);
+}
+
 TEST(redial_schedule, repair_mode_gives_up_after_its_time) {
   connector_options o;
   o.repair = true;
@@ -87,4 +113,5 @@ TEST(redial_schedule, repair_mode_gives_up_after_its_time) {
   redial_schedule s{o, t};
   EXPECT_TRUE(s.after_failure(t + 1999ms));
   EXPECT_FALSE(s.after_failure(t + 2000ms));
+  EXPECT_FALSE(s.after_tick_cut(t + 2000ms));
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unordered_map>
 
 namespace {
@@ -21,6 +22,33 @@ namespace {
 using conclave::node::basp_source_guard;
 
 std::atomic<bool> pace_dials{false};
+std::atomic<int64_t> abandon_after_ns{0};
+std::atomic<uint64_t> dials_abandoned{0};
+std::mutex dials_mtx;
+/// When each pending dialing handshake took its first step (abandon_after_ns).
+std::unordered_map<const ssl_st*, std::chrono::steady_clock::time_point> dial_started;
+
+/// True if `s`, a dialing handshake still under way, is past its time: then
+/// forgotten here, and the caller shuts its socket down.
+bool dial_overdue(const ssl_st* s) {
+  auto limit = abandon_after_ns.load(std::memory_order_relaxed);
+  if (limit <= 0)
+    return false;
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> guard{dials_mtx};
+  auto [it, fresh] = dial_started.emplace(s, now);
+  if (fresh || now - it->second <= std::chrono::nanoseconds{limit})
+    return false;
+  dial_started.erase(it);
+  return true;
+}
+
+void dial_ended(const ssl_st* s) {
+  if (abandon_after_ns.load(std::memory_order_relaxed) <= 0)
+    return;
+  std::lock_guard<std::mutex> guard{dials_mtx};
+  dial_started.erase(s);
+}
 std::atomic<uint64_t> refused_accepting{0};
 std::atomic<uint64_t> refused_dialing{0};
 
@@ -173,8 +201,10 @@ int SSL_read(ssl_st* s, void* buf, int num) {
 
 void SSL_free(ssl_st* s) {
   static auto real = next<void (*)(ssl_st*)>("SSL_free");
-  if (s != nullptr)
+  if (s != nullptr) {
     forget_session(s);
+    dial_ended(s);
+  }
   real(s);
 }
 
@@ -190,8 +220,15 @@ int SSL_connect(ssl_st* s) {
   // The first step: offer a saved session ticket (tls_reuse.hpp).
   if (SSL_in_before(s) != 0)
     conclave::node::prepare_tls_dial(s);
+  if (dial_overdue(s)) {
+    // Given up by CAF already (abandon_tls_dials_after): end it here.
+    dials_abandoned.fetch_add(1, std::memory_order_relaxed);
+    ::shutdown(SSL_get_fd(s), SHUT_RDWR);
+  }
   auto ret = real(s);
   count_failure(s, ret, refused_dialing);
+  if (ret == 1)
+    dial_ended(s);
   // Waiting for the peer's handshake reply: wait for it here, briefly, rather
   // than be called again at once (see pace_pending_tls_dials).
   if (ret != 1 && pace_dials.load(std::memory_order_relaxed)
@@ -235,6 +272,14 @@ namespace conclave::node {
 
 void pace_pending_tls_dials(bool on) {
   pace_dials.store(on, std::memory_order_relaxed);
+}
+
+void abandon_tls_dials_after(std::chrono::nanoseconds after) {
+  abandon_after_ns.store(after.count(), std::memory_order_relaxed);
+}
+
+uint64_t tls_dials_abandoned() {
+  return dials_abandoned.load(std::memory_order_relaxed);
 }
 
 uint64_t tls_handshakes_refused(tls_side side) {

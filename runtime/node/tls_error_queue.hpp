@@ -26,6 +26,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,6 +50,20 @@ uint64_t tls_handshakes_refused(tls_side side);
 /// thread spin a core until it resumed; paced, that costs about 1 % of a core.
 /// Nodes leave it off (their I/O thread must not pause for one peer).
 void pace_pending_tls_dials(bool on);
+
+/// Nodes: a dialing handshake still waiting for the peer `after` its first
+/// step is abandoned (its socket shut down, so the next step fails and CAF
+/// closes the connection); zero turns this off (the default). CAF 0.17.6
+/// gives up such a dial at the middleman's next heartbeat tick
+/// (docs/design/caf-0.17.md) but does not close it: the connection stays
+/// registered, and its handshake is retried whenever the socket is writable,
+/// until the peer answers. A stopped member's kernel accepts every dial, so
+/// each one left a connection spinning the I/O thread for as long as the
+/// member stayed stopped.
+void abandon_tls_dials_after(std::chrono::nanoseconds after);
+
+/// Dialing handshakes abandoned so since the process started.
+uint64_t tls_dials_abandoned();
 
 /// Reasons a TLS session's BASP stream was refused (the label of
 /// conclave_tls_frames_refused_total).

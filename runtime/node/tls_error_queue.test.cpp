@@ -12,7 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <csignal>
 #include <memory>
+#include <sys/socket.h>
+#include <unistd.h>
 
 using namespace conclave::node;
 using conclave::test::test_certificates;
@@ -121,4 +125,52 @@ TEST(tls_handshake_counters, an_acceptor_of_another_ca_is_counted_by_the_dialer)
   auto o = handshake(server.get(), client.get());
   EXPECT_FALSE(o.connected);
   EXPECT_EQ(tls_handshakes_refused(tls_side::dialing), dia + 1);
+}
+
+TEST(tls_dial_abandon, a_dial_never_answered_past_its_time_is_shut_down_and_counted) {
+  auto server = context(true, ours().ca(), ours().cert(1), ours().key(1));
+  auto client = context(false, ours().ca(), ours().cert(2), ours().key(2));
+  // A healthy handshake within its time is left alone.
+  abandon_tls_dials_after(std::chrono::seconds(10));
+  auto before = tls_dials_abandoned();
+  auto o = handshake(server.get(), client.get());
+  EXPECT_TRUE(o.connected);
+  EXPECT_EQ(tls_dials_abandoned(), before);
+  // The peer never answers (a stopped process): the first step waits; any
+  // later step past the time (1 ns here) shuts the socket down and fails.
+  abandon_tls_dials_after(std::chrono::nanoseconds(1));
+  // CAF blocks SIGPIPE around its OpenSSL calls; so does this test.
+  auto old_pipe = std::signal(SIGPIPE, SIG_IGN);
+  // Over a socket (the socket is what gets shut down); the other end stays
+  // unread, as a stopped peer's.
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+  SSL* cli = SSL_new(client.get());
+  SSL_set_fd(cli, fds[0]);
+  SSL_set_connect_state(cli);
+  int r = SSL_connect(cli);
+  EXPECT_EQ(SSL_get_error(cli, r), SSL_ERROR_WANT_READ);
+  EXPECT_EQ(tls_dials_abandoned(), before);
+  r = SSL_connect(cli);
+  auto e = SSL_get_error(cli, r);
+  EXPECT_NE(r, 1);
+  EXPECT_NE(e, SSL_ERROR_WANT_READ);
+  EXPECT_NE(e, SSL_ERROR_WANT_WRITE);
+  EXPECT_EQ(tls_dials_abandoned(), before + 1);
+  char byte = 0;
+  EXPECT_EQ(::send(SSL_get_fd(cli), &byte, 1, MSG_NOSIGNAL), -1); // shut down
+  // Off again: a waiting dial stays as it is.
+  abandon_tls_dials_after(std::chrono::nanoseconds(0));
+  auto [srv2, cli2] = conclave::test::make_ssl_pair(server.get(), client.get());
+  for (int i = 0; i < 3; ++i) {
+    r = SSL_connect(cli2);
+    EXPECT_EQ(SSL_get_error(cli2, r), SSL_ERROR_WANT_READ);
+  }
+  EXPECT_EQ(tls_dials_abandoned(), before + 1);
+  for (auto* s : {cli, srv2, cli2})
+    SSL_free(s);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  std::signal(SIGPIPE, old_pipe);
+  ERR_clear_error();
 }

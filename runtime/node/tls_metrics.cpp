@@ -57,7 +57,15 @@ public:
     prometheus::ClientMetric pm;
     pm.gauge.value = static_cast<double>(g.pending);
     pending.metric.push_back(pm);
-    return {f, frames, guarded, pending};
+    prometheus::MetricFamily abandoned;
+    abandoned.name = "conclave_tls_dials_abandoned_total";
+    abandoned.help = "Dialed TLS handshakes this node closed unanswered after the "
+                     "middleman had given them up (a stopped or overloaded peer)";
+    abandoned.type = prometheus::MetricType::Counter;
+    prometheus::ClientMetric am;
+    am.counter.value = static_cast<double>(tls_dials_abandoned());
+    abandoned.metric.push_back(am);
+    return {f, frames, guarded, pending, abandoned};
   }
 };
 

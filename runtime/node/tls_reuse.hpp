@@ -29,6 +29,8 @@
 //   connections and offer no tickets.
 #pragma once
 
+#include "runtime/node/tls_session_files.hpp"
+
 #include <string>
 
 struct ssl_st;
@@ -42,26 +44,10 @@ namespace conclave::node {
 void preload_tls_files(const std::string& cert, const std::string& key,
                        const std::string& ca);
 
-/// Client processes: offer and keep TLS session tickets in files under `dir`
-/// (created if missing, mode 0700), one per member address and `identity`
-/// (e.g. the client certificate and CA files' bytes: a ticket stands for the
-/// certificate it was issued to, so another certificate must not find it).
-/// "" turns it off (the default).
-void enable_tls_session_files(const std::string& dir, const std::string& identity);
-
-/// The file that holds the ticket for a member at `peer` (HOST:PORT as
-/// getpeername gives it) under `identity`; "" when session files are off.
-std::string tls_session_file(const std::string& peer);
-
-/// Called by the SSL_connect and SSL_accept wrappers (tls_error_queue.cpp)
-/// before a handshake's first step.
-void prepare_tls_dial(ssl_st* s);
+/// Called by the SSL_accept wrapper (tls_error_queue.cpp) before a
+/// handshake's first step (the SSL_connect wrapper calls prepare_tls_dial,
+/// tls_session_files.hpp).
 void prepare_tls_accept(ssl_st* s);
-
-/// prepare_tls_dial for a handshake with the member at `peer` (HOST:PORT):
-/// what the wrapper does with the socket's peer address; tests call it for
-/// handshakes over memory.
-void prepare_tls_dial_to(ssl_st* s, const std::string& peer);
 
 /// True if the file interposers are this process's (not libssl's).
 bool tls_file_cache_active();

@@ -47,50 +47,15 @@ ctx_ptr reuse_context(const std::string& cert, const std::string& key) {
   return ctx;
 }
 
-struct reuse_outcome {
-  bool done = false;    ///< both ends finished the handshake
-  bool resumed = false; ///< the dialer resumed a session
-  bool server_resumed = false;
-  std::string client_subject; ///< as the acceptor sees the dialer's certificate
-};
-
 /// One handshake between new contexts (node 1 accepts, node 2 dials as
 /// member address `peer`), then one byte from the acceptor, which carries
 /// the session ticket to the dialer before it.
-reuse_outcome reuse_handshake(const std::string& peer) {
+conclave::test::handshake_result reuse_handshake(const std::string& peer) {
   auto server_ctx = reuse_context(reuse_certs().cert(1), reuse_certs().key(1));
   auto client_ctx = reuse_context(reuse_certs().cert(2), reuse_certs().key(2));
-  auto [server, client] =
-      conclave::test::make_ssl_pair(server_ctx.get(), client_ctx.get());
-  prepare_tls_dial_to(client, peer);
-  int c = 0;
-  int s = 0;
-  for (int turn = 0; turn < 20 && (c != 1 || s != 1); ++turn) {
-    if (c != 1)
-      c = SSL_connect(client);
-    if (s != 1)
-      s = SSL_accept(server);
-  }
-  reuse_outcome o;
-  o.done = c == 1 && s == 1;
-  if (o.done) {
-    char byte = 'x';
-    EXPECT_EQ(SSL_write(server, &byte, 1), 1);
-    EXPECT_EQ(SSL_read(client, &byte, 1), 1);
-    o.resumed = SSL_session_reused(client) == 1;
-    o.server_resumed = SSL_session_reused(server) == 1;
-    if (X509* x = SSL_get_peer_certificate(server)) {
-      char name[256] = {};
-      X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, name,
-                                sizeof name);
-      o.client_subject = name;
-      X509_free(x);
-    }
-  }
-  SSL_free(server);
-  SSL_free(client);
-  ERR_clear_error();
-  return o;
+  auto pair = conclave::test::make_ssl_pair(server_ctx.get(), client_ctx.get());
+  prepare_tls_dial_to(pair.client, peer);
+  return conclave::test::run_handshake(pair);
 }
 
 struct tls_sessions : ::testing::Test {
@@ -166,7 +131,7 @@ TEST_F(tls_sessions, without_session_files_every_handshake_is_full) {
   auto second = reuse_handshake("127.0.0.1:7001");
   ASSERT_TRUE(first.done);
   ASSERT_TRUE(second.done);
-  EXPECT_FALSE(second.resumed);
+  EXPECT_FALSE(second.client_resumed);
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
@@ -174,7 +139,7 @@ TEST_F(tls_sessions, the_second_handshake_resumes_and_still_names_the_dialer) {
   enable_tls_session_files(dir.path().string(), "identity A");
   auto first = reuse_handshake("127.0.0.1:7001");
   ASSERT_TRUE(first.done);
-  EXPECT_FALSE(first.resumed);
+  EXPECT_FALSE(first.client_resumed);
   auto file = tls_session_file("127.0.0.1:7001");
   ASSERT_TRUE(fs::exists(file));
   struct stat st {};
@@ -182,7 +147,7 @@ TEST_F(tls_sessions, the_second_handshake_resumes_and_still_names_the_dialer) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   auto second = reuse_handshake("127.0.0.1:7001");
   ASSERT_TRUE(second.done);
-  EXPECT_TRUE(second.resumed);
+  EXPECT_TRUE(second.client_resumed);
   EXPECT_TRUE(second.server_resumed);
   EXPECT_EQ(second.client_subject, "node-2");
 }
@@ -193,13 +158,13 @@ TEST_F(tls_sessions, a_ticket_is_offered_only_to_its_member_under_its_identity) 
   // Another member: no ticket of its own yet.
   auto other = reuse_handshake("127.0.0.1:7002");
   ASSERT_TRUE(other.done);
-  EXPECT_FALSE(other.resumed);
+  EXPECT_FALSE(other.client_resumed);
   // Another certificate (identity): not the ticket of the first.
   enable_tls_session_files(dir.path().string(), "identity B");
   EXPECT_NE(tls_session_file("127.0.0.1:7001"), "");
   auto b = reuse_handshake("127.0.0.1:7001");
   ASSERT_TRUE(b.done);
-  EXPECT_FALSE(b.resumed);
+  EXPECT_FALSE(b.client_resumed);
 }
 
 TEST_F(tls_sessions, a_garbled_ticket_file_costs_a_full_handshake) {
@@ -207,10 +172,10 @@ TEST_F(tls_sessions, a_garbled_ticket_file_costs_a_full_handshake) {
   std::ofstream{tls_session_file("127.0.0.1:7001")} << "garbage";
   auto o = reuse_handshake("127.0.0.1:7001");
   ASSERT_TRUE(o.done);
-  EXPECT_FALSE(o.resumed);
+  EXPECT_FALSE(o.client_resumed);
   EXPECT_EQ(o.client_subject, "node-2");
   // The full handshake saved a good ticket over it.
   auto again = reuse_handshake("127.0.0.1:7001");
   ASSERT_TRUE(again.done);
-  EXPECT_TRUE(again.resumed);
+  EXPECT_TRUE(again.client_resumed);
 }

@@ -58,7 +58,7 @@ caf::message to_caf(const el::message& m) {
 } // namespace
 
 election_host::election_host(world& w, election_host_options opts)
-    : w_(w), opts_(std::move(opts)), views_(w.size()),
+    : w_(w), opts_(std::move(opts)), views_(w.size()), records_(w.size()),
       sink_(std::make_shared<task_sink>()), members_(w.size()) {
   sink_->host = this;
   w_.add_observer(this);
@@ -111,6 +111,10 @@ node_body election_host::make(world& w, node_id id, uint32_t incarnation) {
   o.clock = std::make_shared<world_host_clock>(w, id, port_id{0});
   o.probe = std::make_shared<sim_probe>(*this, id);
   o.incarnation = incarnation;
+  auto& record = records_[id.value - 1];
+  if (!record)
+    record = std::make_shared<el::memory_promise_record>();
+  o.record = record;
   if (opts_.leader_tasks) {
     auto sink = sink_;
     o.task = std::make_shared<el::leader_task>(el::leader_task::from_actor(

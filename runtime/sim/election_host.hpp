@@ -12,6 +12,7 @@
 // agrees on (runtime/sim/agreement.hpp). Checkers subscribe as election_observer.
 #pragma once
 
+#include "actors/election/host.hpp"
 #include "protocols/election/candidate_core.hpp"
 #include "runtime/sim/agreement.hpp"
 #include "runtime/sim/world.hpp"
@@ -127,6 +128,9 @@ private:
   world& w_;
   election_host_options opts_;
   std::vector<candidate_view> views_;
+  /// Each node's promise record: it outlives the node's crashes, as a file
+  /// written to completion does (the world's disk faults do not reach it).
+  std::vector<std::shared_ptr<election::memory_promise_record>> records_;
   std::vector<election_observer*> observers_;
   /// Those of observers_ with the frequent hook (election_observer::hook).
   std::vector<election_observer*> every_event_, before_event_, message_sent_;

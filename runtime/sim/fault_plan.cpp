@@ -39,17 +39,18 @@ std::string_view why_not(fault_word word, workload w) {
     switch (w) {
     case workload::election:
       return "it has no disk";
-    case workload::jobs:
-      return "its store has no simulated disk";
+    case workload::replication:
+    case workload::lease: // the same nodes and disks
+      return word == fw::bitflip ? "its simulated disk keeps records, not bytes, and "
+                                   "has no checksums to catch a flip yet"
+                                 : "";
     default:
       return "its simulated disk does not apply it yet";
     }
   case fw::drift:
     switch (w) {
     case workload::election:
-      return "";
     case workload::jobs:
-      return "its actors share one clock";
     case workload::replication:
       return "";
     default:
@@ -62,14 +63,6 @@ std::string_view why_not(fault_word word, workload w) {
   case fw::slow:
   case fw::cancel:
     return w == workload::jobs ? "" : "it has no service and no jobs";
-  case fw::pause:
-  case fw::pause_leader:
-    return w == workload::jobs ? "it has no way to freeze an actor" : "";
-  case fw::partition:
-  case fw::cut:
-    return w == workload::jobs ? "its links have no partitions" : "";
-  case fw::elect:
-    return w == workload::jobs ? "its candidates start elections on their own" : "";
   default:
     return "";
   }

@@ -249,14 +249,20 @@ TEST(fault_words, each_workload_refuses_the_words_it_does_not_apply) {
       "loss",         "dup",       "delay", "random",       "horizon"};
   auto election = node_words;
   election.insert("drift");
-  std::set<std::string> jobs{"crash",  "restart", "crash-leader", "restart-leader",
-                             "fail",   "reject",  "hang",         "slow",
-                             "cancel", "heal",    "loss",         "dup",
-                             "delay",  "random",  "horizon"};
+  auto jobs = election;
+  for (auto w : {"fail", "reject", "hang", "slow", "cancel"})
+    jobs.insert(w);
+  // The replication and lease workloads' simulated disks stall and lose power.
+  auto replication = election;
+  auto lease = node_words;
+  for (auto* ws : {&replication, &lease}) {
+    ws->insert("disk-stall");
+    ws->insert("fsync-loss");
+  }
   std::map<workload, std::set<std::string>> expected{{workload::election, election},
                                                      {workload::jobs, jobs},
-                                                     {workload::replication, election},
-                                                     {workload::lease, node_words}};
+                                                     {workload::replication, replication},
+                                                     {workload::lease, lease}};
   for (auto w : all_workloads) {
     std::set<std::string> got;
     for (auto word : sim::words_of(w))
@@ -274,12 +280,11 @@ TEST(fault_words, a_word_that_does_not_apply_is_one_line_naming_it_and_the_workl
   for (auto [spec, w, word] :
        {refusal{"bitflip@1s:2", workload::election, "bitflip"},
         refusal{"crash@1s:1,disk-stall@1s-2s:2", workload::election, "disk-stall"},
-        refusal{"fsync-loss@1s:2", workload::replication, "fsync-loss"},
+        refusal{"bitflip@1s:2", workload::replication, "bitflip"},
+        refusal{"fsync-loss@1s:2", workload::jobs, "fsync-loss"},
         refusal{"drift=0.01", workload::lease, "drift"},
-        refusal{"drift=0.01", workload::jobs, "drift"},
-        refusal{"pause@1s-2s:1", workload::jobs, "pause"},
-        refusal{"partition@1s-2s:1|2", workload::jobs, "partition"},
-        refusal{"elect@1s:1", workload::jobs, "elect"},
+        refusal{"bitflip@1s:1", workload::jobs, "bitflip"},
+        refusal{"disk-stall@1s-2s:1", workload::jobs, "disk-stall"},
         refusal{"hang@1s-2s", workload::replication, "hang"},
         refusal{"slow=10ms", workload::election, "slow"},
         refusal{"cancel@1s:1", workload::lease, "cancel"},
@@ -308,6 +313,28 @@ TEST(fault_words, crash_names_nodes_or_actors_as_the_workload_has_them) {
   sim::jobs_shape shape;
   auto generic = sim::parse_fault_spec("crash@1s:3").value();
   EXPECT_FALSE(sim::validate(generic, shape)); // a node, in the jobs workload
+}
+
+TEST(fault_words, the_jobs_workload_names_its_nodes_in_pauses_partitions_and_elections) {
+  // The default shape has max(2 schedulers, 3 agents, 2 supervisors) = 3
+  // nodes.
+  sim::jobs_shape shape;
+  EXPECT_EQ(sim::jobs_nodes(shape), 3u);
+  auto check = [&](const char* spec) {
+    auto r = sim::parse_fault_spec(spec, workload::jobs);
+    EXPECT_TRUE(r) << spec << ": " << r.error();
+    return sim::validate(r.value(), shape);
+  };
+  EXPECT_TRUE(check("pause@1s-2s:3,elect@1s:1,partition@1s-2s:1|2-3,cut@1s-2s:1>3"));
+  EXPECT_TRUE(check("drift=0.05,pause-leader@1s-2s"));
+  for (auto spec :
+       {"pause@1s-2s:4", "elect@1s:4", "partition@1s-2s:1|4", "cut@1s-2s:4>1"}) {
+    auto v = check(spec);
+    ASSERT_FALSE(v) << spec;
+    EXPECT_NE(v.error().find("node 4"), std::string::npos) << v.error();
+  }
+  shape.agents = 5;
+  EXPECT_TRUE(check("pause@1s-2s:5"));
 }
 
 TEST(fault_words, random_faults_are_drawn_only_from_the_words_of_the_workload) {

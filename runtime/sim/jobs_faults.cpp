@@ -4,6 +4,10 @@
 
 namespace conclave::sim {
 
+size_t jobs_nodes(const jobs_shape& shape) {
+  return std::max({shape.schedulers, shape.agents, shape.supervisors, size_t{1}});
+}
+
 outcome::result<void, std::string> validate(const fault_plan& plan,
                                             const jobs_shape& shape) {
   using role = fault::role;
@@ -39,7 +43,8 @@ outcome::result<void, std::string> validate(const fault_plan& plan,
       return std::string{"fault names "} + name + std::to_string(f.number)
              + " but the run has " + name + "s 1.." + std::to_string(count);
   }
-  return outcome::success();
+  // Pauses, elections asked of a node, partitions and cuts name nodes.
+  return validate(plan, jobs_nodes(shape));
 }
 
 void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_64& rng) {

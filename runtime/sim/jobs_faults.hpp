@@ -3,9 +3,11 @@
 // workload::jobs) takes the words this workload applies) checked against the
 // run's shape, and the workload's own draw of random faults.
 //
-// crash@T and restart@T name an actor here: agentN, schedulerN, supervisorN
-// (its election candidate with it) or service. docs/design/simulation.md,
-// "Fault spec", has the meaning of every word.
+// A run has jobs_nodes(shape) nodes; node N hosts agentN, schedulerN and
+// supervisorN. crash@T and restart@T name an actor here: agentN, schedulerN
+// or supervisorN (each a crash of node N) or service; pause@T-U:N, elect@T:N,
+// partition and cut name nodes. docs/design/simulation.md, "Fault spec", has
+// the meaning of every word.
 #pragma once
 
 #include "runtime/sim/fault_plan.hpp"
@@ -25,7 +27,11 @@ struct jobs_shape {
   size_t supervisors = 2;
 };
 
-/// Checks agent, scheduler, supervisor and job numbers against the shape.
+/// How many nodes a run has: max(schedulers, agents, supervisors).
+size_t jobs_nodes(const jobs_shape& shape);
+
+/// Checks agent, scheduler, supervisor, node and job numbers against the
+/// shape.
 outcome::result<void, std::string> validate(const fault_plan& plan,
                                             const jobs_shape& shape);
 

@@ -62,9 +62,9 @@ void jobs_summary::print(std::ostream& out) const {
       << " dispatches, recoveries " << deadline_ + monitor_ + failure_ << " (deadline "
       << deadline_ << ", monitor " << monitor_ << ", failure " << failure_
       << "), stale replies discarded " << stale_ << ", fenced supervisor writes "
-      << fenced_ << ", link messages " << messages_ << " (lost " << lost_
-      << ", duplicated " << duplicated_ << "), service effects " << effects_
-      << ", slowest job after heal " << ms(settle_max_) << " ms\n";
+      << fenced_ << ", messages " << messages_ << " (lost " << lost_ << ", duplicated "
+      << duplicated_ << "), service effects " << effects_ << ", slowest job after heal "
+      << ms(settle_max_) << " ms\n";
   verdicts_.print_failures(out, "no live scheduler or supervisor at the end");
   out << verdict() << '\n';
 }
@@ -74,12 +74,7 @@ std::string jobs_summary::verdict() const {
 }
 
 std::string jobs_summary::to_json(uint64_t seed, const std::string& faults) const {
-  nlohmann::json doc;
-  doc["workload"] = "jobs";
-  doc["seed"] = seed;
-  doc["runs"] = verdicts_.runs();
-  doc["faults"] = faults;
-  doc["verdict"] = verdict();
+  auto doc = verdicts_.envelope("jobs", seed, faults);
   doc["jobs"] = jobs_;
   auto& outcomes = doc["outcomes"];
   size_t unfinished = jobs_;
@@ -88,20 +83,15 @@ std::string jobs_summary::to_json(uint64_t seed, const std::string& faults) cons
     unfinished -= outcomes_[static_cast<size_t>(s)];
   }
   outcomes["not_final"] = unfinished;
-  doc["safety_violations"] = verdicts_.safety();
-  doc["liveness_failures"] = verdicts_.liveness();
-  doc["liveness_not_judged"] = verdicts_.unjudged();
   doc["faults_applied"] = faults_;
   doc["dispatches"] = dispatches_;
   doc["recoveries"] = {
       {"deadline", deadline_}, {"monitor", monitor_}, {"failure", failure_}};
   doc["stale_replies"] = stale_;
   doc["fenced_writes"] = fenced_;
-  doc["link_messages"] = {
-      {"total", messages_}, {"lost", lost_}, {"duplicated", duplicated_}};
+  doc["messages"] = {{"total", messages_}, {"lost", lost_}, {"duplicated", duplicated_}};
   doc["service_effects"] = effects_;
   doc["slowest_after_heal_ms"] = ms(settle_max_);
-  doc["failures"] = verdicts_.failures_json();
   return doc.dump();
 }
 

@@ -2,7 +2,6 @@
 
 #include "actors/ask/ask.hpp"
 #include "actors/election/candidate_actor.hpp"
-#include "actors/election/directory_transport.hpp"
 #include "actors/store/store_host.hpp"
 #include "actors/workflow/agent.hpp"
 #include "actors/workflow/client.hpp"
@@ -12,15 +11,12 @@
 #include "protocols/workflow/store_layout.hpp"
 #include "runtime/node/node_composition.hpp"
 #include "runtime/node/workflow_part.hpp"
-#include "runtime/sim/coordinator_driver.hpp"
-#include "runtime/sim/jobs_links.hpp"
 #include "runtime/sim/node_world.hpp"
 #include "runtime/sim/sim_disk.hpp"
 #include "runtime/sim/world.hpp"
 #include "runtime/sim/world_clock.hpp"
 #include "runtime/sim/world_faults.hpp"
 #include "runtime/sim/world_node_options.hpp"
-#include "storage/api/memory_log_device.hpp"
 
 #include <caf/send.hpp>
 
@@ -71,392 +67,12 @@ public:
 constexpr auto scan_interval = 10ms;
 constexpr auto poll_interval = 5ms;
 constexpr auto check_interval = 10ms;
-
-/// The actors of one run, and how faults crash and restart them.
-class jobs_world {
-public:
-  jobs_world(const jobs_settings& s, const fault_plan& plan, uint64_t link_seed,
-             uint64_t agent_seed)
-      : shape_(s.shape), agent_seed_(agent_seed),
-        unsafe_ignore_fence_(s.unsafe_ignore_fence), driver_([](auto& cfg) {
-          store::add_store_types(cfg);
-          wf::add_workflow_types(cfg);
-          cfg.template add_message_types<caf::id_block::conclave_election>();
-        }) {
-    auto& sys = driver_.sys();
-    origin_ = sys.clock().now();
-    probe_ = std::make_shared<counting_probe>();
-    links_ = std::make_shared<link_faults>();
-    links_->rng.seed(link_seed);
-    links_->loss = plan.loss;
-    links_->dup = plan.dup;
-    links_->delay_min = plan.delay_min;
-    links_->delay_max = plan.delay_max;
-    links_->heal_at = origin_ + plan.heal_time();
-    for (auto& f : plan.faults) {
-      using k = fault::kind;
-      if (f.what != k::fail && f.what != k::reject && f.what != k::hang
-          && f.what != k::slow)
-        continue;
-      service_window w;
-      w.behavior = f.what == k::fail     ? wf::test_behavior::transient
-                   : f.what == k::reject ? wf::test_behavior::permanent
-                   : f.what == k::hang   ? wf::test_behavior::hang
-                                         : wf::test_behavior::slow;
-      w.from = origin_ + f.at;
-      w.until = origin_ + f.until;
-      w.probability = f.probability;
-      links_->windows.push_back(w);
-    }
-    // The store and the service.
-    store::store_host_options so;
-    so.device = std::make_shared<store::memory_log_device>();
-    store_ = driver_.track(store::spawn_store_host(sys, so));
-    service_ = std::make_shared<wf::test_service_state>();
-    service_->slow_delay = plan.slow;
-    service_->deduplicate = s.idempotent_service;
-    service_target_ = std::make_shared<link_target>();
-    service_target_->service = service_;
-    service_target_->handle =
-        caf::actor_cast<caf::actor>(driver_.track(wf::spawn_test_service(sys, service_)));
-    service_alive_ = true;
-    auto service_link = driver_.track(spawn_service_link(sys, links_, service_target_));
-    // Agents behind their links.
-    for (uint64_t k = 1; k <= shape_.agents; ++k) {
-      agent_slot a;
-      a.target = std::make_shared<link_target>();
-      a.service = service_link;
-      a.link = driver_.track(spawn_agent_link(sys, links_, a.target));
-      agents_.push_back(std::move(a));
-      spawn_agent(k);
-      entries_.push_back({k, "svc", agents_.back().link});
-      entries_.push_back({k, "undo", agents_.back().link});
-    }
-    for (uint64_t k = 1; k <= shape_.schedulers; ++k) {
-      schedulers_.emplace_back();
-      spawn_scheduler(k);
-    }
-    directory_ = std::make_shared<el::directory_transport>();
-    supervisors_.resize(shape_.supervisors);
-    for (uint64_t k = 1; k <= shape_.supervisors; ++k)
-      spawn_supervisor(k, false);
-    for (auto& s : supervisors_)
-      caf::anon_send(s.candidate, conclave::election_atoms::start_atom::value);
-    wf::client_options co;
-    co.store = store_;
-    co.known_kinds = {"svc", "undo"};
-    client_ = driver_.track(wf::spawn_client(sys, co));
-    driver_.run();
-  }
-
-  coordinator_driver& driver() { return driver_; }
-  const counting_probe& probe() const { return *probe_; }
-  const link_faults& links() const { return *links_; }
-  const wf::test_service_state& service() const { return *service_; }
-
-  /// The job time (as events and records carry it) of run time 0.
-  wf::timestamp origin() const {
-    return std::chrono::duration_cast<wf::timestamp>(origin_.time_since_epoch());
-  }
-
-  void submit(const wf::job_spec& spec) {
-    // A refused submission is a bug of the simulation's own job generator:
-    // the job is then missing and the liveness checker says so.
-    driver_.ask_now<wf::job_id>(client_, conclave::workflow_atoms::submit_atom_v, spec);
-    ids_.push_back(spec.id);
-  }
-
-  void apply(const fault& f) {
-    using k = fault::kind;
-    using role = fault::role;
-    switch (f.what) {
-    case k::crash:
-    case k::restart:
-      if (f.target == role::agent)
-        crash_agent(f.number, f.what == k::restart);
-      else if (f.target == role::scheduler)
-        crash_scheduler(f.number, f.what == k::restart);
-      else if (f.target == role::supervisor)
-        crash_supervisor(f.number, f.what == k::restart);
-      else if (f.target == role::service)
-        crash_service(f.what == k::restart);
-      break;
-    case k::crash_leader:
-      if (auto leader = leading_supervisor()) {
-        last_leader_ = *leader;
-        crash_supervisor(*leader, false);
-      }
-      break;
-    case k::restart_leader:
-      if (last_leader_)
-        crash_supervisor(*last_leader_, true);
-      break;
-    case k::cancel:
-      if (f.number >= 1 && f.number <= ids_.size())
-        driver_.ask_now<wf::step_state>(client_, conclave::workflow_atoms::cancel_atom_v,
-                                        ids_[f.number - 1]);
-      break;
-    default: // service windows act through the service link
-      break;
-    }
-    driver_.run();
-  }
-
-  /// Have all submitted jobs reached a final state?
-  bool all_final() {
-    for (auto& id : ids_) {
-      if (final_.count(id.value))
-        continue;
-      auto v = driver_.ask_now<wf::job_view>(client_, caf::get_atom::value, id);
-      if (!v || !wf::is_final(v->job.state))
-        return false;
-      final_.insert(id.value);
-    }
-    return true;
-  }
-
-  /// Everything the checkers read.
-  jobs_observation observe() {
-    jobs_observation obs;
-    for (auto& id : ids_) {
-      job_trace t;
-      t.id = id;
-      t.view = driver_.ask_now<wf::job_view>(client_, caf::get_atom::value, id);
-      if (auto ev = driver_.ask_now<std::vector<wf::job_event>>(
-              client_, conclave::workflow_atoms::events_atom_v, id, uint64_t{0}))
-        t.events = std::move(*ev);
-      obs.jobs.push_back(std::move(t));
-    }
-    // The client's list for every state (the checker compares it with the
-    // documents read above).
-    std::map<uint8_t, std::vector<wf::job_id>> listed;
-    bool read_all = true;
-    for (uint8_t st = 0; st < wf::step_state_count; ++st) {
-      auto l = driver_.ask_now<std::vector<wf::job_id>>(
-          client_, conclave::workflow_atoms::list_atom_v,
-          static_cast<wf::step_state>(st));
-      if (!l)
-        read_all = false;
-      else
-        listed[st] = std::move(*l);
-    }
-    if (read_all)
-      obs.listed = std::move(listed);
-    // The raw index rows, read in a transaction of their own.
-    if (auto t =
-            driver_.ask_now<store::txn_id>(store_, conclave::store_atoms::begin_atom_v)) {
-      std::map<std::string, std::vector<std::string>> rows;
-      bool read = true;
-      for (const char* c : {wf::layout::state, wf::layout::ready, wf::layout::due}) {
-        store::op_request r;
-        r.txn = *t;
-        r.op = store::operation::enumerate;
-        r.collection = c;
-        auto res = driver_.ask_now<store::op_result>(store_, r, uint32_t{1000});
-        if (!res) {
-          read = false;
-          break;
-        }
-        for (auto& kv : res->items)
-          rows[c].push_back(kv.first);
-      }
-      if (read)
-        obs.index_rows = std::move(rows);
-      driver_.ask_now<bool>(store_, conclave::store_atoms::abort_atom_v, *t);
-    }
-    obs.effects = service_->effects;
-    obs.dispatches = probe_->attempts;
-    obs.origin = origin();
-    obs.now = origin() + driver_.elapsed();
-    auto any_alive = [](auto& v) {
-      return std::any_of(v.begin(), v.end(), [](auto& x) { return x.alive; });
-    };
-    obs.judge_liveness = any_alive(schedulers_) && any_alive(supervisors_);
-    return obs;
-  }
-
-private:
-  struct agent_slot {
-    std::shared_ptr<link_target> target;
-    wf::agent_actor link;
-    wf::service_actor service;
-    wf::agent_actor agent;
-    bool alive = false;
-    uint64_t lives = 0;
-  };
-  struct scheduler_slot {
-    wf::scheduler_actor handle;
-    bool alive = false;
-    uint64_t incarnation = 0;
-  };
-  struct supervisor_slot {
-    el::candidate_actor candidate;
-    wf::supervisor_actor handle;
-    bool alive = false;
-    uint64_t incarnation = 0;
-  };
-
-  void spawn_agent(uint64_t k) {
-    auto& a = agents_[k - 1];
-    wf::agent_options o;
-    o.id = k;
-    o.service = a.service;
-    o.seed = agent_seed_ + k * 1000 + a.lives++;
-    o.probe = probe_;
-    a.agent = driver_.track(wf::spawn_agent(driver_.sys(), o));
-    a.target->handle = caf::actor_cast<caf::actor>(a.agent);
-    a.alive = true;
-    for (auto& s : supervisors_)
-      if (s.alive)
-        watch(s.handle, k, caf::actor_cast<caf::actor>(a.agent), false);
-  }
-
-  void spawn_scheduler(uint64_t k) {
-    auto& s = schedulers_[k - 1];
-    wf::scheduler_options o;
-    o.self = {k, ++s.incarnation};
-    o.store = store_;
-    o.agents = entries_;
-    o.poll_interval = poll_interval;
-    o.probe = probe_;
-    s.handle = driver_.track(wf::spawn_scheduler(driver_.sys(), o));
-    s.alive = true;
-    for (auto& sup : supervisors_)
-      if (sup.alive)
-        watch(sup.handle, k, caf::actor_cast<caf::actor>(s.handle), true);
-  }
-
-  void spawn_supervisor(uint64_t k, bool start) {
-    auto& s = supervisors_[k - 1];
-    el::candidate_options co;
-    co.id = el::node_id{k};
-    for (uint64_t p = 1; p <= shape_.supervisors; ++p)
-      co.peers.push_back(el::node_id{p});
-    co.net = directory_;
-    co.incarnation = ++s.incarnation;
-    s.candidate = driver_.track(el::spawn_candidate(driver_.sys(), co));
-    directory_->put(el::node_id{k}, s.candidate);
-    wf::supervisor_options so;
-    so.store = store_;
-    so.scan_interval = scan_interval;
-    so.probe = probe_;
-    so.candidate = s.candidate;
-    so.unsafe_ignore_attempt_fence = unsafe_ignore_fence_;
-    s.handle = driver_.track(wf::spawn_supervisor(driver_.sys(), so));
-    s.alive = true;
-    caf::anon_send(s.candidate, caf::subscribe_atom::value,
-                   caf::actor_cast<caf::actor>(s.handle));
-    for (uint64_t a = 1; a <= agents_.size(); ++a)
-      if (agents_[a - 1].alive)
-        watch(s.handle, a, caf::actor_cast<caf::actor>(agents_[a - 1].agent), false);
-    for (uint64_t i = 1; i <= schedulers_.size(); ++i)
-      if (schedulers_[i - 1].alive)
-        watch(s.handle, i, caf::actor_cast<caf::actor>(schedulers_[i - 1].handle), true);
-    if (!start)
-      return;
-    caf::anon_send(s.candidate, conclave::election_atoms::start_atom::value);
-    for (uint64_t p = 1; p <= supervisors_.size(); ++p)
-      if (p != k && supervisors_[p - 1].alive)
-        caf::anon_send(supervisors_[p - 1].candidate,
-                       conclave::election_atoms::peer_up_atom::value, el::node_id{k});
-  }
-
-  static void watch(const wf::supervisor_actor& sup, uint64_t id, caf::actor who,
-                    bool scheduler) {
-    caf::anon_send(sup, conclave::workflow_atoms::watch_atom_v, id, std::move(who),
-                   scheduler);
-  }
-
-  void kill(const caf::actor& a) {
-    caf::anon_send_exit(a, caf::exit_reason::kill);
-    driver_.run();
-  }
-
-  void crash_agent(uint64_t k, bool restart) {
-    auto& a = agents_[k - 1];
-    if (a.alive) {
-      kill(caf::actor_cast<caf::actor>(a.agent));
-      a.alive = false;
-    }
-    if (restart)
-      spawn_agent(k);
-  }
-
-  void crash_scheduler(uint64_t k, bool restart) {
-    auto& s = schedulers_[k - 1];
-    if (s.alive) {
-      kill(caf::actor_cast<caf::actor>(s.handle));
-      s.alive = false;
-    }
-    if (restart)
-      spawn_scheduler(k);
-  }
-
-  void crash_supervisor(uint64_t k, bool restart) {
-    auto& s = supervisors_[k - 1];
-    if (s.alive) {
-      caf::anon_send_exit(s.candidate, caf::exit_reason::kill);
-      kill(caf::actor_cast<caf::actor>(s.handle));
-      s.alive = false;
-    }
-    if (restart)
-      spawn_supervisor(k, true);
-  }
-
-  void crash_service(bool restart) {
-    if (service_alive_) {
-      kill(service_target_->handle);
-      service_alive_ = false;
-    }
-    if (!restart)
-      return;
-    // Calls the dead service never took leave their behaviours behind.
-    service_->script.clear();
-    service_target_->handle = caf::actor_cast<caf::actor>(
-        driver_.track(wf::spawn_test_service(driver_.sys(), service_)));
-    service_alive_ = true;
-  }
-
-  /// The supervisor whose candidate leads with the highest term, if any.
-  std::optional<uint64_t> leading_supervisor() {
-    std::optional<uint64_t> best;
-    el::term best_term;
-    for (uint64_t k = 1; k <= supervisors_.size(); ++k) {
-      auto& s = supervisors_[k - 1];
-      if (!s.alive)
-        continue;
-      auto info =
-          driver_.ask_now<el::leader_info>(s.candidate, caf::get_atom::value,
-                                           conclave::election_atoms::leader_atom::value);
-      if (info && info->is_leader && (!best || best_term < info->t)) {
-        best = k;
-        best_term = info->t;
-      }
-    }
-    return best;
-  }
-
-  jobs_shape shape_;
-  uint64_t agent_seed_;
-  bool unsafe_ignore_fence_;
-  coordinator_driver driver_;
-  caf::actor_clock::time_point origin_;
-  std::shared_ptr<counting_probe> probe_;
-  std::shared_ptr<link_faults> links_;
-  store::store_actor store_;
-  std::shared_ptr<wf::test_service_state> service_;
-  std::shared_ptr<link_target> service_target_;
-  bool service_alive_ = false;
-  std::vector<agent_slot> agents_;
-  std::vector<wf::agent_entry> entries_;
-  std::vector<scheduler_slot> schedulers_;
-  std::shared_ptr<el::directory_transport> directory_;
-  std::vector<supervisor_slot> supervisors_;
-  std::optional<uint64_t> last_leader_;
-  wf::client_actor client_;
-  std::vector<wf::job_id> ids_;
-  std::set<std::string> final_;
-};
+/// What one run may take at most: world events, and runs of an actor on the
+/// coordinator. A run needs a few hundred thousand of each; the bound ends a
+/// run that would never end (actors messaging each other at one instant
+/// forever) with a liveness failure that names it.
+constexpr uint64_t max_events = 5'000'000;
+constexpr uint64_t max_actor_runs = 50'000'000;
 
 /// The jobs of a run, drawn from its generator.
 std::vector<wf::job_spec> make_jobs(const jobs_shape& shape, std::mt19937_64& rng) {
@@ -518,18 +134,19 @@ public:
   jobs_node_world(const jobs_settings& s, const fault_plan& plan, uint64_t net_seed,
                   uint64_t service_seed)
       : settings_(s),
-        world_(node_count(s.shape), net_seed, world_network_of(plan), clocks_of(plan),
+        world_(jobs_nodes(s.shape), net_seed, world_network_of(plan), clocks_of(plan),
                [](caf::actor_system_config& cfg) {
                  store::add_store_types(cfg);
                  wf::add_workflow_types(cfg);
                  cfg.add_message_types<caf::id_block::conclave_replication>();
                  cfg.add_message_types<caf::id_block::conclave_election>();
                }) {
+    world_.set_budget(max_events, max_actor_runs);
     econfig_.guard.enabled = true;
     // A checkpoint stream lost while its receiver was down is sent again
     // sooner than the default, as in the replication workload.
     rconfig_.snapshot_retry = 100ms;
-    auto n = node_count(s.shape);
+    auto n = jobs_nodes(s.shape);
     for (uint64_t k = 1; k <= n; ++k)
       members_.push_back(el::node_id{k});
     probe_ = std::make_shared<counting_probe>();
@@ -564,6 +181,7 @@ public:
       auto& x = nodes_[i];
       x.disk = std::make_shared<sim_disk>(2ms, false);
       x.terms = std::make_shared<rp::memory_term_file>();
+      x.record = std::make_shared<el::memory_promise_record>();
       world_.spawn(members_[i], [this, i](world&, node_id, uint32_t incarnation) {
         return make_node(i, incarnation);
       });
@@ -578,12 +196,10 @@ public:
         x.disk->set_releaser(caf::actor{});
   }
 
-  static size_t node_count(const jobs_shape& s) {
-    return std::max({s.schedulers, s.agents, s.supervisors, size_t{1}});
-  }
-
   void run_until(wf::duration t) { world_.run_until(timestamp{t}); }
   wf::duration elapsed() const { return world_.now(); }
+  bool exhausted() const { return world_.exhausted(); }
+  uint64_t events() const { return world_.events(); }
   const counting_probe& probe() const { return *probe_; }
   const wf::test_service_state& service() const { return *service_; }
   uint64_t messages() const { return world_.messages_sent(); }
@@ -727,7 +343,12 @@ public:
     obs.dispatches = probe_->attempts;
     obs.origin = wf::timestamp{0};
     obs.now = wf::timestamp{world_.now()};
-    obs.judge_liveness = i.has_value();
+    // Jobs can be read only while a majority of the nodes (the replicated
+    // store's quorum) is alive: a run whose faults leave fewer is not judged.
+    size_t alive = 0;
+    for (auto id : members_)
+      alive += world_.alive(id) ? 1 : 0;
+    obs.judge_liveness = i.has_value() && 2 * alive > members_.size();
     return obs;
   }
 
@@ -754,6 +375,7 @@ private:
   struct node_slot {
     std::shared_ptr<sim_disk> disk;
     std::shared_ptr<rp::memory_term_file> terms;
+    std::shared_ptr<el::memory_promise_record> record;
     caf::actor front;
     el::candidate_actor candidate;
     wf::client_actor client;
@@ -859,7 +481,7 @@ private:
     auto& n = nodes_[i];
     auto id = members_[i];
     auto o = world_node_options(world_, id, members_, econfig_, rconfig_, n.disk, n.terms,
-                                incarnation);
+                                incarnation, n.record);
     auto& ro = *o.replica;
     ro.checkpoint_every_records = 0;
     ro.checkpoint_every_bytes = 0;
@@ -925,15 +547,11 @@ private:
 };
 
 /// Fills the run's report from what the checkers read and the counters.
-template <class World>
-void finish_report(jobs_run_report& rep, World& w, jobs_observation& obs,
-                   bool all_final) {
+void finish_report(jobs_run_report& rep, jobs_node_world& w, jobs_observation& obs) {
   obs.heal = rep.heal;
   obs.bound = rep.bound;
-  // A run that ended with every job final has nothing left to judge; one that
-  // ran to heal + bound has applied every fault, so who is alive now is who
-  // was alive once faults healed.
-  obs.judge_liveness = obs.judge_liveness || all_final;
+  // A run ends once every fault was applied (see run_on_world), so who is
+  // alive now is who was alive once faults healed.
   rep.liveness_judged = obs.judge_liveness;
   rep.violations = run_checkers(standard_jobs_checkers(), obs);
   for (auto& t : obs.jobs) {
@@ -957,7 +575,7 @@ void finish_report(jobs_run_report& rep, World& w, jobs_observation& obs,
     rep.effects += static_cast<uint64_t>(n);
 }
 
-/// One run on the simulated world (jobs_settings::on_world).
+/// One run on the simulated world.
 void run_on_world(const jobs_settings& settings, const fault_plan& plan,
                   const std::vector<wf::job_spec>& jobs, uint64_t net_seed,
                   uint64_t service_seed, std::vector<action> actions,
@@ -987,13 +605,14 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
   jobs_node_world w{settings, plan, net_seed, service_seed};
   size_t next = 0;
   size_t submitted = 0;
-  bool all_final = false;
   wf::duration check = last_submit;
   while (true) {
     auto t = std::min(check, end);
     if (next < actions.size())
       t = std::min(t, actions[next].at);
     w.run_until(t);
+    if (w.exhausted())
+      break;
     for (; next < actions.size() && actions[next].at <= w.elapsed(); ++next) {
       auto& a = actions[next];
       if (a.submit) {
@@ -1003,18 +622,34 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
         w.apply(a.timed, a.end);
     }
     if (w.elapsed() >= check) {
-      if (submitted == jobs.size() && w.all_final()) {
-        all_final = true;
-        break; // what faults remain cannot change a final job
-      }
+      // What faults remain cannot change a final job, but they decide what
+      // can be read at the end: a crash not yet undone can leave the store
+      // without a quorum, and every final job unreadable. So a run stops
+      // early only once every fault (window ends and restarts included) was
+      // applied.
+      if (submitted == jobs.size() && w.all_final() && next == actions.size())
+        break;
       check += check_interval;
     }
     if (w.elapsed() >= end)
       break;
   }
   rep.end = w.elapsed();
-  auto obs = w.observe();
-  finish_report(rep, w, obs, all_final);
+  if (w.exhausted()) {
+    // Nothing runs any more, so nothing can be read: the run is reported
+    // as what it is, a run that did not end.
+    rep.violations.push_back(
+        {"run_ends",
+         "the run hit its bound of " + std::to_string(max_events) + " events or "
+             + std::to_string(max_actor_runs) + " actor runs at "
+             + std::to_string(
+                 std::chrono::duration_cast<std::chrono::microseconds>(rep.end).count())
+             + " us (" + std::to_string(w.events()) + " events)",
+         false});
+  } else {
+    auto obs = w.observe();
+    finish_report(rep, w, obs);
+  }
   rep.messages = w.messages();
   rep.lost = w.lost();
   rep.duplicated = w.duplicated();
@@ -1044,8 +679,8 @@ jobs_run_report run_jobs_simulation(const jobs_settings& settings) {
   auto plan = settings.plan;
   add_random_faults(plan, settings.shape, rng);
   auto jobs = make_jobs(settings.shape, rng);
-  auto link_seed = rng();
-  auto agent_seed = rng();
+  auto net_seed = rng();
+  auto service_seed = rng();
   // Submissions and faults, in time order (submissions first at one instant).
   std::vector<action> actions;
   auto spread = plan.horizon * 3 / 4;
@@ -1069,47 +704,7 @@ jobs_run_report run_jobs_simulation(const jobs_settings& settings) {
                    [](const action& a, const action& b) { return a.at < b.at; });
   rep.heal = std::max(plan.heal_time(), last_submit);
   rep.bound = jobs_bound(settings.shape, plan);
-  auto end = rep.heal + rep.bound;
-
-  if (settings.on_world) {
-    run_on_world(settings, plan, jobs, link_seed, agent_seed, actions, last_submit, rep);
-    return rep;
-  }
-  jobs_world w{settings, plan, link_seed, agent_seed};
-  auto& d = w.driver();
-  size_t next = 0;
-  size_t submitted = 0;
-  bool all_final = false;
-  wf::duration check = last_submit;
-  while (true) {
-    auto t = std::min(check, end);
-    if (next < actions.size())
-      t = std::min(t, actions[next].at);
-    d.advance_to(t);
-    for (; next < actions.size() && actions[next].at <= d.elapsed(); ++next) {
-      auto& a = actions[next];
-      if (a.submit) {
-        w.submit(jobs[*a.submit]);
-        ++submitted;
-      } else
-        w.apply(a.timed);
-    }
-    if (d.elapsed() >= check) {
-      if (submitted == jobs.size() && w.all_final()) {
-        all_final = true;
-        break; // what faults remain cannot change a final job
-      }
-      check += check_interval;
-    }
-    if (d.elapsed() >= end)
-      break;
-  }
-  rep.end = d.elapsed();
-  auto obs = w.observe();
-  finish_report(rep, w, obs, all_final);
-  rep.messages = w.links().messages;
-  rep.lost = w.links().lost;
-  rep.duplicated = w.links().duplicated;
+  run_on_world(settings, plan, jobs, net_seed, service_seed, actions, last_submit, rep);
   return rep;
 }
 

@@ -1,46 +1,39 @@
 // One run of the jobs workload (`conclave sim --workload jobs`): the real
-// scheduler, agent, supervisor and client actors of actors/workflow, with
-// supervisors elected by real election candidates, on one store host with an
-// in-memory log, all on CAF's test coordinator in virtual time
-// (coordinator_driver.hpp), under a fault plan (fault_plan.hpp; the shape
-// checks and the random draw of this workload: jobs_faults.hpp); then the
-// checkers (jobs_checkers.hpp) read what the run left behind.
+// scheduler, agent, supervisor and client actors of actors/workflow on the
+// simulated world (world.hpp), every node what `conclave node` runs, under a
+// fault plan (fault_plan.hpp; the shape checks and the random draw of this
+// workload: jobs_faults.hpp); then the checkers (jobs_checkers.hpp) read what
+// the run left behind.
 //
-// Deployment of a run: one store host; one test service behind a service
-// link; `agents` agents, each serving the kinds "svc" and "undo", each behind
-// an agent link that is its stable address; `schedulers` schedulers (instance
-// 1..n); `supervisors` supervisors, supervisor k subscribed to election
-// candidate k (candidates reach each other through a directory transport);
-// every supervisor watches every agent and scheduler (monitor-driven
-// recovery); one client.
+// Deployment of a run: jobs_nodes(shape) = max(schedulers, agents,
+// supervisors) nodes, each the node composition (node_composition.hpp:
+// candidate, replica host on a simulated disk, replica front, the leadership
+// wiring) and the workflow part (workflow_part.hpp: a replication client and
+// the store adapter over it, so job state lives in the replicated store; an
+// agent per kind on the node's test service; a scheduler; a client; a
+// supervisor that follows the node's candidate and acts only while it leads,
+// fenced by the term). Every actor reads time and arms timers on its node's
+// drifting clock (world_clock.hpp); candidates and replica hosts reach their
+// peers through the world's network (node_world.hpp); a workflow part's
+// replication client reaches a member's front directly, if that member is
+// alive and no partition or cut separates the two. A crash or restart of
+// agentN, schedulerN or supervisorN is one of node N (the process); pause,
+// partition, cut and elect name nodes; `service` is the external service,
+// down (every call fails transiently) until its restart. The test service's
+// state is shared by every node's service actor (one external service); fault
+// windows decide each call.
 //
 // Work: job k ("j<k>", 1-based) is submitted at (k-1) x 3/4 x horizon / jobs,
 // with `steps` steps of kind "svc". From the run's seed each job draws its
 // failure threshold (2..4), and each step its timeout (50..150 ms), tries per
 // dispatch (1..3, 2 ms initial backoff) and whether it declares a
-// compensation ("undo", probability 1/2).
+// compensation ("undo", probability 1/2). A submission that fails, or whose
+// node dies with it, is submitted again.
 //
-// On the world (jobs_settings::on_world): max(schedulers, agents,
-// supervisors) nodes on the simulated world (world.hpp), each what `conclave
-// node` runs: the node composition (node_composition.hpp: candidate, replica
-// host on a simulated disk, replica front, the leadership wiring) and the
-// workflow part (workflow_part.hpp: a replication client and the store
-// adapter over it, so job state lives in the replicated store; an agent per
-// kind on the node's test service; a scheduler; a client; a supervisor that
-// follows the node's candidate and acts only while it leads, fenced by the
-// term). Every actor reads time and arms timers on its node's drifting clock
-// (world_clock.hpp); candidates and replica hosts reach their peers through
-// the world's network (node_world.hpp); a workflow part's replication client
-// reaches a member's front directly, if that member is alive and no
-// partition or cut separates the two. A crash or restart of agentN,
-// schedulerN or supervisorN is one of node N (the process); `service` is the
-// external service, down (every call fails transiently) until its restart.
-// The test service's state is shared by every node's service actor (one
-// external service); fault windows decide each call.
-//
-// Determinism: one std::mt19937_64 seeded with the run's seed draws the jobs,
-// the random faults and the seed of the links' generator and the agents'
-// jitter; everything runs on one test coordinator. Same settings, same report.
+// Determinism: one std::mt19937_64 seeded with the run's seed draws the
+// random faults, the jobs, the seed of the world's network and that of the
+// service's fault windows; the world runs every node on one test coordinator
+// in one event order. Same settings, same report.
 #pragma once
 
 #include "runtime/sim/jobs_checkers.hpp"
@@ -63,11 +56,6 @@ struct jobs_settings {
   /// (supervisor_options::unsafe_ignore_attempt_fence): the planted defect
   /// `--unsafe supervisor-ignores-fence` the checkers must catch.
   bool unsafe_ignore_fence = false;
-  /// Run on the simulated world (world.hpp): every node is the node's
-  /// composition plus its workflow part, as `conclave node` runs them (see
-  /// "On the world" above). false: the workflow actors alone on one store
-  /// host, behind the faulty links.
-  bool on_world = false;
 };
 
 /// What one run did and what the checkers found.

@@ -62,15 +62,7 @@ void lease_summary::print(std::ostream& out) const {
 }
 
 std::string lease_summary::to_json(uint64_t seed, const std::string& faults) const {
-  nlohmann::json doc;
-  doc["workload"] = "lease";
-  doc["seed"] = seed;
-  doc["runs"] = verdicts_.runs();
-  doc["faults"] = faults;
-  doc["verdict"] = verdict();
-  doc["safety_violations"] = verdicts_.safety();
-  doc["liveness_failures"] = verdicts_.liveness();
-  doc["liveness_not_judged"] = verdicts_.unjudged();
+  auto doc = verdicts_.envelope("lease", seed, faults);
   doc["faults_applied"] = faults_;
   doc["acquires"] = acquires_;
   doc["grants"] = grants_;
@@ -84,7 +76,6 @@ std::string lease_summary::to_json(uint64_t seed, const std::string& faults) con
   doc["failovers"] = failovers_;
   doc["first_grant_after_heal_max_ms"] = lease_ms(recovery_max_);
   doc["messages"] = {{"total", messages_}, {"lost", messages_lost_}};
-  doc["failures"] = verdicts_.failures_json();
   return doc.dump();
 }
 

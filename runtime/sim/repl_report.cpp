@@ -86,15 +86,7 @@ std::string repl_summary::verdict() const {
 }
 
 std::string repl_summary::to_json(uint64_t seed, const std::string& faults) const {
-  nlohmann::json doc;
-  doc["workload"] = "replication";
-  doc["seed"] = seed;
-  doc["runs"] = verdicts_.runs();
-  doc["faults"] = faults;
-  doc["verdict"] = verdict();
-  doc["safety_violations"] = verdicts_.safety();
-  doc["liveness_failures"] = verdicts_.liveness();
-  doc["liveness_not_judged"] = verdicts_.unjudged();
+  auto doc = verdicts_.envelope("replication", seed, faults);
   doc["faults_applied"] = faults_;
   doc["writes"] = writes_;
   doc["commits_acked"] = {{"strong", strong_}, {"weak", weak_}};
@@ -115,7 +107,6 @@ std::string repl_summary::to_json(uint64_t seed, const std::string& faults) cons
   doc["history"] = {{"operations", history_ops_},
                     {"unanswered", history_unanswered_},
                     {"undecided", history_undecided_}};
-  doc["failures"] = verdicts_.failures_json();
   return doc.dump();
 }
 

@@ -99,6 +99,7 @@ public:
       auto& n = nodes_[i];
       n.disk = std::make_shared<sim_disk>(s.fsync, s.lying_disk);
       n.terms = std::make_shared<rp::memory_term_file>();
+      n.record = std::make_shared<el::memory_promise_record>();
       world_.spawn(members_[i], [this, i](world&, node_id, uint32_t incarnation) {
         return make_node(i, incarnation);
       });
@@ -146,10 +147,20 @@ public:
 
   void apply(const fault& f, bool end) {
     using k = fault::kind;
+    if (f.what == k::disk_stall) {
+      auto& disk = *nodes_[f.node.value - 1].disk;
+      if (end)
+        disk.end_stall();
+      else
+        disk.stall();
+      world_.run_actors();
+      return;
+    }
     if (end)
       return; // the world ends pauses, partitions and cuts itself
     switch (f.what) {
     case k::crash:
+    case k::fsync_loss: // this disk has no OS cache: any crash loses the unsynced
       world_.crash(f.node);
       break;
     case k::restart:
@@ -348,6 +359,7 @@ private:
   struct node_slot {
     std::shared_ptr<sim_disk> disk;
     std::shared_ptr<rp::memory_term_file> terms;
+    std::shared_ptr<el::memory_promise_record> record;
     caf::actor host;
     caf::actor front;
     el::candidate_actor candidate;
@@ -360,7 +372,7 @@ private:
     auto& n = nodes_[i];
     auto id = members_[i];
     auto o = world_node_options(world_, id, members_, econfig_, rconfig_, n.disk, n.terms,
-                                incarnation);
+                                incarnation, n.record);
     auto& ro = *o.replica;
     ro.checkpoint_every_records = settings_.checkpoint_every;
     ro.checkpoint_every_bytes = 0;
@@ -468,7 +480,7 @@ std::vector<action> plan_actions(const fault_plan& plan, uint64_t& count,
     actions.push_back({f.at, f, false});
     using k = fault::kind;
     if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
-        || f.what == k::cut)
+        || f.what == k::cut || f.what == k::disk_stall)
       actions.push_back({f.until, f, true});
   }
   std::stable_sort(actions.begin(), actions.end(),

@@ -2,7 +2,7 @@
 // replication`): `replicas` real replica hosts (actors/replication) on
 // simulated disks, each beside a real election candidate whose acting leader
 // is the primary, and `clients` clients writing through the primary, all on
-// CAF's test coordinator in virtual time (coordinator_driver.hpp), under the
+// the simulated world (world.hpp) in virtual time, under the
 // election's fault language (fault_plan.hpp); then the checkers
 // (repl_checkers.hpp) read what the run recorded.
 //

@@ -1,4 +1,5 @@
 #include "runtime/sim/report.hpp"
+#include "runtime/sim/run_verdicts.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -291,15 +292,27 @@ std::string sim_summary::to_json(uint64_t seed, size_t runs, const std::string& 
     j["needless_leader_changes"] = g.needless_leader_changes;
     return j;
   };
-  json doc;
-  doc["seed"] = seed;
-  doc["runs"] = runs;
-  doc["faults"] = faults;
+  result_counts counts;
+  counts.runs = runs_.size();
+  auto algorithms = per_algorithm();
+  for (auto& g : algorithms) {
+    counts.safety_violations += g.safety_violations;
+    counts.liveness_failures += g.liveness_failures;
+  }
+  auto failures = json::array();
+  for (auto& f : failures_)
+    failures.push_back({{"algorithm", std::string{el::to_string(f.algo)}},
+                        {"nodes", f.nodes},
+                        {"seed", f.seed},
+                        {"what", json::array({f.what})},
+                        {"replay", f.replay}});
+  auto doc =
+      result_envelope("election", seed, faults, verdict(), counts, std::move(failures));
+  doc["runs_per_size"] = runs;
   doc["quorum_guard"] = guard;
-  doc["verdict"] = verdict();
   doc["algorithms"] = json::object();
   auto groups = per_group();
-  for (auto& g : per_algorithm()) {
+  for (auto& g : algorithms) {
     auto j = fill(g);
     j["seed"] = seed;
     j["by_nodes"] = json::array();
@@ -318,13 +331,6 @@ std::string sim_summary::to_json(uint64_t seed, size_t runs, const std::string& 
           }
         j["by_nodes"].push_back(sj);
       }
-    j["failures"] = json::array();
-    for (auto& f : failures_)
-      if (f.algo == g.algo)
-        j["failures"].push_back({{"nodes", f.nodes},
-                                 {"seed", f.seed},
-                                 {"what", f.what},
-                                 {"replay", f.replay}});
     doc["algorithms"][std::string{el::to_string(g.algo)}] = j;
   }
   return doc.dump(2);

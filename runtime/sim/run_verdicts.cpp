@@ -85,6 +85,28 @@ nlohmann::json run_verdicts::failures_json() const {
   return list;
 }
 
+nlohmann::json run_verdicts::envelope(const char* workload, uint64_t seed,
+                                      const std::string& faults) const {
+  return result_envelope(workload, seed, faults, verdict(),
+                         {runs_, safety_, liveness_, unjudged_}, failures_json());
+}
+
+nlohmann::json result_envelope(const char* workload, uint64_t seed,
+                               const std::string& faults, const std::string& verdict,
+                               const result_counts& counts, nlohmann::json failures) {
+  nlohmann::json doc;
+  doc["workload"] = workload;
+  doc["seed"] = seed;
+  doc["runs"] = counts.runs;
+  doc["faults"] = faults;
+  doc["verdict"] = verdict;
+  doc["safety_violations"] = counts.safety_violations;
+  doc["liveness_failures"] = counts.liveness_failures;
+  doc["liveness_not_judged"] = counts.liveness_not_judged;
+  doc["failures"] = std::move(failures);
+  return doc;
+}
+
 std::string run_verdicts::replay(uint64_t seed) const {
   return prefix_ + " --runs 1 --seed " + std::to_string(seed);
 }

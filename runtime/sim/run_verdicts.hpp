@@ -47,6 +47,10 @@ public:
   std::string verdict() const;
   /// The kept failing runs as a JSON array (seed, faults, what, replay).
   nlohmann::json failures_json() const;
+  /// The keys every workload's JSON result starts with (result_envelope),
+  /// filled from these verdicts.
+  nlohmann::json envelope(const char* workload, uint64_t seed,
+                          const std::string& faults) const;
 
   std::string replay(uint64_t seed) const;
   size_t runs() const { return runs_; }
@@ -73,5 +77,21 @@ private:
 
 /// "1 run", "2 runs".
 std::string plural(uint64_t n, const char* word);
+
+/// What every workload's `conclave sim --json` result holds, whatever else it
+/// adds (docs/reference/sim-json.md): the workload, the first seed, the
+/// schedules run in all, the fault spec as given, the verdict line, the counts
+/// of safety violations, liveness failures and runs whose liveness was not
+/// judged, and the kept failing runs, each with its seed, complaints (`what`,
+/// an array of strings) and replay command.
+struct result_counts {
+  uint64_t runs = 0;
+  uint64_t safety_violations = 0;
+  uint64_t liveness_failures = 0;
+  uint64_t liveness_not_judged = 0;
+};
+nlohmann::json result_envelope(const char* workload, uint64_t seed,
+                               const std::string& faults, const std::string& verdict,
+                               const result_counts& counts, nlohmann::json failures);
 
 } // namespace conclave::sim

@@ -25,7 +25,9 @@ void sim_disk::sync(sync_callback done) {
   } else {
     inner_.sync(std::move(done));
   }
-  if (releaser_)
+  if (stalled_)
+    release_at_end_ = true;
+  else if (releaser_)
     caf::delayed_anon_send(releaser_, fsync_, release_atom::value, generation_);
 }
 
@@ -62,12 +64,31 @@ uint64_t sim_disk::crash() {
   inner_.crash();
   appended_ = inner_.durable_lsn();
   ++generation_;
+  release_at_end_ = false; // the syncs under way died with the process
   return dropped;
 }
 
 void sim_disk::release(uint64_t gen) {
-  if (gen == generation_)
+  if (gen != generation_)
+    return;
+  if (stalled_)
+    release_at_end_ = true;
+  else
     inner_.release_syncs();
+}
+
+void sim_disk::stall() {
+  stalled_ = true;
+}
+
+void sim_disk::end_stall() {
+  if (!stalled_)
+    return;
+  stalled_ = false;
+  if (release_at_end_) {
+    release_at_end_ = false;
+    inner_.release_syncs();
+  }
 }
 
 caf::actor spawn_disk_releaser(caf::actor_system& sys, std::weak_ptr<sim_disk> disk) {

@@ -5,6 +5,7 @@
 // `fsync` of virtual time after they are asked for (a small releaser actor per
 // disk, one of its node's actors in the world: a paused node's syncs complete
 // only when it resumes). A crash drops what was appended and not synced.
+// A disk stall (`disk-stall@T1-T2:N`) holds every sync until its end.
 // With `lying` set it is the broken disk of the checkers' meta-test: it reports
 // every sync durable at once, while the records still become durable only
 // after `fsync`, so a crash loses records a replica acknowledged as durable.
@@ -41,8 +42,15 @@ public:
   /// A crash: records appended but not synced are lost (returns how many);
   /// pending syncs never complete.
   uint64_t crash();
-  /// The releaser's message arrived: complete the syncs of generation `gen`.
+  /// The releaser's message arrived: complete the syncs of generation `gen`
+  /// (during a stall, at its end instead).
   void release(uint64_t gen);
+  /// A stalled disk completes no sync: the syncs asked for meanwhile, and
+  /// those under way when it began, complete when it ends (at once, in order).
+  /// A crash does not end a stall; the syncs it dropped never complete.
+  void stall();
+  void end_stall();
+  bool stalled() const { return stalled_; }
 
   uint64_t syncs() const { return inner_.syncs(); }
   /// Checkpoints written and snapshots installed on this disk (across the
@@ -56,6 +64,9 @@ private:
   bool lying_;
   caf::actor releaser_;
   uint64_t generation_ = 0;
+  bool stalled_ = false;
+  /// A sync was asked for, or its release arrived, during the stall.
+  bool release_at_end_ = false;
   store::lsn appended_;
   uint64_t checkpoints_ = 0;
   uint64_t installs_ = 0;

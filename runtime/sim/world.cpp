@@ -221,12 +221,22 @@ void world::release_held(node_state& n) {
   n.held.clear();
 }
 
+void world::run_coordinator() {
+  jobs_left_ -= sched_->run(jobs_left_);
+  if (jobs_left_ == 0 && sched_->has_job())
+    exhausted_ = true;
+}
+
 void world::run_jobs() {
   if (holding_ == 0) {
-    sched_->run();
+    run_coordinator();
     return;
   }
   while (!sched_->jobs.empty()) {
+    if (jobs_left_ == 0) {
+      exhausted_ = true;
+      return;
+    }
     auto* job = sched_->jobs.front();
     node_state* owner = nullptr;
     for (auto& n : nodes_)
@@ -240,6 +250,7 @@ void world::run_jobs() {
       continue;
     }
     sched_->run_once();
+    --jobs_left_;
   }
 }
 
@@ -412,6 +423,10 @@ void world::advance_caf_clock(timestamp t) {
 }
 
 bool world::step(timestamp end) {
+  if (events_ >= events_budget_)
+    exhausted_ = true;
+  if (exhausted_)
+    return false;
   // CAF's own timers (request timeouts, delayed sends of actors that do not
   // arm timers through the world) fire in true time, before the world's
   // events of the same instant.
@@ -553,7 +568,7 @@ void world::deliver(node_state& n, const caf::message& m, port_id port) {
       // Resumed through its mailbox, an actor that sent itself a message
       // would handle it next, before the jobs it scheduled: the same order.
       sched_->prioritize(n.body.actor);
-      sched_->run();
+      run_coordinator();
     }
   } else if (n.body.actor) {
     caf::anon_send(n.body.actor, m);

@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -224,6 +225,17 @@ public:
   void run_until(timestamp end);
   /// Makes run_until return after the current event.
   void stop() { stopped_ = true; }
+  /// Bounds the run: once `events` events have run, or the coordinator has
+  /// run actors `jobs` times, nothing more runs (step() returns false,
+  /// run_until() only moves the time) and exhausted() is true. Actors that
+  /// keep messaging each other at one instant, or a node that keeps arming
+  /// timers for now, would otherwise never let a run end.
+  void set_budget(uint64_t events, uint64_t jobs) {
+    events_budget_ = events;
+    jobs_left_ = jobs;
+  }
+  /// The run hit its budget (set_budget).
+  bool exhausted() const { return exhausted_; }
 
   uint64_t messages_sent() const { return sent_; }
   uint64_t messages_delivered() const { return delivered_; }
@@ -288,6 +300,8 @@ private:
   const caf::actor& port_actor(const node_state& n, port_id port) const;
   /// Runs the coordinator until idle, holding the jobs of paused nodes.
   void run_jobs();
+  /// Runs the coordinator until idle, within the budget of jobs.
+  void run_coordinator();
   /// Gives a node whose pause ended its held jobs back.
   void release_held(node_state& n);
   /// At `t`, releases what the node (its life `incarnation`) held, unless
@@ -340,6 +354,9 @@ private:
   uint64_t delivered_ = 0;
   uint64_t duplicated_ = 0;
   uint64_t events_ = 0;
+  uint64_t events_budget_ = std::numeric_limits<uint64_t>::max();
+  uint64_t jobs_left_ = std::numeric_limits<uint64_t>::max();
+  bool exhausted_ = false;
 };
 
 } // namespace conclave::sim

@@ -326,3 +326,47 @@ TEST(world, a_crash_kills_every_actor_of_the_node_even_while_paused) {
   EXPECT_FALSE(w.alive(node_id{1}));
   caf::anon_send_exit(second, caf::exit_reason::kill);
 }
+
+TEST(world, actors_messaging_each_other_forever_at_one_instant_end_at_the_budget) {
+  sim::world w{1, 1, {}, {}, nullptr};
+  w.set_budget(1000, 10'000);
+  w.spawn(node_id{1}, [](sim::world& wd, node_id, uint32_t) {
+    sim::node_body b;
+    b.actor = wd.system().spawn([](caf::event_based_actor* self) -> caf::behavior {
+      return {[self](int x) { self->send(self, x + 1); }};
+    });
+    return b;
+  });
+  w.inject(node_id{1}, caf::make_message(0));
+  w.run_until(sim::timestamp{10ms});
+  EXPECT_TRUE(w.exhausted());
+  EXPECT_EQ(w.now(), 10ms);
+}
+
+TEST(world, a_node_arming_timers_for_now_forever_ends_at_the_budget) {
+  sim::world w{1, 1, {}, {}, nullptr};
+  w.set_budget(1000, 10'000);
+  w.spawn(node_id{1}, [](sim::world& wd, node_id id, uint32_t) {
+    sim::node_body b;
+    b.receive = [&wd, id](const caf::message& m) {
+      wd.schedule(id, sim::duration{0}, m);
+    };
+    return b;
+  });
+  w.schedule(node_id{1}, 1ms, caf::make_message(0));
+  w.run_until(sim::timestamp{10ms});
+  EXPECT_TRUE(w.exhausted());
+  EXPECT_EQ(w.events(), 1000u);
+}
+
+TEST(world, a_run_within_its_budget_is_not_exhausted) {
+  sim::world w{2, 1, {}, {}, nullptr};
+  w.set_budget(1000, 10'000);
+  recording r;
+  for (auto id : w.ids())
+    w.spawn(id, r.spawner());
+  w.send(node_id{1}, node_id{2}, caf::make_message(7));
+  w.run_until(sim::timestamp{10ms});
+  EXPECT_FALSE(w.exhausted());
+  EXPECT_EQ(r.log.size(), 1u);
+}

@@ -2,7 +2,8 @@
 // member of a simulated world, with the world's pieces: the candidate's and
 // the replica host's transports through the world's network, their clocks
 // the member's drifting clock, a probe reading world time, and the given
-// simulated disk and term file as the replica's storage. Every workload on
+// simulated disk and term file as the replica's storage, and the member's
+// promise record (kept across its crashes, as a file written to completion). Every workload on
 // the world starts its nodes from this and adjusts what is its own
 // (checkpoint triggers, planted defects, the workflow part).
 #pragma once
@@ -24,7 +25,7 @@ inline node::composition_options world_node_options(
     world& w, node_id id, const std::vector<node_id>& members,
     const election::election_config& econfig, const replication::replica_config& rconfig,
     std::shared_ptr<sim_disk> disk, std::shared_ptr<replication::memory_term_file> terms,
-    uint32_t incarnation) {
+    uint32_t incarnation, std::shared_ptr<election::promise_record> record = nullptr) {
   node::composition_options o;
   auto& co = o.candidate;
   co.id = id;
@@ -33,6 +34,7 @@ inline node::composition_options world_node_options(
   co.net = std::make_shared<world_election_transport>(w, id);
   co.clock = std::make_shared<world_host_clock>(w, id, candidate_port);
   co.incarnation = incarnation;
+  co.record = std::move(record);
   node::node_config cfg;
   cfg.id = id;
   cfg.election = econfig;

@@ -37,24 +37,14 @@ TEST(sim_faults_cli, a_word_the_workload_does_not_apply_is_exit_2_naming_both) {
       {"election", "slow", "slow@1s-2s"},
       {"election", "slow", "slow=20ms"},
       {"election", "cancel", "cancel@1s:1"},
-      {"jobs", "pause", "pause@10ms-20ms:1"},
-      {"jobs", "pause-leader", "pause-leader@10ms-20ms"},
-      {"jobs", "partition", "partition@10ms-20ms:1|2"},
-      {"jobs", "cut", "cut@10ms-20ms:1>2"},
-      {"jobs", "elect", "elect@10ms:1"},
-      {"jobs", "drift", "drift=0.01"},
       {"jobs", "disk-stall", "disk-stall@10ms-20ms:1"},
       {"jobs", "fsync-loss", "fsync-loss@10ms:1"},
       {"jobs", "bitflip", "bitflip@10ms:1"},
-      {"replication", "disk-stall", "disk-stall@1s-2s:1"},
-      {"replication", "fsync-loss", "fsync-loss@1s:1"},
       {"replication", "bitflip", "bitflip@1s:1"},
       {"replication", "hang", "hang@1s-2s"},
       {"replication", "cancel", "cancel@1s:1"},
       {"replication", "slow", "slow=20ms"},
       {"lease", "drift", "drift=0.01"},
-      {"lease", "disk-stall", "disk-stall@1s-2s:1"},
-      {"lease", "fsync-loss", "fsync-loss@1s:1"},
       {"lease", "bitflip", "bitflip@1s:1"},
       {"lease", "fail", "fail@1s-2s"},
       {"lease", "cancel", "cancel@1s:1"},
@@ -98,17 +88,19 @@ TEST(sim_faults_cli, every_workload_takes_the_words_it_applies) {
         "restart@70ms:supervisor1,crash@80ms:service,restart@90ms:service,"
         "crash-leader@100ms,restart-leader@120ms,fail@10ms-20ms:0.5,reject@20ms-30ms:0.1,"
         "hang@30ms-40ms:0.2,slow@40ms-50ms,cancel@60ms:1,slow=10ms,heal@150ms,loss=0.01,"
-        "dup=0.01,delay=1ms..2ms,random=1,horizon=200ms'",
+        "dup=0.01,delay=1ms..2ms,random=1,horizon=200ms,pause@20ms-60ms:2,"
+        "pause-leader@70ms-90ms,partition@90ms-110ms:1|2-3,cut@110ms-130ms:1>2+3,"
+        "elect@130ms:3,drift=0.01'",
         "sim --workload replication --runs 1 --faults 'crash@300ms:2,restart@500ms:2,"
         "pause@400ms-600ms:3,crash-leader@700ms,restart-leader@900ms,"
         "pause-leader@1s-1100ms,partition@1200ms-1300ms:1|2,cut@1300ms-1400ms:1>2+3,"
-        "elect@1500ms:3,heal@1600ms,loss=0.01,dup=0.01,delay=1ms..2ms,drift=0.01,"
-        "random=1,horizon=1s'",
+        "elect@1500ms:3,disk-stall@1700ms-1800ms:1,fsync-loss@1750ms:1,heal@1600ms,"
+        "loss=0.01,dup=0.01,delay=1ms..2ms,drift=0.01,random=1,horizon=1s'",
         "sim --workload lease --runs 1 --faults 'crash@300ms:2,restart@500ms:2,"
         "pause@400ms-600ms:3,crash-leader@700ms,restart-leader@900ms,"
         "pause-leader@1s-1100ms,partition@1200ms-1300ms:1|2,cut@1300ms-1400ms:1>2+3,"
-        "elect@1500ms:3,heal@1600ms,loss=0.01,dup=0.01,delay=1ms..2ms,random=1,"
-        "horizon=1s'"}) {
+        "elect@1500ms:3,disk-stall@1700ms-1800ms:1,fsync-loss@1750ms:1,heal@1600ms,"
+        "loss=0.01,dup=0.01,delay=1ms..2ms,random=1,horizon=1s'"}) {
     auto r = run_conclave(args, true);
     EXPECT_TRUE(r.status == 0 || r.status == 1 || r.status == 3) << args << ": " << r.out;
     EXPECT_TRUE(has(r.out, "in 1 run")) << args << ": " << r.out; // the verdict line

@@ -16,7 +16,8 @@ using conclave::process_test::run_conclave;
 TEST(sim_jobs_cli, bad_input_is_exit_2_with_one_line) {
   for (auto args :
        {"sim --workload jobs --faults 'crash@1s:robot1'",
-        "sim --workload jobs --faults 'pause@1s-2s:1'",
+        "sim --workload jobs --faults 'pause@1s-2s:4'",
+        "sim --workload jobs --faults 'bitflip@1s:1'",
         "sim --workload jobs --faults 'crash@1s:agent9'",
         "sim --workload jobs --faults 'cancel@1s:5'", "sim --workload jobs --jobs 0",
         "sim --workload jobs --steps 65", "sim --workload jobs --service sometimes",
@@ -61,10 +62,11 @@ TEST(sim_jobs_cli, json_is_one_document_with_the_documented_fields) {
 }
 
 TEST(sim_jobs_cli, a_failing_run_prints_a_replay_command_that_reproduces_it) {
-  // The non-idempotent service applies repeated calls again: the effect
+  // The non-idempotent service applies repeated calls again (slow answers
+  // make steps be dispatched again with the same key): the effect
   // checker must fail (exit 3) and say how to replay the run.
   auto r = run_conclave("sim --workload jobs --service non-idempotent --runs 10 --seed 1 "
-                        "--faults 'dup=0.3,hang@0ms-200ms:0.3'");
+                        "--faults 'slow=200ms,slow@0ms-300ms:0.5'");
   ASSERT_EQ(r.status, 3) << r.out;
   EXPECT_TRUE(has(r.out, "one_effect_per_key: ")) << r.out;
   EXPECT_TRUE(has(r.out, "FAILED: ")) << r.out;

@@ -142,8 +142,29 @@ TEST_F(http_api_process, every_documented_route_answers_over_tls) {
       victim_pid = n["pid"].get<int>();
     }
   ASSERT_GT(victim_pid, 0);
-  ASSERT_EQ(::kill(victim_pid, SIGKILL), 0);
   auto c = client(http[leader], false);
+  // SIGSTOP first: the stopped member accepts the leader's connection but
+  // never answers; /v1/cluster still answers within its bound on the
+  // members' views (400 ms) and says which member's view is missing.
+  ASSERT_EQ(::kill(victim_pid, SIGSTOP), 0);
+  for (int round = 0; round < 3; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = c->Get("/v1/cluster");
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - t0);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    auto j = json::parse(r->body);
+    std::printf("[cluster] /v1/cluster with node %llu stopped: %lld ms\n",
+                static_cast<unsigned long long>(victim),
+                static_cast<long long>(took.count()));
+    EXPECT_LT(took.count(), 2000) << "a stopped member held /v1/cluster";
+    ASSERT_EQ(j["views"]["unanswered"].size(), 1u) << j.dump();
+    EXPECT_EQ(j["views"]["unanswered"][0]["id"], victim) << j.dump();
+    EXPECT_EQ(j["views"]["answered"].size(), 2u) << j.dump();
+  }
+  ASSERT_EQ(::kill(victim_pid, SIGCONT), 0);
+  ASSERT_EQ(::kill(victim_pid, SIGKILL), 0);
   json seen;
   EXPECT_TRUE(eventually(
       [&] {

@@ -194,6 +194,17 @@ public:
   }
   void reset_counts() { sent_.fill(0); }
 
+  /// Every node keeps a promise record unless turned off (call before the
+  /// nodes start; a node without one never promises more than guard.lease).
+  void keep_promise_records(bool on) {
+    records_on_ = on;
+    for (auto id : ids())
+      nodes_[id.value - 1].core = new_core(id);
+  }
+  /// What `id`'s promise record holds, and how many writes all nodes made.
+  el::duration promise_record(el::node_id id) const { return nodes_[id.value - 1].record; }
+  uint64_t promise_record_writes() const { return record_writes_; }
+
   /// Every event a member reported, in order.
   const std::vector<el::election_event>& events(el::node_id id) { return log_[id]; }
 
@@ -207,6 +218,8 @@ private:
     std::unique_ptr<el::candidate_core> core;
     uint64_t generation = 0;
     std::optional<el::timestamp> armed;
+    /// The node's promise record (candidate_core::use_promise_record).
+    el::duration record{0};
   };
 
   static sim::network_model network(el::duration latency) {
@@ -217,14 +230,21 @@ private:
 
   el::candidate_core& core(el::node_id id) { return *nodes_[id.value - 1].core; }
 
-  /// A fresh core for `id`, fed by the world.
-  sim::node_body body(el::node_id id) {
-    auto& h = nodes_[id.value - 1];
+  std::unique_ptr<el::candidate_core> new_core(el::node_id id) {
     std::vector<el::node_id> peers;
     for (auto p : ids())
       if (p != id)
         peers.push_back(p);
-    h.core = el::make_core(id, peers, cfg_);
+    auto c = el::make_core(id, peers, cfg_);
+    if (records_on_) // survives the restart, as a file does
+      c->use_promise_record(nodes_[id.value - 1].record);
+    return c;
+  }
+
+  /// A fresh core for `id`, fed by the world.
+  sim::node_body body(el::node_id id) {
+    auto& h = nodes_[id.value - 1];
+    h.core = new_core(id);
     h.generation = 0;
     h.armed.reset();
     sim::node_body b;
@@ -270,6 +290,12 @@ private:
   void flush(el::node_id id) {
     auto& h = nodes_[id.value - 1];
     auto& c = *h.core;
+    if (auto v = c.take_promise_record()) {
+      // Written at once and durable (a synchronous write that completed).
+      h.record = *v;
+      ++record_writes_;
+      c.promise_recorded(*v, now());
+    }
     for (auto& o : c.outbox()) {
       ++sent_[o.msg.index()];
       if (drop_ && drop_(id, o.to, o.msg))
@@ -292,6 +318,8 @@ private:
   el::election_config cfg_;
   sim::world world_;
   uint64_t starts_ = 0; ///< incarnations grow with every (re)start
+  bool records_on_ = true;
+  uint64_t record_writes_ = 0;
   std::vector<hosted> nodes_;
   std::function<bool(el::node_id, el::node_id, const el::message&)> drop_;
   std::array<uint64_t, el::message_type_count> sent_{};

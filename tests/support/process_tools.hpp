@@ -16,6 +16,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "runtime/cluster/listen_ports.hpp"
+
 namespace conclave::testing {
 
 struct command_result {
@@ -78,17 +80,12 @@ private:
   std::vector<pid_t> pids_;
 };
 
-/// A loopback port that was free a moment ago (callers must still handle a clash).
+/// A loopback port that was free a moment ago, outside the kernel's ephemeral
+/// range so that no outgoing connection takes it while its owner restarts
+/// (callers must still handle a clash).
 inline uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
+  auto ports = conclave::cluster::free_listen_ports(1);
+  return ports.empty() ? 0 : ports.front();
 }
 
 } // namespace conclave::testing

@@ -19,6 +19,13 @@
 // discounted, refuted), how late the nodes' timers fired and how far apart
 // heartbeats left and arrived, the CPU time the host stole, and how long the
 // nodes' threads waited for a CPU. --keep-logs DIR keeps the nodes' logs.
+// With --kv-clients N the load is N closed loops of one-shot `conclave kv
+// put` processes at nice 0 instead of the spinners (clients and nodes then
+// share the cores), and it also prints the puts done and failed.
+//
+// With --chaos-s S it runs 5 nodes for S seconds of random faults (the leader
+// killed or stopped, a follower killed or stopped meanwhile) and prints the
+// failover times by signal with their p99 over the median (chaos_run).
 //
 // Prints figures (medians, ratios); never asserts on time. Processes it starts
 // are tracked by pid and stopped by pid.
@@ -37,6 +44,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -45,6 +53,7 @@
 #include <map>
 #include <netinet/in.h>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <sys/resource.h>
@@ -76,6 +85,12 @@ struct options {
   /// Run conclave twice, with proofs of death off (--no-death-proof) and on,
   /// and print both side by side (etcd skipped unless asked for).
   bool death_proof_ab = false;
+  /// > 0: a chaos run of this many seconds on 5 nodes (see chaos_run).
+  int chaos_s = 0;
+  unsigned seed = 1;
+  /// > 0: the idle run's load is this many closed-loop clients, each a loop
+  /// of one-shot `conclave kv put` processes at nice 0, instead of spinners.
+  int kv_clients = 0;
 };
 
 std::string run(const std::string& cmd) {
@@ -314,11 +329,59 @@ pid_t spawn_burner(bool in_session) {
   return pid;
 }
 
+/// A closed loop of one-shot `kv put` processes (key `load-I`) against the
+/// cluster in `dir`, at nice 0 in the bench's session, until SIGTERM; it then
+/// writes "OK FAILED" (operations that exited 0 and that did not) to `out`.
+pid_t spawn_kv_client(const std::string& bin, const fs::path& dir, int i,
+                      const fs::path& out) {
+  auto script =
+      "ok=0; bad=0; trap 'echo $ok $bad > " + out.string()
+      + "; exit 0' TERM; while :; do if " + bin + " kv --timeout-ms 5000 --dir "
+      + dir.string() + " put load-" + std::to_string(i)
+      + " v$ok >/dev/null 2>&1; then ok=$((ok+1)); else bad=$((bad+1)); fi; done";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/bash", "bash", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
 /// Whether this kernel groups processes by session for scheduling.
 bool autogroups_enabled() {
   std::ifstream in{"/proc/sys/kernel/sched_autogroup_enabled"};
   int on = 0;
   return (in >> on) && on != 0;
+}
+
+/// The wall clock as node logs print it (UTC, to the millisecond), so that a
+/// slow round can be found in the logs kept with --keep-logs.
+std::string wall_now() {
+  auto now = std::chrono::system_clock::now();
+  auto t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch())
+                .count()
+            % 1000;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms));
+  return buf;
+}
+
+/// Copies each node's log under `dir` to --keep-logs DIR (if given), named
+/// after the node's directory.
+void keep_node_logs(const options& o, const fs::path& dir) {
+  if (o.keep_logs.empty())
+    return;
+  std::error_code ec;
+  fs::create_directories(o.keep_logs, ec);
+  for (auto& e : fs::directory_iterator{dir, ec})
+    if (fs::exists(e.path() / "node.log"))
+      fs::copy_file(e.path() / "node.log",
+                    fs::path{o.keep_logs} / (e.path().filename().string() + ".log"),
+                    fs::copy_options::overwrite_existing, ec);
 }
 
 void idle_busy_run(const options& o, const fs::path& dir) {
@@ -344,8 +407,12 @@ void idle_busy_run(const options& o, const fs::path& dir) {
   auto delay0 = delays();
   auto steal0 = steal_seconds();
   std::vector<pid_t> burners;
+  std::vector<pid_t> clients;
   auto cores = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < cores; ++i)
+  for (int i = 0; i < o.kv_clients; ++i)
+    clients.push_back(
+        spawn_kv_client(bin, dir, i, dir / ("client-" + std::to_string(i))));
+  for (unsigned i = 0; i < cores && o.kv_clients == 0; ++i)
     burners.push_back(spawn_burner(o.burners_in_session));
   std::this_thread::sleep_for(std::chrono::seconds(o.idle_busy_s));
   auto s1 = status();
@@ -356,27 +423,39 @@ void idle_busy_run(const options& o, const fs::path& dir) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
   }
-  run(bin + " cluster down" + d);
-  if (!o.keep_logs.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.keep_logs, ec);
-    for (auto& e : fs::directory_iterator{dir, ec})
-      if (fs::exists(e.path() / "node.log"))
-        fs::copy_file(e.path() / "node.log",
-                      fs::path{o.keep_logs} / (e.path().filename().string() + ".log"),
-                      fs::copy_options::overwrite_existing, ec);
+  // A client ends after its current operation (bash runs the trap then).
+  uint64_t ops_ok = 0, ops_failed = 0;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    ::kill(clients[i], SIGTERM);
+    ::waitpid(clients[i], nullptr, 0);
+    std::ifstream in{dir / ("client-" + std::to_string(i))};
+    uint64_t ok = 0, bad = 0;
+    if (in >> ok >> bad) {
+      ops_ok += ok;
+      ops_failed += bad;
+    }
   }
+  run(bin + " cluster down" + d);
+  keep_node_logs(o, dir);
   if (!before.ok || !after.ok) {
     std::cerr << "idle run: could not read every node's metrics\n";
     return;
   }
-  std::cout << std::fixed << std::setprecision(0) << "idle 5-node cluster, "
-            << o.idle_busy_s << " s, " << cores << " spinning process(es) at nice 19 ("
-            << (!autogroups_enabled()  ? "no autogroups"
-                : o.burners_in_session ? "in the bench's session: with autogroups, "
-                                         "each session weighs as much as a node"
-                                       : "own session, autogroup nice 19")
-            << "): false suspicions (elections "
+  std::cout << std::fixed << std::setprecision(0) << "5-node cluster, " << o.idle_busy_s
+            << " s, ";
+  if (o.kv_clients > 0)
+    std::cout << o.kv_clients
+              << " closed-loop clients of one-shot `kv put` processes at nice 0 ("
+              << ops_ok << " puts done, " << ops_failed << " failed, "
+              << static_cast<double>(ops_ok) / std::max(1, o.idle_busy_s) << "/s)";
+  else
+    std::cout << cores << " spinning process(es) at nice 19 ("
+              << (!autogroups_enabled()  ? "no autogroups"
+                  : o.burners_in_session ? "in the bench's session: with autogroups, "
+                                           "each session weighs as much as a node"
+                                         : "own session, autogroup nice 19")
+              << ")";
+  std::cout << ": false suspicions (elections "
                "started on a suspected leader) "
             << after.suspected_elections - before.suspected_elections
             << ", leader changes " << after.leader_changes - before.leader_changes
@@ -569,6 +648,130 @@ etcd_result bench_etcd(const options& o, const fs::path& dir, int hb, int el) {
 
 } // namespace
 
+// -- chaos: leaders and followers killed and stopped at random ---------------
+
+/// For `o.chaos_s` seconds on 5 nodes: every 0.3-1.5 s one fault, chosen at
+/// random: the leader killed (-9) or stopped (SIGSTOP for 0.2-1 s), timed by
+/// `cluster kill --wait --leader` like the rounds above; or a follower killed
+/// or stopped and left so until after the next fault (the cluster then fails
+/// over with 4 of 5 alive). Killed nodes are restarted, stopped ones resumed.
+/// Prints the failover times by signal: median, p90, p99, max, and p99 over
+/// the median.
+void chaos_run(const options& o, const fs::path& dir) {
+  auto bin = o.conclave;
+  auto d = " --dir " + dir.string();
+  auto up = run(bin + " cluster up --json --nodes 5" + d + " " + o.up_args);
+  auto j = json::parse(up, nullptr, false);
+  if (j.is_discarded()) {
+    std::cerr << "conclave cluster up failed: " << up << '\n';
+    return;
+  }
+  std::mt19937 rng{o.seed};
+  auto pick = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>{lo, hi}(rng);
+  };
+  std::vector<double> kill_ms, stop_ms;
+  int failed = 0, follower_faults = 0;
+  std::string held_follower, held_signal; // a follower left killed or stopped
+  auto last_restart = clock_type::now();
+  auto restore = [&](const std::string& node, const std::string& sig) {
+    if (sig == "KILL") {
+      run(bin + " cluster restart --timeout-ms 10000 --node " + node + d);
+      last_restart = clock_type::now();
+    } else {
+      run(bin + " cluster kill --wait --signal CONT --node " + node + d);
+    }
+  };
+  auto end = clock_type::now() + std::chrono::seconds{o.chaos_s};
+  while (clock_type::now() < end) {
+    int what = pick(0, 9);
+    if (what < 8) { // the leader: kill or stop
+      std::string sig = what < 4 ? "KILL" : "STOP";
+      auto at = wall_now();
+      auto out = conclave::testing::run_command(
+                     bin + " cluster kill --json --wait --leader --timeout-ms 10000 "
+                     + "--signal " + sig + d + " 2>" + (dir / "kill.err").string())
+                     .out;
+      auto k = json::parse(out, nullptr, false);
+      if (k.is_discarded() || !k.value("leader_changed", false)) {
+        ++failed;
+        std::ifstream err{dir / "kill.err"};
+        std::string why{std::istreambuf_iterator<char>{err}, {}};
+        std::cout << "chaos: round failed at " << at << " (" << sig << " of the leader"
+                  << (held_follower.empty()
+                          ? ""
+                          : ", follower " + held_follower + " held by SIG" + held_signal)
+                  << "): " << out << why;
+      } else {
+        auto ms = k["failover_ms"].get<double>();
+        (sig == "KILL" ? kill_ms : stop_ms).push_back(ms);
+        auto victim = std::to_string(k["node"].get<uint64_t>());
+        auto since_restart =
+            std::chrono::duration<double, std::milli>(clock_type::now() - last_restart)
+                .count();
+        if (ms > (sig == "KILL" ? 50.0 : 200.0))
+          std::cout << "chaos: slow " << sig << " of leader " << victim << " at " << at
+                    << ": " << ms << " ms"
+                    << (held_follower.empty() ? ""
+                                              : ", follower " + held_follower
+                                                    + " held by SIG" + held_signal)
+                    << ", last restart " << static_cast<long>(since_restart)
+                    << " ms before\n";
+        if (sig == "STOP")
+          std::this_thread::sleep_for(std::chrono::milliseconds{pick(200, 1000)});
+        restore(victim, sig);
+      }
+      if (!held_follower.empty()) {
+        restore(held_follower, held_signal);
+        held_follower.clear();
+      }
+    } else if (held_follower.empty()) { // a follower, left so for a while
+      auto st = json::parse(run(bin + " cluster status --json" + d), nullptr, false);
+      if (st.is_discarded())
+        continue;
+      // No agreed leader right now (null): no follower to pick.
+      if (!st["leader"].is_number_unsigned())
+        continue;
+      auto leader = st["leader"].get<uint64_t>();
+      std::vector<std::string> followers;
+      for (auto& n : st["nodes"])
+        if (n.value("alive", false) && n["id"].get<uint64_t>() != leader)
+          followers.push_back(std::to_string(n["id"].get<uint64_t>()));
+      if (followers.empty())
+        continue;
+      held_follower = followers[static_cast<size_t>(pick(0, int(followers.size()) - 1))];
+      held_signal = what == 8 ? "KILL" : "STOP";
+      run(bin + " cluster kill --signal " + held_signal + " --node " + held_follower + d);
+      ++follower_faults;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{pick(300, 1500)});
+  }
+  if (!held_follower.empty())
+    restore(held_follower, held_signal);
+  run(bin + " cluster down" + d);
+  keep_node_logs(o, dir);
+  auto line = [&](const char* what, const std::vector<double>& v) {
+    std::cout << "chaos " << what << ": ";
+    if (v.empty()) {
+      std::cout << "no successful round\n";
+      return;
+    }
+    auto sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    auto p90 =
+        sorted[std::min(sorted.size() - 1,
+                        static_cast<size_t>(std::ceil(0.9 * double(sorted.size()))) - 1)];
+    std::cout << std::fixed << std::setprecision(1) << "median " << median(v)
+              << " ms, p90 " << p90 << ", p99 " << p99(v) << ", max " << sorted.back()
+              << " (" << v.size() << " leader faults); p99 / median "
+              << (median(v) > 0 ? p99(v) / median(v) : 0.0) << "\n";
+  };
+  std::cout << "chaos run: " << o.chaos_s << " s on 5 nodes (seed " << o.seed << "), "
+            << follower_faults << " follower faults, " << failed << " failed round(s)\n";
+  line("SIGKILL of the leader", kill_ms);
+  line("SIGSTOP of the leader", stop_ms);
+}
+
 int main(int argc, char** argv) {
   options o;
   for (int i = 1; i < argc; ++i) {
@@ -596,6 +799,12 @@ int main(int argc, char** argv) {
       o.keep_logs = next();
     else if (a == "--burners-in-session")
       o.burners_in_session = true;
+    else if (a == "--chaos-s")
+      o.chaos_s = std::stoi(next());
+    else if (a == "--seed")
+      o.seed = static_cast<unsigned>(std::stoul(next()));
+    else if (a == "--kv-clients")
+      o.kv_clients = std::stoi(next());
     else if (a == "--quick") {
       o.rounds = 1;
       o.skip_etcd = true;
@@ -604,7 +813,7 @@ int main(int argc, char** argv) {
           << "usage: failover_bench [--rounds R] [--nodes N] [--conclave BIN] "
              "[--etcd BIN] [--skip-etcd] [--quick] [--death-proof-ab] [--up-args ARGS] "
              "[--idle-busy-s SECONDS] [--skip-failover] [--keep-logs DIR] "
-             "[--burners-in-session]\n";
+             "[--burners-in-session] [--kv-clients N] [--chaos-s SECONDS] [--seed N]\n";
       return 2;
     }
   }
@@ -620,6 +829,13 @@ int main(int argc, char** argv) {
             << o.nodes << " nodes (Bully, the nodes' default timing: docs/design/node.md"
             << (o.up_args.empty() ? "" : ", cluster up " + o.up_args) << "), "
             << "loopback, shared machine\n";
+  if (o.chaos_s > 0) {
+    chaos_run(o, root / "chaos");
+    if (o.skip_failover && o.idle_busy_s == 0) {
+      fs::remove_all(root);
+      return 0;
+    }
+  }
   if (o.skip_failover) {
     if (o.idle_busy_s > 0)
       idle_busy_run(o, root / "idle-busy");
