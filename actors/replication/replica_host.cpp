@@ -275,7 +275,7 @@ std::optional<lease> lease_of(host_state& st, const std::string& name) {
 /// Every lease this host applied, by name.
 std::vector<std::pair<std::string, lease>> all_leases(host_state& st) {
   std::vector<std::pair<std::string, lease>> out;
-  if (!st.store->find_collection(lease_collection))
+  if (!st.store->has_collection(lease_collection))
     return out;
   auto txn = st.store->begin();
   store::op_request op;
@@ -862,10 +862,10 @@ std::optional<std::string> prefix_end(std::string prefix) {
 list_result list(host_state& st, const list_request& req) {
   list_result out;
   describe(st, out);
-  auto c = st.store->find_collection(req.collection);
-  if (!c)
+  auto kind = st.store->collection_kind_of(req.collection);
+  if (!kind)
     return out;
-  if (c->kind != store::collection_kind::dictionary) {
+  if (*kind != store::collection_kind::dictionary) {
     out.code = errc::wrong_kind;
     return out;
   }
@@ -1123,8 +1123,8 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         auto& st = self->state;
         read_result out;
         describe(st, out);
-        if (auto c = st.store->find_collection(req.collection);
-            c && c->kind != store::collection_kind::dictionary) {
+        if (auto kind = st.store->collection_kind_of(req.collection);
+            kind && *kind != store::collection_kind::dictionary) {
           out.code = errc::wrong_kind;
           return out;
         }

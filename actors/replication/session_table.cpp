@@ -38,7 +38,7 @@ std::optional<std::string> get(store::store_core& s, store::txn_id txn,
 }
 
 std::error_code ensure(store::store_core& s, const std::string& collection) {
-  if (s.find_collection(collection))
+  if (s.has_collection(collection))
     return {};
   auto c = s.ensure_collection(collection, store::collection_kind::dictionary, "bytes",
                                "bytes");
@@ -70,7 +70,7 @@ std::error_code write(store::store_core& s, store::txn_id txn,
 std::vector<std::pair<int64_t, std::string>> oldest(store::store_core& s,
                                                     store::txn_id txn, uint32_t n) {
   std::vector<std::pair<int64_t, std::string>> out;
-  if (!s.find_collection(session_age_collection))
+  if (!s.has_collection(session_age_collection))
     return out;
   store::op_request r;
   r.txn = txn;
@@ -297,22 +297,35 @@ std::error_code record_outcome(store::store_core& s, store::txn_id txn,
   // So too past the store's value limit (large dequeued items): an outcome
   // that does not fit even alone is forgotten at once, and its retry is
   // refused as unknown rather than run again.
-  auto fits = [&] { return encode_session(cur).size() <= s.limits().max_value_bytes; };
-  while (!cur.kept.empty()
-         && (cur.kept.size() > std::max<size_t>(limits.kept_outcomes, 1) || !fits())) {
+  auto drop_oldest = [&] {
     cur.floor = std::max(cur.floor, cur.kept.front().seq + 1);
     cur.kept.erase(cur.kept.begin());
+  };
+  while (cur.kept.size() > std::max<size_t>(limits.kept_outcomes, 1))
+    drop_oldest();
+  auto encoded = encode_session(cur);
+  while (!cur.kept.empty() && encoded.size() > s.limits().max_value_bytes) {
+    drop_oldest();
+    encoded = encode_session(cur);
   }
-  if (auto e = write(s, txn, session_collection, c.client, encode_session(cur)))
+  if (auto e = write(s, txn, session_collection, c.client, std::move(encoded)))
     return e;
   if (auto e = write(s, txn, session_age_collection,
                      session_age_key(cur.last_ms, c.client), std::string{}))
     return e;
   // Expire sessions unused for limits.idle_expiry, oldest first, a few per
   // record.
+  auto expired = [&](int64_t last, const std::string& client) {
+    return client != c.client && last <= cur.last_ms - limits.idle_expiry.count();
+  };
+  // Most records expire nothing: the oldest session alone tells, and only
+  // then is the batch read.
+  auto first = oldest(s, txn, 1);
+  if (first.empty() || !expired(first.front().first, first.front().second))
+    return store_count(s, txn, count);
   auto batch = static_cast<uint32_t>(limits.expire_batch + 1);
   for (auto& [last, client] : oldest(s, txn, batch)) {
-    if (client == c.client || last > cur.last_ms - limits.idle_expiry.count())
+    if (!expired(last, client))
       break;
     if (auto e = forget(s, txn, last, client))
       return e;

@@ -14,7 +14,7 @@ namespace conclave::replication {
 inline store::result<std::optional<std::string>>
 read_key(store::store_core& s, store::txn_id txn, const std::string& collection,
          const std::string& key, store::read_mode mode = store::read_mode::repeatable) {
-  if (!s.find_collection(collection))
+  if (!s.has_collection(collection))
     return std::optional<std::string>{};
   store::op_request r;
   r.txn = txn;

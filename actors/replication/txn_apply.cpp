@@ -91,7 +91,7 @@ errc apply_lease(store::store_core& s, store::txn_id txn, const txn_op& op, lsn 
   o = std::move(step.out);
   if (step.code != errc::ok || !step.changed)
     return step.code;
-  if (!s.find_collection(lease_collection)) {
+  if (!s.has_collection(lease_collection)) {
     auto c = s.ensure_collection(lease_collection, store::collection_kind::dictionary,
                                  "bytes", "bytes");
     if (!c)
@@ -136,8 +136,8 @@ apply_outcome apply_ops(store::store_core& s, op_range ops, lsn at) {
     std::optional<bool> queue;
     if (auto i = created_queue.find(op.collection); i != created_queue.end())
       queue = i->second;
-    else if (auto c = s.find_collection(op.collection))
-      queue = c->kind == store::collection_kind::queue;
+    else if (auto kind = s.collection_kind_of(op.collection))
+      queue = *kind == store::collection_kind::queue;
     if (queue && *queue != is_queue_op(op.kind))
       return {errc::wrong_kind, {}};
     if (!queue) {
@@ -166,7 +166,7 @@ apply_outcome apply_ops(store::store_core& s, op_range ops, lsn at) {
       continue;
     }
     bool queue = is_queue_op(op.kind);
-    bool exists = s.find_collection(op.collection).has_value();
+    bool exists = s.has_collection(op.collection);
     if (!exists && (op.kind == op_kind::put || op.kind == op_kind::enqueue)) {
       auto c = s.ensure_collection(op.collection,
                                    queue ? store::collection_kind::queue

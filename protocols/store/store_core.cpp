@@ -46,6 +46,14 @@ std::optional<collection_info> store_core::find_collection(std::string_view name
   return collections_.at(i->second).info;
 }
 
+std::optional<collection_kind>
+store_core::collection_kind_of(std::string_view name) const {
+  auto i = names_.find(name);
+  if (i == names_.end())
+    return std::nullopt;
+  return collections_.at(i->second).info.kind;
+}
+
 result<std::optional<log_record>>
 store_core::ensure_collection(const std::string& name, collection_kind kind,
                               const std::string& key_type,

@@ -82,6 +82,11 @@ public:
 
   /// Finds a collection by name.
   std::optional<collection_info> find_collection(std::string_view name) const;
+  /// The kind of the collection of that name, if it exists: what
+  /// find_collection tells without copying the names and types (the
+  /// replicas' apply path asks it for every op).
+  std::optional<collection_kind> collection_kind_of(std::string_view name) const;
+  bool has_collection(std::string_view name) const { return names_.count(name) != 0; }
 
   /// Returns the collection of that name after checking kind and types, or
   /// creates it. A creation returns the create_collection record (already

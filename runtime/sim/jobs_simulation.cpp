@@ -14,6 +14,7 @@
 #include "runtime/sim/node_world.hpp"
 #include "runtime/sim/sim_disk.hpp"
 #include "runtime/sim/world.hpp"
+#include "runtime/sim/world_ask.hpp"
 #include "runtime/sim/world_clock.hpp"
 #include "runtime/sim/world_faults.hpp"
 #include "runtime/sim/world_node_options.hpp"
@@ -238,8 +239,9 @@ public:
     case k::cancel:
       if (f.number >= 1 && f.number <= ids_.size())
         if (auto i = reachable())
-          ask<wf::job_state>(world_.system(), nodes_[*i].client,
-                             conclave::workflow_atoms::cancel_atom_v, ids_[f.number - 1]);
+          asker_.ask<wf::job_state>(nodes_[*i].client,
+                                    conclave::workflow_atoms::cancel_atom_v,
+                                    ids_[f.number - 1]);
       break;
     default:
       // The shared words (service windows act through decide_call).
@@ -286,8 +288,8 @@ public:
       return true;
     if (auto i = reachable()) {
       for (auto& id : open)
-        polls_.push_back(ask<wf::job_view>(world_.system(), nodes_[*i].client,
-                                           caf::get_atom::value, id));
+        polls_.push_back(
+            asker_.ask<wf::job_view>(nodes_[*i].client, caf::get_atom::value, id));
       world_.run_actors();
     }
     return false;
@@ -300,18 +302,17 @@ public:
     auto i = reachable();
     if (i) {
       auto client = nodes_[*i].client;
-      auto& sys = world_.system();
       std::vector<std::shared_ptr<reply<wf::job_view>>> views;
       std::vector<std::shared_ptr<reply<std::vector<wf::job_event>>>> events;
       for (auto& id : ids_) {
-        views.push_back(ask<wf::job_view>(sys, client, caf::get_atom::value, id));
-        events.push_back(ask<std::vector<wf::job_event>>(
-            sys, client, conclave::workflow_atoms::events_atom_v, id, uint64_t{0}));
+        views.push_back(asker_.ask<wf::job_view>(client, caf::get_atom::value, id));
+        events.push_back(asker_.ask<std::vector<wf::job_event>>(
+            client, conclave::workflow_atoms::events_atom_v, id, uint64_t{0}));
       }
       std::vector<std::shared_ptr<reply<std::vector<wf::job_id>>>> lists;
       for (uint8_t st = 0; st < wf::step_state_count; ++st)
-        lists.push_back(ask<std::vector<wf::job_id>>(
-            sys, client, conclave::workflow_atoms::list_atom_v,
+        lists.push_back(asker_.ask<std::vector<wf::job_id>>(
+            client, conclave::workflow_atoms::list_atom_v,
             static_cast<wf::step_state>(st)));
       wait_all(views);
       wait_all(events);
@@ -366,8 +367,8 @@ private:
     if (auto i = reachable()) {
       sub.via = *i;
       sub.via_incarnation = world_.incarnation(members_[*i]);
-      sub.answer = ask<wf::job_id>(world_.system(), nodes_[*i].client,
-                                   conclave::workflow_atoms::submit_atom_v, sub.spec);
+      sub.answer = asker_.ask<wf::job_id>(
+          nodes_[*i].client, conclave::workflow_atoms::submit_atom_v, sub.spec);
       world_.run_actors();
     }
   }
@@ -443,8 +444,7 @@ private:
   /// The raw index rows, read in a transaction of their own.
   std::optional<std::map<std::string, std::vector<std::string>>>
   read_index_rows(const store::store_actor& st) {
-    auto& sys = world_.system();
-    auto t = wait_one(ask<store::txn_id>(sys, st, conclave::store_atoms::begin_atom_v));
+    auto t = wait_one(asker_.ask<store::txn_id>(st, conclave::store_atoms::begin_atom_v));
     if (!t)
       return std::nullopt;
     std::map<std::string, std::vector<std::string>> rows;
@@ -454,7 +454,7 @@ private:
       r.txn = *t;
       r.op = store::operation::enumerate;
       r.collection = c;
-      auto res = wait_one(ask<store::op_result>(sys, st, r, uint32_t{1000}));
+      auto res = wait_one(asker_.ask<store::op_result>(st, r, uint32_t{1000}));
       if (!res) {
         read = false;
         break;
@@ -462,7 +462,7 @@ private:
       for (auto& kv : res->items)
         rows[c].push_back(kv.first);
     }
-    wait_one(ask<bool>(sys, st, conclave::store_atoms::abort_atom_v, *t));
+    wait_one(asker_.ask<bool>(st, conclave::store_atoms::abort_atom_v, *t));
     if (!read)
       return std::nullopt;
     return rows;
@@ -529,6 +529,8 @@ private:
 
   jobs_settings settings_;
   world world_;
+  /// Declared after the world: gone before the world's actor system.
+  asker asker_{world_.system()};
   el::election_config econfig_;
   rp::replica_config rconfig_;
   std::vector<el::node_id> members_;

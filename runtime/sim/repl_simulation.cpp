@@ -10,6 +10,7 @@
 #include "runtime/sim/node_world.hpp"
 #include "runtime/sim/sim_disk.hpp"
 #include "runtime/sim/world.hpp"
+#include "runtime/sim/world_ask.hpp"
 #include "runtime/sim/world_clock.hpp"
 #include "runtime/sim/world_faults.hpp"
 #include "runtime/sim/world_node_options.hpp"
@@ -208,8 +209,8 @@ public:
   /// The promised term of node i's host now (none if it is down or paused).
   std::optional<el::term> promised_of(size_t i) {
     if (i < nodes_.size() && world_.alive(members_[i])) {
-      auto r = ask<rp::replica_status>(world_.system(), nodes_[i].host,
-                                       replication_atoms::status_atom_v);
+      auto r = asker_.ask<rp::replica_status>(nodes_[i].host,
+                                              replication_atoms::status_atom_v);
       world_.run_actors();
       if (r->value)
         return r->value->promised;
@@ -231,42 +232,37 @@ public:
       slots.push_back(slot);
     }
     auto* w = &world_;
-    std::vector<std::pair<caf::actor, caf::actor>> targets;
-    for (auto& sl : slots)
-      targets.emplace_back(nodes_[sl->node].host,
-                           caf::actor_cast<caf::actor>(nodes_[sl->node].candidate));
     auto keys = sampled_keys();
-    auto leases = settings_.sampled_leases;
-    world_.system().spawn([=](caf::event_based_actor* self) {
-      auto fill = [w](auto& r) {
-        return [w, &r](auto& x) {
-          r.value = std::move(x);
-          r.done = true;
-          r.at = w->now();
-        };
+    auto& leases = settings_.sampled_leases;
+    auto fill = [w](auto& r) {
+      return [w, &r](auto& x) {
+        r.value = std::move(x);
+        r.done = true;
+        r.at = w->now();
       };
-      auto ignore = [](caf::error&) {};
-      for (size_t j = 0; j < slots.size(); ++j) {
-        auto& sl = slots[j];
-        auto [host, cand] = targets[j];
-        self->request(host, caf::infinite, replication_atoms::status_atom_v)
-            .then([sl, f = fill(sl->before)](rp::replica_status& x) mutable { f(x); },
-                  ignore);
-        self->request(cand, caf::infinite, caf::get_atom::value,
-                      election_atoms::leader_atom::value)
-            .then([sl, f = fill(sl->info)](el::leader_info& x) mutable { f(x); }, ignore);
-        for (size_t k = 0; k < keys; ++k)
-          self->request(host, caf::infinite,
-                        leases.empty()
-                            ? rp::read_request{collection, key_name(k)}
-                            : rp::read_request{rp::lease_collection, leases[k]})
-              .then([sl, f = fill(sl->reads[k])](rp::read_result& x) mutable { f(x); },
-                    ignore);
-        self->request(host, caf::infinite, replication_atoms::status_atom_v)
-            .then([sl, f = fill(sl->after)](rp::replica_status& x) mutable { f(x); },
-                  ignore);
-      }
-    });
+    };
+    auto ignore = [](caf::error&) {};
+    for (auto& sl : slots) {
+      auto host = nodes_[sl->node].host;
+      auto cand = caf::actor_cast<caf::actor>(nodes_[sl->node].candidate);
+      asker_.request<rp::replica_status>(
+          host, caf::make_message(replication_atoms::status_atom_v),
+          [sl, f = fill(sl->before)](rp::replica_status& x) mutable { f(x); }, ignore);
+      asker_.request<el::leader_info>(
+          cand,
+          caf::make_message(caf::get_atom::value, election_atoms::leader_atom::value),
+          [sl, f = fill(sl->info)](el::leader_info& x) mutable { f(x); }, ignore);
+      for (size_t k = 0; k < keys; ++k)
+        asker_.request<rp::read_result>(
+            host,
+            caf::make_message(leases.empty()
+                                  ? rp::read_request{collection, key_name(k)}
+                                  : rp::read_request{rp::lease_collection, leases[k]}),
+            [sl, f = fill(sl->reads[k])](rp::read_result& x) mutable { f(x); }, ignore);
+      asker_.request<rp::replica_status>(
+          host, caf::make_message(replication_atoms::status_atom_v),
+          [sl, f = fill(sl->after)](rp::replica_status& x) mutable { f(x); }, ignore);
+    }
     world_.run_actors();
     std::vector<repl_sample> out;
     auto now = world_.now();
@@ -309,26 +305,23 @@ public:
   }
 
 private:
-  /// Sends `req` to node i's front from a throw-away actor; the answer (or
+  /// Sends `req` to node i's front through the asker; the answer (or
   /// the error, as an empty answer) lands in the slot with its time.
   template <class Answer, class Request>
   std::shared_ptr<timed_reply<Answer>> ask_front(size_t i, Request req) {
     auto out = std::make_shared<timed_reply<Answer>>();
-    auto to = nodes_[i].front;
     auto* w = &world_;
-    world_.system().spawn([=](caf::event_based_actor* self) {
-      self->request(to, caf::infinite, req)
-          .then(
-              [=](Answer& r) {
-                out->value = std::move(r);
-                out->done = true;
-                out->at = w->now();
-              },
-              [=](caf::error&) {
-                out->done = true;
-                out->at = w->now();
-              });
-    });
+    asker_.request<Answer>(
+        nodes_[i].front, caf::make_message(std::move(req)),
+        [=](Answer& r) {
+          out->value = std::move(r);
+          out->done = true;
+          out->at = w->now();
+        },
+        [=](caf::error&) {
+          out->done = true;
+          out->at = w->now();
+        });
     return out;
   }
 
@@ -402,6 +395,8 @@ private:
 
   repl_settings settings_;
   world world_;
+  /// Declared after the world: gone before the world's actor system.
+  asker asker_{world_.system()};
   el::election_config econfig_;
   rp::replica_config rconfig_;
   std::vector<el::node_id> members_;
