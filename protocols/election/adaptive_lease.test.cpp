@@ -21,7 +21,9 @@ namespace el = conclave::election;
 
 namespace {
 
-uint64_t el_ns(el::duration d) { return static_cast<uint64_t>(d.count()); }
+uint64_t el_ns(el::duration d) {
+  return static_cast<uint64_t>(d.count());
+}
 
 std::vector<el::heartbeat_ack_msg> lease_acks_to(el::candidate_core& c, el::node_id to) {
   std::vector<el::heartbeat_ack_msg> out;
@@ -89,7 +91,7 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
   EXPECT_EQ(a[0].lease_ns, el_ns(100ms));
   auto want = c->take_promise_record();
   ASSERT_TRUE(want);
-  EXPECT_EQ(*want, cfg.guard.lease_max); // one raise, to the longest lease
+  EXPECT_EQ(*want, cfg.guard.lease_max);  // one raise, to the longest lease
   EXPECT_FALSE(c->take_promise_record()); // taken once
   c->promise_recorded(*want, now);
   now += 40ms;
@@ -105,7 +107,8 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
   auto t_first = now;
   now += 10ms;
   c->handle(
-      el::heartbeat_msg{id(3), t3, 3, {}, static_cast<uint64_t>(el::duration{100ms}.count())},
+      el::heartbeat_msg{
+          id(3), t3, 3, {}, static_cast<uint64_t>(el::duration{100ms}.count())},
       now);
   a = lease_acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
@@ -129,7 +132,8 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
   el::term t4{3, id(3), 8};
   now += 1s;
   c->handle(
-      el::heartbeat_msg{id(3), t4, 1, {}, static_cast<uint64_t>(el::duration{2s}.count())},
+      el::heartbeat_msg{
+          id(3), t4, 1, {}, static_cast<uint64_t>(el::duration{2s}.count())},
       now);
   a = lease_acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
@@ -148,7 +152,8 @@ std::unique_ptr<el::candidate_core> follower(const el::election_config& cfg,
   if (record)
     c->use_promise_record(*record);
   c->start(now, 1);
-  now += std::max(record.value_or(0ms), cfg.guard.lease) + cfg.guard.max_clock_drift + 1ms;
+  now +=
+      std::max(record.value_or(0ms), cfg.guard.lease) + cfg.guard.max_clock_drift + 1ms;
   c->tick(now);
   c->outbox().clear();
   return c;
@@ -211,7 +216,7 @@ TEST(adaptive_lease, a_failed_record_write_keeps_promises_at_the_record) {
     c->handle(el::heartbeat_msg{id(3), t3, ++seq, {}, el_ns(lease)}, now);
     auto a = lease_acks_to(*c, id(3));
     return a.size() == 1 ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                               el::duration{static_cast<int64_t>(a[0].lease_ns)})
+               el::duration{static_cast<int64_t>(a[0].lease_ns)})
                          : -1ms;
   };
   EXPECT_EQ(ask(300ms), 100ms);
@@ -253,7 +258,7 @@ TEST(adaptive_lease, the_record_is_lowered_once_long_promises_have_lapsed_for_30
     c->handle(el::heartbeat_msg{id(3), t3, ++seq, {}, el_ns(lease)}, now);
     auto a = lease_acks_to(*c, id(3));
     return a.size() == 1 ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                               el::duration{static_cast<int64_t>(a[0].lease_ns)})
+               el::duration{static_cast<int64_t>(a[0].lease_ns)})
                          : -1ms;
   };
   EXPECT_EQ(ask(300ms), 300ms); // within the record: no write
@@ -266,7 +271,7 @@ TEST(adaptive_lease, the_record_is_lowered_once_long_promises_have_lapsed_for_30
   EXPECT_EQ(ask(100ms), 100ms);
   ASSERT_EQ(c->take_promise_record(), cfg.guard.lease);
   now += 50ms;
-  EXPECT_EQ(ask(300ms), 100ms); // the lowering binds before it completes
+  EXPECT_EQ(ask(300ms), 100ms);           // the lowering binds before it completes
   EXPECT_FALSE(c->take_promise_record()); // one write at a time
   c->promise_recorded(cfg.guard.lease, now);
   now += 50ms;

@@ -373,7 +373,8 @@ void ring_core::on_algorithm_tick(timestamp now) {
     // keeps its leader: its detector watches that leader. Electing here
     // deposed a healthy leader seconds after the faults healed (seed 284 of
     // `--algorithm ring --nodes 7 --faults 'random=5,loss=0.3' --guard`).
-    bool following = !is_leader() && leader() != no_node && !(cfg_.preempt && leader() < self_);
+    bool following =
+        !is_leader() && leader() != no_node && !(cfg_.preempt && leader() < self_);
     if (!following)
       start_election(election_reason::election_timeout, now);
   }

@@ -15,17 +15,17 @@
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/peer_connector.hpp"
 #include "runtime/node/peer_links.hpp"
+#include "runtime/node/promise_file.hpp"
 #include "runtime/node/replica_front.hpp"
 #include "runtime/node/replica_leadership.hpp"
 #include "runtime/node/replica_link.hpp"
-#include "runtime/node/promise_file.hpp"
 #include "runtime/node/replica_storage.hpp"
-#include "storage/posix_file_system.hpp"
 #include "runtime/node/sched_slice.hpp"
 #include "runtime/node/socket_numbers.hpp"
 #include "runtime/node/status_file.hpp"
 #include "runtime/node/tls_error_queue.hpp"
 #include "runtime/node/tls_metrics.hpp"
+#include "storage/posix_file_system.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

@@ -36,7 +36,8 @@ std::string file_promise_record::encode(election::duration value) {
 }
 
 std::optional<election::duration> file_promise_record::decode(std::string_view bytes) {
-  if (bytes.size() != file_size || bytes.substr(0, 4) != magic || le(bytes, 4, 4) != version
+  if (bytes.size() != file_size || bytes.substr(0, 4) != magic
+      || le(bytes, 4, 4) != version
       || le(bytes, 16, 4) != store::crc32c(bytes.substr(0, 16)))
     return std::nullopt;
   auto ns = le(bytes, 8, 8);
@@ -53,7 +54,7 @@ file_promise_record::open(const fs::path& dir, std::shared_ptr<store::file_syste
   auto tmp = path;
   tmp += ".tmp";
   // A write that never returned: nothing was promised on its strength.
-  (void) f->files_->remove(tmp);
+  (void)f->files_->remove(tmp);
   auto data = f->files_->read_file(path);
   if (!data && data.error() == std::errc::no_such_file_or_directory)
     return f;

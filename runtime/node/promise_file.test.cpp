@@ -49,8 +49,8 @@ TEST_F(promise_file_test, no_file_is_nothing_promised_and_a_stored_value_is_read
   auto r = open(problem);
   EXPECT_TRUE(problem.empty());
   EXPECT_EQ(r->load(), 0ms);
-  for (auto v : {el::duration{1}, el::duration{500ms}, el::duration{100ms}, el::duration{0},
-                 el::duration{std::numeric_limits<int64_t>::max()}}) {
+  for (auto v : {el::duration{1}, el::duration{500ms}, el::duration{100ms},
+                 el::duration{0}, el::duration{std::numeric_limits<int64_t>::max()}}) {
     ASSERT_TRUE(r->store(v));
     EXPECT_EQ(r->load(), v);
     EXPECT_EQ(open(problem)->load(), v);
@@ -75,7 +75,8 @@ TEST_F(promise_file_test, a_write_that_never_completed_leaves_the_old_value) {
 
 // Every flipped bit and every cut length of a valid file is reported, moved
 // aside as it was, and read as the longest lease.
-TEST_F(promise_file_test, every_flipped_bit_and_cut_is_reported_kept_and_read_as_the_longest) {
+TEST_F(promise_file_test,
+       every_flipped_bit_and_cut_is_reported_kept_and_read_as_the_longest) {
   auto good = file_promise_record::encode(300ms);
   ASSERT_EQ(good.size(), 20u);
   std::vector<std::string> damaged;

@@ -3,8 +3,8 @@
 // the replica host's transports through the world's network, their clocks
 // the member's drifting clock, a probe reading world time, and the given
 // simulated disk and term file as the replica's storage, and the member's
-// promise record (kept across its crashes, as a file written to completion). Every workload on
-// the world starts its nodes from this and adjusts what is its own
+// promise record (kept across its crashes, as a file written to completion). Every
+// workload on the world starts its nodes from this and adjusts what is its own
 // (checkpoint triggers, planted defects, the workflow part).
 #pragma once
 

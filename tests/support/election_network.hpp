@@ -202,7 +202,9 @@ public:
       nodes_[id.value - 1].core = new_core(id);
   }
   /// What `id`'s promise record holds, and how many writes all nodes made.
-  el::duration promise_record(el::node_id id) const { return nodes_[id.value - 1].record; }
+  el::duration promise_record(el::node_id id) const {
+    return nodes_[id.value - 1].record;
+  }
   uint64_t promise_record_writes() const { return record_writes_; }
 
   /// Every event a member reported, in order.
