@@ -19,18 +19,6 @@ constexpr std::string_view magic = "CTRM";
 constexpr uint32_t version = 1;
 constexpr size_t file_size = 36;
 
-uint64_t le(std::string_view bytes, size_t at, size_t n) {
-  uint64_t x = 0;
-  for (size_t i = 0; i < n; ++i)
-    x |= uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
-  return x;
-}
-
-void put_le(std::string& out, uint64_t x, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
-}
-
 } // namespace
 
 file_term_file::file_term_file(fs::path dir, std::shared_ptr<store::file_system> disk)
@@ -38,23 +26,23 @@ file_term_file::file_term_file(fs::path dir, std::shared_ptr<store::file_system>
 
 std::string file_term_file::encode(const term& t) {
   std::string out{magic};
-  put_le(out, version, 4);
-  put_le(out, t.epoch, 8);
-  put_le(out, t.leader.value, 8);
-  put_le(out, t.incarnation, 8);
-  put_le(out, store::crc32c(out), 4);
+  store::files::append_le(out, version, 4);
+  store::files::append_le(out, t.epoch, 8);
+  store::files::append_le(out, t.leader.value, 8);
+  store::files::append_le(out, t.incarnation, 8);
+  store::files::append_le(out, store::crc32c(out), 4);
   return out;
 }
 
 result<term> file_term_file::decode(std::string_view bytes) {
   if (bytes.size() != file_size || bytes.substr(0, 4) != magic
-      || le(bytes, 4, 4) != version
-      || le(bytes, 32, 4) != store::crc32c(bytes.substr(0, 32)))
+      || store::files::read_le(bytes, 4, 4) != version
+      || store::files::read_le(bytes, 32, 4) != store::crc32c(bytes.substr(0, 32)))
     return errc::corrupt_data;
   term t;
-  t.epoch = le(bytes, 8, 8);
-  t.leader.value = le(bytes, 16, 8);
-  t.incarnation = le(bytes, 24, 8);
+  t.epoch = store::files::read_le(bytes, 8, 8);
+  t.leader.value = store::files::read_le(bytes, 16, 8);
+  t.incarnation = store::files::read_le(bytes, 24, 8);
   return t;
 }
 

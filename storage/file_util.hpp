@@ -48,6 +48,21 @@ std::string lsn_name(const std::string& prefix, lsn l, const std::string& suffix
 std::optional<lsn> parse_lsn_name(const std::string& name, const std::string& prefix,
                                   const std::string& suffix);
 
+/// The n-byte little-endian number at `at` of `bytes` (n <= 8; the caller
+/// checks the size).
+inline uint64_t read_le(std::string_view bytes, size_t at, size_t n) {
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; ++i)
+    x |= uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+  return x;
+}
+
+/// Appends the low n bytes of x, little endian.
+inline void append_le(std::string& out, uint64_t x, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
+}
+
 /// r's value, or `fallback` when r holds an error.
 template <class T>
 T value_or(const result<T>& r, T fallback) {

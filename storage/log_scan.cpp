@@ -11,23 +11,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-uint64_t le(std::string_view bytes, size_t at, size_t n) {
-  uint64_t x = 0;
-  for (size_t i = 0; i < n; ++i)
-    x |= uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
-  return x;
-}
-
 /// The offset of the next valid record at or after `from` whose lsn lies in
 /// (after, upper], or npos. The lsn range check before the checksum keeps
 /// this linear: a record of this segment has an lsn between the segment's
 /// name and name + size / 25 (a frame is at least 25 bytes).
 size_t resync(std::string_view bytes, size_t from, uint64_t after, uint64_t upper) {
   for (size_t q = from; q + record_header_size <= bytes.size(); ++q) {
-    auto body = le(bytes, q, 4) & ~uint64_t{batch_flag};
+    auto body = store::files::read_le(bytes, q, 4) & ~uint64_t{batch_flag};
     if (body == 0 || body > bytes.size() - q - record_header_size)
       continue;
-    auto l = le(bytes, q + 8, 8);
+    auto l = store::files::read_le(bytes, q + 8, 8);
     if (l <= after || l > upper)
       continue;
     if (decode_record(bytes.substr(q)).status == decode_status::ok)

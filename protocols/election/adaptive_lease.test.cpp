@@ -159,6 +159,18 @@ std::unique_ptr<el::candidate_core> follower(const el::election_config& cfg,
   return c;
 }
 
+/// The lease `c` promises leader 3 (term 1/3) for heartbeat `seq` asking
+/// `lease` at `now`; -1 ms if it sent no single ack.
+std::chrono::milliseconds promised(el::candidate_core& c, el::timestamp now, uint64_t seq,
+                                   el::duration lease) {
+  c.handle(el::heartbeat_msg{id(3), el::term{1, id(3), 7}, seq, {}, el_ns(lease)}, now);
+  auto a = lease_acks_to(c, id(3));
+  if (a.size() != 1)
+    return -1ms;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      el::duration{static_cast<int64_t>(a[0].lease_ns)});
+}
+
 } // namespace
 
 // Without a record of its promises, a member never promises more than
@@ -210,15 +222,8 @@ TEST(adaptive_lease, a_failed_record_write_keeps_promises_at_the_record) {
   auto cfg = guarded(el::algorithm::bully);
   el::timestamp now{0};
   auto c = follower(cfg, 0ms, now);
-  el::term t3{1, id(3), 7};
   uint64_t seq = 0;
-  auto ask = [&](el::duration lease) {
-    c->handle(el::heartbeat_msg{id(3), t3, ++seq, {}, el_ns(lease)}, now);
-    auto a = lease_acks_to(*c, id(3));
-    return a.size() == 1 ? std::chrono::duration_cast<std::chrono::milliseconds>(
-               el::duration{static_cast<int64_t>(a[0].lease_ns)})
-                         : -1ms;
-  };
+  auto ask = [&](el::duration lease) { return promised(*c, now, ++seq, lease); };
   EXPECT_EQ(ask(300ms), 100ms);
   ASSERT_EQ(c->take_promise_record(), cfg.guard.lease_max);
   c->promise_record_failed(now);
@@ -252,15 +257,8 @@ TEST(adaptive_lease, the_record_is_lowered_once_long_promises_have_lapsed_for_30
   auto cfg = guarded(el::algorithm::bully);
   el::timestamp now{0};
   auto c = follower(cfg, 500ms, now);
-  el::term t3{1, id(3), 7};
   uint64_t seq = 0;
-  auto ask = [&](el::duration lease) {
-    c->handle(el::heartbeat_msg{id(3), t3, ++seq, {}, el_ns(lease)}, now);
-    auto a = lease_acks_to(*c, id(3));
-    return a.size() == 1 ? std::chrono::duration_cast<std::chrono::milliseconds>(
-               el::duration{static_cast<int64_t>(a[0].lease_ns)})
-                         : -1ms;
-  };
+  auto ask = [&](el::duration lease) { return promised(*c, now, ++seq, lease); };
   EXPECT_EQ(ask(300ms), 300ms); // within the record: no write
   EXPECT_FALSE(c->take_promise_record());
   auto lapses = now + 300ms + cfg.guard.max_clock_drift;

@@ -13,34 +13,23 @@ constexpr std::string_view magic = "CPRM";
 constexpr uint32_t version = 1;
 constexpr size_t file_size = 20;
 
-uint64_t le(std::string_view bytes, size_t at, size_t n) {
-  uint64_t x = 0;
-  for (size_t i = 0; i < n; ++i)
-    x |= uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
-  return x;
-}
-
-void put_le(std::string& out, uint64_t x, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
-}
-
 } // namespace
 
 std::string file_promise_record::encode(election::duration value) {
   std::string out{magic};
-  put_le(out, version, 4);
-  put_le(out, static_cast<uint64_t>(std::max<int64_t>(0, value.count())), 8);
-  put_le(out, store::crc32c(out), 4);
+  store::files::append_le(out, version, 4);
+  store::files::append_le(out, static_cast<uint64_t>(std::max<int64_t>(0, value.count())),
+                          8);
+  store::files::append_le(out, store::crc32c(out), 4);
   return out;
 }
 
 std::optional<election::duration> file_promise_record::decode(std::string_view bytes) {
   if (bytes.size() != file_size || bytes.substr(0, 4) != magic
-      || le(bytes, 4, 4) != version
-      || le(bytes, 16, 4) != store::crc32c(bytes.substr(0, 16)))
+      || store::files::read_le(bytes, 4, 4) != version
+      || store::files::read_le(bytes, 16, 4) != store::crc32c(bytes.substr(0, 16)))
     return std::nullopt;
-  auto ns = le(bytes, 8, 8);
+  auto ns = store::files::read_le(bytes, 8, 8);
   if (ns > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     return std::nullopt;
   return election::duration{static_cast<int64_t>(ns)};
