@@ -27,7 +27,8 @@ result<std::unique_ptr<wal>> wal::open(wal_options opts, lsn after,
   std::unique_ptr<wal> w{new wal(std::move(opts))};
   if (auto r = w->scan(after, replay, report); !r)
     return r.error();
-  w->writer_ = std::thread{[p = w.get()] { p->run(); }};
+  if (w->opts_.writer_thread)
+    w->writer_ = std::thread{[p = w.get()] { p->run(); }};
   return w;
 }
 
@@ -39,6 +40,12 @@ wal::~wal() {
     }
     work_cv_.notify_all();
     writer_.join();
+  } else if (!opts_.writer_thread) {
+    // What the writer thread would have drained on close.
+    std::unique_lock<std::mutex> lk{mtx_};
+    while (!leading_ && !queue_.empty() && !failure_ && !crashed_)
+      if (!lead(lk))
+        break;
   }
   file_.reset(); // closes
 }
@@ -218,6 +225,12 @@ result<void> wal::wait_durable(lsn l) {
     else
       durable_cv_.wait(lk);
   }
+}
+
+void wal::pump() {
+  std::unique_lock<std::mutex> lk{mtx_};
+  if (!leading_ && !queue_.empty() && !failure_ && !crashed_)
+    lead(lk);
 }
 
 lsn wal::durable_lsn() const {

@@ -72,6 +72,12 @@ struct wal_options {
   /// Accept the loss of corruption in the middle (the operator's `store
   /// repair`): cut there, keeping a copy, instead of refusing to open.
   bool repair = false;
+  /// false: no writer thread. Queued records are written and synced only
+  /// when a caller asks, on its own thread: pump(), wait_durable(), or the
+  /// destructor. For a simulated disk whose syncs take virtual time (the
+  /// simulator calls pump() when a sync's time is up), so that a run is
+  /// deterministic.
+  bool writer_thread = true;
 };
 
 /// What open() found.
@@ -117,6 +123,11 @@ public:
   /// Blocks until `l` is durable (ok) or the log failed (io_failure). Writes
   /// and syncs the queued records itself when no other sync is in flight.
   result<void> wait_durable(lsn l);
+
+  /// Without a writer thread: writes and syncs what is queued now, on this
+  /// thread, unless a sync is in flight or the log failed (then nothing).
+  /// With one: the same, and harmless.
+  void pump();
 
   /// Called after each sync with the durable lsn, or once with the error
   /// that stopped the log, on the thread that led the sync (the writer thread

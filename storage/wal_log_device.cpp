@@ -132,6 +132,7 @@ result<void> wal_log_device::open_wal(lsn after, store::wal_recovery& report,
   wo.segment_bytes = opts_.segment_bytes;
   wo.preallocate_bytes = opts_.preallocate_bytes;
   wo.fs = fs_;
+  wo.writer_thread = opts_.writer_thread;
   auto replay = [records](const store::log_record& r) -> result<void> {
     if (records)
       records->push_back(r);
@@ -528,6 +529,12 @@ result<store::log_device::recovered> wal_log_device::recover() {
   if (scanned.value().fatal || out.records.size() != appended.value - base.value)
     return errc::corrupt_data;
   return out;
+}
+
+void wal_log_device::pump() {
+  // wal_ changes only on the host's thread, which is this one.
+  if (wal_)
+    wal_->pump();
 }
 
 lsn wal_log_device::appended_lsn() const {

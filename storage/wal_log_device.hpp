@@ -77,6 +77,10 @@ struct replica_log_options {
   /// Where the files are (a simulated disk); empty: the disk
   /// (storage/posix_file_system.hpp) with `sync`.
   std::shared_ptr<store::file_system> fs;
+  /// false: no writer thread (wal_options::writer_thread): a sync completes
+  /// when pump() is called, or inside the calls that wait for durability
+  /// (truncate_after, install_snapshot, recover, the destructor).
+  bool writer_thread = true;
 };
 
 class wal_log_device final : public store::log_device {
@@ -96,6 +100,10 @@ public:
   store::result<void> checkpoint(std::string image, store::lsn at) override;
   store::result<void> install_snapshot(std::string image, store::lsn at) override;
   store::result<recovered> recover() override;
+
+  /// Without a writer thread: writes and syncs what was appended, and
+  /// completes the syncs it covers, on this thread.
+  void pump();
 
   store::lsn appended_lsn() const;
   store::lsn durable_lsn() const;

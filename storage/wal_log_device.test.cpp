@@ -544,3 +544,35 @@ TEST_F(wal_log_device_test, random_truncations_and_byte_flips_keep_exactly_a_pre
   }
   EXPECT_GE(rounds, 20);
 }
+
+TEST_F(wal_log_device_test, without_a_writer_thread_syncs_complete_only_when_pumped) {
+  auto o = options();
+  o.writer_thread = false;
+  {
+    wal_recovery rep;
+    auto d = wal_log_device::open(o, rep);
+    ASSERT_TRUE(d);
+    auto& dev = *d.value();
+    for (uint64_t l = 1; l <= 5; ++l)
+      ASSERT_TRUE(dev.append(record(l)));
+    std::vector<lsn> done;
+    dev.sync([&](result<lsn> r) {
+      ASSERT_TRUE(r);
+      done.push_back(r.value());
+    });
+    // Nobody writes: no thread, no pump yet.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(done.empty());
+    EXPECT_EQ(dev.durable_lsn(), lsn{});
+    EXPECT_EQ(on_disk(o.dir).value().size(), 0u);
+    dev.pump();
+    ASSERT_EQ(done.size(), 1u); // on this thread, before pump returns
+    EXPECT_EQ(done[0], lsn{5});
+    EXPECT_EQ(dev.durable_lsn(), lsn{5});
+    // Appended and never pumped: the close writes and syncs it.
+    ASSERT_TRUE(dev.append(record(6)));
+    dev.pump();
+    ASSERT_TRUE(dev.append(record(7)));
+  }
+  EXPECT_EQ(recovered_digests(), expected(1, 7));
+}
