@@ -29,6 +29,25 @@ size_t resync(std::string_view bytes, size_t from, uint64_t after, uint64_t uppe
   return std::string_view::npos;
 }
 
+/// Frames tried for a single flipped bit: at most this many bytes.
+constexpr size_t rot_window = 4096;
+
+/// True if flipping one bit of bytes[pos, pos + rot_window) gives a valid
+/// frame at `pos` whose lsn is `want`.
+bool one_bit_from(std::string_view bytes, size_t pos, uint64_t want) {
+  auto n = std::min(bytes.size() - pos, rot_window);
+  std::string copy{bytes.substr(pos, n)};
+  for (size_t i = 0; i < n; ++i)
+    for (unsigned b = 0; b < 8; ++b) {
+      copy[i] = static_cast<char>(copy[i] ^ (1u << b));
+      auto d = decode_record(copy);
+      copy[i] = static_cast<char>(copy[i] ^ (1u << b));
+      if (d.status == decode_status::ok && d.record.lsn.value == want)
+        return true;
+    }
+  return false;
+}
+
 std::string where(const segment_scan& seg, uint64_t offset) {
   return seg.path.filename().string() + " at byte " + std::to_string(offset);
 }
@@ -94,8 +113,10 @@ result<void> scan_segments(file_system& disk, log_scan& out, const log_scan_opti
       if (problem.empty()) {
         auto l = d.record.lsn.value;
         auto bf = d.record.batch_first.value;
+        bool rot = std::any_of(open.begin(), open.end(),
+                               [&](size_t k) { return out.damage[k].rot; });
         if (!open.empty() && !out.fatal && l > base + 1 && l > expected && bf != 0
-            && bf <= expected) {
+            && bf <= expected && !rot) {
           // Damage where the next needed record should be, then a record
           // written by the same write() as that missing record (its write
           // starts at or before it, and the record comes after it): if no
@@ -128,9 +149,14 @@ result<void> scan_segments(file_system& disk, log_scan& out, const log_scan_opti
           } else {
             dmg.what = log_damage::kind::middle;
             if (!out.fatal)
-              refuse(dmg.reason + ", followed by valid records (lsn " + std::to_string(l)
-                     + " in " + where(seg, pos)
-                     + (bf != 0 ? ", written after the damaged write was synced)" : ")"));
+              refuse(dmg.reason
+                     + (dmg.rot ? ": lsn " + to_string(dmg.rot_lsn)
+                                      + " with one bit flipped (rot, not a torn write)"
+                                : std::string{})
+                     + ", followed by valid records (lsn " + std::to_string(l) + " in "
+                     + where(seg, pos)
+                     + (bf != 0 && !rot ? ", written after the damaged write was synced)"
+                                        : ")"));
           }
         }
         open.clear();
@@ -194,14 +220,29 @@ result<void> scan_segments(file_system& disk, log_scan& out, const log_scan_opti
         seg.zero_tail = bytes.size() - last_nonzero - 1;
       }
       dmg.reason = problem + " in " + where(seg, pos);
+      if (expected > base && problem.rfind("lsn ", 0) != 0
+          && problem.rfind("first ", 0) != 0 && one_bit_from(bytes, pos, expected)) {
+        dmg.rot = true;
+        dmg.rot_lsn = lsn{expected};
+      }
       open.push_back(out.damage.size());
       out.damage.push_back(std::move(dmg));
       pos = end;
     }
   }
-  // Damage with nothing valid after it: the torn tail.
+  // Damage with nothing valid after it: the torn tail, unless it is rot of a
+  // record that was written whole (then it may have been acknowledged).
   for (auto k : open) {
     auto& dmg = out.damage[k];
+    if (dmg.rot && !out.fatal && torn_records == 0) {
+      dmg.what = log_damage::kind::middle;
+      refuse(dmg.reason + ": lsn " + to_string(dmg.rot_lsn)
+             + " with one bit flipped, a record written whole (rot, not a torn write: it "
+               "may have been acknowledged)");
+      continue;
+    }
+    if (dmg.what == log_damage::kind::middle)
+      continue;
     dmg.what = log_damage::kind::tail;
     if (!out.ends_early) {
       out.ends_early = true;

@@ -25,6 +25,14 @@
 //   The log writes nothing after a write until that write's sync succeeded,
 //   and acknowledges nothing of it before, so none of these records was
 //   acknowledged: this is a torn tail too, cut with those records.
+// - Rot, not a torn write: tail damage that is one flipped bit away from a
+//   valid frame of the next needed record. A crash tears a write at a byte or
+//   sector, leaving zeros or garbage; it does not leave a complete frame that
+//   a single bit spoils. That record was written and may have been synced and
+//   acknowledged, so cutting it could lose an acknowledged write: this is
+//   corruption, recovery refuses (`fatal`), and a repair keeps the log up to
+//   it. (Damage of several bits in the last write cannot be told from a torn
+//   write and is cut as one.) Only frames of up to 4 KiB are tried.
 // - Damage followed by a valid needed record of a later write (or of unknown
 //   write: a frame without batch_first), or a needed record missing
 //   while a later one is present, is corruption in the middle: recovery
@@ -81,6 +89,10 @@ struct log_damage {
   uint64_t bytes = 0;
   /// "corrupt record (checksum or format) in seg-....wal at byte 123".
   std::string reason;
+  /// One flipped bit away from a valid frame of the next needed record
+  /// (`rot_lsn`): rot of a written record, not a torn write.
+  bool rot = false;
+  lsn rot_lsn;
 };
 
 /// A point in the log: segment index and byte offset.

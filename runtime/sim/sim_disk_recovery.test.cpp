@@ -565,7 +565,7 @@ TEST(sim_disk_recovery, a_flipped_synced_bit_is_reported_or_harmless_never_silen
   if (failures > 0 || n < 500)
     return;
   EXPECT_GT(cov.flips_refused, n / 10) << cov.str();
-  EXPECT_GT(cov.flips_cut, 0u) << cov.str();
+  // A flipped bit in a record is rot, refused, never cut as a torn tail.
   EXPECT_GT(cov.flips_harmless, 0u) << cov.str();
 }
 
