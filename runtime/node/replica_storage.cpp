@@ -2,6 +2,7 @@
 
 #include "storage/file_term_file.hpp"
 #include "storage/file_util.hpp"
+#include "storage/posix_file_system.hpp"
 #include "storage/wal_log_device.hpp"
 
 #include <chrono>
@@ -19,29 +20,25 @@ constexpr const char* amnesia_mark = "amnesiac";
 /// Moves every entry of `dir` but the term file, the lock, the mark and
 /// earlier damaged-* directories into a new dir/damaged-<ms>/ (`to`); the
 /// error, if any.
-std::optional<std::string> move_aside(const fs::path& dir, fs::path& to) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::system_clock::now().time_since_epoch())
-                .count();
+std::optional<std::string> move_aside(store::file_system& disk, const fs::path& dir,
+                                      int64_t ms, fs::path& to) {
   to = dir / ("damaged-" + std::to_string(ms));
-  std::error_code ec;
-  fs::create_directory(to, ec);
-  if (ec)
-    return "cannot create " + to.string() + ": " + ec.message();
-  for (auto& e : fs::directory_iterator{dir, ec}) {
-    auto name = e.path().filename().string();
+  for (int n = 1; store::files::value_or(disk.exists(to), false); ++n)
+    to = dir / ("damaged-" + std::to_string(ms) + "." + std::to_string(n));
+  if (auto c = disk.create_directories(to); !c)
+    return "cannot create " + to.string() + ": " + c.error().message();
+  auto names = disk.list_directory(dir);
+  if (!names)
+    return "cannot read " + dir.string() + ": " + names.error().message();
+  for (auto& name : names.value()) {
     if (name == "term" || name == "LOCK" || name == amnesia_mark
         || name.rfind("damaged-", 0) == 0)
       continue;
-    fs::rename(e.path(), to / name, ec);
-    if (ec)
-      return "cannot move " + e.path().string() + " to " + to.string() + ": "
-             + ec.message();
+    if (auto r = disk.rename(dir / name, to / name); !r)
+      return "cannot move " + (dir / name).string() + " to " + to.string() + ": "
+             + r.error().message();
   }
-  if (ec)
-    return "cannot read " + dir.string() + ": " + ec.message();
-  auto sync = store::files::default_sync();
-  if (!store::files::sync_dir(to, sync) || !store::files::sync_dir(dir, sync))
+  if (!disk.sync_directory(to) || !disk.sync_directory(dir))
     return "cannot sync " + dir.string();
   return std::nullopt;
 }
@@ -64,20 +61,36 @@ damaged_open_verdict decide_damaged_open(const damaged_open_facts& f) {
 
 result<replica_storage> open_replica_storage(const std::string& data_dir,
                                              size_t members) {
-  auto dir = fs::path{data_dir} / "replica";
+  replica_storage_options o;
+  o.data_dir = data_dir;
+  o.members = members;
+  return open_replica_storage(o);
+}
+
+result<replica_storage> open_replica_storage(const replica_storage_options& o) {
+  auto disk_ptr = o.fs ? o.fs : store::default_file_system();
+  auto& disk = *disk_ptr;
+  auto exists = [&](const fs::path& p) {
+    return store::files::value_or(disk.exists(p), false);
+  };
+  auto dir = fs::path{o.data_dir} / "replica";
   auto mark = dir / amnesia_mark;
   storage::replica_log_options opts;
   opts.dir = dir;
+  opts.fs = disk_ptr;
+  opts.writer_thread = o.writer_thread;
+  if (o.preallocate_bytes > 0)
+    opts.preallocate_bytes = o.preallocate_bytes;
   store::wal_recovery report;
   auto device = storage::wal_log_device::open(opts, report);
   std::string healing_note;
-  std::error_code ec;
   auto term_path = dir / "term";
   damaged_open_facts facts;
   facts.damaged = !device && !report.problem.empty();
-  facts.members = members;
-  facts.term_present = facts.damaged && fs::exists(term_path, ec);
-  facts.term_reads = facts.term_present && storage::open_term_file(dir).has_value();
+  facts.members = o.members;
+  facts.term_present = facts.damaged && exists(term_path);
+  facts.term_reads =
+      facts.term_present && storage::open_term_file(dir, disk_ptr).has_value();
   auto verdict = decide_damaged_open(facts);
   if (verdict == damaged_open_verdict::refuse_term_unknown)
     return "replica log in " + (dir / "log").string() + ": " + report.problem
@@ -89,14 +102,17 @@ result<replica_storage> open_replica_storage(const std::string& data_dir,
     // what this replica acknowledged: move the damaged files aside (never
     // delete them), mark the replica amnesiac (durably, before anything
     // moves), and rebuild from the peers (replica_core.hpp, "Amnesia").
-    auto sync = store::files::default_sync();
-    if (!store::files::write_file_synced(mark, report.problem + "\n", sync)
-        || !store::files::sync_dir(dir, sync))
+    if (!store::files::write_file_synced(disk, mark, report.problem + "\n")
+        || !disk.sync_directory(dir))
       return "replica log in " + (dir / "log").string() + ": " + report.problem
              + " (and the amnesia mark " + mark.string()
              + " could not be written, so the damaged files stay in place)";
     fs::path aside;
-    if (auto failed = move_aside(dir, aside))
+    auto ms = o.now_ms ? o.now_ms()
+                       : std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+    if (auto failed = move_aside(disk, dir, ms, aside))
       return "replica log in " + (dir / "log").string() + ": " + report.problem + " ("
              + *failed + ")";
     healing_note = "the replica log was damaged (" + report.problem
@@ -112,20 +128,21 @@ result<replica_storage> open_replica_storage(const std::string& data_dir,
                   ? " (a single replica has no peer to rebuild it from: see `conclave "
                     "store check`)"
                   : "");
-  bool amnesiac = fs::exists(mark, ec);
+  bool amnesiac = exists(mark);
   // A replica saves its promised term before it logs anything of that term:
   // a log or checkpoint without a term file means the file was lost, and
   // reading it as term zero would let the replica vote or accept again in a
   // term it already left. Refuse; the log stays as it is.
   bool has_state = report.records > 0 || report.last.value > 0
-                   || (fs::is_directory(dir / "checkpoints", ec)
-                       && !fs::is_empty(dir / "checkpoints", ec));
-  if ((has_state || amnesiac) && !fs::exists(term_path, ec))
+                   || !store::files::value_or(disk.list_directory(dir / "checkpoints"),
+                                              std::vector<std::string>{})
+                           .empty();
+  if ((has_state || amnesiac) && !exists(term_path))
     return "replica term file " + term_path.string()
            + " is missing beside a log that holds records: the replica's promised "
              "term is unknown, so it will not start (restore the file from a "
              "backup of this data dir; the log is left as it is)";
-  auto terms = storage::open_term_file(dir);
+  auto terms = storage::open_term_file(dir, disk_ptr);
   if (!terms)
     return "replica term file in " + dir.string() + ": " + terms.error().message();
   replica_storage s;
@@ -134,10 +151,9 @@ result<replica_storage> open_replica_storage(const std::string& data_dir,
   s.durable = true;
   s.amnesiac = amnesiac;
   if (amnesiac) {
-    s.healed = [mark, dir] {
-      std::error_code e;
-      fs::remove(mark, e);
-      (void)store::files::sync_dir(dir, store::files::default_sync());
+    s.healed = [mark, dir, disk_ptr] {
+      (void)disk_ptr->remove(mark);
+      (void)disk_ptr->sync_directory(dir);
     };
     if (healing_note.empty())
       healing_note = "the replica is still rebuilding its log from the other members "

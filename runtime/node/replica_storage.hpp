@@ -9,6 +9,7 @@
 
 #include "actors/replication/replica_host.hpp"
 #include "runtime/node/node_config.hpp"
+#include "storage/api/file_system.hpp"
 #include "storage/api/log_device.hpp"
 
 #include <functional>
@@ -67,5 +68,24 @@ damaged_open_verdict decide_damaged_open(const damaged_open_facts& f);
 /// (a corrupt log of a single replica, a missing or corrupt term file, an
 /// unwritable directory: exit 1).
 result<replica_storage> open_replica_storage(const std::string& data_dir, size_t members);
+
+/// Where and how open_replica_storage works, for a caller that is not a
+/// process on the real disk (the simulator: a simulated disk, syncs it
+/// completes in virtual time, names from its clock).
+struct replica_storage_options {
+  std::string data_dir;
+  size_t members = 1;
+  /// The files (empty: the disk).
+  std::shared_ptr<store::file_system> fs;
+  /// storage::replica_log_options::writer_thread.
+  bool writer_thread = true;
+  /// storage::replica_log_options::preallocate_bytes (0: the log's default).
+  uint64_t preallocate_bytes = 0;
+  /// Milliseconds for the name of a damaged-<ms> directory (empty: the wall
+  /// clock).
+  std::function<int64_t()> now_ms;
+};
+
+result<replica_storage> open_replica_storage(const replica_storage_options& o);
 
 } // namespace conclave::node
