@@ -224,3 +224,29 @@ TEST_F(replica_checkpoint_test,
 }
 
 } // namespace
+
+// A primary of an older term that streams a checkpoint (and so sends no
+// appends) to a replica that promised a newer term learns that term from the
+// replica and steps down; the stream alone once kept it primary for ever.
+TEST_F(replica_checkpoint_test, a_stale_stream_tells_its_primary_the_newer_term) {
+  make_primary(0, 1);
+  put_range(0, 0, 3);
+  ASSERT_TRUE(advance_until([&] { return converged(0); }, 1s));
+  set_links(0, false);
+  make_primary(1, 2);
+  ASSERT_EQ(status(2).promised.epoch, 2u);
+  ASSERT_EQ(status(0).promised.epoch, 1u);
+  // Only replica 2 reaches the old primary, and a secondary sends nothing of
+  // its own accord: an answer to the stream is the only way the term gets there.
+  rs[2].transport->set_link(rs[0].id, true);
+  auto old_term = status(0).promised;
+  conclave::store::store_core empty{limits};
+  auto image = encode_checkpoint_image({lsn{3}, old_term, 7, empty.encode_checkpoint()});
+  caf::anon_send(rs[2].host,
+                 snapshot_chunk{rs[0].id, old_term, lsn{3}, old_term, 1, 0, 1, image});
+  run();
+  ASSERT_TRUE(advance_until([&] { return status(0).promised.epoch == 2; }, 200ms))
+      << "the old primary never heard of the newer term";
+  EXPECT_EQ(status(0).replica_role, role::secondary);
+  EXPECT_EQ(status(2).snapshots_installed, 0u);
+}

@@ -783,7 +783,16 @@ void on_chunk(host_impl self, snapshot_chunk& c) {
     ++st.snapshot_chunks_dropped; // not a member: keep any stream of a member
     return;
   }
-  if (c.t < st.core->promised() || c.count == 0 || c.index >= c.count) {
+  if (c.t < st.core->promised()) {
+    // A primary of an older term streams a checkpoint to us: tell it our
+    // term, as the core answers a stale append, or it would stream (and
+    // never append) forever without learning that it is fenced.
+    drop();
+    st.opts.transport->deliver(c.from,
+                               message{stale_term{st.opts.self, st.core->promised()}});
+    return;
+  }
+  if (c.count == 0 || c.index >= c.count) {
     drop();
     return;
   }
