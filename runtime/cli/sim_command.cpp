@@ -128,16 +128,17 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     for (auto f : election_flags)
       if (sub->count(f) > 0)
         return bad_input(std::string{f} + ": belongs to --workload election, not jobs");
-    for (auto f :
-         {"--replicas", "--clients", "--weak-share", "--fsync-us", "--checkpoint-every"})
+    for (auto f : {"--replicas", "--clients", "--weak-share", "--fsync-us", "--disk",
+                   "--checkpoint-every"})
       if (sub->count(f) > 0)
         return bad_input(std::string{f}
                          + ": belongs to --workload replication, not jobs");
     return run_sim_jobs(o.jobs, o.repl.unsafe, o.runs, o.seed, o.faults, o.json);
   }
   if (sim_repl_flags_given(sub, o.workload == "election"))
-    return bad_input("--replicas, --clients, --weak-share, --fsync-us and --unsafe "
-                     "belong to --workload replication");
+    return bad_input(
+        "--replicas, --clients, --weak-share, --fsync-us, --disk and --unsafe "
+        "belong to --workload replication");
   if (o.workload != "election")
     return bad_input("--workload: expected election, jobs, replication or lease, got '"
                      + o.workload + "'");

@@ -117,7 +117,10 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
   auto plan = sim::parse_fault_spec(faults, sim::workload::lease);
   if (!plan)
     return bad_input("--faults: " + plan.error());
-  if (auto v = sim::validate_repl(plan.value(), repl.replicas); !v)
+  auto disk = sim::parse_disk_kind(repl.disk);
+  if (!disk)
+    return bad_input("--disk: expected files or memory, got '" + repl.disk + "'");
+  if (auto v = sim::validate_repl(plan.value(), repl.replicas, *disk); !v)
     return bad_input("--faults: " + v.error());
   sim::complete_partitions(plan.value(), repl.replicas);
   sim::lease_settings s;
@@ -125,6 +128,7 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
   s.base.clients = repl.clients;
   s.base.plan = std::move(plan.value());
   s.base.fsync = std::chrono::microseconds{repl.fsync_us};
+  s.base.disk = *disk;
   s.base.checkpoint_every = repl.checkpoint_every;
   s.ttl = std::chrono::milliseconds{o.ttl_ms};
   s.limit = o.limit;
@@ -138,9 +142,10 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
   auto prefix = "conclave sim --workload lease --replicas "
                 + std::to_string(repl.replicas) + " --clients "
                 + std::to_string(repl.clients) + " --fsync-us "
-                + std::to_string(repl.fsync_us) + " --ttl " + std::to_string(o.ttl_ms)
-                + " --limit " + std::to_string(o.limit) + " --lease-drift " + drift.str()
-                + " --lock-delay " + std::to_string(o.lock_delay_ms) + " --client-pauses "
+                + std::to_string(repl.fsync_us) + " --disk " + repl.disk + " --ttl "
+                + std::to_string(o.ttl_ms) + " --limit " + std::to_string(o.limit)
+                + " --lease-drift " + drift.str() + " --lock-delay "
+                + std::to_string(o.lock_delay_ms) + " --client-pauses "
                 + std::to_string(o.client_pauses);
   if (repl.checkpoint_every != 0)
     prefix += " --checkpoint-every " + std::to_string(repl.checkpoint_every);

@@ -11,8 +11,9 @@ namespace conclave::cli {
 
 namespace {
 
-constexpr const char* repl_flags[] = {"--replicas", "--clients",          "--weak-share",
-                                      "--fsync-us", "--checkpoint-every", "--unsafe"};
+constexpr const char* repl_flags[] = {"--replicas",        "--clients", "--weak-share",
+                                      "--fsync-us",        "--disk",    "--unsafe",
+                                      "--checkpoint-every"};
 
 } // namespace
 
@@ -27,6 +28,11 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
       ->capture_default_str();
   option(sub, "--fsync-us", o.fsync_us,
          "replication workload: virtual time a disk sync takes, in microseconds")
+      ->capture_default_str();
+  option(sub, "--disk", o.disk,
+         "replication and lease workloads: files (each node's data directory on a "
+         "simulated disk, opened by the node's own storage code at every start; takes "
+         "power losses and bit flips) or memory (records in memory)")
       ->capture_default_str();
   option(sub, "--checkpoint-every", o.checkpoint_every,
          "replication workload: replicas checkpoint every this many records "
@@ -64,6 +70,9 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
                      "reads-without-lease, "
                      "got '"
                      + o.unsafe + "'");
+  auto disk = sim::parse_disk_kind(o.disk);
+  if (!disk)
+    return bad_input("--disk: expected files or memory, got '" + o.disk + "'");
   if (o.unsafe == "bad-install" && o.checkpoint_every == 0)
     return bad_input("--unsafe bad-install needs --checkpoint-every N (N > 0)");
   if (runs < 1)
@@ -71,7 +80,7 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
   auto plan = sim::parse_fault_spec(faults, sim::workload::replication);
   if (!plan)
     return bad_input("--faults: " + plan.error());
-  if (auto v = sim::validate_repl(plan.value(), o.replicas); !v)
+  if (auto v = sim::validate_repl(plan.value(), o.replicas, *disk); !v)
     return bad_input("--faults: " + v.error());
   sim::complete_partitions(plan.value(), o.replicas);
   sim::repl_settings s;
@@ -82,6 +91,7 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
     s.clock_rate_error = *s.plan.drift;
   s.weak_share = o.weak_share;
   s.fsync = std::chrono::microseconds{o.fsync_us};
+  s.disk = *disk;
   s.skip_sync = o.unsafe == "skip-sync";
   s.lying_disk = o.unsafe == "lying-disk";
   s.bad_install = o.unsafe == "bad-install";
@@ -92,7 +102,7 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
   auto prefix = "conclave sim --workload replication --replicas "
                 + std::to_string(o.replicas) + " --clients " + std::to_string(o.clients)
                 + " --weak-share " + weak.str() + " --fsync-us "
-                + std::to_string(o.fsync_us);
+                + std::to_string(o.fsync_us) + " --disk " + o.disk;
   if (o.checkpoint_every != 0)
     prefix += " --checkpoint-every " + std::to_string(o.checkpoint_every);
   if (o.unsafe != "none")
@@ -109,7 +119,7 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
   } else {
     std::cout << "conclave sim --workload replication: " << runs << " run(s), seeds "
               << seed << ".." << seed + runs - 1 << ", faults '" << faults << "', "
-              << o.replicas << " replicas, " << o.clients << " clients"
+              << o.replicas << " replicas, " << o.clients << " clients, disk " << o.disk
               << (o.unsafe == "none" ? "" : ", UNSAFE " + o.unsafe) << "\n";
     summary.print(std::cout);
   }

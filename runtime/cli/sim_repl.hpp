@@ -24,6 +24,9 @@ struct sim_repl_options {
   /// installed without its state). The election workload takes
   /// "silence-proof" (a pause delivers a proof of death, as a crash does).
   std::string unsafe = "none";
+  /// "files" (the node's storage code on a simulated data directory) or
+  /// "memory".
+  std::string disk = "files";
 };
 
 /// Adds --replicas, --clients, --weak-share, --fsync-us, --checkpoint-every and

@@ -41,9 +41,7 @@ std::string_view why_not(fault_word word, workload w) {
       return "it has no disk";
     case workload::replication:
     case workload::lease: // the same nodes and disks
-      return word == fw::bitflip ? "its simulated disk keeps records, not bytes, and "
-                                   "has no checksums to catch a flip yet"
-                                 : "";
+      return "";
     default:
       return "its simulated disk does not apply it yet";
     }
@@ -914,7 +912,8 @@ std::optional<uint64_t> parse_number(std::string_view text) {
   return v;
 }
 
-void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng) {
+void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng,
+                       bool disk_faults) {
   using ms = std::chrono::milliseconds;
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>{lo, hi}(rng);
@@ -927,7 +926,32 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng) {
     auto end = std::min(timestamp{ms{horizon_ms}},
                         start + ms{uniform(50, std::max<int64_t>(60, horizon_ms / 2))});
     auto some_node = [&] { return node_id{static_cast<uint64_t>(uniform(1, nodes))}; };
-    switch (uniform(0, 3)) {
+    switch (uniform(0, disk_faults ? 5 : 3)) {
+    case 4: { // the power goes during a sync; the node restarts later
+      f.what = k::fsync_loss;
+      f.at = start;
+      f.node = some_node();
+      fault r = f;
+      r.what = k::restart;
+      r.at = end;
+      plan.faults.push_back(f);
+      plan.faults.push_back(r);
+      continue;
+    }
+    case 5: { // a bit flips; the node crashes and finds it when it restarts
+      f.what = k::bitflip;
+      f.at = start;
+      f.node = some_node();
+      fault c = f;
+      c.what = k::crash;
+      fault r = f;
+      r.what = k::restart;
+      r.at = end;
+      plan.faults.push_back(f);
+      plan.faults.push_back(c);
+      plan.faults.push_back(r);
+      continue;
+    }
     case 0: { // crash, then restart the same node
       f.what = k::crash;
       f.at = start;

@@ -210,8 +210,10 @@ void complete_partitions(fault_plan& plan, size_t nodes);
 /// Adds plan.random_faults random faults for a group of `nodes`, drawn from
 /// `rng`: crash+restart, pause, partition, crash-leader+restart-leader (the
 /// election, replication and lease workloads). Every random fault heals before
-/// the horizon (crashes are restarted).
-void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng);
+/// the horizon (crashes are restarted). With `disk_faults` (a workload whose
+/// nodes keep files), also fsync-loss+restart and bitflip+crash+restart.
+void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng,
+                       bool disk_faults = false);
 
 /// "250ms", "2s", "1.5us" → duration, exact to the nanosecond; at most 10^6 s.
 outcome::result<duration, std::string> parse_duration(std::string_view text);

@@ -252,12 +252,14 @@ TEST(fault_words, each_workload_refuses_the_words_it_does_not_apply) {
   auto jobs = election;
   for (auto w : {"fail", "reject", "hang", "slow", "cancel"})
     jobs.insert(w);
-  // The replication and lease workloads' simulated disks stall and lose power.
+  // The replication and lease workloads' simulated disks stall, lose power
+  // and flip bits.
   auto replication = election;
   auto lease = node_words;
   for (auto* ws : {&replication, &lease}) {
     ws->insert("disk-stall");
     ws->insert("fsync-loss");
+    ws->insert("bitflip");
   }
   std::map<workload, std::set<std::string>> expected{{workload::election, election},
                                                      {workload::jobs, jobs},
@@ -280,7 +282,6 @@ TEST(fault_words, a_word_that_does_not_apply_is_one_line_naming_it_and_the_workl
   for (auto [spec, w, word] :
        {refusal{"bitflip@1s:2", workload::election, "bitflip"},
         refusal{"crash@1s:1,disk-stall@1s-2s:2", workload::election, "disk-stall"},
-        refusal{"bitflip@1s:2", workload::replication, "bitflip"},
         refusal{"fsync-loss@1s:2", workload::jobs, "fsync-loss"},
         refusal{"drift=0.01", workload::lease, "drift"},
         refusal{"bitflip@1s:1", workload::jobs, "bitflip"},

@@ -180,9 +180,8 @@ public:
     nodes_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       auto& x = nodes_[i];
-      x.disk = std::make_shared<sim_disk>(2ms, false);
-      x.terms = std::make_shared<rp::memory_term_file>();
-      x.record = std::make_shared<el::memory_promise_record>();
+      // Records in memory: the jobs workload takes no disk faults.
+      x.disk = std::make_shared<world_node_disk>(disk_kind::memory, 2ms, false, 0);
       world_.spawn(members_[i], [this, i](world&, node_id, uint32_t incarnation) {
         return make_node(i, incarnation);
       });
@@ -194,7 +193,7 @@ public:
     service_->decide = nullptr;
     for (auto& x : nodes_)
       if (x.disk)
-        x.disk->set_releaser(caf::actor{});
+        x.disk->disk().set_releaser(caf::actor{});
   }
 
   void run_until(wf::duration t) { world_.run_until(timestamp{t}); }
@@ -374,9 +373,7 @@ private:
   }
 
   struct node_slot {
-    std::shared_ptr<sim_disk> disk;
-    std::shared_ptr<rp::memory_term_file> terms;
-    std::shared_ptr<el::memory_promise_record> record;
+    std::shared_ptr<world_node_disk> disk;
     caf::actor front;
     el::candidate_actor candidate;
     wf::client_actor client;
@@ -480,16 +477,18 @@ private:
     auto& sys = world_.system();
     auto& n = nodes_[i];
     auto id = members_[i];
-    auto o = world_node_options(world_, id, members_, econfig_, rconfig_, n.disk, n.terms,
-                                incarnation, n.record);
+    // A memory disk always opens.
+    auto storage = n.disk->open(members_.size(), 0, econfig_.guard.lease_max).value();
+    auto o = world_node_options(world_, id, members_, econfig_, rconfig_, storage,
+                                incarnation);
     auto& ro = *o.replica;
     ro.checkpoint_every_records = 0;
     ro.checkpoint_every_bytes = 0;
     auto parts = node::compose_node(sys, std::move(o));
     n.front = parts.front;
     n.candidate = parts.candidate;
-    auto releaser = spawn_disk_releaser(sys, n.disk);
-    n.disk->set_releaser(releaser);
+    auto releaser = spawn_disk_releaser(sys, n.disk->disk_ptr());
+    n.disk->disk().set_releaser(releaser);
 
     node::workflow_part_options wo;
     wo.self = id.value;
@@ -525,7 +524,7 @@ private:
     return b;
   }
 
-  void crashed(node_id id, timestamp) override { nodes_[id.value - 1].disk->crash(); }
+  void crashed(node_id id, timestamp) override { nodes_[id.value - 1].disk->kill(); }
 
   jobs_settings settings_;
   world world_;

@@ -57,7 +57,7 @@ void lease_summary::print(std::ostream& out) const {
       << plural(verdicts_.runs(), "run") << ")\n";
   out << "runs: " << plural(faults_, "fault") << ", client pauses " << pauses_
       << ", messages " << messages_ << " (lost " << messages_lost_ << ")\n";
-  verdicts_.print_failures(out, "no majority up at the end");
+  verdicts_.print_failures(out, "no majority up with its log at the end");
   out << verdict() << '\n';
 }
 

@@ -38,7 +38,9 @@ std::string describe(const repl_sample& s) {
   return "replica " + election::to_string(s.node) + " ("
          + std::string{repl::to_string(s.replica_role)} + (s.serving ? ", serving" : "")
          + (s.acting ? ", acting" : "") + ", term " + election::to_string(s.promised)
-         + ", applied " + std::to_string(s.applied.value) + ") at " + ms_text(s.at);
+         + ", applied " + std::to_string(s.applied.value) + ", log "
+         + std::to_string(s.durable.value) + "/" + std::to_string(s.last.value)
+         + (s.failed ? ", storage failed" : "") + ") at " + ms_text(s.at);
 }
 
 std::string describe(const repl_write& w) {

@@ -72,6 +72,10 @@ struct repl_sample {
   bool acting = false;
   repl::term promised;
   repl::lsn applied;
+  /// Its log's last and durable record, and whether its storage failed.
+  repl::lsn last;
+  repl::lsn durable;
+  bool failed = false;
   std::vector<uint64_t> values;
 };
 

@@ -37,6 +37,8 @@ constexpr auto sample_interval = 10ms;
 constexpr auto client_timeout = 200ms;
 constexpr auto retry_pause = 5ms;
 constexpr auto quiet_period = 500ms;
+/// How much longer the final sample waits for the replicas to agree.
+constexpr auto settle_for = 1s;
 constexpr const char* collection = "kv";
 
 // -- requests that remember when they were answered ---------------------------
@@ -98,9 +100,8 @@ public:
     nodes_.resize(s.replicas);
     for (size_t i = 0; i < s.replicas; ++i) {
       auto& n = nodes_[i];
-      n.disk = std::make_shared<sim_disk>(s.fsync, s.lying_disk);
-      n.terms = std::make_shared<rp::memory_term_file>();
-      n.record = std::make_shared<el::memory_promise_record>();
+      n.disk = std::make_shared<world_node_disk>(
+          s.disk, s.fsync, s.lying_disk, net_seed ^ (0x9e3779b97f4a7c15ull * (i + 1)));
       world_.spawn(members_[i], [this, i](world&, node_id, uint32_t incarnation) {
         return make_node(i, incarnation);
       });
@@ -110,7 +111,7 @@ public:
   ~repl_world() override {
     for (auto& n : nodes_)
       if (n.disk)
-        n.disk->set_releaser(caf::actor{});
+        n.disk->disk().set_releaser(caf::actor{});
   }
 
   // -- time (what the run loops drive) -----------------------------------------
@@ -130,13 +131,24 @@ public:
   uint64_t checkpoints() const {
     uint64_t n = 0;
     for (auto& x : nodes_)
-      n += x.disk->checkpoints();
+      n += x.disk->disk().checkpoints();
     return n;
   }
+  uint64_t power_losses() const {
+    uint64_t n = 0;
+    for (auto& x : nodes_)
+      n += x.disk->power_losses();
+    return n;
+  }
+  uint64_t bitflips() const { return bitflips_; }
+  uint64_t heals() const { return heals_; }
+  uint64_t tails_cut() const { return tails_cut_; }
+  uint64_t refused_starts() const { return refused_; }
+  const std::string& first_refusal() const { return first_refusal_; }
   uint64_t installs() const {
     uint64_t n = 0;
     for (auto& x : nodes_)
-      n += x.disk->installs();
+      n += x.disk->disk().installs();
     return n;
   }
   size_t alive() const {
@@ -145,11 +157,20 @@ public:
       n += world_.alive(id) ? 1 : 0;
     return n;
   }
+  /// Live nodes that hold their log (not amnesiac): with fewer than a
+  /// majority, what a lost log acknowledged may be gone, and the replicas
+  /// rightly refuse to serve until an operator decides.
+  size_t alive_with_log() const {
+    size_t n = 0;
+    for (size_t i = 0; i < members_.size(); ++i)
+      n += world_.alive(members_[i]) && !nodes_[i].amnesiac ? 1 : 0;
+    return n;
+  }
 
   void apply(const fault& f, bool end) {
     using k = fault::kind;
     if (f.what == k::disk_stall) {
-      auto& disk = *nodes_[f.node.value - 1].disk;
+      auto& disk = nodes_[f.node.value - 1].disk->disk();
       if (end)
         disk.end_stall();
       else
@@ -161,8 +182,20 @@ public:
       return; // the world ends pauses, partitions and cuts itself
     switch (f.what) {
     case k::crash:
-    case k::fsync_loss: // this disk has no OS cache: any crash loses the unsynced
       world_.crash(f.node);
+      break;
+    case k::fsync_loss: {
+      auto id = f.node;
+      // The memory disk has no page cache: its crash loses the same.
+      if (!world_.alive(id)
+          || !nodes_[id.value - 1].disk->power_loss_at_next_sync(
+              [this, id] { world_.at(world_.now(), [this, id] { world_.crash(id); }); }))
+        world_.crash(id);
+      break;
+    }
+    case k::bitflip:
+      if (nodes_[f.node.value - 1].disk->flip())
+        ++bitflips_;
       break;
     case k::restart:
       world_.crash(f.node);
@@ -173,6 +206,12 @@ public:
       apply_world_fault(world_, f, members_, nodes_, last_leader_);
       break;
     }
+    // A node whose storage refused to open exits, as `conclave node` does.
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (nodes_[i].refused) {
+        nodes_[i].refused = false;
+        world_.crash(members_[i]);
+      }
     world_.run_actors();
   }
 
@@ -288,6 +327,9 @@ public:
       s.acting = sl->info.value->is_leader && sl->info.value->acting;
       s.promised = a.promised;
       s.applied = a.applied;
+      s.last = a.last;
+      s.durable = a.durable;
+      s.failed = a.failed;
       for (auto& r : sl->reads) {
         uint64_t v = 0;
         if (r.value->found) {
@@ -350,13 +392,15 @@ private:
   }
 
   struct node_slot {
-    std::shared_ptr<sim_disk> disk;
-    std::shared_ptr<rp::memory_term_file> terms;
-    std::shared_ptr<el::memory_promise_record> record;
+    std::shared_ptr<world_node_disk> disk;
     caf::actor host;
     caf::actor front;
     el::candidate_actor candidate;
     uint64_t syncs_seen = 0;
+    /// This life did not start (its storage refused to open).
+    bool refused = false;
+    /// Its log was lost (damage moved aside) and is not rebuilt yet.
+    bool amnesiac = false;
   };
 
   /// One life of node i: what `conclave node` composes, with the world's pieces.
@@ -364,8 +408,43 @@ private:
     auto& sys = world_.system();
     auto& n = nodes_[i];
     auto id = members_[i];
-    auto o = world_node_options(world_, id, members_, econfig_, rconfig_, n.disk, n.terms,
-                                incarnation, n.record);
+    auto local_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(world_.local_now(id))
+            .count();
+    auto storage = n.disk->open(members_.size(), local_ms, econfig_.guard.lease_max);
+    if (!storage) {
+      // `conclave node` prints the line and exits 1: the node stays down.
+      if (refused_++ == 0)
+        first_refusal_ = "node " + std::to_string(id.value) + ": " + storage.error();
+      // Its actors: one that drops everything, until apply() takes the
+      // node down once the fault that restarted it is done.
+      auto dead = sys.spawn([](caf::event_based_actor* self) -> caf::behavior {
+        self->set_default_handler(caf::drop);
+        return {[](int) {}};
+      });
+      n.host = n.front = dead;
+      n.candidate = caf::actor_cast<el::candidate_actor>(dead);
+      n.refused = true;
+      node_body b;
+      b.actor = dead;
+      return b;
+    }
+    n.amnesiac = storage.value().amnesiac;
+    if (n.amnesiac) {
+      auto healed = std::move(storage.value().healed);
+      storage.value().healed = [this, i, healed] {
+        nodes_[i].amnesiac = false;
+        if (healed)
+          healed();
+      };
+    }
+    if (storage.value().amnesiac && !storage.value().note.empty()
+        && storage.value().note.find("moved it aside") != std::string::npos)
+      ++heals_;
+    if (storage.value().note.find("torn tail") != std::string::npos)
+      ++tails_cut_;
+    auto o = world_node_options(world_, id, members_, econfig_, rconfig_, storage.value(),
+                                incarnation);
     auto& ro = *o.replica;
     ro.checkpoint_every_records = settings_.checkpoint_every;
     ro.checkpoint_every_bytes = 0;
@@ -379,8 +458,8 @@ private:
     n.front = parts.front;
     n.candidate = parts.candidate;
     n.syncs_seen = 0;
-    auto releaser = spawn_disk_releaser(sys, n.disk);
-    n.disk->set_releaser(releaser);
+    auto releaser = spawn_disk_releaser(sys, n.disk->disk_ptr());
+    n.disk->disk().set_releaser(releaser);
     caf::anon_send(n.candidate, election_atoms::start_atom::value);
     node_body b;
     b.actor = caf::actor_cast<caf::actor>(parts.candidate);
@@ -390,7 +469,7 @@ private:
 
   void crashed(node_id id, timestamp) override {
     auto& n = nodes_[id.value - 1];
-    unsynced_lost_ += n.disk->crash();
+    unsynced_lost_ += n.disk->kill();
   }
 
   repl_settings settings_;
@@ -405,6 +484,11 @@ private:
   std::vector<duration> syncs_;
   uint64_t unsynced_lost_ = 0;
   uint64_t lost_ = 0;
+  uint64_t bitflips_ = 0;
+  uint64_t heals_ = 0;
+  uint64_t tails_cut_ = 0;
+  uint64_t refused_ = 0;
+  std::string first_refusal_;
 };
 
 struct client {
@@ -499,10 +583,15 @@ duration repl_bound(const fault_plan& plan) {
   return 3s + 20 * plan.delay_max;
 }
 
-outcome::result<void, std::string> validate_repl(const fault_plan& plan,
-                                                 size_t replicas) {
+outcome::result<void, std::string> validate_repl(const fault_plan& plan, size_t replicas,
+                                                 disk_kind disk) {
   if (auto v = validate(plan, replicas); !v)
     return v.error();
+  if (disk == disk_kind::memory)
+    for (auto& f : plan.faults)
+      if (f.what == fault::kind::bitflip)
+        return std::string{"fault 'bitflip' needs --disk files: the memory disk keeps "
+                           "records, not bytes"};
   return outcome::success();
 }
 
@@ -511,7 +600,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.seed = settings.seed;
   std::mt19937_64 rng{settings.seed};
   auto plan = settings.plan;
-  add_random_faults(plan, settings.replicas, rng);
+  add_random_faults(plan, settings.replicas, rng, settings.disk == disk_kind::files);
   auto net_seed = rng();
   std::mt19937_64 crng{rng()};
   auto actions = plan_actions(plan, rep.faults, rep.fault_list);
@@ -751,10 +840,21 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
       wr.at = c.pending->value->at;
       wr.acked_term = w.promised_of(wr.acked_by.value - 1);
     }
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  // The final states: sampled again (every sample_interval, up to
+  // settle_for more) while a sample changed as it was read, or while the live
+  // replicas still apply different lsns (a primary that took over late in
+  // the quiet period is still catching a secondary up); a replica that
+  // stays behind is judged by replicas_converge.
+  auto settle_until = d.elapsed() + settle_for;
+  for (int attempt = 0;; ++attempt) {
     size_t changed = 0;
     obs.final_states = w.sample(changed);
-    if (changed == 0)
+    bool apart = std::any_of(obs.final_states.begin(), obs.final_states.end(),
+                             [&](const repl_sample& x) {
+                               return x.applied != obs.final_states.front().applied;
+                             });
+    if ((changed == 0 && !apart) || (changed == 0 && d.elapsed() >= settle_until)
+        || attempt >= 200)
       break;
     d.advance_to(d.elapsed() + sample_interval);
   }
@@ -788,7 +888,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
       std::count_if(obs.samples.begin(), obs.samples.end(),
                     [](const repl_sample& s) { return s.acting && s.serving; }));
   rep.end = d.elapsed();
-  obs.judge_liveness = w.alive() >= settings.replicas / 2 + 1;
+  obs.judge_liveness = w.alive_with_log() >= settings.replicas / 2 + 1;
   rep.liveness_judged = obs.judge_liveness;
   for (auto& v : run_repl_checkers(standard_repl_checkers(), obs))
     rep.violations.push_back(std::move(v));
@@ -807,6 +907,12 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.messages_lost = w.messages_lost();
   rep.duplicated = w.duplicated();
   rep.unsynced_lost = w.unsynced_lost();
+  rep.power_losses = w.power_losses();
+  rep.bitflips = w.bitflips();
+  rep.heals = w.heals();
+  rep.tails_cut = w.tails_cut();
+  rep.refused_starts = w.refused_starts();
+  rep.first_refusal = w.first_refusal();
   rep.checkpoints = w.checkpoints();
   rep.installs = w.installs();
   return rep;
@@ -1169,7 +1275,7 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
   for (auto& s : obs.final_states)
     obs.samples.push_back(s);
   rep.end = d.elapsed();
-  obs.judge_liveness = w.alive() >= ws.replicas / 2 + 1;
+  obs.judge_liveness = w.alive_with_log() >= ws.replicas / 2 + 1;
   lobs.judge_liveness = obs.judge_liveness;
   rep.liveness_judged = obs.judge_liveness;
   std::vector<std::unique_ptr<repl_checker>> state_checkers;

@@ -6,25 +6,31 @@
 // election's fault language (fault_plan.hpp); then the checkers
 // (repl_checkers.hpp) read what the run recorded.
 //
-// A node is a candidate, a replica host, and a bridge that forwards the
-// candidate's leadership events to the host: acting_started (and a
-// became_leader while the lease still holds) becomes become_primary_msg;
-// lost_leadership and a leader_changed naming another node become
-// leader_is_msg (the host steps down). While its candidate acts, the bridge
-// polls the host's status (every 1 ms during the sync phase, to time it;
-// every 10 ms after): a replica that promised a higher term than the
-// candidate's (a candidate restarted without memory lags behind the
-// replicas' term files) is fenced out, so the bridge tells the candidate that
-// epoch with observe_atom and it leads, and acts, above it. Candidates run
-// Bully with the quorum guard, so "acting" is a lease held from a majority.
-// Crashing a node kills all three actors and crashes its disk (unsynced
-// records lost); its term file survives; a restart spawns them again on the
-// same disk and term file, with a higher candidate incarnation.
+// A node is what `conclave node` composes (node_composition.hpp): its
+// candidate, replica host, replica front and the leadership wiring between
+// them, with the world's network and the node's own drifting clock.
+// Candidates run Bully with the quorum guard, so "acting" is a lease held
+// from a majority. Its storage (world_node_disk.hpp) is by default a
+// simulated data directory that every start opens with the node's own
+// storage code: the file WAL without a writer thread (a sync completes
+// `fsync` of virtual time after it is asked for), the term file, the promise
+// record; recovery cuts a torn tail, moves a damaged log aside and rebuilds
+// it from the peers, or refuses to start (the node then stays down, as a
+// process that exits 1). `--disk memory` keeps records in a memory log
+// device instead. Crashing a node kills its actors (a process crash: the
+// page cache keeps what was written); a restart spawns them again on the
+// same disk, with a higher candidate incarnation.
 //
 // Faults: crash@T:N, restart@T:N, crash-leader@T, restart-leader@T (the node
-// whose candidate acts), pause@T1-T2:N (the node is cut off both ways; its
-// timers keep running), partition, cut, elect, loss, dup, delay, random,
-// horizon and heal, as for the election workload.
+// whose candidate acts), pause@T1-T2:N (SIGSTOP: its actors and timers wait),
+// partition, cut, elect, loss, dup, delay, drift, random, horizon and heal, as
+// for the election workload; disk-stall@T1-T2:N (no sync completes);
+// fsync-loss@T:N (files: the power goes while the node's next sync from T on
+// is under way, losing, tearing or garbling what it wrote since the last
+// one; the node is down until a restart; memory: a crash); bitflip@T:N
+// (files: one synced bit of the node's log or checkpoints flips, found at its
+// next start). With the files disk, random=N also draws power losses and
+// bit flips (each followed by a crash and a restart).
 //
 // Clients: client k writes key k of a dictionary, one write at a time; write
 // values are sequence numbers, increasing per key. A client sends its write
@@ -47,6 +53,7 @@
 #include "runtime/sim/fault_plan.hpp"
 #include "runtime/sim/lease_checkers.hpp"
 #include "runtime/sim/repl_checkers.hpp"
+#include "runtime/sim/world_node_disk.hpp"
 
 #include <cstdint>
 #include <string>
@@ -66,6 +73,9 @@ struct repl_settings {
   duration min_run = std::chrono::milliseconds(500);
   /// Virtual time a disk sync takes.
   duration fsync = std::chrono::milliseconds(2);
+  /// Each node's data directory as `conclave node` keeps it, opened by the
+  /// node's own storage code at every start (files), or records in memory.
+  disk_kind disk = disk_kind::files;
   /// Replica hosts checkpoint every this many records (0: never), so that a
   /// replica that was away catches up by a streamed checkpoint.
   uint64_t checkpoint_every = 0;
@@ -129,6 +139,16 @@ struct repl_run_report {
   uint64_t duplicated = 0;
   /// Records appended but not yet durable that crashes dropped.
   uint64_t unsynced_lost = 0;
+  /// Files disk: power losses during a sync, bits flipped, starts that found
+  /// a damaged log and moved it aside to rebuild it from the peers, starts
+  /// that cut a torn tail, and starts refused (the node stays down; the
+  /// first refusal's line).
+  uint64_t power_losses = 0;
+  uint64_t bitflips = 0;
+  uint64_t heals = 0;
+  uint64_t tails_cut = 0;
+  uint64_t refused_starts = 0;
+  std::string first_refusal;
   /// Checkpoints written and streamed checkpoints installed, all replicas.
   uint64_t checkpoints = 0;
   uint64_t installs = 0;
@@ -148,9 +168,10 @@ struct repl_run_report {
 /// guarded election, the sync phase) + 20 x the longest message delay.
 duration repl_bound(const fault_plan& plan);
 
-/// Checks the plan's node numbers against `replicas` (every fault of the
-/// election's spec applies to this workload).
-outcome::result<void, std::string> validate_repl(const fault_plan& plan, size_t replicas);
+/// Checks the plan's node numbers against `replicas`, and that a memory
+/// disk gets no bit flips (it keeps records, not bytes).
+outcome::result<void, std::string> validate_repl(const fault_plan& plan, size_t replicas,
+                                                 disk_kind disk = disk_kind::files);
 
 repl_run_report run_repl_simulation(const repl_settings& settings);
 

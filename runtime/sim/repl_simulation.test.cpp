@@ -191,10 +191,10 @@ TEST(repl_simulation, every_run_checks_the_history_clients_for_linearizability) 
 // checker finds the stale read. The same run with the check in place passes.
 TEST(repl_simulation, a_primary_that_reads_without_its_lease_is_caught) {
   auto s = with_faults("random=4,loss=0.02,dup=0.02,delay=1ms..3ms");
-  s.seed = 73;
+  s.seed = 33;
   s.reads_without_lease = true;
   auto bad = run_repl_simulation(s);
-  ASSERT_TRUE(bad.safety_violated()) << "seed 73 no longer plants a stale read";
+  ASSERT_TRUE(bad.safety_violated()) << "seed 33 no longer plants a stale read";
   bool stale_read = false;
   for (auto& v : bad.violations)
     stale_read = stale_read || v.checker == "linearizable";
@@ -218,13 +218,15 @@ TEST(repl_simulation, a_primary_resumed_after_its_lease_serves_no_stale_read) {
   }
 }
 
-TEST(repl_simulation, fsync_loss_is_a_crash_that_loses_the_unsynced_on_this_disk) {
-  // This disk has no OS cache: a crash already loses what no completed sync
-  // covered, so power loss and a crash give the same run.
+TEST(repl_simulation, on_the_memory_disk_fsync_loss_is_a_crash_that_loses_the_unsynced) {
+  // The memory disk has no OS cache: a crash already loses what no completed
+  // sync covered, so power loss and a crash give the same run.
   auto crash = with_faults("crash@400ms:1,restart@450ms:1,crash-leader@600ms");
   auto power = with_faults("fsync-loss@400ms:1,restart@450ms:1,crash-leader@600ms");
-  for (auto* s : {&crash, &power})
+  for (auto* s : {&crash, &power}) {
     s->fsync = std::chrono::milliseconds(5);
+    s->disk = disk_kind::memory;
+  }
   auto a = run_repl_simulation(crash);
   auto b = run_repl_simulation(power);
   EXPECT_TRUE(b.violations.empty()) << complaints(b);

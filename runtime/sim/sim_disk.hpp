@@ -9,9 +9,19 @@
 // With `lying` set it is the broken disk of the checkers' meta-test: it reports
 // every sync durable at once, while the records still become durable only
 // after `fsync`, so a crash loses records a replica acknowledged as durable.
+//
+// On files (sim_disk::on_files), the disk is instead the node's real log
+// device (storage::wal_log_device without a writer thread) over the node's
+// simulated data directory (sim_file_system), attached anew for every life of
+// the node after the real open and recovery code ran; a sync's time being up
+// makes the WAL write and sync its queue. Records appended and not yet synced
+// die with the process (they never left it); crash() closes the device, whose
+// file system the caller has taken down first (killed the processes or cut
+// the power).
 #pragma once
 
 #include "storage/api/memory_log_device.hpp"
+#include "storage/wal_log_device.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -30,7 +40,17 @@ public:
     inner_.set_checkpoints_wait_for_sync(true);
   }
 
+  /// A disk on files: attach() the device of each life.
+  struct files_t {};
+  static constexpr files_t on_files{};
+  sim_disk(std::chrono::nanoseconds fsync, bool lying, files_t)
+      : fsync_(fsync), lying_(lying), on_files_(true) {}
+
   void set_releaser(caf::actor releaser) { releaser_ = std::move(releaser); }
+
+  /// On files: the device this life opened (its file system's recovery done).
+  void attach(std::shared_ptr<storage::wal_log_device> dev);
+  bool files() const { return on_files_; }
 
   store::result<void> append(const store::log_record& r) override;
   void sync(sync_callback done) override;
@@ -40,7 +60,7 @@ public:
   store::result<recovered> recover() override;
 
   /// A crash: records appended but not synced are lost (returns how many);
-  /// pending syncs never complete.
+  /// pending syncs never complete. On files: the device is closed.
   uint64_t crash();
   /// The releaser's message arrived: complete the syncs of generation `gen`
   /// (during a stall, at its end instead).
@@ -52,16 +72,25 @@ public:
   void end_stall();
   bool stalled() const { return stalled_; }
 
-  uint64_t syncs() const { return inner_.syncs(); }
+  uint64_t syncs() const {
+    return on_files_ ? (files_ ? files_->syncs() : 0) : inner_.syncs();
+  }
   /// Checkpoints written and snapshots installed on this disk (across the
   /// host's restarts).
   uint64_t checkpoints() const { return checkpoints_; }
   uint64_t installs() const { return installs_; }
 
 private:
+  /// The device in use: the memory one, or this life's file one (null while
+  /// the node is down).
+  store::log_device* device();
+  void release_now();
+
   store::memory_log_device inner_;
+  std::shared_ptr<storage::wal_log_device> files_;
   std::chrono::nanoseconds fsync_;
   bool lying_;
+  bool on_files_ = false;
   caf::actor releaser_;
   uint64_t generation_ = 0;
   bool stalled_ = false;

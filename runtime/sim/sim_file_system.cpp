@@ -187,7 +187,10 @@ struct sim_file_system::state {
   }
 
   void sync_file(inode& f) {
-    f.durable = f.data;
+    // The pending operations, not a copy of the file: a sync costs what was
+    // written since the last one.
+    for (auto& d : f.pending)
+      apply_op(f.durable, d);
     f.pending.clear();
     counters.unsynced_bytes -= f.pending_bytes;
     f.pending_bytes = 0;
@@ -625,6 +628,16 @@ void sim_file_system::crash() {
   ++s.counters.crashes;
   s.down = true;
   s.last_crash = what.str();
+}
+
+void sim_file_system::kill_processes() {
+  std::lock_guard<std::mutex> guard{st_->mtx};
+  auto& s = *st_;
+  if (s.down)
+    return;
+  s.locks.clear();
+  ++s.generation;
+  s.down = true;
 }
 
 void sim_file_system::restart() {

@@ -131,8 +131,14 @@ public:
 
   /// Power loss (see above). Callable from the hook, from any thread.
   void crash();
-  /// The node boots again: operations work again; handles and locks from
-  /// before the crash stay dead.
+  /// The processes using the disk die (kill -9) and the machine stays up:
+  /// their handles and locks die, and every operation fails with EIO until
+  /// restart(), as after crash(); but nothing written is lost, the unsynced
+  /// writes stay pending in the page cache (a later crash() may still lose
+  /// them).
+  void kill_processes();
+  /// The node boots again (or its process starts again): operations work
+  /// again; handles and locks from before the crash stay dead.
   void restart();
   bool crashed() const;
   /// What the last crash kept and tore, one line (for failure messages).

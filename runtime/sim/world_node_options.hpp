@@ -2,8 +2,8 @@
 // member of a simulated world, with the world's pieces: the candidate's and
 // the replica host's transports through the world's network, their clocks
 // the member's drifting clock, a probe reading world time, and the given
-// simulated disk and term file as the replica's storage, and the member's
-// promise record (kept across its crashes, as a file written to completion). Every
+// storage one life of the member opened (world_node_disk.hpp): its disk, term
+// file, promise record and whether it rejoins amnesiac. Every
 // workload on the world starts its nodes from this and adjusts what is its own
 // (checkpoint triggers, planted defects, the workflow part).
 #pragma once
@@ -11,9 +11,9 @@
 #include "runtime/node/node_composition.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/sim/node_world.hpp"
-#include "runtime/sim/sim_disk.hpp"
 #include "runtime/sim/world.hpp"
 #include "runtime/sim/world_clock.hpp"
+#include "runtime/sim/world_node_disk.hpp"
 
 #include <chrono>
 #include <memory>
@@ -21,11 +21,11 @@
 
 namespace conclave::sim {
 
-inline node::composition_options world_node_options(
-    world& w, node_id id, const std::vector<node_id>& members,
-    const election::election_config& econfig, const replication::replica_config& rconfig,
-    std::shared_ptr<sim_disk> disk, std::shared_ptr<replication::memory_term_file> terms,
-    uint32_t incarnation, std::shared_ptr<election::promise_record> record = nullptr) {
+inline node::composition_options
+world_node_options(world& w, node_id id, const std::vector<node_id>& members,
+                   const election::election_config& econfig,
+                   const replication::replica_config& rconfig,
+                   const world_node_disk::life& storage, uint32_t incarnation) {
   node::composition_options o;
   auto& co = o.candidate;
   co.id = id;
@@ -34,7 +34,7 @@ inline node::composition_options world_node_options(
   co.net = std::make_shared<world_election_transport>(w, id);
   co.clock = std::make_shared<world_host_clock>(w, id, candidate_port);
   co.incarnation = incarnation;
-  co.record = std::move(record);
+  co.record = storage.record;
   node::node_config cfg;
   cfg.id = id;
   cfg.election = econfig;
@@ -47,8 +47,10 @@ inline node::composition_options world_node_options(
       [wp] { return std::chrono::steady_clock::time_point{} + wp->now(); });
   replication::replica_host_options ro;
   ro.config = rconfig;
-  ro.device = std::move(disk);
-  ro.terms = std::move(terms);
+  ro.device = storage.disk;
+  ro.terms = storage.terms;
+  ro.amnesiac = storage.amnesiac;
+  ro.healed = storage.healed;
   ro.transport = std::make_shared<world_replica_transport>(w, id);
   ro.clock = std::make_shared<world_host_clock>(w, id, host_port);
   o.replica = std::move(ro);

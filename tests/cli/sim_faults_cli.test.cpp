@@ -40,12 +40,10 @@ TEST(sim_faults_cli, a_word_the_workload_does_not_apply_is_exit_2_naming_both) {
       {"jobs", "disk-stall", "disk-stall@10ms-20ms:1"},
       {"jobs", "fsync-loss", "fsync-loss@10ms:1"},
       {"jobs", "bitflip", "bitflip@10ms:1"},
-      {"replication", "bitflip", "bitflip@1s:1"},
       {"replication", "hang", "hang@1s-2s"},
       {"replication", "cancel", "cancel@1s:1"},
       {"replication", "slow", "slow=20ms"},
       {"lease", "drift", "drift=0.01"},
-      {"lease", "bitflip", "bitflip@1s:1"},
       {"lease", "fail", "fail@1s-2s"},
       {"lease", "cancel", "cancel@1s:1"},
   };
@@ -60,6 +58,23 @@ TEST(sim_faults_cli, a_word_the_workload_does_not_apply_is_exit_2_naming_both) {
     EXPECT_TRUE(has(r.out, std::string{"'"} + word + "'")) << args << ": " << r.out;
     EXPECT_TRUE(has(r.out, std::string{workload} + " workload")) << args << ": " << r.out;
   }
+}
+
+// A memory disk keeps records, not bytes: no bit to flip. The files disk
+// takes the word (its runs are in the replication workload's tests).
+TEST(sim_faults_cli, a_bit_flip_on_a_memory_disk_is_exit_2_and_one_line) {
+  for (auto workload : {"replication", "lease"}) {
+    auto args = std::string{"sim --workload "} + workload
+                + " --disk memory --runs 1 --faults 'bitflip@1s:1'";
+    auto r = run_conclave(args, true);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_EQ(line_count(r.out), 1u) << args << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "conclave: error: --faults: ")) << args << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "'bitflip' needs --disk files")) << args << ": " << r.out;
+  }
+  auto r = run_conclave("sim --workload replication --disk tape --runs 1", true);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "--disk: expected files or memory, got 'tape'")) << r.out;
 }
 
 TEST(sim_faults_cli, crash_names_what_the_workload_has) {
