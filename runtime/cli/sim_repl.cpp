@@ -40,7 +40,8 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
       ->capture_default_str();
   option(sub, "--unsafe", o.unsafe,
          "none, or a broken fixture the checkers must catch: replication workload "
-         "skip-sync, lying-disk, bad-install or reads-without-lease; lease workload "
+         "skip-sync, lying-disk, bad-install, reads-without-lease or amnesia-unmarked "
+         "(with --disk files); lease workload "
          "lease-no-drift; jobs workload supervisor-ignores-fence; election workload "
          "silence-proof (with --guard --death-proof: a pause is taken for a death)")
       ->capture_default_str();
@@ -65,14 +66,16 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
     return bad_input("--fsync-us: expected 1 to 1000000, got "
                      + std::to_string(o.fsync_us));
   if (o.unsafe != "none" && o.unsafe != "skip-sync" && o.unsafe != "lying-disk"
-      && o.unsafe != "bad-install" && o.unsafe != "reads-without-lease")
-    return bad_input("--unsafe: expected none, skip-sync, lying-disk, bad-install or "
-                     "reads-without-lease, "
-                     "got '"
+      && o.unsafe != "bad-install" && o.unsafe != "reads-without-lease"
+      && o.unsafe != "amnesia-unmarked")
+    return bad_input("--unsafe: expected none, skip-sync, lying-disk, bad-install, "
+                     "reads-without-lease or amnesia-unmarked, got '"
                      + o.unsafe + "'");
   auto disk = sim::parse_disk_kind(o.disk);
   if (!disk)
     return bad_input("--disk: expected files or memory, got '" + o.disk + "'");
+  if (o.unsafe == "amnesia-unmarked" && *disk != sim::disk_kind::files)
+    return bad_input("--unsafe amnesia-unmarked needs --disk files");
   if (o.unsafe == "bad-install" && o.checkpoint_every == 0)
     return bad_input("--unsafe bad-install needs --checkpoint-every N (N > 0)");
   if (runs < 1)
@@ -96,6 +99,7 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
   s.lying_disk = o.unsafe == "lying-disk";
   s.bad_install = o.unsafe == "bad-install";
   s.reads_without_lease = o.unsafe == "reads-without-lease";
+  s.amnesia_unmarked = o.unsafe == "amnesia-unmarked";
   s.checkpoint_every = o.checkpoint_every;
   std::ostringstream weak;
   weak << o.weak_share;

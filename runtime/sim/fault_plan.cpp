@@ -926,43 +926,29 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng,
     auto end = std::min(timestamp{ms{horizon_ms}},
                         start + ms{uniform(50, std::max<int64_t>(60, horizon_ms / 2))});
     auto some_node = [&] { return node_id{static_cast<uint64_t>(uniform(1, nodes))}; };
+    // Faults at `start` on one node (drawn now), then its restart at `end`.
+    auto down_then_restart = [&](std::initializer_list<fault::kind> what) {
+      f.at = start;
+      f.node = some_node();
+      for (auto w : what) {
+        f.what = w;
+        plan.faults.push_back(f);
+      }
+      fault r = f;
+      r.what = k::restart;
+      r.at = end;
+      plan.faults.push_back(r);
+    };
     switch (uniform(0, disk_faults ? 5 : 3)) {
-    case 4: { // the power goes during a sync; the node restarts later
-      f.what = k::fsync_loss;
-      f.at = start;
-      f.node = some_node();
-      fault r = f;
-      r.what = k::restart;
-      r.at = end;
-      plan.faults.push_back(f);
-      plan.faults.push_back(r);
+    case 4: // the power goes during a sync; the node restarts later
+      down_then_restart({k::fsync_loss});
       continue;
-    }
-    case 5: { // a bit flips; the node crashes and finds it when it restarts
-      f.what = k::bitflip;
-      f.at = start;
-      f.node = some_node();
-      fault c = f;
-      c.what = k::crash;
-      fault r = f;
-      r.what = k::restart;
-      r.at = end;
-      plan.faults.push_back(f);
-      plan.faults.push_back(c);
-      plan.faults.push_back(r);
+    case 5: // a bit flips; the node crashes and finds it when it restarts
+      down_then_restart({k::bitflip, k::crash});
       continue;
-    }
-    case 0: { // crash, then restart the same node
-      f.what = k::crash;
-      f.at = start;
-      f.node = some_node();
-      fault r = f;
-      r.what = k::restart;
-      r.at = end;
-      plan.faults.push_back(f);
-      plan.faults.push_back(r);
+    case 0: // crash, then restart the same node
+      down_then_restart({k::crash});
       continue;
-    }
     case 1:
       f.what = k::pause;
       f.node = some_node();

@@ -154,3 +154,23 @@ TEST(repl_disk_simulation, a_replica_of_a_newer_term_fences_a_streaming_primary)
   EXPECT_TRUE(r.violations.empty()) << disk_runs::told(r);
   EXPECT_GT(r.bitflips, 2u) << "seed 4594 no longer flips its bits";
 }
+
+// The planted defect: a node that moved its damaged log aside rejoins
+// without the amnesia mark, so its empty log counts in sync majorities. The
+// checkers catch it within the first 300 schedules of a flip-heavy mix; the
+// same schedules with the mark pass.
+TEST(repl_disk_simulation, a_replica_that_lost_its_log_and_counts_anyway_is_caught) {
+  uint64_t caught = 0, first = 0;
+  for (uint64_t seed = 1; seed <= 300 && caught == 0; ++seed) {
+    auto s = disk_runs::on_files("random=8,horizon=1s");
+    s.seed = seed;
+    s.amnesia_unmarked = true;
+    if (run_repl_simulation(s).safety_violated() && caught++ == 0)
+      first = seed;
+  }
+  ASSERT_GT(caught, 0u) << "no checker noticed an unmarked replica with a lost log";
+  auto s = disk_runs::on_files("random=8,horizon=1s");
+  s.seed = first;
+  auto r = run_repl_simulation(s);
+  EXPECT_FALSE(r.safety_violated()) << disk_runs::told(r);
+}

@@ -453,6 +453,10 @@ private:
     if (i < settings_.lease_clock_rates.size())
       ro.lease_clock_rate = settings_.lease_clock_rates[i];
     o.front.unsafe_reads_without_lease = settings_.reads_without_lease;
+    if (settings_.amnesia_unmarked) {
+      ro.amnesiac = false;
+      ro.healed = nullptr;
+    }
     auto parts = node::compose_node(sys, std::move(o));
     n.host = parts.host;
     n.front = parts.front;

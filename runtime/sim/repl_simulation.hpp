@@ -105,6 +105,9 @@ struct repl_settings {
   /// Replica fronts pass a primary's reads on without checking that their
   /// candidate acts (replica_front_options::unsafe_reads_without_lease).
   bool reads_without_lease = false;
+  /// A node whose start moved a damaged log aside rejoins without the
+  /// amnesia mark (files disk): its empty log counts in sync majorities.
+  bool amnesia_unmarked = false;
 };
 
 /// What one run did and what the checkers found.
