@@ -13,6 +13,7 @@
 #include <map>
 
 using namespace std::chrono_literals;
+using conclave::testing::acks_to;
 using conclave::testing::election_network;
 using conclave::testing::fixed_lease;
 using conclave::testing::guarded;
@@ -23,15 +24,6 @@ namespace {
 
 uint64_t el_ns(el::duration d) {
   return static_cast<uint64_t>(d.count());
-}
-
-std::vector<el::heartbeat_ack_msg> lease_acks_to(el::candidate_core& c, el::node_id to) {
-  std::vector<el::heartbeat_ack_msg> out;
-  for (auto& o : c.outbox())
-    if (auto a = std::get_if<el::heartbeat_ack_msg>(&o.msg); a && o.to == to)
-      out.push_back(*a);
-  c.outbox().clear();
-  return out;
 }
 
 /// Share of `span` (sampled every millisecond) in which any candidate acted.
@@ -86,7 +78,7 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
   // The record holds no more than guard.lease yet: the first ack promises
   // that, and the candidate asks for the record to be raised first.
   c->handle(el::heartbeat_msg{id(3), t3, 1, {}, el_ns(300ms)}, now);
-  auto a = lease_acks_to(*c, id(3));
+  auto a = acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].lease_ns, el_ns(100ms));
   auto want = c->take_promise_record();
@@ -97,7 +89,7 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
   now += 40ms;
   el::heartbeat_msg hb{id(3), t3, 2, {}, el_ns(300ms)};
   c->handle(hb, now);
-  a = lease_acks_to(*c, id(3));
+  a = acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_TRUE(a[0].accepted);
   EXPECT_EQ(a[0].lease_ns, static_cast<uint64_t>(el::duration{300ms}.count()));
@@ -110,20 +102,20 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
       el::heartbeat_msg{
           id(3), t3, 3, {}, static_cast<uint64_t>(el::duration{100ms}.count())},
       now);
-  a = lease_acks_to(*c, id(3));
+  a = acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].lease_ns, static_cast<uint64_t>(el::duration{100ms}.count()));
   // Leader 2 with a higher term: refused until t_first + 300 ms + drift.
   el::term t2{2, id(2), 5};
   now = t_first + 300ms + cfg.guard.max_clock_drift - 1ms;
   c->handle(el::heartbeat_msg{id(2), t2, 1}, now);
-  a = lease_acks_to(*c, id(2));
+  a = acks_to(*c, id(2));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_FALSE(a[0].accepted);
   EXPECT_EQ(a[0].busy_for_ns, static_cast<uint64_t>(el::duration{1ms}.count()));
   now += 1ms;
   c->handle(el::heartbeat_msg{id(2), t2, 2}, now);
-  a = lease_acks_to(*c, id(2));
+  a = acks_to(*c, id(2));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_TRUE(a[0].accepted);
   EXPECT_EQ(a[0].lease_ns,
@@ -135,7 +127,7 @@ TEST(adaptive_lease, a_follower_promises_what_it_echoes_and_keeps_it) {
       el::heartbeat_msg{
           id(3), t4, 1, {}, static_cast<uint64_t>(el::duration{2s}.count())},
       now);
-  a = lease_acks_to(*c, id(3));
+  a = acks_to(*c, id(3));
   ASSERT_EQ(a.size(), 1u);
   EXPECT_TRUE(a[0].accepted);
   EXPECT_EQ(a[0].lease_ns, static_cast<uint64_t>(cfg.guard.lease_max.count()));
@@ -164,7 +156,7 @@ std::unique_ptr<el::candidate_core> follower(const el::election_config& cfg,
 std::chrono::milliseconds promised(el::candidate_core& c, el::timestamp now, uint64_t seq,
                                    el::duration lease) {
   c.handle(el::heartbeat_msg{id(3), el::term{1, id(3), 7}, seq, {}, el_ns(lease)}, now);
-  auto a = lease_acks_to(c, id(3));
+  auto a = acks_to(c, id(3));
   if (a.size() != 1)
     return -1ms;
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -183,7 +175,7 @@ TEST(adaptive_lease, without_a_record_a_follower_promises_only_the_fixed_lease) 
   el::term t3{1, id(3), 7};
   for (uint64_t seq = 1; seq <= 5; ++seq, now += 50ms) {
     c->handle(el::heartbeat_msg{id(3), t3, seq, {}, el_ns(400ms)}, now);
-    auto a = lease_acks_to(*c, id(3));
+    auto a = acks_to(*c, id(3));
     ASSERT_EQ(a.size(), 1u);
     EXPECT_TRUE(a[0].accepted);
     EXPECT_EQ(a[0].lease_ns, el_ns(100ms));
@@ -205,12 +197,12 @@ TEST(adaptive_lease, a_restart_keeps_the_promise_its_record_allows) {
     c->start(el::timestamp{0}, 1);
     c->outbox().clear();
     c->handle(el::heartbeat_msg{id(2), t2, 1}, el::timestamp{refused_until - 1ms});
-    auto a = lease_acks_to(*c, id(2));
+    auto a = acks_to(*c, id(2));
     ASSERT_EQ(a.size(), 1u);
     EXPECT_FALSE(a[0].accepted);
     EXPECT_EQ(a[0].busy_for_ns, el_ns(1ms));
     c->handle(el::heartbeat_msg{id(2), t2, 2}, el::timestamp{refused_until});
-    a = lease_acks_to(*c, id(2));
+    a = acks_to(*c, id(2));
     ASSERT_EQ(a.size(), 1u);
     EXPECT_TRUE(a[0].accepted);
   }

@@ -13,6 +13,7 @@
 #include <random>
 
 using namespace std::chrono_literals;
+using conclave::testing::acks_to;
 using conclave::testing::election_network;
 using conclave::testing::guarded;
 using conclave::testing::id;
@@ -24,16 +25,6 @@ el::election_config proving(el::algorithm a = el::algorithm::bully) {
   auto cfg = guarded(a);
   cfg.guard.death_proof = true;
   return cfg;
-}
-
-/// The acks in `c`'s outbox to `to` (cleared).
-std::vector<el::heartbeat_ack_msg> acks_to(el::candidate_core& c, el::node_id to) {
-  std::vector<el::heartbeat_ack_msg> out;
-  for (auto& o : c.outbox())
-    if (auto a = std::get_if<el::heartbeat_ack_msg>(&o.msg); a && o.to == to)
-      out.push_back(*a);
-  c.outbox().clear();
-  return out;
 }
 
 /// Follower 1 of {1, 2, 3} that renewed the lease of leader 3 (incarnation 7)

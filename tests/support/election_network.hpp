@@ -54,6 +54,16 @@ inline el::election_config fixed_lease(el::election_config cfg) {
   return cfg;
 }
 
+/// The heartbeat acks in `c`'s outbox to `to`; the outbox is cleared.
+inline std::vector<el::heartbeat_ack_msg> acks_to(el::candidate_core& c, el::node_id to) {
+  std::vector<el::heartbeat_ack_msg> out;
+  for (auto& o : c.outbox())
+    if (auto a = std::get_if<el::heartbeat_ack_msg>(&o.msg); a && o.to == to)
+      out.push_back(*a);
+  c.outbox().clear();
+  return out;
+}
+
 class election_network {
 public:
   using clock_ms = std::chrono::milliseconds;
