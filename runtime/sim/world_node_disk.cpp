@@ -32,6 +32,11 @@ world_node_disk::world_node_disk(disk_kind kind, std::chrono::nanoseconds fsync,
   }
 }
 
+world_node_disk::~world_node_disk() {
+  if (fs_)
+    fs_->set_hook(nullptr);
+}
+
 outcome::result<world_node_disk::life, std::string>
 world_node_disk::open(size_t members, int64_t now_ms, duration lease_max) {
   life l;

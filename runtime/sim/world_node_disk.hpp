@@ -46,6 +46,11 @@ public:
   /// `seed` fixes the file system's choices (what a power loss keeps).
   world_node_disk(disk_kind kind, std::chrono::nanoseconds fsync, bool lying,
                   uint64_t seed);
+  /// Unhooks the file system: a log device of a live actor may still write
+  /// to it (its close) after this is gone.
+  ~world_node_disk();
+  world_node_disk(const world_node_disk&) = delete;
+  world_node_disk& operator=(const world_node_disk&) = delete;
 
   /// What one life of the node opened.
   struct life {
