@@ -161,6 +161,8 @@ result<replica_storage> open_replica_storage(const replica_storage_options& o) {
                      + mark.string() + ")";
   }
   s.recovery_note = healing_note;
+  s.moved_damaged_aside = verdict == damaged_open_verdict::heal;
+  s.cut_torn_tail = report.tail_cut;
   if (report.tail_cut) {
     if (!s.recovery_note.empty())
       s.recovery_note += "; ";

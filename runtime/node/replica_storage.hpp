@@ -31,6 +31,10 @@ struct replica_storage {
   /// removes the mark (replica_host_options).
   bool amnesiac = false;
   std::function<void()> healed;
+  /// This open moved a damaged log aside (and the replica rejoins amnesiac).
+  bool moved_damaged_aside = false;
+  /// This open cut a torn tail of the log (moved aside, not deleted).
+  bool cut_torn_tail = false;
 };
 
 /// What a replica whose log or checkpoint did not open knows (all read

@@ -157,6 +157,7 @@ TEST(replica_storage,
     auto s = nd::open_replica_storage(dir.path().string(), 3);
     ASSERT_TRUE(s) << s.error();
     EXPECT_TRUE(s.value().amnesiac);
+    EXPECT_TRUE(s.value().moved_damaged_aside);
     EXPECT_NE(s.value().recovery_note.find("moved it aside"), std::string::npos)
         << s.value().recovery_note;
     // The promised term stays; the log starts empty.
@@ -175,6 +176,7 @@ TEST(replica_storage,
     auto again = nd::open_replica_storage(dir.path().string(), 3);
     ASSERT_TRUE(again) << again.error();
     EXPECT_TRUE(again.value().amnesiac);
+    EXPECT_FALSE(again.value().moved_damaged_aside); // moved by the first start
     EXPECT_EQ(damaged_dirs(replica).size(), 1u);
     // Rebuilt: the mark goes, and the next start is a normal one.
     ASSERT_TRUE(again.value().healed);

@@ -438,11 +438,8 @@ private:
           healed();
       };
     }
-    if (storage.value().amnesiac && !storage.value().note.empty()
-        && storage.value().note.find("moved it aside") != std::string::npos)
-      ++heals_;
-    if (storage.value().note.find("torn tail") != std::string::npos)
-      ++tails_cut_;
+    heals_ += storage.value().moved_damaged_aside ? 1 : 0;
+    tails_cut_ += storage.value().cut_torn_tail ? 1 : 0;
     auto o = world_node_options(world_, id, members_, econfig_, rconfig_, storage.value(),
                                 incarnation);
     auto& ro = *o.replica;

@@ -66,6 +66,8 @@ world_node_disk::open(size_t members, int64_t now_ms, duration lease_max) {
   l.amnesiac = st.amnesiac;
   l.healed = st.healed;
   l.note = st.recovery_note;
+  l.moved_damaged_aside = st.moved_damaged_aside;
+  l.cut_torn_tail = st.cut_torn_tail;
   std::string problem;
   l.record = node::file_promise_record::open(data_dir, fs_, lease_max, problem);
   if (!problem.empty())

@@ -61,6 +61,9 @@ public:
     std::function<void()> healed;
     /// What recovery did that an operator would read in the log.
     std::string note;
+    /// This start moved a damaged log aside; it cut a torn tail.
+    bool moved_damaged_aside = false;
+    bool cut_torn_tail = false;
   };
 
   /// Opens the node's storage for a new life (a crash ended the last one),
