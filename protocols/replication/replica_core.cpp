@@ -784,9 +784,10 @@ void replica_core::replicate(peer_state& p, timestamp now) {
   if (p.next > lsn{log_.last().value + 1})
     p.next = lsn{log_.last().value + 1};
   bool sent = false;
-  while (p.next <= log_.last()
-         && log_.bytes_between(p.matched, lsn{p.next.value - 1})
-                < cfg_.max_inflight_bytes) {
+  while (
+      p.next <= log_.last()
+      && (log_.bytes_between(p.matched, lsn{p.next.value - 1}) < cfg_.max_inflight_bytes
+          || cfg_.unsafe_ignore_window)) {
     if (p.next <= log_.base()) {
       snapshot();
       return;
@@ -809,6 +810,8 @@ void replica_core::replicate(peer_state& p, timestamp now) {
     p.last_sent = now;
     send(p.id, std::move(a));
     sent = true;
+    stats_.peak_inflight_bytes = std::max(
+        stats_.peak_inflight_bytes, log_.bytes_between(p.matched, lsn{p.next.value - 1}));
   }
   if (!sent && now >= p.last_sent + cfg_.heartbeat_interval) {
     if (p.next <= log_.base()) {

@@ -101,6 +101,9 @@ struct replica_config {
   /// Only for the simulator's meta-test, which shows the checkers can fail:
   /// skip the sync phase (serve at once from the primary's own log).
   bool unsafe_skip_sync = false;
+  /// Only for the simulator's meta-test of flow control: ship to a secondary
+  /// whatever it lacks, ignoring max_inflight_bytes.
+  bool unsafe_ignore_window = false;
 };
 
 /// What a restarted replica recovered from its disk. `entries` are the durable
@@ -190,6 +193,10 @@ struct replica_stats {
   std::array<uint64_t, static_cast<size_t>(drop_reason::count_)> dropped{};
   uint64_t records_shipped = 0;
   uint64_t bytes_shipped = 0;
+  /// The most bytes ever in flight to one secondary (shipped in appends and
+  /// not yet acknowledged), measured after each append: flow control keeps it
+  /// within max_inflight_bytes plus one batch.
+  uint64_t peak_inflight_bytes = 0;
   uint64_t snapshots_sent = 0;
   uint64_t syncs_started = 0;
   uint64_t syncs_finished = 0;

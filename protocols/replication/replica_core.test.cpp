@@ -653,6 +653,25 @@ TEST(replica_core, slow_secondary_stalls_no_commit_and_costs_at_most_its_window)
   }
   EXPECT_EQ(g.at(node_id{1}).acked.size(), 200u);
   EXPECT_EQ(g.core(1).lag()[1].records, 200u);
+  // The peak the host reports (and the simulator judges) saw the window fill.
+  auto peak = g.core(1).stats().peak_inflight_bytes;
+  EXPECT_GE(peak, cfg.max_inflight_bytes);
+  EXPECT_LE(peak, cfg.max_inflight_bytes + cfg.max_batch_bytes);
+}
+
+TEST(replica_core, ignoring_the_window_shows_in_the_peak_in_flight) {
+  // The broken fixture of the simulator's flow-control meta-test.
+  replica_config cfg;
+  cfg.max_inflight_bytes = 2000;
+  cfg.max_batch_bytes = 500;
+  cfg.unsafe_ignore_window = true;
+  group g{3, cfg};
+  g.elect(1, 1);
+  g.set_filter([](node_id from, node_id, const message&) { return from == node_id{3}; });
+  for (int round = 0; round < 20; ++round)
+    g.propose(1, 10);
+  EXPECT_GT(g.core(1).stats().peak_inflight_bytes,
+            cfg.max_inflight_bytes + cfg.max_batch_bytes);
 }
 
 // -- role change
