@@ -107,8 +107,10 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     if (sub->count("--algorithm") > 0 || sim_jobs_flags_given(sub))
       return bad_input("--workload lease runs Bully with the quorum guard; "
                        "--algorithm and the jobs flags do not apply");
-    if (sub->count("--weak-share") > 0)
-      return bad_input("--weak-share: belongs to --workload replication, not lease");
+    for (auto f : {"--weak-share", "--batch-bytes", "--window-bytes"})
+      if (sub->count(f) > 0)
+        return bad_input(std::string{f}
+                         + ": belongs to --workload replication, not lease");
     return run_sim_lease(o.lease, o.repl, o.runs, o.seed, o.faults, o.json);
   }
   if (sim_lease_flags_given(sub))
@@ -129,7 +131,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
       if (sub->count(f) > 0)
         return bad_input(std::string{f} + ": belongs to --workload election, not jobs");
     for (auto f : {"--replicas", "--clients", "--weak-share", "--fsync-us", "--disk",
-                   "--checkpoint-every"})
+                   "--checkpoint-every", "--batch-bytes", "--window-bytes"})
       if (sub->count(f) > 0)
         return bad_input(std::string{f}
                          + ": belongs to --workload replication, not jobs");
@@ -137,8 +139,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
   }
   if (sim_repl_flags_given(sub, o.workload == "election"))
     return bad_input(
-        "--replicas, --clients, --weak-share, --fsync-us, --disk and --unsafe "
-        "belong to --workload replication");
+        "--replicas, --clients, --weak-share, --fsync-us, --disk, --checkpoint-every, "
+        "--batch-bytes, --window-bytes and --unsafe belong to --workload replication");
   if (o.workload != "election")
     return bad_input("--workload: expected election, jobs, replication or lease, got '"
                      + o.workload + "'");

@@ -11,9 +11,12 @@ namespace conclave::cli {
 
 namespace {
 
-constexpr const char* repl_flags[] = {"--replicas",        "--clients", "--weak-share",
-                                      "--fsync-us",        "--disk",    "--unsafe",
-                                      "--checkpoint-every"};
+constexpr const char* repl_flags[] = {
+    "--replicas", "--clients",          "--weak-share",  "--fsync-us",    "--disk",
+    "--unsafe",   "--checkpoint-every", "--batch-bytes", "--window-bytes"};
+
+/// Bounds of --batch-bytes and --window-bytes (besides 0, the default).
+constexpr uint64_t max_flow_bytes = 64u << 20;
 
 } // namespace
 
@@ -38,10 +41,18 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
          "replication workload: replicas checkpoint every this many records "
          "(0: never)")
       ->capture_default_str();
+  option(sub, "--batch-bytes", o.batch_bytes,
+         "replication workload: most bytes of records in one append from a primary "
+         "(0: the node's default)")
+      ->capture_default_str();
+  option(sub, "--window-bytes", o.window_bytes,
+         "replication workload: most bytes a primary has in flight to one secondary "
+         "before it waits for acknowledgements (0: the node's default)")
+      ->capture_default_str();
   option(sub, "--unsafe", o.unsafe,
          "none, or a broken fixture the checkers must catch: replication workload "
-         "skip-sync, lying-disk, bad-install, reads-without-lease or amnesia-unmarked "
-         "(with --disk files); lease workload "
+         "skip-sync, lying-disk, bad-install, reads-without-lease, ignore-window or "
+         "amnesia-unmarked (with --disk files); lease workload "
          "lease-no-drift; jobs workload supervisor-ignores-fence; election workload "
          "silence-proof (with --guard --death-proof: a pause is taken for a death)")
       ->capture_default_str();
@@ -67,10 +78,18 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
                      + std::to_string(o.fsync_us));
   if (o.unsafe != "none" && o.unsafe != "skip-sync" && o.unsafe != "lying-disk"
       && o.unsafe != "bad-install" && o.unsafe != "reads-without-lease"
-      && o.unsafe != "amnesia-unmarked")
+      && o.unsafe != "ignore-window" && o.unsafe != "amnesia-unmarked")
     return bad_input("--unsafe: expected none, skip-sync, lying-disk, bad-install, "
-                     "reads-without-lease or amnesia-unmarked, got '"
+                     "reads-without-lease, ignore-window or amnesia-unmarked, got '"
                      + o.unsafe + "'");
+  if (o.batch_bytes > max_flow_bytes)
+    return bad_input("--batch-bytes: expected 0 (the default) to "
+                     + std::to_string(max_flow_bytes) + ", got "
+                     + std::to_string(o.batch_bytes));
+  if (o.window_bytes > max_flow_bytes)
+    return bad_input("--window-bytes: expected 0 (the default) to "
+                     + std::to_string(max_flow_bytes) + ", got "
+                     + std::to_string(o.window_bytes));
   auto disk = sim::parse_disk_kind(o.disk);
   if (!disk)
     return bad_input("--disk: expected files or memory, got '" + o.disk + "'");
@@ -101,6 +120,9 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
   s.reads_without_lease = o.unsafe == "reads-without-lease";
   s.amnesia_unmarked = o.unsafe == "amnesia-unmarked";
   s.checkpoint_every = o.checkpoint_every;
+  s.batch_bytes = o.batch_bytes;
+  s.window_bytes = o.window_bytes;
+  s.ignore_window = o.unsafe == "ignore-window";
   std::ostringstream weak;
   weak << o.weak_share;
   auto prefix = "conclave sim --workload replication --replicas "
@@ -109,6 +131,10 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
                 + std::to_string(o.fsync_us) + " --disk " + o.disk;
   if (o.checkpoint_every != 0)
     prefix += " --checkpoint-every " + std::to_string(o.checkpoint_every);
+  if (o.batch_bytes != 0)
+    prefix += " --batch-bytes " + std::to_string(o.batch_bytes);
+  if (o.window_bytes != 0)
+    prefix += " --window-bytes " + std::to_string(o.window_bytes);
   if (o.unsafe != "none")
     prefix += " --unsafe " + o.unsafe;
   if (!faults.empty())

@@ -18,6 +18,10 @@ struct sim_repl_options {
   unsigned fsync_us = 2000;
   /// Replica hosts checkpoint every this many records (0: never).
   uint64_t checkpoint_every = 0;
+  /// Most bytes in one append and in flight to one secondary (0: the
+  /// node's defaults).
+  uint64_t batch_bytes = 0;
+  uint64_t window_bytes = 0;
   /// "none", or a broken fixture the checkers must catch: "skip-sync" (new
   /// primaries serve without a sync phase), "lying-disk" (syncs reported
   /// durable before they are) or "bad-install" (a streamed checkpoint is
@@ -29,8 +33,8 @@ struct sim_repl_options {
   std::string disk = "files";
 };
 
-/// Adds --replicas, --clients, --weak-share, --fsync-us, --checkpoint-every and
-/// --unsafe to `sub`.
+/// Adds --replicas, --clients, --weak-share, --fsync-us, --disk,
+/// --checkpoint-every, --batch-bytes, --window-bytes and --unsafe to `sub`.
 void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o);
 
 /// True if any of those flags was given (they belong to the replication

@@ -201,6 +201,31 @@ public:
   }
 };
 
+class flow_control_holds final : public repl_checker {
+public:
+  const char* name() const override { return "flow_control_holds"; }
+  void check(const repl_observation& obs,
+             std::vector<repl_violation>& out) const override {
+    if (obs.inflight_bound == 0)
+      return;
+    // The peak only grows within a life: one complaint per replica, at the
+    // first sample that shows it.
+    std::set<uint64_t> told;
+    auto look = [&](const repl_sample& s) {
+      if (s.peak_inflight <= obs.inflight_bound || !told.insert(s.node.value).second)
+        return;
+      out.push_back({"", describe(s) + " had " + std::to_string(s.peak_inflight)
+                             + " bytes in flight to one secondary, more than the "
+                             + std::to_string(obs.inflight_bound)
+                             + " its window and one batch allow"});
+    };
+    for (auto& s : obs.samples)
+      look(s);
+    for (auto& s : obs.final_states)
+      look(s);
+  }
+};
+
 } // namespace
 
 std::vector<std::unique_ptr<repl_checker>> standard_repl_checkers() {
@@ -210,6 +235,7 @@ std::vector<std::unique_ptr<repl_checker>> standard_repl_checkers() {
   out.push_back(std::make_unique<committed_prefix_agrees>());
   out.push_back(std::make_unique<commit_within_bound>());
   out.push_back(std::make_unique<replicas_converge>());
+  out.push_back(std::make_unique<flow_control_holds>());
   return out;
 }
 

@@ -29,6 +29,8 @@
 //   replicas_converge       (liveness) at the end, after a quiet period, every
 //                           replica has applied the same lsn and holds the
 //                           same state
+//   flow_control_holds      (safety) no primary ever had more bytes in flight
+//                           to one secondary than its window plus one batch
 #pragma once
 
 #include "protocols/replication/types.hpp"
@@ -76,6 +78,9 @@ struct repl_sample {
   repl::lsn last;
   repl::lsn durable;
   bool failed = false;
+  /// The most bytes the replica ever had in flight to one secondary while
+  /// primary, in its current life.
+  uint64_t peak_inflight = 0;
   std::vector<uint64_t> values;
 };
 
@@ -92,6 +97,9 @@ struct repl_observation {
   /// Liveness is judged only if a majority was up when faults healed (a
   /// crash without a restart never heals).
   bool judge_liveness = true;
+  /// What flow control allows in flight to one secondary: the window plus
+  /// one batch (0: not judged).
+  uint64_t inflight_bound = 0;
 };
 
 struct repl_violation {
@@ -116,7 +124,7 @@ public:
 /// The name of the workload's key number `k` ("k1", "k2", ...).
 std::string key_name(size_t k);
 
-/// The five checkers above, in that order.
+/// The six checkers above, in that order.
 std::vector<std::unique_ptr<repl_checker>> standard_repl_checkers();
 
 /// Runs every checker (repl_checker, lease_checker: name(), safety(),

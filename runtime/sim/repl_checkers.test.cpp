@@ -168,3 +168,23 @@ TEST(repl_checkers, replicas_that_end_apart_do_not_converge) {
   ASSERT_EQ(checkers_of(vs), std::vector<std::string>{"replicas_converge"});
   EXPECT_FALSE(vs[0].safety);
 }
+
+TEST(repl_checkers, more_in_flight_than_window_and_batch_breaks_flow_control) {
+  auto obs = good_history();
+  obs.inflight_bound = 800;
+  obs.samples[0].peak_inflight = 800; // exactly the bound: allowed
+  EXPECT_TRUE(check(obs).empty());
+  obs.samples[2].peak_inflight = 801;
+  obs.samples[3].peak_inflight = 900;
+  obs.final_states[1].peak_inflight = 900;
+  auto vs = check(obs);
+  // One complaint per replica, at the first sample that shows it.
+  ASSERT_EQ(checkers_of(vs),
+            (std::vector<std::string>{"flow_control_holds", "flow_control_holds"}));
+  EXPECT_TRUE(vs[0].safety);
+  EXPECT_NE(vs[0].what.find("801 bytes"), std::string::npos) << vs[0].what;
+  EXPECT_NE(vs[1].what.find("replica 2"), std::string::npos) << vs[1].what;
+  // Without a bound, nothing is judged.
+  obs.inflight_bound = 0;
+  EXPECT_TRUE(check(obs).empty());
+}

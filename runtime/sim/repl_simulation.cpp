@@ -85,6 +85,11 @@ public:
                }) {
     econfig_.guard.enabled = true;
     rconfig_.unsafe_skip_sync = s.skip_sync;
+    rconfig_.unsafe_ignore_window = s.ignore_window;
+    if (s.batch_bytes != 0)
+      rconfig_.max_batch_bytes = s.batch_bytes;
+    if (s.window_bytes != 0)
+      rconfig_.max_inflight_bytes = s.window_bytes;
     // A checkpoint stream lost while its receiver was down is sent again
     // after snapshot_retry; the default 500 ms is the whole quiet period
     // after which replicas_converge judges, so the sim retries sooner.
@@ -245,6 +250,12 @@ public:
     return ask_front<rp::read_result>(i, std::move(req));
   }
 
+  /// What flow control allows in flight to one secondary: every host's
+  /// window plus one batch.
+  uint64_t inflight_bound() const {
+    return rconfig_.max_inflight_bytes + rconfig_.max_batch_bytes;
+  }
+
   /// The promised term of node i's host now (none if it is down or paused).
   std::optional<el::term> promised_of(size_t i) {
     if (i < nodes_.size() && world_.alive(members_[i])) {
@@ -330,6 +341,7 @@ public:
       s.last = a.last;
       s.durable = a.durable;
       s.failed = a.failed;
+      s.peak_inflight = a.peak_inflight_bytes;
       for (auto& r : sl->reads) {
         uint64_t v = 0;
         if (r.value->found) {
@@ -890,6 +902,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
                     [](const repl_sample& s) { return s.acting && s.serving; }));
   rep.end = d.elapsed();
   obs.judge_liveness = w.alive_with_log() >= settings.replicas / 2 + 1;
+  obs.inflight_bound = w.inflight_bound();
   rep.liveness_judged = obs.judge_liveness;
   for (auto& v : run_repl_checkers(standard_repl_checkers(), obs))
     rep.violations.push_back(std::move(v));

@@ -79,6 +79,10 @@ struct repl_settings {
   /// Replica hosts checkpoint every this many records (0: never), so that a
   /// replica that was away catches up by a streamed checkpoint.
   uint64_t checkpoint_every = 0;
+  /// Most bytes in one append, and in flight to one secondary (0: the
+  /// node's defaults, replica_config).
+  uint64_t batch_bytes = 0;
+  uint64_t window_bytes = 0;
   /// Every host's lease timing, and the rate of each host's lease clock
   /// against run time (index: replica; missing: 1).
   replication::lease_timing lease;
@@ -97,6 +101,9 @@ struct repl_settings {
   // -- broken fixtures of the checkers' meta-tests --
   /// New primaries serve without a sync phase (replica_config::unsafe_skip_sync).
   bool skip_sync = false;
+  /// Primaries ship past their flow-control window
+  /// (replica_config::unsafe_ignore_window).
+  bool ignore_window = false;
   /// Disks report syncs durable before they are (ack before durable).
   bool lying_disk = false;
   /// Installed checkpoints keep the old store state

@@ -26,7 +26,11 @@ TEST(sim_repl_cli, bad_input_is_exit_2_with_one_line) {
                     "sim --workload replication --nodes 3",
                     "sim --workload replication --algorithm ring",
                     "sim --workload replication --jobs 3", "sim --replicas 3",
-                    "sim --workload jobs --unsafe skip-sync"}) {
+                    "sim --workload jobs --unsafe skip-sync",
+                    "sim --workload replication --batch-bytes 67108865",
+                    "sim --workload replication --window-bytes -1",
+                    "sim --workload lease --window-bytes 600",
+                    "sim --workload jobs --batch-bytes 200", "sim --window-bytes 600"}) {
     auto r = run_conclave(args, true);
     EXPECT_EQ(r.status, 2) << args << ": " << r.out;
     EXPECT_EQ(line_count(r.out), 1u) << args << ": " << r.out;
@@ -86,4 +90,26 @@ TEST(sim_repl_cli, a_failing_run_prints_a_replay_command_that_reproduces_it) {
   };
   EXPECT_FALSE(block(r.out).empty()) << r.out;
   EXPECT_EQ(block(again.out), block(r.out));
+}
+
+TEST(sim_repl_cli, a_flow_control_failure_replays_with_its_batch_and_window) {
+  // Primaries that ignore their window: exit 3, and the replay command keeps
+  // the batch and window that made the window bind.
+  auto r =
+      run_conclave("sim --workload replication --unsafe ignore-window --runs 20 "
+                   "--seed 11001 --batch-bytes 200 --window-bytes 600 "
+                   "--faults 'random=6,loss=0.2,dup=0.1,delay=1ms..10ms,horizon=1s'");
+  ASSERT_EQ(r.status, 3) << r.out;
+  EXPECT_TRUE(has(r.out, "flow_control_holds: ")) << r.out;
+  auto at = r.out.find("replay: conclave ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  auto start = at + std::string{"replay: conclave "}.size();
+  auto replay = r.out.substr(start, r.out.find('\n', start) - start);
+  EXPECT_TRUE(has(replay, "--batch-bytes 200 --window-bytes 600")) << replay;
+  EXPECT_EQ(run_conclave(replay).status, 3) << replay;
+  // The same runs with the window honoured pass.
+  auto honest = run_conclave("sim --workload replication --runs 20 --seed 11001 "
+                             "--batch-bytes 200 --window-bytes 600 --faults "
+                             "'random=6,loss=0.2,dup=0.1,delay=1ms..10ms,horizon=1s'");
+  EXPECT_EQ(honest.status, 0) << honest.out;
 }
