@@ -54,6 +54,28 @@ std::string where(const segment_scan& seg, uint64_t offset) {
 
 } // namespace
 
+size_t record_end(std::string_view bytes, lsn named, lsn at) {
+  if (at < named)
+    return std::string_view::npos;
+  uint64_t prev = named.value - 1;
+  for (size_t pos = 0; pos < bytes.size();) {
+    auto d = decode_record(bytes.substr(pos));
+    if (d.status != decode_status::ok || d.record.lsn.value <= prev
+        || d.record.lsn > at) {
+      // Not a record that can come next: look for the next one that can.
+      pos = resync(bytes, pos + 1, prev, at.value);
+      if (pos == std::string_view::npos)
+        return pos;
+      continue;
+    }
+    if (d.record.lsn == at)
+      return pos + d.size;
+    prev = d.record.lsn.value;
+    pos += d.size;
+  }
+  return std::string_view::npos;
+}
+
 bool all_zero(std::string_view bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
 }

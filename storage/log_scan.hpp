@@ -164,4 +164,10 @@ result<log_scan> scan_log(const std::filesystem::path& dir, const log_scan_optio
 /// True if every byte of `bytes` is zero.
 bool all_zero(std::string_view bytes);
 
+/// The offset just past record `at` in one segment's bytes (`named`: the lsn
+/// in the segment's name), reading past stretches that do not decode as the
+/// scan does (damage among covered records stops nothing); npos if the
+/// segment does not hold `at`.
+size_t record_end(std::string_view bytes, lsn named, lsn at);
+
 } // namespace conclave::store

@@ -295,20 +295,10 @@ result<void> wal_log_device::cut_files(lsn at) {
   if (!data)
     return data.error();
   std::string_view bytes = data.value();
-  uint64_t pos = 0, end = 0;
-  bool found = false;
-  while (pos < bytes.size()) {
-    auto d = store::decode_record(bytes.substr(pos));
-    if (d.status != store::decode_status::ok)
-      break;
-    pos += d.size;
-    if (d.record.lsn == at) {
-      end = pos;
-      found = true;
-      break;
-    }
-  }
-  if (!found)
+  // Damage among the records the checkpoint covers is read past, as
+  // recovery does.
+  uint64_t end = store::record_end(bytes, holder.first, at);
+  if (end == std::string_view::npos)
     return errc::corrupt_data; // record `at` should be here: do not guess
   // What follows: records (the dropped suffix), then zeros of preallocation.
   uint64_t used = end;

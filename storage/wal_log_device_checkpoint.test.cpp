@@ -129,6 +129,75 @@ TEST_F(wal_checkpoint_test,
   fill(*d.value(), 46, 47);
 }
 
+TEST_F(wal_checkpoint_test,
+       damage_among_covered_records_stops_neither_the_open_nor_a_truncation) {
+  // One segment holds records 1..30; a checkpoint covers 1..20. A flipped
+  // bit in a covered record loses nothing (recovery reads past it), and a
+  // truncation after a later record must find that record past the damage
+  // too: a truncation that gave up there failed the replica for good.
+  auto seg_of = [&] {
+    for (auto& e : fs::directory_iterator(dir.path() / "log"))
+      if (e.is_regular_file())
+        return e.path();
+    return fs::path{};
+  };
+  for (uint64_t damaged : {1u, 7u, 20u}) {
+    for (uint64_t cut_after : {21u, 25u, 29u}) {
+      fs::remove_all(dir.path());
+      fs::create_directories(dir.path());
+      {
+        replica_log_options o;
+        o.dir = dir.path();
+        o.segment_bytes = 1 << 20;
+        o.preallocate_bytes = 0;
+        auto d = wal_log_device::open(o, report);
+        ASSERT_TRUE(d);
+        fill(*d.value(), 1, 30);
+        ASSERT_TRUE(d.value()->checkpoint("IMAGE-20", lsn{20}));
+      }
+      // Flip one bit in the middle of record `damaged`'s frame.
+      auto path = seg_of();
+      auto bytes = files::read_file(path).value();
+      size_t pos = 0, at = 0, size = 0;
+      while (pos < bytes.size()) {
+        auto d = decode_record(std::string_view{bytes}.substr(pos));
+        ASSERT_EQ(d.status, decode_status::ok);
+        if (d.record.lsn == lsn{damaged}) {
+          at = pos;
+          size = d.size;
+        }
+        pos += d.size;
+      }
+      ASSERT_GT(size, 0u);
+      bytes[at + size / 2] = static_cast<char>(bytes[at + size / 2] ^ 0x10);
+      {
+        std::ofstream out{path, std::ios::binary | std::ios::trunc};
+        out << bytes;
+      }
+      replica_log_options o;
+      o.dir = dir.path();
+      o.segment_bytes = 1 << 20;
+      o.preallocate_bytes = 0;
+      auto d = wal_log_device::open(o, report);
+      ASSERT_TRUE(d) << "damaged " << damaged << ": " << report.problem;
+      auto rec = d.value()->recover();
+      ASSERT_TRUE(rec);
+      EXPECT_EQ(lsns(rec.value().records), range(21, 30));
+      auto t = d.value()->truncate_after(lsn{cut_after});
+      ASSERT_TRUE(t) << "damaged " << damaged << ", truncate after " << cut_after << ": "
+                     << t.error().message();
+      rec = d.value()->recover();
+      ASSERT_TRUE(rec);
+      EXPECT_EQ(lsns(rec.value().records), range(21, cut_after));
+      fill(*d.value(), cut_after + 1, cut_after + 2);
+      // The damaged covered bytes are still there: nothing was "repaired".
+      auto now = files::read_file(path).value();
+      ASSERT_GT(now.size(), at + size);
+      EXPECT_EQ(now.substr(at, size), bytes.substr(at, size));
+    }
+  }
+}
+
 TEST_F(wal_checkpoint_test, a_checkpoint_not_yet_durable_is_refused) {
   auto d = open();
   ASSERT_TRUE(d);
