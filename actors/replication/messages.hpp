@@ -357,6 +357,9 @@ struct replica_status {
   /// The most bytes this host ever had in flight to one secondary
   /// (replica_stats::peak_inflight_bytes).
   uint64_t peak_inflight_bytes = 0;
+  /// The largest record it ever shipped in one append
+  /// (replica_stats::largest_record_bytes).
+  uint64_t largest_record_bytes = 0;
   /// Sync phases this host finished as primary, and how long the last took.
   uint64_t syncs = 0;
   int64_t last_sync_us = 0;
@@ -391,10 +394,11 @@ typename Inspector::result_type inspect(Inspector& f, replica_status& x) {
   return f(caf::meta::type_name("repl_status"), x.self, x.replica_role, x.promised,
            x.serving, x.commit, x.durable, x.last, x.applied, x.dropped,
            x.unknown_messages, x.bad_payloads, x.snapshots_unsupported, x.txns_refused,
-           x.failed, x.lag, x.peak_inflight_bytes, x.syncs, x.last_sync_us, x.digest,
-           x.checkpoints_written, x.checkpoint_failures, x.checkpoint_lsn,
-           x.snapshots_sent, x.snapshot_chunks_sent, x.snapshots_installed,
-           x.snapshot_chunks_dropped, x.session_duplicates, x.amnesiac);
+           x.failed, x.lag, x.peak_inflight_bytes, x.largest_record_bytes, x.syncs,
+           x.last_sync_us, x.digest, x.checkpoints_written, x.checkpoint_failures,
+           x.checkpoint_lsn, x.snapshots_sent, x.snapshot_chunks_sent,
+           x.snapshots_installed, x.snapshot_chunks_dropped, x.session_duplicates,
+           x.amnesiac);
 }
 
 } // namespace conclave::replication

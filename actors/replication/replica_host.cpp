@@ -1174,6 +1174,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
                std::chrono::duration_cast<std::chrono::microseconds>(behind).count()});
         }
         s.peak_inflight_bytes = st.core->stats().peak_inflight_bytes;
+        s.largest_record_bytes = st.core->stats().largest_record_bytes;
         s.digest = st.digest;
         s.syncs = st.syncs;
         s.last_sync_us = st.last_sync_us;

@@ -802,6 +802,7 @@ void replica_core::replicate(peer_state& p, timestamp now) {
               || a.entries.size() >= cfg_.max_batch_records))
         break;
       bytes += entry_bytes(e);
+      stats_.largest_record_bytes = std::max(stats_.largest_record_bytes, entry_bytes(e));
       a.entries.push_back(e);
     }
     stats_.records_shipped += a.entries.size();

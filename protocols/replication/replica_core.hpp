@@ -197,6 +197,9 @@ struct replica_stats {
   /// not yet acknowledged), measured after each append: flow control keeps it
   /// within max_inflight_bytes plus one batch.
   uint64_t peak_inflight_bytes = 0;
+  /// The largest record ever shipped in an append: a batch holds at least
+  /// one record, so one larger than max_batch_bytes ships alone.
+  uint64_t largest_record_bytes = 0;
   uint64_t snapshots_sent = 0;
   uint64_t syncs_started = 0;
   uint64_t syncs_finished = 0;

@@ -657,6 +657,9 @@ TEST(replica_core, slow_secondary_stalls_no_commit_and_costs_at_most_its_window)
   auto peak = g.core(1).stats().peak_inflight_bytes;
   EXPECT_GE(peak, cfg.max_inflight_bytes);
   EXPECT_LE(peak, cfg.max_inflight_bytes + cfg.max_batch_bytes);
+  auto largest = g.core(1).stats().largest_record_bytes;
+  EXPECT_GT(largest, 0u);
+  EXPECT_LE(largest, cfg.max_batch_bytes);
 }
 
 TEST(replica_core, ignoring_the_window_shows_in_the_peak_in_flight) {

@@ -206,17 +206,18 @@ public:
   const char* name() const override { return "flow_control_holds"; }
   void check(const repl_observation& obs,
              std::vector<repl_violation>& out) const override {
-    if (obs.inflight_bound == 0)
+    if (obs.window_bytes == 0)
       return;
     // The peak only grows within a life: one complaint per replica, at the
     // first sample that shows it.
     std::set<uint64_t> told;
     auto look = [&](const repl_sample& s) {
-      if (s.peak_inflight <= obs.inflight_bound || !told.insert(s.node.value).second)
+      auto bound = obs.window_bytes + std::max(obs.batch_bytes, s.largest_record);
+      if (s.peak_inflight <= bound || !told.insert(s.node.value).second)
         return;
       out.push_back({"", describe(s) + " had " + std::to_string(s.peak_inflight)
                              + " bytes in flight to one secondary, more than the "
-                             + std::to_string(obs.inflight_bound)
+                             + std::to_string(bound)
                              + " its window and one batch allow"});
     };
     for (auto& s : obs.samples)

@@ -31,6 +31,7 @@
 //                           same state
 //   flow_control_holds      (safety) no primary ever had more bytes in flight
 //                           to one secondary than its window plus one batch
+//                           (at least one record)
 #pragma once
 
 #include "protocols/replication/types.hpp"
@@ -81,6 +82,8 @@ struct repl_sample {
   /// The most bytes the replica ever had in flight to one secondary while
   /// primary, in its current life.
   uint64_t peak_inflight = 0;
+  /// The largest record it ever shipped in one append, in this life.
+  uint64_t largest_record = 0;
   std::vector<uint64_t> values;
 };
 
@@ -97,9 +100,12 @@ struct repl_observation {
   /// Liveness is judged only if a majority was up when faults healed (a
   /// crash without a restart never heals).
   bool judge_liveness = true;
-  /// What flow control allows in flight to one secondary: the window plus
-  /// one batch (0: not judged).
-  uint64_t inflight_bound = 0;
+  /// Flow control: the primaries' window and batch size, in bytes (window
+  /// 0: not judged). A secondary may have the window plus one batch in
+  /// flight, and a batch holds at least one record (so a record larger than
+  /// the batch ships alone).
+  uint64_t window_bytes = 0;
+  uint64_t batch_bytes = 0;
 };
 
 struct repl_violation {

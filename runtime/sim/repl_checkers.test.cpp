@@ -171,8 +171,13 @@ TEST(repl_checkers, replicas_that_end_apart_do_not_converge) {
 
 TEST(repl_checkers, more_in_flight_than_window_and_batch_breaks_flow_control) {
   auto obs = good_history();
-  obs.inflight_bound = 800;
+  obs.window_bytes = 600;
+  obs.batch_bytes = 200;
   obs.samples[0].peak_inflight = 800; // exactly the bound: allowed
+  EXPECT_TRUE(check(obs).empty());
+  // A record larger than the batch ships alone: the bound grows with it.
+  obs.samples[1].largest_record = 300;
+  obs.samples[1].peak_inflight = 900;
   EXPECT_TRUE(check(obs).empty());
   obs.samples[2].peak_inflight = 801;
   obs.samples[3].peak_inflight = 900;
@@ -184,7 +189,7 @@ TEST(repl_checkers, more_in_flight_than_window_and_batch_breaks_flow_control) {
   EXPECT_TRUE(vs[0].safety);
   EXPECT_NE(vs[0].what.find("801 bytes"), std::string::npos) << vs[0].what;
   EXPECT_NE(vs[1].what.find("replica 2"), std::string::npos) << vs[1].what;
-  // Without a bound, nothing is judged.
-  obs.inflight_bound = 0;
+  // Without a window, nothing is judged.
+  obs.window_bytes = 0;
   EXPECT_TRUE(check(obs).empty());
 }

@@ -250,11 +250,8 @@ public:
     return ask_front<rp::read_result>(i, std::move(req));
   }
 
-  /// What flow control allows in flight to one secondary: every host's
-  /// window plus one batch.
-  uint64_t inflight_bound() const {
-    return rconfig_.max_inflight_bytes + rconfig_.max_batch_bytes;
-  }
+  /// Every host's flow-control window and batch size.
+  const rp::replica_config& replica_config() const { return rconfig_; }
 
   /// The promised term of node i's host now (none if it is down or paused).
   std::optional<el::term> promised_of(size_t i) {
@@ -342,6 +339,7 @@ public:
       s.durable = a.durable;
       s.failed = a.failed;
       s.peak_inflight = a.peak_inflight_bytes;
+      s.largest_record = a.largest_record_bytes;
       for (auto& r : sl->reads) {
         uint64_t v = 0;
         if (r.value->found) {
@@ -902,7 +900,8 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
                     [](const repl_sample& s) { return s.acting && s.serving; }));
   rep.end = d.elapsed();
   obs.judge_liveness = w.alive_with_log() >= settings.replicas / 2 + 1;
-  obs.inflight_bound = w.inflight_bound();
+  obs.window_bytes = w.replica_config().max_inflight_bytes;
+  obs.batch_bytes = w.replica_config().max_batch_bytes;
   rep.liveness_judged = obs.judge_liveness;
   for (auto& v : run_repl_checkers(standard_repl_checkers(), obs))
     rep.violations.push_back(std::move(v));
