@@ -25,8 +25,8 @@
 namespace conclave::node {
 
 struct handshake_limits {
-  size_t max_total = 64;
-  size_t max_per_source = 32;
+  size_t max_total = 24;
+  size_t max_per_source = 12;
   std::chrono::milliseconds timeout{3000};
 };
 
