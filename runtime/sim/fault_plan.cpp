@@ -847,6 +847,15 @@ outcome::result<void, std::string> validate(const fault_plan& plan, size_t nodes
   return outcome::success();
 }
 
+outcome::result<void, std::string> validate_disk(const fault_plan& plan, disk_kind disk) {
+  if (disk == disk_kind::memory)
+    for (auto& f : plan.faults)
+      if (f.what == k::bitflip)
+        return std::string{"fault 'bitflip' needs --disk files: the memory disk keeps "
+                           "records, not bytes"};
+  return outcome::success();
+}
+
 void complete_partitions(fault_plan& plan, size_t nodes) {
   for (auto& f : plan.faults) {
     if (f.what != k::partition)

@@ -588,12 +588,7 @@ outcome::result<void, std::string> validate_repl(const fault_plan& plan, size_t 
                                                  disk_kind disk) {
   if (auto v = validate(plan, replicas); !v)
     return v.error();
-  if (disk == disk_kind::memory)
-    for (auto& f : plan.faults)
-      if (f.what == fault::kind::bitflip)
-        return std::string{"fault 'bitflip' needs --disk files: the memory disk keeps "
-                           "records, not bytes"};
-  return outcome::success();
+  return validate_disk(plan, disk);
 }
 
 repl_run_report run_repl_simulation(const repl_settings& settings) {
