@@ -128,12 +128,13 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     for (auto f : election_flags)
       if (sub->count(f) > 0)
         return bad_input(std::string{f} + ": belongs to --workload election, not jobs");
-    for (auto f : {"--replicas", "--clients", "--weak-share", "--fsync-us", "--disk",
-                   "--checkpoint-every"})
+    for (auto f :
+         {"--replicas", "--clients", "--weak-share", "--fsync-us", "--checkpoint-every"})
       if (sub->count(f) > 0)
         return bad_input(std::string{f}
                          + ": belongs to --workload replication, not jobs");
-    return run_sim_jobs(o.jobs, o.repl.unsafe, o.runs, o.seed, o.faults, o.json);
+    auto disk = sub->count("--disk") > 0 ? o.repl.disk : sim_jobs_default_disk;
+    return run_sim_jobs(o.jobs, o.repl.unsafe, disk, o.runs, o.seed, o.faults, o.json);
   }
   if (sim_repl_flags_given(sub, o.workload == "election"))
     return bad_input(
