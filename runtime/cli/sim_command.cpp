@@ -130,17 +130,19 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     for (auto f : election_flags)
       if (sub->count(f) > 0)
         return bad_input(std::string{f} + ": belongs to --workload election, not jobs");
-    for (auto f : {"--replicas", "--clients", "--weak-share", "--fsync-us", "--disk",
+    for (auto f : {"--replicas", "--clients", "--weak-share", "--fsync-us",
                    "--checkpoint-every", "--batch-bytes", "--window-bytes"})
       if (sub->count(f) > 0)
         return bad_input(std::string{f}
                          + ": belongs to --workload replication, not jobs");
-    return run_sim_jobs(o.jobs, o.repl.unsafe, o.runs, o.seed, o.faults, o.json);
+    auto disk = sub->count("--disk") > 0 ? o.repl.disk : sim_jobs_default_disk;
+    return run_sim_jobs(o.jobs, o.repl.unsafe, disk, o.runs, o.seed, o.faults, o.json);
   }
   if (sim_repl_flags_given(sub, o.workload == "election"))
     return bad_input(
         "--replicas, --clients, --weak-share, --fsync-us, --disk, --checkpoint-every, "
-        "--batch-bytes, --window-bytes and --unsafe belong to --workload replication");
+        "--batch-bytes, --window-bytes and --unsafe belong to --workload replication "
+        "(--disk and --unsafe also to lease and jobs)");
   if (o.workload != "election")
     return bad_input("--workload: expected election, jobs, replication or lease, got '"
                      + o.workload + "'");

@@ -36,8 +36,9 @@ bool sim_jobs_flags_given(const CLI::App* sub) {
   return false;
 }
 
-int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t runs,
-                 uint64_t seed, const std::string& faults, bool json) {
+int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe,
+                 const std::string& disk, size_t runs, uint64_t seed,
+                 const std::string& faults, bool json) {
   auto in_range = [](size_t v, size_t lo, size_t hi) { return v >= lo && v <= hi; };
   if (!in_range(o.jobs, 1, 1000))
     return bad_input("--jobs: expected 1 to 1000, got " + std::to_string(o.jobs));
@@ -59,6 +60,9 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t ru
         "--unsafe: --workload jobs expects none or supervisor-ignores-fence, "
         "got '"
         + unsafe + "'");
+  auto kind = sim::parse_disk_kind(disk);
+  if (!kind)
+    return bad_input("--disk: expected files or memory, got '" + disk + "'");
   if (runs < 1)
     return bad_input("--runs: must be at least 1");
   auto plan = sim::parse_fault_spec(faults, sim::workload::jobs);
@@ -66,7 +70,8 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t ru
     return bad_input("--faults: " + plan.error());
   sim::jobs_settings s;
   s.shape = {o.jobs, o.steps, o.schedulers, o.agents, o.supervisors};
-  if (auto v = sim::validate(plan.value(), s.shape); !v)
+  s.disk = *kind;
+  if (auto v = sim::validate(plan.value(), s.shape, s.disk); !v)
     return bad_input("--faults: " + v.error());
   sim::complete_partitions(plan.value(), sim::jobs_nodes(s.shape));
   s.plan = std::move(plan.value());
@@ -75,7 +80,7 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t ru
   auto prefix = "conclave sim --workload jobs --jobs " + std::to_string(o.jobs)
                 + " --steps " + std::to_string(o.steps) + " --schedulers "
                 + std::to_string(o.schedulers) + " --agents " + std::to_string(o.agents)
-                + " --supervisors " + std::to_string(o.supervisors);
+                + " --supervisors " + std::to_string(o.supervisors) + " --disk " + disk;
   if (!s.idempotent_service)
     prefix += " --service " + o.service;
   if (unsafe != "none")
@@ -93,7 +98,7 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe, size_t ru
     std::cout << "conclave sim --workload jobs: " << runs << " run(s), seeds " << seed
               << ".." << seed + runs - 1 << ", faults '" << faults << "', " << o.jobs
               << " jobs of " << o.steps << " steps, " << o.schedulers << " schedulers, "
-              << o.agents << " agents, " << o.supervisors << " supervisors"
+              << o.agents << " agents, " << o.supervisors << " supervisors, disk " << disk
               << (s.idempotent_service ? "" : ", non-idempotent service")
               << (unsafe == "none" ? "" : ", UNSAFE " + unsafe) << "\n";
     summary.print(std::cout);

@@ -33,9 +33,9 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o) {
          "replication workload: virtual time a disk sync takes, in microseconds")
       ->capture_default_str();
   option(sub, "--disk", o.disk,
-         "replication and lease workloads: files (each node's data directory on a "
-         "simulated disk, opened by the node's own storage code at every start; takes "
-         "power losses and bit flips) or memory (records in memory)")
+         "replication, lease and jobs workloads: files (each node's data directory on "
+         "a simulated disk, opened by the node's own storage code at every start; "
+         "takes power losses and bit flips) or memory (records in memory)")
       ->capture_default_str();
   option(sub, "--checkpoint-every", o.checkpoint_every,
          "replication workload: replicas checkpoint every this many records "

@@ -27,9 +27,9 @@ constexpr std::array<std::string_view, fault_word_count> word_names{
     "fail",      "reject",  "hang",  "slow",         "cancel",         "heal",
     "loss",      "dup",     "delay", "drift",        "random",         "horizon"};
 
-/// Why a workload does not take a word (empty: it takes it). The replication
-/// and lease workloads take the disk faults (and lease drift=) once their
-/// simulation applies them.
+/// Why a workload does not take a word (empty: it takes it). A workload
+/// takes a disk fault (and the lease workload drift=) once its simulation
+/// applies it.
 std::string_view why_not(fault_word word, workload w) {
   using fw = fault_word;
   switch (word) {
@@ -42,9 +42,10 @@ std::string_view why_not(fault_word word, workload w) {
     case workload::replication:
     case workload::lease: // the same nodes and disks
       return "";
-    default:
-      return "its simulated disk does not apply it yet";
+    case workload::jobs: // the same disks; no stalls yet
+      return word == fw::disk_stall ? "its simulated disk does not apply it yet" : "";
     }
+    return "";
   case fw::drift:
     switch (w) {
     case workload::election:
@@ -844,6 +845,15 @@ outcome::result<void, std::string> validate(const fault_plan& plan, size_t nodes
       return to_spec(f) + " names node " + std::to_string(twice->value)
              + " twice; a node is in one group";
   }
+  return outcome::success();
+}
+
+outcome::result<void, std::string> validate_disk(const fault_plan& plan, disk_kind disk) {
+  if (disk == disk_kind::memory)
+    for (auto& f : plan.faults)
+      if (f.what == k::bitflip)
+        return std::string{"fault 'bitflip' needs --disk files: the memory disk keeps "
+                           "records, not bytes"};
   return outcome::success();
 }
 

@@ -40,6 +40,7 @@
 #pragma once
 
 #include "protocols/election/types.hpp"
+#include "runtime/sim/disk_kind.hpp"
 
 #include <boost/outcome.hpp>
 
@@ -202,6 +203,10 @@ std::string replay_spec(const fault_plan& drawn, workload w = workload::election
 /// Checks node ids against the group size, and that no node is in two
 /// groups of one partition or cut.
 outcome::result<void, std::string> validate(const fault_plan& plan, size_t nodes);
+
+/// Checks the plan against the nodes' disk: a memory disk keeps records, not
+/// bytes, so it takes no bitflip.
+outcome::result<void, std::string> validate_disk(const fault_plan& plan, disk_kind disk);
 
 /// Lists every node a partition leaves out as a group of its own ("every node
 /// not listed is alone"), so that any applier sees the whole partition.

@@ -69,9 +69,10 @@ struct jobs_observation {
   workflow::timestamp origin{0};
   /// Job time at which the run ended (for the "why is it stuck" view).
   workflow::timestamp now{0};
-  /// Liveness is judged only if, once faults healed, the run still had a
-  /// live scheduler and a live supervisor (a crash without a restart never
-  /// heals).
+  /// Liveness is judged only if, once faults healed, a majority of the nodes
+  /// (the replicated store's quorum) was up with its log: a crash without a
+  /// restart never heals, a refused start leaves its node down, and a node
+  /// that moved a damaged log aside waits to rebuild it from the peers.
   bool judge_liveness = true;
   /// The client's `list` for each state (by step_state value) at the end of
   /// the run; unset if the run did not read it.

@@ -103,7 +103,7 @@ TEST(jobs_checkers, a_job_not_final_at_heal_plus_bound_is_a_liveness_failure) {
   EXPECT_EQ(vs[0].checker, "final_within_bound");
   EXPECT_FALSE(vs[0].safety);
   EXPECT_NE(vs[0].what.find("still processing"), std::string::npos) << vs[0].what;
-  // ... unless liveness is not judged (no live scheduler or supervisor).
+  // ... unless liveness is not judged (no majority up with its log).
   obs.judge_liveness = false;
   EXPECT_TRUE(check(obs).empty());
 }

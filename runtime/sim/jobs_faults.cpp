@@ -9,7 +9,7 @@ size_t jobs_nodes(const jobs_shape& shape) {
 }
 
 outcome::result<void, std::string> validate(const fault_plan& plan,
-                                            const jobs_shape& shape) {
+                                            const jobs_shape& shape, disk_kind disk) {
   using role = fault::role;
   for (auto& f : plan.faults) {
     if (f.what == fault::kind::cancel) {
@@ -43,11 +43,15 @@ outcome::result<void, std::string> validate(const fault_plan& plan,
       return std::string{"fault names "} + name + std::to_string(f.number)
              + " but the run has " + name + "s 1.." + std::to_string(count);
   }
-  // Pauses, elections asked of a node, partitions and cuts name nodes.
-  return validate(plan, jobs_nodes(shape));
+  // Pauses, elections asked of a node, partitions, cuts, power losses and
+  // bit flips name nodes.
+  if (auto v = validate(plan, jobs_nodes(shape)); !v)
+    return v.error();
+  return validate_disk(plan, disk);
 }
 
-void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_64& rng) {
+void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_64& rng,
+                       bool disk_faults) {
   using ms = std::chrono::milliseconds;
   using k = fault::kind;
   using role = fault::role;
@@ -80,7 +84,32 @@ void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_6
       w.probability = static_cast<double>(uniform(min_pct, max_pct)) / 100.0;
       plan.faults.push_back(w);
     };
-    switch (uniform(0, 8)) {
+    // A disk fault of node N at `start` (drawn now), then its restart at
+    // `end`: restarted by the name of an actor it hosts (agentN, schedulerN
+    // or supervisorN, the first the shape has).
+    auto on_disk_then_restart = [&](k what, bool crash) {
+      auto n = static_cast<uint64_t>(uniform(1, static_cast<int64_t>(jobs_nodes(shape))));
+      fault d;
+      d.what = what;
+      d.at = start;
+      d.node = node_id{n};
+      plan.faults.push_back(d);
+      fault c;
+      c.what = k::crash;
+      c.at = start;
+      c.target = n <= shape.agents       ? role::agent
+                 : n <= shape.schedulers ? role::scheduler
+                                         : role::supervisor;
+      c.number = n;
+      if (crash)
+        plan.faults.push_back(c);
+      auto again = c;
+      again.what = k::restart;
+      again.at = end;
+      plan.faults.push_back(again);
+    };
+    // The memory disk draws what it drew before the files disk took faults.
+    switch (uniform(0, disk_faults ? 10 : 8)) {
     case 0:
       crash_restart(role::agent, shape.agents);
       break;
@@ -112,6 +141,12 @@ void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_6
       break;
     case 7:
       window(k::slow, 30, 100);
+      break;
+    case 9: // the power goes during a sync; the node restarts later
+      on_disk_then_restart(k::fsync_loss, false);
+      break;
+    case 10: // a bit flips; the node crashes and finds it when it restarts
+      on_disk_then_restart(k::bitflip, true);
       break;
     default: {
       fault c;

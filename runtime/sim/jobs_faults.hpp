@@ -31,14 +31,18 @@ struct jobs_shape {
 size_t jobs_nodes(const jobs_shape& shape);
 
 /// Checks agent, scheduler, supervisor, node and job numbers against the
-/// shape.
+/// shape, and the disk faults against the nodes' disk (validate_disk).
 outcome::result<void, std::string> validate(const fault_plan& plan,
-                                            const jobs_shape& shape);
+                                            const jobs_shape& shape,
+                                            disk_kind disk = disk_kind::files);
 
 /// Adds plan.random_faults faults drawn from `rng`: crash and restart of an
 /// agent, a scheduler, the supervisor leader or the service; a window of
-/// failing, rejecting, hanging or slow service calls; a cancel. Every one ends
-/// before the horizon.
-void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_64& rng);
+/// failing, rejecting, hanging or slow service calls; a cancel. With
+/// `disk_faults` (the nodes keep files) also a power loss during a node's
+/// sync, or a bit flipped on its disk and a crash, each with a restart of the
+/// node (named by an actor it hosts). Every one ends before the horizon.
+void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_64& rng,
+                       bool disk_faults = false);
 
 } // namespace conclave::sim

@@ -42,6 +42,7 @@ void jobs_summary::add(const jobs_run_report& r) {
   duplicated_ += r.duplicated;
   effects_ += r.effects;
   settle_max_ = std::max(settle_max_, r.settle);
+  disks_.add(r.disks, r.seed);
   verdicts_.add(r.seed, r.fault_list, run_verdicts::complaints_of(r.violations),
                 r.liveness_failed(), r.liveness_judged);
 }
@@ -65,7 +66,8 @@ void jobs_summary::print(std::ostream& out) const {
       << fenced_ << ", messages " << messages_ << " (lost " << lost_ << ", duplicated "
       << duplicated_ << "), service effects " << effects_ << ", slowest job after heal "
       << ms(settle_max_) << " ms\n";
-  verdicts_.print_failures(out, "no live scheduler or supervisor at the end");
+  disks_.print(out);
+  verdicts_.print_failures(out, "no majority up with its log at the end");
   out << verdict() << '\n';
 }
 
@@ -92,6 +94,7 @@ std::string jobs_summary::to_json(uint64_t seed, const std::string& faults) cons
   doc["messages"] = {{"total", messages_}, {"lost", lost_}, {"duplicated", duplicated_}};
   doc["service_effects"] = effects_;
   doc["slowest_after_heal_ms"] = ms(settle_max_);
+  doc["disks"] = disks_.to_json();
   return doc.dump();
 }
 

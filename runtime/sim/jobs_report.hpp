@@ -1,7 +1,8 @@
 // The summary of many runs of the jobs workload: what `conclave sim --workload
 // jobs` prints (docs/design/simulation.md, "Jobs workload"). Plain: how the jobs
-// ended, what the runs did, every failing run with its checker's complaint
-// and its replay command, and one verdict line. --json: one document.
+// ended, what the runs did, what the disks went through (disk_counts.hpp), every
+// failing run with its checker's complaint and its replay command, and one
+// verdict line. --json: one document.
 #pragma once
 
 #include "runtime/sim/jobs_simulation.hpp"
@@ -41,6 +42,7 @@ private:
            failure_ = 0, fenced_ = 0, messages_ = 0, lost_ = 0, duplicated_ = 0,
            effects_ = 0;
   workflow::duration settle_max_{0};
+  disk_counts disks_;
 };
 
 } // namespace conclave::sim

@@ -128,8 +128,8 @@ double guard_rate_error(const el::election_config& c) {
 
 /// The nodes of a jobs run on the world: each is what `conclave node` runs,
 /// the node composition and its workflow part, with the world's network, a
-/// simulated disk and term file that survive its crashes, and its own
-/// drifting clock.
+/// disk (world_node_disk.hpp) that survives its crashes, and its own drifting
+/// clock.
 class jobs_node_world final : private world_observer {
 public:
   jobs_node_world(const jobs_settings& s, const fault_plan& plan, uint64_t net_seed,
@@ -180,8 +180,10 @@ public:
     nodes_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       auto& x = nodes_[i];
-      // Records in memory: the jobs workload takes no disk faults.
-      x.disk = std::make_shared<world_node_disk>(disk_kind::memory, 2ms, false, 0);
+      // Each disk's own seed (what a power loss keeps), from the run's seed
+      // without another draw of its generator.
+      x.disk = std::make_shared<world_node_disk>(
+          s.disk, 2ms, false, net_seed ^ (0x9e3779b97f4a7c15ull * (i + 1)));
       world_.spawn(members_[i], [this, i](world&, node_id, uint32_t incarnation) {
         return make_node(i, incarnation);
       });
@@ -205,6 +207,13 @@ public:
   uint64_t messages() const { return world_.messages_sent(); }
   uint64_t lost() const { return lost_; }
   uint64_t duplicated() const { return world_.messages_duplicated(); }
+  /// What the disks went through (power losses, bit flips, starts).
+  disk_counts disks() const {
+    auto d = disks_;
+    for (auto& x : nodes_)
+      d.power_losses += x.disk->power_losses();
+    return d;
+  }
 
   void submit(const wf::job_spec& spec) {
     // A refused submission is a bug of the simulation's own job generator
@@ -235,6 +244,19 @@ public:
           world_.restart(*id);
       }
       break;
+    case k::fsync_loss: {
+      auto id = f.node;
+      // The memory disk has no page cache: its crash loses the same.
+      if (!world_.alive(id)
+          || !nodes_[id.value - 1].disk->power_loss_at_next_sync(
+              [this, id] { world_.at(world_.now(), [this, id] { world_.crash(id); }); }))
+        world_.crash(id);
+      break;
+    }
+    case k::bitflip:
+      if (nodes_[f.node.value - 1].disk->flip())
+        ++disks_.bitflips;
+      break;
     case k::cancel:
       if (f.number >= 1 && f.number <= ids_.size())
         if (auto i = reachable())
@@ -247,6 +269,12 @@ public:
       apply_world_fault(world_, f, members_, nodes_, last_leader_);
       break;
     }
+    // A node whose storage refused to open exits, as `conclave node` does.
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (nodes_[i].refused) {
+        nodes_[i].refused = false;
+        world_.crash(members_[i]);
+      }
     world_.run_actors();
   }
 
@@ -298,6 +326,11 @@ public:
   /// adapter (the world runs on while the answers come).
   jobs_observation observe() {
     jobs_observation obs;
+    // Without a majority up with its log the store cannot serve until an
+    // operator steps in (amnesiac replicas do not count toward a sync): a
+    // primary still serving answers at once, and waiting the full 10 s of
+    // run time for answers that cannot come was most of a mix's CPU time.
+    patience_ = 2 * alive_with_log() > members_.size() ? 10s : 1s;
     auto i = reachable();
     if (i) {
       auto client = nodes_[*i].client;
@@ -344,11 +377,11 @@ public:
     obs.origin = wf::timestamp{0};
     obs.now = wf::timestamp{world_.now()};
     // Jobs can be read only while a majority of the nodes (the replicated
-    // store's quorum) is alive: a run whose faults leave fewer is not judged.
-    size_t alive = 0;
-    for (auto id : members_)
-      alive += world_.alive(id) ? 1 : 0;
-    obs.judge_liveness = i.has_value() && 2 * alive > members_.size();
+    // store's quorum) is alive with its log: a run whose faults leave fewer
+    // (crashed for good, started refused, or a damaged log moved aside and
+    // not rebuilt yet) is not judged, as the replicas rightly wait for an
+    // operator.
+    obs.judge_liveness = i.has_value() && 2 * alive_with_log() > members_.size();
     return obs;
   }
 
@@ -378,7 +411,19 @@ private:
     el::candidate_actor candidate;
     wf::client_actor client;
     store::store_actor store;
+    /// This life did not start (its storage refused to open).
+    bool refused = false;
+    /// Its log was lost (damage moved aside) and is not rebuilt yet.
+    bool amnesiac = false;
   };
+
+  /// Live nodes that hold their log (not amnesiac).
+  size_t alive_with_log() const {
+    size_t n = 0;
+    for (size_t i = 0; i < members_.size(); ++i)
+      n += world_.alive(members_[i]) && !nodes_[i].amnesiac ? 1 : 0;
+    return n;
+  }
 
   static clock_model clocks_of(const fault_plan& plan) {
     clock_model c;
@@ -422,11 +467,12 @@ private:
     return std::uniform_real_distribution<double>{0.0, 1.0}(service_rng_) < p;
   }
 
-  /// Runs the world on until every answer came, for at most 10 s of run time.
+  /// Runs the world on until every answer came, for at most `patience` of
+  /// run time (observe() sets it).
   template <class Replies>
   void wait_all(const Replies& rs) {
     world_.run_actors();
-    auto limit = world_.now() + 10s;
+    auto limit = world_.now() + patience_;
     while (!all_done(rs) && world_.now() < limit)
       world_.run_until(world_.now() + 1ms);
   }
@@ -477,8 +523,33 @@ private:
     auto& sys = world_.system();
     auto& n = nodes_[i];
     auto id = members_[i];
-    // A memory disk always opens.
-    auto storage = n.disk->open(members_.size(), 0, econfig_.guard.lease_max).value();
+    auto local_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(world_.local_now(id))
+            .count();
+    auto opened = n.disk->open(members_.size(), local_ms, econfig_.guard.lease_max);
+    if (!opened) {
+      // `conclave node` prints the line and exits 1: the node stays down.
+      // apply() takes it down once the fault that restarted it is done.
+      disks_.refused(id, opened.error());
+      auto b = refused_node_body(sys);
+      n.front = b.actor;
+      n.candidate = caf::actor_cast<el::candidate_actor>(b.actor);
+      n.client = caf::actor_cast<wf::client_actor>(b.actor);
+      n.store = caf::actor_cast<store::store_actor>(b.actor);
+      n.refused = true;
+      return b;
+    }
+    auto& storage = opened.value();
+    disks_.opened(storage);
+    n.amnesiac = storage.amnesiac;
+    if (n.amnesiac) {
+      auto healed = std::move(storage.healed);
+      storage.healed = [this, i, healed] {
+        nodes_[i].amnesiac = false;
+        if (healed)
+          healed();
+      };
+    }
     auto o = world_node_options(world_, id, members_, econfig_, rconfig_, storage,
                                 incarnation);
     auto& ro = *o.replica;
@@ -545,6 +616,9 @@ private:
   std::set<std::string> final_;
   std::vector<std::shared_ptr<reply<wf::job_view>>> polls_;
   uint64_t lost_ = 0;
+  disk_counts disks_;
+  /// How long observe() waits for the answers to its reads.
+  wf::duration patience_ = 10s;
 };
 
 /// Fills the run's report from what the checkers read and the counters.
@@ -654,6 +728,7 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
   rep.messages = w.messages();
   rep.lost = w.lost();
   rep.duplicated = w.duplicated();
+  rep.disks = w.disks();
 }
 
 } // namespace
@@ -678,7 +753,7 @@ jobs_run_report run_jobs_simulation(const jobs_settings& settings) {
   rep.seed = settings.seed;
   std::mt19937_64 rng{settings.seed};
   auto plan = settings.plan;
-  add_random_faults(plan, settings.shape, rng);
+  add_random_faults(plan, settings.shape, rng, settings.disk == disk_kind::files);
   auto jobs = make_jobs(settings.shape, rng);
   auto net_seed = rng();
   auto service_seed = rng();

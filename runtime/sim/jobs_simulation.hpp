@@ -30,12 +30,20 @@
 // compensation ("undo", probability 1/2). A submission that fails, or whose
 // node dies with it, is submitted again.
 //
+// Disk: each node's data directory on a simulated file system, opened by the
+// node's own storage code at every start (world_node_disk.hpp), as in the
+// replication workload: fsync-loss@T:N cuts the power during node N's next
+// sync, bitflip@T:N flips a synced bit of its log, a start whose storage
+// refuses to open leaves the node down, and random=N also draws power losses
+// and bit flips. Or records in memory (no bit flips; a power loss is a crash).
+//
 // Determinism: one std::mt19937_64 seeded with the run's seed draws the
 // random faults, the jobs, the seed of the world's network and that of the
 // service's fault windows; the world runs every node on one test coordinator
 // in one event order. Same settings, same report.
 #pragma once
 
+#include "runtime/sim/disk_counts.hpp"
 #include "runtime/sim/jobs_checkers.hpp"
 #include "runtime/sim/jobs_faults.hpp"
 
@@ -52,6 +60,10 @@ struct jobs_settings {
   /// false: the test service applies every call, even a repeated key (not
   /// idempotent). The broken fixture of the checkers' meta-test.
   bool idempotent_service = true;
+  /// Each node's data directory as `conclave node` keeps it, opened by the
+  /// node's own storage code at every start (files: takes power losses and
+  /// bit flips, and random= draws them), or records in memory.
+  disk_kind disk = disk_kind::files;
   /// The supervisors' recovery writes ignore the attempt fence
   /// (supervisor_options::unsafe_ignore_attempt_fence): the planted defect
   /// `--unsafe supervisor-ignores-fence` the checkers must catch.
@@ -80,6 +92,8 @@ struct jobs_run_report {
   uint64_t lost = 0;
   uint64_t duplicated = 0;
   uint64_t effects = 0;
+  /// Files disk: power losses, bit flips, and what the starts found.
+  disk_counts disks;
   /// Longest time from heal (or submission, if later) to a job's final state.
   workflow::duration settle{0};
   /// Virtual time at which the run ended.

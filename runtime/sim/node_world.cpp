@@ -3,6 +3,7 @@
 #include "protocols/election/messages.hpp"
 #include "protocols/election/type_ids.hpp"
 
+#include <caf/event_based_actor.hpp>
 #include <caf/make_message.hpp>
 
 #include <variant>
@@ -35,6 +36,15 @@ void set_node_notices(world& w, duration delay) {
                   : caf::make_message(election_atoms::peer_down_atom::value, peer);
       },
       delay);
+}
+
+node_body refused_node_body(caf::actor_system& sys) {
+  node_body b;
+  b.actor = sys.spawn([](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {[](int) {}};
+  });
+  return b;
 }
 
 } // namespace conclave::sim

@@ -61,4 +61,9 @@ private:
 /// peer links' down/up, `delay` after it).
 void set_node_notices(world& w, duration delay = std::chrono::milliseconds(1));
 
+/// The body of a life whose storage refused to open: `conclave node` prints
+/// the line and exits 1. One actor that drops whatever it is sent, until the
+/// workload takes the node down (once the fault that started it is applied).
+node_body refused_node_body(caf::actor_system& sys);
+
 } // namespace conclave::sim

@@ -40,9 +40,9 @@ TEST(repl_disk_simulation, a_power_loss_during_a_sync_loses_no_acknowledged_writ
     s.seed = seed;
     auto r = run_repl_simulation(s);
     EXPECT_TRUE(r.violations.empty()) << "seed " << seed << "\n" << disk_runs::told(r);
-    EXPECT_EQ(r.refused_starts, 0u) << r.first_refusal;
-    losses += r.power_losses;
-    cut += r.tails_cut;
+    EXPECT_EQ(r.disks.refused_starts, 0u) << r.disks.first_refusal;
+    losses += r.disks.power_losses;
+    cut += r.disks.tails_cut;
   }
   // Every armed power loss struck during a sync (the nodes sync constantly
   // under the clients' writes), and some left a torn tail to cut.
@@ -60,8 +60,8 @@ TEST(repl_disk_simulation, a_process_crash_keeps_what_was_written_a_power_loss_m
   auto b = run_repl_simulation(power);
   EXPECT_TRUE(a.violations.empty()) << disk_runs::told(a);
   EXPECT_TRUE(b.violations.empty()) << disk_runs::told(b);
-  EXPECT_EQ(a.power_losses, 0u);
-  EXPECT_EQ(b.power_losses, 1u);
+  EXPECT_EQ(a.disks.power_losses, 0u);
+  EXPECT_EQ(b.disks.power_losses, 1u);
 }
 
 TEST(repl_disk_simulation, a_flipped_bit_in_a_secondary_log_heals_from_the_peers) {
@@ -72,9 +72,9 @@ TEST(repl_disk_simulation, a_flipped_bit_in_a_secondary_log_heals_from_the_peers
     s.seed = seed;
     auto r = run_repl_simulation(s);
     EXPECT_TRUE(r.violations.empty()) << "seed " << seed << "\n" << disk_runs::told(r);
-    EXPECT_EQ(r.bitflips, 1u);
-    EXPECT_EQ(r.refused_starts, 0u) << r.first_refusal;
-    heals += r.heals;
+    EXPECT_EQ(r.disks.bitflips, 1u);
+    EXPECT_EQ(r.disks.refused_starts, 0u) << r.disks.first_refusal;
+    heals += r.disks.heals;
   }
   // A flip in a record (not in the zeros after the last one) is found by the
   // start and healed: most flips land in records.
@@ -90,7 +90,7 @@ TEST(repl_disk_simulation, a_flipped_bit_in_the_old_primary_heals_after_a_failov
     auto r = run_repl_simulation(s);
     EXPECT_TRUE(r.violations.empty()) << "seed " << seed << "\n" << disk_runs::told(r);
     EXPECT_GE(r.failovers(), 1u) << "seed " << seed;
-    heals += r.heals;
+    heals += r.disks.heals;
   }
   EXPECT_GE(heals, 6u);
 }
@@ -116,7 +116,7 @@ TEST(repl_disk_simulation, a_flip_in_the_last_acknowledged_record_is_not_cut_as_
     s.checkpoint_every = every;
     auto r = run_repl_simulation(s);
     EXPECT_FALSE(r.safety_violated()) << "seed " << seed << "\n" << disk_runs::told(r);
-    EXPECT_GT(r.bitflips, 0u) << "seed " << seed << " no longer flips a bit";
+    EXPECT_GT(r.disks.bitflips, 0u) << "seed " << seed << " no longer flips a bit";
   }
 }
 
@@ -130,10 +130,10 @@ TEST(repl_disk_simulation, random_disk_faults_keep_every_acknowledged_write) {
     auto r = run_repl_simulation(s);
     EXPECT_TRUE(r.violations.empty()) << "seed " << seed << "\n" << disk_runs::told(r);
     ++runs;
-    flips += r.bitflips;
-    power += r.power_losses;
-    heals += r.heals;
-    cut += r.tails_cut;
+    flips += r.disks.bitflips;
+    power += r.disks.power_losses;
+    heals += r.disks.heals;
+    cut += r.disks.tails_cut;
   }
   EXPECT_GT(flips, runs / 2);
   EXPECT_GT(power, runs / 4);
@@ -152,7 +152,7 @@ TEST(repl_disk_simulation, a_replica_of_a_newer_term_fences_a_streaming_primary)
   s.checkpoint_every = 20;
   auto r = run_repl_simulation(s);
   EXPECT_TRUE(r.violations.empty()) << disk_runs::told(r);
-  EXPECT_GT(r.bitflips, 2u) << "seed 4594 no longer flips its bits";
+  EXPECT_GT(r.disks.bitflips, 2u) << "seed 4594 no longer flips its bits";
 }
 
 // The planted defect: a node that moved its damaged log aside rejoins

@@ -37,13 +37,7 @@ void repl_summary::add(const repl_run_report& r) {
   messages_lost_ += r.messages_lost;
   duplicated_ += r.duplicated;
   unsynced_lost_ += r.unsynced_lost;
-  power_losses_ += r.power_losses;
-  bitflips_ += r.bitflips;
-  heals_ += r.heals;
-  tails_cut_ += r.tails_cut;
-  refused_ += r.refused_starts;
-  if (first_refusal_.empty() && !r.first_refusal.empty())
-    first_refusal_ = "seed " + std::to_string(r.seed) + ": " + r.first_refusal;
+  disks_.add(r.disks, r.seed);
   checkpoints_ += r.checkpoints;
   installs_ += r.installs;
   sync_durations_.insert(sync_durations_.end(), r.sync_durations.begin(),
@@ -84,13 +78,7 @@ void repl_summary::print(std::ostream& out) const {
       << " keys or queues undecided within the step budget\n";
   out << "checkpoints: " << checkpoints_ << " written, " << installs_
       << " streamed to a replica and installed\n";
-  out << "disks: " << power_losses_ << " power loss(es) during a sync, "
-      << plural(bitflips_, "bit") << " flipped; starts: " << tails_cut_
-      << " cut a torn tail, " << heals_
-      << " moved a damaged log aside and rebuilt it from the peers, " << refused_
-      << " refused (the node stays down)\n";
-  if (!first_refusal_.empty())
-    out << "first refused start: " << first_refusal_ << "\n";
+  disks_.print(out);
   verdicts_.print_failures(out, "no majority up with its log at the end");
   out << verdict() << '\n';
 }
@@ -115,11 +103,7 @@ std::string repl_summary::to_json(uint64_t seed, const std::string& faults) cons
       {"total", messages_}, {"lost", messages_lost_}, {"duplicated", duplicated_}};
   doc["unsynced_records_lost_in_crashes"] = unsynced_lost_;
   doc["checkpoints"] = {{"written", checkpoints_}, {"installed", installs_}};
-  doc["disks"] = {{"power_losses", power_losses_},
-                  {"bits_flipped", bitflips_},
-                  {"starts_cutting_a_torn_tail", tails_cut_},
-                  {"starts_healing_a_damaged_log", heals_},
-                  {"starts_refused", refused_}};
+  doc["disks"] = disks_.to_json();
   doc["samples"] = {{"taken", samples_},
                     {"on_acting_primary", acting_reads_},
                     {"discarded", discarded_}};

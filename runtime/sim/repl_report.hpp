@@ -45,8 +45,7 @@ private:
            failovers_ = 0, samples_ = 0, discarded_ = 0, messages_ = 0,
            messages_lost_ = 0, duplicated_ = 0, unsynced_lost_ = 0, checkpoints_ = 0,
            installs_ = 0;
-  uint64_t power_losses_ = 0, bitflips_ = 0, heals_ = 0, tails_cut_ = 0, refused_ = 0;
-  std::string first_refusal_;
+  disk_counts disks_;
   std::vector<duration> sync_durations_;
   duration recovery_max_{0};
   uint64_t recovered_runs_ = 0;

@@ -139,17 +139,13 @@ public:
       n += x.disk->disk().checkpoints();
     return n;
   }
-  uint64_t power_losses() const {
-    uint64_t n = 0;
+  /// What the disks went through (power losses, bit flips, starts).
+  disk_counts disks() const {
+    auto d = disks_;
     for (auto& x : nodes_)
-      n += x.disk->power_losses();
-    return n;
+      d.power_losses += x.disk->power_losses();
+    return d;
   }
-  uint64_t bitflips() const { return bitflips_; }
-  uint64_t heals() const { return heals_; }
-  uint64_t tails_cut() const { return tails_cut_; }
-  uint64_t refused_starts() const { return refused_; }
-  const std::string& first_refusal() const { return first_refusal_; }
   uint64_t installs() const {
     uint64_t n = 0;
     for (auto& x : nodes_)
@@ -200,7 +196,7 @@ public:
     }
     case k::bitflip:
       if (nodes_[f.node.value - 1].disk->flip())
-        ++bitflips_;
+        ++disks_.bitflips;
       break;
     case k::restart:
       world_.crash(f.node);
@@ -424,19 +420,12 @@ private:
     auto storage = n.disk->open(members_.size(), local_ms, econfig_.guard.lease_max);
     if (!storage) {
       // `conclave node` prints the line and exits 1: the node stays down.
-      if (refused_++ == 0)
-        first_refusal_ = "node " + std::to_string(id.value) + ": " + storage.error();
-      // Its actors: one that drops everything, until apply() takes the
-      // node down once the fault that restarted it is done.
-      auto dead = sys.spawn([](caf::event_based_actor* self) -> caf::behavior {
-        self->set_default_handler(caf::drop);
-        return {[](int) {}};
-      });
-      n.host = n.front = dead;
-      n.candidate = caf::actor_cast<el::candidate_actor>(dead);
+      disks_.refused(id, storage.error());
+      // apply() takes the node down once the fault that restarted it is done.
+      auto b = refused_node_body(sys);
+      n.host = n.front = b.actor;
+      n.candidate = caf::actor_cast<el::candidate_actor>(b.actor);
       n.refused = true;
-      node_body b;
-      b.actor = dead;
       return b;
     }
     n.amnesiac = storage.value().amnesiac;
@@ -448,8 +437,7 @@ private:
           healed();
       };
     }
-    heals_ += storage.value().moved_damaged_aside ? 1 : 0;
-    tails_cut_ += storage.value().cut_torn_tail ? 1 : 0;
+    disks_.opened(storage.value());
     auto o = world_node_options(world_, id, members_, econfig_, rconfig_, storage.value(),
                                 incarnation);
     auto& ro = *o.replica;
@@ -495,11 +483,7 @@ private:
   std::vector<duration> syncs_;
   uint64_t unsynced_lost_ = 0;
   uint64_t lost_ = 0;
-  uint64_t bitflips_ = 0;
-  uint64_t heals_ = 0;
-  uint64_t tails_cut_ = 0;
-  uint64_t refused_ = 0;
-  std::string first_refusal_;
+  disk_counts disks_;
 };
 
 struct client {
@@ -598,12 +582,7 @@ outcome::result<void, std::string> validate_repl(const fault_plan& plan, size_t 
                                                  disk_kind disk) {
   if (auto v = validate(plan, replicas); !v)
     return v.error();
-  if (disk == disk_kind::memory)
-    for (auto& f : plan.faults)
-      if (f.what == fault::kind::bitflip)
-        return std::string{"fault 'bitflip' needs --disk files: the memory disk keeps "
-                           "records, not bytes"};
-  return outcome::success();
+  return validate_disk(plan, disk);
 }
 
 repl_run_report run_repl_simulation(const repl_settings& settings) {
@@ -920,12 +899,7 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.messages_lost = w.messages_lost();
   rep.duplicated = w.duplicated();
   rep.unsynced_lost = w.unsynced_lost();
-  rep.power_losses = w.power_losses();
-  rep.bitflips = w.bitflips();
-  rep.heals = w.heals();
-  rep.tails_cut = w.tails_cut();
-  rep.refused_starts = w.refused_starts();
-  rep.first_refusal = w.first_refusal();
+  rep.disks = w.disks();
   rep.checkpoints = w.checkpoints();
   rep.installs = w.installs();
   return rep;

@@ -50,6 +50,7 @@
 #pragma once
 
 #include "actors/replication/lease_table.hpp"
+#include "runtime/sim/disk_counts.hpp"
 #include "runtime/sim/fault_plan.hpp"
 #include "runtime/sim/lease_checkers.hpp"
 #include "runtime/sim/repl_checkers.hpp"
@@ -149,16 +150,8 @@ struct repl_run_report {
   uint64_t duplicated = 0;
   /// Records appended but not yet durable that crashes dropped.
   uint64_t unsynced_lost = 0;
-  /// Files disk: power losses during a sync, bits flipped, starts that found
-  /// a damaged log and moved it aside to rebuild it from the peers, starts
-  /// that cut a torn tail, and starts refused (the node stays down; the
-  /// first refusal's line).
-  uint64_t power_losses = 0;
-  uint64_t bitflips = 0;
-  uint64_t heals = 0;
-  uint64_t tails_cut = 0;
-  uint64_t refused_starts = 0;
-  std::string first_refusal;
+  /// Files disk: power losses, bit flips, and what the starts found.
+  disk_counts disks;
   /// Checkpoints written and streamed checkpoints installed, all replicas.
   uint64_t checkpoints = 0;
   uint64_t installs = 0;

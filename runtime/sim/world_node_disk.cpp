@@ -7,18 +7,6 @@
 
 namespace conclave::sim {
 
-const char* to_string(disk_kind k) {
-  return k == disk_kind::files ? "files" : "memory";
-}
-
-std::optional<disk_kind> parse_disk_kind(const std::string& s) {
-  if (s == "files")
-    return disk_kind::files;
-  if (s == "memory")
-    return disk_kind::memory;
-  return std::nullopt;
-}
-
 world_node_disk::world_node_disk(disk_kind kind, std::chrono::nanoseconds fsync,
                                  bool lying, uint64_t seed)
     : kind_(kind) {

@@ -23,8 +23,11 @@
 
 #include "actors/election/host.hpp"
 #include "actors/replication/replica_host.hpp"
+#include "runtime/sim/disk_kind.hpp"
 #include "runtime/sim/sim_disk.hpp"
 #include "runtime/sim/sim_file_system.hpp"
+
+#include <boost/outcome.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -35,11 +38,8 @@
 
 namespace conclave::sim {
 
-enum class disk_kind { files, memory };
-
-/// "files" / "memory".
-const char* to_string(disk_kind k);
-std::optional<disk_kind> parse_disk_kind(const std::string& s);
+namespace outcome = BOOST_OUTCOME_V2_NAMESPACE;
+using election::duration;
 
 class world_node_disk {
 public:

@@ -38,8 +38,6 @@ TEST(sim_faults_cli, a_word_the_workload_does_not_apply_is_exit_2_naming_both) {
       {"election", "slow", "slow=20ms"},
       {"election", "cancel", "cancel@1s:1"},
       {"jobs", "disk-stall", "disk-stall@10ms-20ms:1"},
-      {"jobs", "fsync-loss", "fsync-loss@10ms:1"},
-      {"jobs", "bitflip", "bitflip@10ms:1"},
       {"replication", "hang", "hang@1s-2s"},
       {"replication", "cancel", "cancel@1s:1"},
       {"replication", "slow", "slow=20ms"},
@@ -61,9 +59,9 @@ TEST(sim_faults_cli, a_word_the_workload_does_not_apply_is_exit_2_naming_both) {
 }
 
 // A memory disk keeps records, not bytes: no bit to flip. The files disk
-// takes the word (its runs are in the replication workload's tests).
+// takes the word (its runs are in the replication and jobs workloads' tests).
 TEST(sim_faults_cli, a_bit_flip_on_a_memory_disk_is_exit_2_and_one_line) {
-  for (auto workload : {"replication", "lease"}) {
+  for (auto workload : {"replication", "lease", "jobs"}) {
     auto args = std::string{"sim --workload "} + workload
                 + " --disk memory --runs 1 --faults 'bitflip@1s:1'";
     auto r = run_conclave(args, true);
@@ -72,9 +70,13 @@ TEST(sim_faults_cli, a_bit_flip_on_a_memory_disk_is_exit_2_and_one_line) {
     EXPECT_TRUE(has(r.out, "conclave: error: --faults: ")) << args << ": " << r.out;
     EXPECT_TRUE(has(r.out, "'bitflip' needs --disk files")) << args << ": " << r.out;
   }
-  auto r = run_conclave("sim --workload replication --disk tape --runs 1", true);
-  EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_TRUE(has(r.out, "--disk: expected files or memory, got 'tape'")) << r.out;
+  for (auto workload : {"replication", "jobs"}) {
+    auto r = run_conclave(
+        std::string{"sim --workload "} + workload + " --disk tape --runs 1", true);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_EQ(line_count(r.out), 1u) << r.out;
+    EXPECT_TRUE(has(r.out, "--disk: expected files or memory, got 'tape'")) << r.out;
+  }
 }
 
 TEST(sim_faults_cli, crash_names_what_the_workload_has) {
@@ -105,7 +107,8 @@ TEST(sim_faults_cli, every_workload_takes_the_words_it_applies) {
         "hang@30ms-40ms:0.2,slow@40ms-50ms,cancel@60ms:1,slow=10ms,heal@150ms,loss=0.01,"
         "dup=0.01,delay=1ms..2ms,random=1,horizon=200ms,pause@20ms-60ms:2,"
         "pause-leader@70ms-90ms,partition@90ms-110ms:1|2-3,cut@110ms-130ms:1>2+3,"
-        "elect@130ms:3,drift=0.01'",
+        "elect@130ms:3,drift=0.01,fsync-loss@140ms:2,restart@260ms:agent2,"
+        "bitflip@250ms:1,crash@250ms:agent1,restart@280ms:agent1'",
         "sim --workload replication --runs 1 --faults 'crash@300ms:2,restart@500ms:2,"
         "pause@400ms-600ms:3,crash-leader@700ms,restart-leader@900ms,"
         "pause-leader@1s-1100ms,partition@1200ms-1300ms:1|2,cut@1300ms-1400ms:1>2+3,"
