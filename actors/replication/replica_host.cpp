@@ -162,11 +162,13 @@ timestamp host_now(host_impl self) {
 
 /// The device or term file failed: answer every waiting client and accept
 /// nothing more (a replica that cannot keep its promises must not answer).
-void fail(host_impl self) {
+void fail(host_impl self, const std::string& what) {
   auto& st = self->state;
   if (st.failed)
     return;
   st.failed = true;
+  if (st.opts.on_failure)
+    st.opts.on_failure(what);
   for (auto& [id, w] : st.waiting)
     w.promise.deliver(txn_result{errc::primary_changed, lsn{}, no_node, {}});
   st.waiting.clear();
@@ -646,19 +648,19 @@ void process(host_impl self) {
         [&](auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, persist_term>) {
-            if (!st.opts.terms->save(x.t))
-              fail(self);
+            if (auto r = st.opts.terms->save(x.t); !r)
+              fail(self, "saving the promised term: " + r.error().message());
           } else if constexpr (std::is_same_v<T, append_records>) {
             for (auto& e : x.entries) {
-              if (!st.opts.device->append(to_log_record(e))) {
-                fail(self);
+              if (auto r = st.opts.device->append(to_log_record(e)); !r) {
+                fail(self, "appending to the log: " + r.error().message());
                 return;
               }
               st.appended = e.at;
             }
           } else if constexpr (std::is_same_v<T, truncate_after>) {
-            if (!st.opts.device->truncate_after(x.after)) {
-              fail(self);
+            if (auto r = st.opts.device->truncate_after(x.after); !r) {
+              fail(self, "truncating the log: " + r.error().message());
               return;
             }
             if (st.appended > x.after)
@@ -751,8 +753,8 @@ auto peer_handler(host_impl self) {
 void install(host_impl self, std::string bytes, const checkpoint_image& img,
              std::unique_ptr<store::store_core> state) {
   auto& st = self->state;
-  if (!st.opts.device->install_snapshot(bytes, img.at)) {
-    fail(self);
+  if (auto r = st.opts.device->install_snapshot(bytes, img.at); !r) {
+    fail(self, "installing a checkpoint: " + r.error().message());
     return;
   }
   if (!st.opts.unsafe_install_keeps_state)
@@ -1002,6 +1004,8 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
     rec.base = lsn{};
     rec.base_term = term{};
     rec.entries.clear();
+    if (st.opts.on_failure)
+      st.opts.on_failure("recovering the log and checkpoint");
   }
   st.appended = lsn{rec.base.value + rec.entries.size()};
   rec.amnesiac = st.opts.amnesiac;
@@ -1113,7 +1117,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
         if (st.failed)
           return;
         if (!ok) {
-          fail(self);
+          fail(self, "a log sync failed");
           return;
         }
         lsn l{std::min({through, st.appended.value, st.sync_cap.value})};

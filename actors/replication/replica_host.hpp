@@ -184,6 +184,12 @@ struct replica_host_options {
   /// durable (the storage then removes the mark).
   bool amnesiac = false;
   std::function<void()> healed;
+  /// Called once, from the host's thread, when the host fails: its log
+  /// device or term file failed (at start or later) and it accepts nothing
+  /// more. A replica that cannot keep its promises must not stay in the
+  /// group: `conclave node` leaves it and exits 1; the simulator takes the
+  /// node down. The argument says what failed.
+  std::function<void(const std::string&)> on_failure;
   /// Told of each applied record's writes to its watched collections and
   /// its lease grants and releases (commit_observer.hpp); null: nothing is
   /// reported and nothing extra is read.

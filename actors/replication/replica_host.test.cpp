@@ -465,3 +465,25 @@ TEST_F(replica_host_test,
     EXPECT_EQ(status(i).digest, status(2).digest) << "replica " << i;
   }
 }
+
+TEST_F(replica_host_test, a_failed_sync_tells_the_node_once_what_failed) {
+  // The node leaves the group when its replica's storage fails (a leader
+  // whose replica refuses every write must not keep leading).
+  std::vector<std::string> told;
+  failure_hooks.resize(3);
+  failure_hooks[1] = [&](const std::string& what) { told.push_back(what); };
+  restart_all();
+  make_primary(1, 1);
+  auto a = put(1, "a", "1");
+  ASSERT_TRUE(advance_until([&] { return a->done; }, 200ms));
+  EXPECT_TRUE(told.empty());
+  rs[1].device->fail_syncs();
+  auto b = put(1, "b", "2");
+  ASSERT_TRUE(advance_until([&] { return b->done; }, 200ms));
+  EXPECT_EQ(b->value->code, errc::primary_changed);
+  auto c = put(1, "c", "3");
+  advance(100ms);
+  EXPECT_TRUE(status(1).failed);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_NE(told[0].find("sync"), std::string::npos) << told[0];
+}

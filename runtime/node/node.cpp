@@ -38,9 +38,11 @@
 
 #include <prometheus/exposer.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <pthread.h>
 #include <thread>
 #include <unistd.h>
@@ -217,6 +219,27 @@ std::vector<caf::actor> dial_members(caf::actor_system& sys, const node_config& 
   return connectors;
 }
 
+/// Set once, from the replica host's thread, when the replica's storage
+/// failed (replica_host_options::on_failure): the node leaves and exits 1.
+struct storage_failure {
+  std::atomic<bool> failed{false};
+  std::mutex mtx;
+  std::string what;
+
+  void set(const std::string& w) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      if (what.empty())
+        what = w;
+    }
+    failed = true;
+  }
+  std::string text() {
+    std::lock_guard<std::mutex> guard{mtx};
+    return what;
+  }
+};
+
 /// Claims the data dir for this member and opens the replica's storage
 /// there. Returns the exit status on failure: 2 for a directory of another
 /// member or cluster (bad input), 1 for a corrupt or unwritable one.
@@ -244,7 +267,8 @@ el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
                             const replica_storage& storage, peer_links& links,
                             const std::shared_ptr<node_probe>& probe,
                             const std::shared_ptr<status_writer>& status,
-                            const node_hooks& hooks, http_server* http) {
+                            const node_hooks& hooks, http_server* http,
+                            const std::shared_ptr<storage_failure>& failure) {
   composition_options o;
   auto& co = o.candidate;
   co.id = c.id;
@@ -275,6 +299,7 @@ el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
     ro.checkpoint_every_records = c.checkpoint_every_records;
     ro.checkpoint_every_bytes = c.checkpoint_every_bytes;
     ro.amnesiac = storage.amnesiac;
+    ro.on_failure = [failure](const std::string& what) { failure->set(what); };
     // Every committed job and lease change reaches this replica: /v1/watch
     // publishes them from here, whichever node the client watches.
     if (http)
@@ -319,12 +344,19 @@ void await_links(const peer_links& links, size_t peers, std::chrono::millisecond
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
-/// Waits for SIGTERM/SIGINT, ticking the pause guard every 50 ms meanwhile.
-int await_termination(const sigset_t& signals, peer_links& links, const node_config& c) {
+/// What ends a node's run: a termination signal or its replica's storage.
+constexpr int storage_failed_signal = -1;
+
+/// Waits for SIGTERM/SIGINT, ticking the pause guard every 50 ms meanwhile;
+/// storage_failed_signal once the replica's storage failed.
+int await_termination(const sigset_t& signals, peer_links& links, const node_config& c,
+                      const storage_failure& failure) {
   links.set_pause_guard(std::chrono::milliseconds{250},
                         c.link_timeout + c.link_timeout / 2);
   timespec period{0, 50'000'000};
   for (;;) {
+    if (failure.failed)
+      return storage_failed_signal;
     links.tick(std::chrono::steady_clock::now());
     int sig = sigtimedwait(&signals, nullptr, &period);
     if (sig == SIGTERM || sig == SIGINT)
@@ -444,7 +476,9 @@ int run_node(const node_config& c, const node_hooks& hooks) {
     }
     links->set_liveness(std::shared_ptr<liveness_watch>{std::move(watch)});
   }
-  auto candidate = compose(sys, c, storage, *links, probe, status, hooks, http.get());
+  auto failure = std::make_shared<storage_failure>();
+  auto candidate =
+      compose(sys, c, storage, *links, probe, status, hooks, http.get(), failure);
   auto gate = spawn_gate(sys, links);
   auto published =
       c.tls ? caf::openssl::publish(gate, c.listen.port, c.listen.host.c_str(), true)
@@ -491,9 +525,14 @@ int run_node(const node_config& c, const node_hooks& hooks) {
     stop_workflows = hooks.start_workflows(sys, c, caf::actor_cast<caf::actor>(candidate),
                                            log, probe->registry());
 
-  auto sig = await_termination(signals, *links, c);
-  links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
-             + ": leaving the group");
+  auto sig = await_termination(signals, *links, c, *failure);
+  if (sig == storage_failed_signal)
+    links->warn("replica storage failed (" + failure->text()
+                + "): leaving the group; restart the node to reopen --data-dir "
+                  "(it heals from the other members or refuses and says why)");
+  else
+    links->log(std::string{"received "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+               + ": leaving the group");
   // A lease holder releases first: another node leads at once.
   if (stop_lease_leadership)
     stop_lease_leadership();
@@ -513,7 +552,7 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   // civetweb's orderly stop waits for its 2 s poll timeout; the process is
   // leaving anyway, so the exposer's threads end with it.
   static_cast<void>(exposer.release());
-  return 0;
+  return sig == storage_failed_signal ? 1 : 0;
 }
 
 } // namespace conclave::node

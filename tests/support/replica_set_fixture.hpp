@@ -9,6 +9,7 @@
 #include "tests/support/ask.hpp"
 #include "tests/support/coordinator_fixture.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +77,8 @@ protected:
       o.lease_clock_rate = clock_rates[i];
     if (i < observers.size())
       o.observer = observers[i];
+    if (i < failure_hooks.size())
+      o.on_failure = failure_hooks[i];
     rs[i].host = track(spawn_replica_host(sys(), o));
     for (auto& r : rs)
       r.transport->set_peer(rs[i].id, rs[i].host);
@@ -175,6 +178,9 @@ protected:
   /// Each host's commit observer (none past the vector's end); set before
   /// SetUp spawns the hosts, or respawn.
   std::vector<std::shared_ptr<commit_observer>> observers;
+  /// Each host's on_failure (none past the vector's end); set before a
+  /// respawn.
+  std::vector<std::function<void(const std::string&)>> failure_hooks;
 };
 
 } // namespace conclave::replication::testing
