@@ -16,6 +16,11 @@ void disk_counts::refused(election::node_id id, const std::string& why) {
     first_refusal = "node " + std::to_string(id.value) + ": " + why;
 }
 
+void disk_counts::failed(election::node_id id, const std::string& what) {
+  if (storage_failures++ == 0)
+    first_storage_failure = "node " + std::to_string(id.value) + ": " + what;
+}
+
 void disk_counts::add(const disk_counts& run, uint64_t seed) {
   power_losses += run.power_losses;
   bitflips += run.bitflips;
@@ -24,6 +29,10 @@ void disk_counts::add(const disk_counts& run, uint64_t seed) {
   refused_starts += run.refused_starts;
   if (first_refusal.empty() && !run.first_refusal.empty())
     first_refusal = "seed " + std::to_string(seed) + ": " + run.first_refusal;
+  storage_failures += run.storage_failures;
+  if (first_storage_failure.empty() && !run.first_storage_failure.empty())
+    first_storage_failure =
+        "seed " + std::to_string(seed) + ": " + run.first_storage_failure;
 }
 
 void disk_counts::print(std::ostream& out) const {
@@ -34,6 +43,9 @@ void disk_counts::print(std::ostream& out) const {
       << " refused (the node stays down)\n";
   if (!first_refusal.empty())
     out << "first refused start: " << first_refusal << "\n";
+  if (storage_failures > 0)
+    out << "storage failures on a powered disk (must be 0): " << storage_failures
+        << ", first: " << first_storage_failure << "\n";
 }
 
 nlohmann::json disk_counts::to_json() const {
@@ -41,7 +53,8 @@ nlohmann::json disk_counts::to_json() const {
           {"bits_flipped", bitflips},
           {"starts_cutting_a_torn_tail", tails_cut},
           {"starts_healing_a_damaged_log", heals},
-          {"starts_refused", refused_starts}};
+          {"starts_refused", refused_starts},
+          {"storage_failures", storage_failures}};
 }
 
 } // namespace conclave::sim

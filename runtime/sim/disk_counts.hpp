@@ -27,12 +27,20 @@ struct disk_counts {
   /// the first refusal's line.
   uint64_t refused_starts = 0;
   std::string first_refusal;
+  /// Replica hosts whose storage failed while the node ran (the node then
+  /// leaves, as `conclave node` exits 1), though their disk lost no power:
+  /// the simulated file system returns no error, so each is a defect of the
+  /// storage code. The first one's line.
+  uint64_t storage_failures = 0;
+  std::string first_storage_failure;
 
   /// A start opened its storage: counts what the recovery did.
   void opened(const world_node_disk::life& l);
   /// The start of node `id` was refused with `why` (what `conclave node`
   /// prints before it exits 1).
   void refused(election::node_id id, const std::string& why);
+  /// The replica host of node `id` failed with `what` on a powered disk.
+  void failed(election::node_id id, const std::string& what);
   /// Adds the counts of the run of `seed` (its first refusal is kept with
   /// the seed, if none was kept before).
   void add(const disk_counts& run, uint64_t seed);
@@ -40,7 +48,7 @@ struct disk_counts {
   /// "disks: ..." and, if a start was refused, "first refused start: ...".
   void print(std::ostream& out) const;
   /// {"power_losses", "bits_flipped", "starts_cutting_a_torn_tail",
-  /// "starts_healing_a_damaged_log", "starts_refused"}.
+  /// "starts_healing_a_damaged_log", "starts_refused", "storage_failures"}.
   nlohmann::json to_json() const;
 };
 

@@ -555,6 +555,7 @@ private:
     auto& ro = *o.replica;
     ro.checkpoint_every_records = 0;
     ro.checkpoint_every_bytes = 0;
+    ro.on_failure = leave_on_storage_failure(world_, id, n.disk, disks_);
     auto parts = node::compose_node(sys, std::move(o));
     n.front = parts.front;
     n.candidate = parts.candidate;
@@ -729,6 +730,12 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
   rep.lost = w.lost();
   rep.duplicated = w.duplicated();
   rep.disks = w.disks();
+  if (rep.disks.storage_failures > 0)
+    rep.violations.push_back({"storage_never_fails",
+                              "a replica's storage failed on a disk that lost no power "
+                              "(the node left): "
+                                  + rep.disks.first_storage_failure,
+                              false});
 }
 
 } // namespace

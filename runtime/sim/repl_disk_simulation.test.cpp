@@ -5,6 +5,7 @@
 // random disk faults lose no acknowledged write and the replicas converge;
 // a flipped bit heals from the peers, also on the old primary.
 #include "runtime/sim/repl_simulation.hpp"
+#include "runtime/sim/world_node_options.hpp"
 
 #include <gtest/gtest.h>
 
@@ -173,4 +174,30 @@ TEST(repl_disk_simulation, a_replica_that_lost_its_log_and_counts_anyway_is_caug
   s.seed = first;
   auto r = run_repl_simulation(s);
   EXPECT_FALSE(r.safety_violated()) << disk_runs::told(r);
+}
+
+TEST(repl_disk_simulation, a_node_whose_storage_fails_leaves_and_the_failure_is_counted) {
+  // What a replica host's on_failure does on the world: the node leaves at
+  // once (as `conclave node` exits 1), and a failure on a disk that lost no
+  // power is counted, for the report to name it as a defect.
+  world w{2, 1, {}, {}, nullptr};
+  for (auto id : w.ids())
+    w.spawn(id, [](world&, node_id, uint32_t) {
+      node_body b;
+      b.receive = [](const caf::message&) {};
+      return b;
+    });
+  auto disk = std::make_shared<world_node_disk>(disk_kind::files,
+                                                std::chrono::milliseconds(2), false, 7);
+  disk_counts counts;
+  auto leave = leave_on_storage_failure(w, node_id{1}, disk, counts);
+  leave("a log sync failed");
+  w.run_until(timestamp{std::chrono::milliseconds(1)});
+  EXPECT_FALSE(w.alive(node_id{1}));
+  EXPECT_TRUE(w.alive(node_id{2}));
+  EXPECT_EQ(counts.storage_failures, 1u);
+  EXPECT_EQ(counts.first_storage_failure, "node 1: a log sync failed");
+  disk_counts sum;
+  sum.add(counts, 42);
+  EXPECT_EQ(sum.first_storage_failure, "seed 42: node 1: a log sync failed");
 }

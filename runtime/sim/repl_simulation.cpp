@@ -28,6 +28,15 @@ namespace conclave::sim {
 
 namespace {
 
+/// A replica's storage failed on a disk that lost no power (the node left):
+/// the simulated file system returns no error, so the storage code is wrong.
+repl_violation storage_failure_violation(const disk_counts& d) {
+  return {"storage_never_fails",
+          "a replica's storage failed on a disk that lost no power (the node left): "
+              + d.first_storage_failure,
+          false, 0};
+}
+
 namespace el = conclave::election;
 namespace rp = conclave::replication;
 using namespace std::chrono_literals;
@@ -444,6 +453,7 @@ private:
     ro.checkpoint_every_records = settings_.checkpoint_every;
     ro.checkpoint_every_bytes = 0;
     ro.unsafe_install_keeps_state = settings_.bad_install;
+    ro.on_failure = leave_on_storage_failure(world_, id, n.disk, disks_);
     ro.lease = settings_.lease;
     if (i < settings_.lease_clock_rates.size())
       ro.lease_clock_rate = settings_.lease_clock_rates[i];
@@ -900,6 +910,8 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.duplicated = w.duplicated();
   rep.unsynced_lost = w.unsynced_lost();
   rep.disks = w.disks();
+  if (rep.disks.storage_failures > 0)
+    rep.violations.push_back(storage_failure_violation(rep.disks));
   rep.checkpoints = w.checkpoints();
   rep.installs = w.installs();
   return rep;
@@ -1273,6 +1285,8 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
   rep.violations = run_lease_checkers(standard_lease_checkers(), lobs);
   for (auto& v : run_repl_checkers(state_checkers, obs))
     rep.violations.push_back(std::move(v));
+  if (auto d = w.disks(); d.storage_failures > 0)
+    rep.violations.push_back(storage_failure_violation(d));
   rep.max_mutex_believers = max_believers(lobs, 0);
   if (lobs.leases.size() > 1)
     rep.max_sem_believers = max_believers(lobs, 1);

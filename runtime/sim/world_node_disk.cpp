@@ -29,6 +29,7 @@ outcome::result<world_node_disk::life, std::string>
 world_node_disk::open(size_t members, int64_t now_ms, duration lease_max) {
   life l;
   l.disk = disk_;
+  powered_off_ = false;
   if (kind_ == disk_kind::memory) {
     l.terms = terms_;
     l.record = record_;
@@ -85,6 +86,7 @@ bool world_node_disk::power_loss_at_next_sync(std::function<void()> down) {
     power_down_ = nullptr;
     fs_->crash();
     ++power_losses_;
+    powered_off_ = true;
     down();
   });
   return true;

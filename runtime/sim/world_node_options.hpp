@@ -10,6 +10,7 @@
 
 #include "runtime/node/node_composition.hpp"
 #include "runtime/node/node_probe.hpp"
+#include "runtime/sim/disk_counts.hpp"
 #include "runtime/sim/node_world.hpp"
 #include "runtime/sim/world.hpp"
 #include "runtime/sim/world_clock.hpp"
@@ -17,6 +18,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace conclave::sim {
@@ -55,6 +57,26 @@ world_node_options(world& w, node_id id, const std::vector<node_id>& members,
   ro.clock = std::make_shared<world_host_clock>(w, id, host_port);
   o.replica = std::move(ro);
   return o;
+}
+
+/// What the node does when its replica host's storage fails
+/// (replica_host_options::on_failure): it leaves, as `conclave node` exits 1,
+/// so the world crashes it at once (it stays down until a restart). A failure
+/// on a disk that lost no power is counted in `counts`: the simulated file
+/// system returns no error, so it is a defect of the storage code.
+inline std::function<void(const std::string&)>
+leave_on_storage_failure(world& w, node_id id, std::shared_ptr<world_node_disk> disk,
+                         disk_counts& counts) {
+  auto* wp = &w;
+  auto* cp = &counts;
+  return [wp, id, disk, cp](const std::string& what) {
+    if (!disk->powered_off())
+      cp->failed(id, what);
+    wp->at(wp->now(), [wp, id] {
+      if (wp->alive(id))
+        wp->crash(id);
+    });
+  };
 }
 
 } // namespace conclave::sim
