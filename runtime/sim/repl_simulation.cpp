@@ -194,18 +194,9 @@ public:
     case k::crash:
       world_.crash(f.node);
       break;
-    case k::fsync_loss: {
-      auto id = f.node;
-      // The memory disk has no page cache: its crash loses the same.
-      if (!world_.alive(id)
-          || !nodes_[id.value - 1].disk->power_loss_at_next_sync(
-              [this, id] { world_.at(world_.now(), [this, id] { world_.crash(id); }); }))
-        world_.crash(id);
-      break;
-    }
+    case k::fsync_loss:
     case k::bitflip:
-      if (nodes_[f.node.value - 1].disk->flip())
-        ++disks_.bitflips;
+      apply_disk_fault(world_, f, *nodes_[f.node.value - 1].disk, disks_);
       break;
     case k::restart:
       world_.crash(f.node);
@@ -216,12 +207,7 @@ public:
       apply_world_fault(world_, f, members_, nodes_, last_leader_);
       break;
     }
-    // A node whose storage refused to open exits, as `conclave node` does.
-    for (size_t i = 0; i < nodes_.size(); ++i)
-      if (nodes_[i].refused) {
-        nodes_[i].refused = false;
-        world_.crash(members_[i]);
-      }
+    take_down_refused(world_, members_, nodes_);
     world_.run_actors();
   }
 

@@ -11,6 +11,7 @@
 #include "runtime/node/node_composition.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/sim/disk_counts.hpp"
+#include "runtime/sim/fault_plan.hpp"
 #include "runtime/sim/node_world.hpp"
 #include "runtime/sim/world.hpp"
 #include "runtime/sim/world_clock.hpp"
@@ -77,6 +78,41 @@ leave_on_storage_failure(world& w, node_id id, std::shared_ptr<world_node_disk> 
         wp->crash(id);
     });
   };
+}
+
+/// Applies a disk word to its node's disk: `fsync-loss` (the power goes
+/// while the node's next sync is under way, and the node crashes then; at
+/// once if it is down or its disk is the memory disk, which has no page
+/// cache) or `bitflip` (counted in `counts` if a synced bit was there to
+/// flip). False for any other word.
+inline bool apply_disk_fault(world& w, const fault& f, world_node_disk& disk,
+                             disk_counts& counts) {
+  if (f.what == fault::kind::fsync_loss) {
+    auto id = f.node;
+    auto* wp = &w;
+    if (!w.alive(id) || !disk.power_loss_at_next_sync([wp, id] {
+          wp->at(wp->now(), [wp, id] { wp->crash(id); });
+        }))
+      w.crash(id);
+    return true;
+  }
+  if (f.what == fault::kind::bitflip) {
+    if (disk.flip())
+      ++counts.bitflips;
+    return true;
+  }
+  return false;
+}
+
+/// Takes down every node whose storage refused to open in its last start
+/// (`refused`, then cleared), as `conclave node` exits 1.
+template <class Nodes>
+void take_down_refused(world& w, const std::vector<node_id>& members, Nodes& nodes) {
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].refused) {
+      nodes[i].refused = false;
+      w.crash(members[i]);
+    }
 }
 
 } // namespace conclave::sim
