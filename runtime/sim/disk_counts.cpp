@@ -44,7 +44,7 @@ void disk_counts::print(std::ostream& out) const {
   if (!first_refusal.empty())
     out << "first refused start: " << first_refusal << "\n";
   if (storage_failures > 0)
-    out << "storage failures on a powered disk (must be 0): " << storage_failures
+    out << "storage failures without a disk fault (must be 0): " << storage_failures
         << ", first: " << first_storage_failure << "\n";
 }
 

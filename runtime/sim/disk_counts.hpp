@@ -28,7 +28,8 @@ struct disk_counts {
   uint64_t refused_starts = 0;
   std::string first_refusal;
   /// Replica hosts whose storage failed while the node ran (the node then
-  /// leaves, as `conclave node` exits 1), though their disk lost no power:
+  /// leaves, as `conclave node` exits 1), though their disk neither lost
+  /// power nor had a bit flipped in that life:
   /// the simulated file system returns no error, so each is a defect of the
   /// storage code. The first one's line.
   uint64_t storage_failures = 0;
@@ -39,7 +40,8 @@ struct disk_counts {
   /// The start of node `id` was refused with `why` (what `conclave node`
   /// prints before it exits 1).
   void refused(election::node_id id, const std::string& why);
-  /// The replica host of node `id` failed with `what` on a powered disk.
+  /// The replica host of node `id` failed with `what` on a disk without an injected
+  /// fault.
   void failed(election::node_id id, const std::string& what);
   /// Adds the counts of the run of `seed` (its first refusal is kept with
   /// the seed, if none was kept before).

@@ -717,11 +717,12 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
   rep.duplicated = w.duplicated();
   rep.disks = w.disks();
   if (rep.disks.storage_failures > 0)
-    rep.violations.push_back({"storage_never_fails",
-                              "a replica's storage failed on a disk that lost no power "
-                              "(the node left): "
-                                  + rep.disks.first_storage_failure,
-                              false});
+    rep.violations.push_back(
+        {"storage_never_fails",
+         "a replica's storage failed on a disk without an injected fault "
+         "(the node left): "
+             + rep.disks.first_storage_failure,
+         false});
 }
 
 } // namespace

@@ -28,13 +28,14 @@ namespace conclave::sim {
 
 namespace {
 
-/// A replica's storage failed on a disk that lost no power (the node left):
+/// A replica's storage failed on a disk without an injected fault (the node left):
 /// the simulated file system returns no error, so the storage code is wrong.
 repl_violation storage_failure_violation(const disk_counts& d) {
-  return {"storage_never_fails",
-          "a replica's storage failed on a disk that lost no power (the node left): "
-              + d.first_storage_failure,
-          false, 0};
+  return {
+      "storage_never_fails",
+      "a replica's storage failed on a disk without an injected fault (the node left): "
+          + d.first_storage_failure,
+      false, 0};
 }
 
 namespace el = conclave::election;

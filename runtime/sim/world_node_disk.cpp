@@ -29,7 +29,7 @@ outcome::result<world_node_disk::life, std::string>
 world_node_disk::open(size_t members, int64_t now_ms, duration lease_max) {
   life l;
   l.disk = disk_;
-  powered_off_ = false;
+  faulted_ = false;
   if (kind_ == disk_kind::memory) {
     l.terms = terms_;
     l.record = record_;
@@ -86,7 +86,7 @@ bool world_node_disk::power_loss_at_next_sync(std::function<void()> down) {
     power_down_ = nullptr;
     fs_->crash();
     ++power_losses_;
-    powered_off_ = true;
+    faulted_ = true;
     down();
   });
   return true;
@@ -101,9 +101,12 @@ std::optional<sim_file_system::flipped> world_node_disk::flip() {
   auto base = std::string{data_dir} + "/replica/";
   std::string first = pick() % 4 == 0 ? "checkpoints" : "log";
   std::string second = first == "log" ? "checkpoints" : "log";
-  if (auto f = fs_->flip_random_bit(base + first))
-    return f;
-  return fs_->flip_random_bit(base + second);
+  auto f = fs_->flip_random_bit(base + first);
+  if (!f)
+    f = fs_->flip_random_bit(base + second);
+  if (f)
+    faulted_ = true;
+  return f;
 }
 
 } // namespace conclave::sim

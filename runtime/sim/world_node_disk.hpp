@@ -90,8 +90,9 @@ public:
   /// The file system (files kind), for tests and reports.
   sim_file_system* files() { return fs_.get(); }
   uint64_t power_losses() const { return power_losses_; }
-  /// The power went in this life: its storage fails from then on, rightly.
-  bool powered_off() const { return powered_off_; }
+  /// The power went, or a bit flipped, in this life: its storage may fail
+  /// from then on, rightly (it never guesses past damage).
+  bool faulted() const { return faulted_; }
 
   static constexpr const char* data_dir = "/data";
 
@@ -104,7 +105,7 @@ private:
   std::shared_ptr<election::memory_promise_record> record_;
   std::function<void()> power_down_;
   uint64_t power_losses_ = 0;
-  bool powered_off_ = false;
+  bool faulted_ = false;
 };
 
 } // namespace conclave::sim

@@ -63,15 +63,16 @@ world_node_options(world& w, node_id id, const std::vector<node_id>& members,
 /// What the node does when its replica host's storage fails
 /// (replica_host_options::on_failure): it leaves, as `conclave node` exits 1,
 /// so the world crashes it at once (it stays down until a restart). A failure
-/// on a disk that lost no power is counted in `counts`: the simulated file
-/// system returns no error, so it is a defect of the storage code.
+/// on a disk that neither lost power nor had a bit flipped in this life is
+/// counted in `counts`: the simulated file system returns no error, so it is
+/// a defect of the storage code.
 inline std::function<void(const std::string&)>
 leave_on_storage_failure(world& w, node_id id, std::shared_ptr<world_node_disk> disk,
                          disk_counts& counts) {
   auto* wp = &w;
   auto* cp = &counts;
   return [wp, id, disk, cp](const std::string& what) {
-    if (!disk->powered_off())
+    if (!disk->faulted())
       cp->failed(id, what);
     wp->at(wp->now(), [wp, id] {
       if (wp->alive(id))
