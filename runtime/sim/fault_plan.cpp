@@ -41,9 +41,8 @@ std::string_view why_not(fault_word word, workload w) {
       return "it has no disk";
     case workload::replication:
     case workload::lease: // the same nodes and disks
+    case workload::jobs:
       return "";
-    case workload::jobs: // the same disks; no stalls yet
-      return word == fw::disk_stall ? "its simulated disk does not apply it yet" : "";
     }
     return "";
   case fw::drift:

@@ -101,6 +101,14 @@ struct fault {
 
   friend bool operator==(const fault& a, const fault& b);
   friend bool operator!=(const fault& a, const fault& b) { return !(a == b); }
+
+  /// A window whose end (`until`) the workload must act on, besides its
+  /// start: pause, pause-leader, partition, cut and disk-stall. (The service
+  /// windows of the jobs workload are read where calls are decided.)
+  bool ends_by_action() const {
+    return what == kind::pause || what == kind::pause_leader || what == kind::partition
+           || what == kind::cut || what == kind::disk_stall;
+  }
 };
 
 struct fault_plan {

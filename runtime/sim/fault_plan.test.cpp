@@ -250,10 +250,11 @@ TEST(fault_words, each_workload_refuses_the_words_it_does_not_apply) {
   auto election = node_words;
   election.insert("drift");
   auto jobs = election;
-  for (auto w : {"fail", "reject", "hang", "slow", "cancel", "fsync-loss", "bitflip"})
+  for (auto w : {"fail", "reject", "hang", "slow", "cancel", "disk-stall", "fsync-loss",
+                 "bitflip"})
     jobs.insert(w);
-  // The replication and lease workloads' simulated disks stall, lose power
-  // and flip bits; the jobs workload's do not stall yet.
+  // The simulated disks of the replication and lease workloads, as the jobs
+  // workload's, stall, lose power and flip bits.
   auto replication = election;
   auto lease = node_words;
   for (auto* ws : {&replication, &lease}) {
@@ -283,7 +284,7 @@ TEST(fault_words, a_word_that_does_not_apply_is_one_line_naming_it_and_the_workl
        {refusal{"bitflip@1s:2", workload::election, "bitflip"},
         refusal{"crash@1s:1,disk-stall@1s-2s:2", workload::election, "disk-stall"},
         refusal{"drift=0.01", workload::lease, "drift"},
-        refusal{"disk-stall@1s-2s:1", workload::jobs, "disk-stall"},
+        refusal{"reject@1s-2s", workload::lease, "reject"},
         refusal{"hang@1s-2s", workload::replication, "hang"},
         refusal{"slow=10ms", workload::election, "slow"},
         refusal{"cancel@1s:1", workload::lease, "cancel"},

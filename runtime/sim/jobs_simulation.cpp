@@ -227,6 +227,8 @@ public:
   void apply(const fault& f, bool end) {
     using k = fault::kind;
     using role = fault::role;
+    if (apply_disk_stall(world_, f, *nodes_[f.node.value - 1].disk, end))
+      return;
     if (end)
       return; // the world ends pauses, partitions and cuts itself
     switch (f.what) {
@@ -642,11 +644,9 @@ void run_on_world(const jobs_settings& settings, const fault_plan& plan,
                   const std::vector<wf::job_spec>& jobs, uint64_t net_seed,
                   uint64_t service_seed, std::vector<action> actions,
                   wf::duration last_submit, jobs_run_report& rep) {
-  // Window ends (pauses, partitions, cuts) are actions too.
+  // Window ends (pauses, partitions, cuts, disk stalls) are actions too.
   for (auto& f : plan.faults) {
-    using k = fault::kind;
-    if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
-        || f.what == k::cut) {
+    if (f.ends_by_action()) {
       action a;
       a.at = f.until;
       a.timed = f;

@@ -180,15 +180,8 @@ public:
 
   void apply(const fault& f, bool end) {
     using k = fault::kind;
-    if (f.what == k::disk_stall) {
-      auto& disk = nodes_[f.node.value - 1].disk->disk();
-      if (end)
-        disk.end_stall();
-      else
-        disk.stall();
-      world_.run_actors();
+    if (apply_disk_stall(world_, f, *nodes_[f.node.value - 1].disk, end))
       return;
-    }
     if (end)
       return; // the world ends pauses, partitions and cuts itself
     switch (f.what) {
@@ -549,9 +542,7 @@ std::vector<action> plan_actions(const fault_plan& plan, uint64_t& count,
     ++count;
     list += (list.empty() ? "" : ",") + to_spec(f);
     actions.push_back({f.at, f, false});
-    using k = fault::kind;
-    if (f.what == k::pause || f.what == k::pause_leader || f.what == k::partition
-        || f.what == k::cut || f.what == k::disk_stall)
+    if (f.ends_by_action())
       actions.push_back({f.until, f, true});
   }
   std::stable_sort(actions.begin(), actions.end(),

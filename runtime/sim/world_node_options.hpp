@@ -105,6 +105,19 @@ inline bool apply_disk_fault(world& w, const fault& f, world_node_disk& disk,
   return false;
 }
 
+/// Applies `disk-stall` (its start, or its end with `end`) to the node's
+/// disk; false for every other fault.
+inline bool apply_disk_stall(world& w, const fault& f, world_node_disk& disk, bool end) {
+  if (f.what != fault::kind::disk_stall)
+    return false;
+  if (end)
+    disk.disk().end_stall();
+  else
+    disk.disk().stall();
+  w.run_actors();
+  return true;
+}
+
 /// Takes down every node whose storage refused to open in its last start
 /// (`refused`, then cleared), as `conclave node` exits 1.
 template <class Nodes>

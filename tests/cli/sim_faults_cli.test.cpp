@@ -37,7 +37,6 @@ TEST(sim_faults_cli, a_word_the_workload_does_not_apply_is_exit_2_naming_both) {
       {"election", "slow", "slow@1s-2s"},
       {"election", "slow", "slow=20ms"},
       {"election", "cancel", "cancel@1s:1"},
-      {"jobs", "disk-stall", "disk-stall@10ms-20ms:1"},
       {"replication", "hang", "hang@1s-2s"},
       {"replication", "cancel", "cancel@1s:1"},
       {"replication", "slow", "slow=20ms"},
