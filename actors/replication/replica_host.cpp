@@ -250,22 +250,6 @@ void count_garbage(host_state& st, const std::vector<txn_op>& ops,
 
 // -- leases ----------------------------------------------------------------------
 
-/// The lease clock: the actor clock, scaled by the simulator's clock rate.
-timestamp lease_now(const host_state& st, timestamp now) {
-  if (st.opts.lease_clock_rate == 1.0)
-    return now;
-  return timestamp(static_cast<timestamp::rep>(
-      std::llround(static_cast<double>(now.count()) * st.opts.lease_clock_rate)));
-}
-
-/// The actor-clock time at which the lease clock shows `t`.
-timestamp actor_time(const host_state& st, timestamp t) {
-  if (st.opts.lease_clock_rate == 1.0)
-    return t;
-  return timestamp(static_cast<timestamp::rep>(
-      std::ceil(static_cast<double>(t.count()) / st.opts.lease_clock_rate)));
-}
-
 /// The lease as this host applied it (nothing: no holder).
 std::optional<lease> lease_of(host_state& st, const std::string& name) {
   auto r = read_committed(*st.store, lease_collection, name);
@@ -312,7 +296,7 @@ void restart_on_receipt(host_state& st, const std::vector<txn_op>& ops, timestam
     for (auto& h : l->holders)
       if (h.holder == op.key
           && (op.kind == op_kind::lease_acquire || format_token(h.token) == op.value))
-        st.leases.held(op.collection, op.key, h.token, h.ttl, lease_now(st, now));
+        st.leases.held(op.collection, op.key, h.token, h.ttl, now);
   }
 }
 
@@ -333,7 +317,7 @@ void note_lease_ops(host_state& st, const std::vector<txn_op>& ops,
         break;
       for (auto& h : l->holders)
         if (h.holder == op.key)
-          st.leases.held(op.collection, op.key, *token, h.ttl, lease_now(st, now));
+          st.leases.held(op.collection, op.key, *token, h.ttl, now);
       break;
     }
     case op_kind::lease_release:
@@ -483,8 +467,8 @@ void arm_timer(host_impl self) {
   auto& st = self->state;
   auto next = st.core->next_deadline();
   auto consider = [&](std::optional<timestamp> t) {
-    if (t && (!next || actor_time(st, *t) < *next))
-      next = actor_time(st, *t);
+    if (t && (!next || *t < *next))
+      next = *t;
   };
   if (st.lease_serving) {
     consider(st.leases.next_deadline());
@@ -581,7 +565,7 @@ void lease_after(host_impl self, timestamp now) {
     st.lease_serving = true;
     for (auto& [name, l] : all_leases(st))
       for (auto& h : l.holders)
-        st.leases.held(name, h.holder, h.token, h.ttl, lease_now(st, now));
+        st.leases.held(name, h.holder, h.token, h.ttl, now);
   } else if (!acting && st.lease_serving) {
     st.lease_serving = false;
     st.leases.clear();
@@ -605,7 +589,7 @@ void lease_tick(host_impl self, timestamp now) {
   auto& st = self->state;
   if (!st.lease_serving)
     return;
-  auto local = lease_now(st, now);
+  auto local = now;
   for (auto& x : st.leases.due(local)) {
     txn_op op{x.name, x.holder, format_token(x.token), op_kind::lease_expire};
     (void)propose_txn(self, {op}, commit_mode::strong); // nobody waits for it
@@ -622,7 +606,7 @@ void lease_tick(host_impl self, timestamp now) {
 bool requeue_if_waiting(host_impl self, host_state::waiter& w, errc code, timestamp now) {
   auto& st = self->state;
   if (!w.lease_acquire || code != errc::lease_busy || !st.lease_serving
-      || w.lease_until <= lease_now(st, now))
+      || w.lease_until <= now)
     return false;
   auto& op = *w.lease_acquire;
   if (w.lease_grant) {
@@ -933,7 +917,7 @@ list_result list_waiters(host_impl self, const list_request& req) {
   size_t limit = st.opts.max_list_items;
   if (req.limit != 0 && req.limit < limit)
     limit = req.limit;
-  auto now = lease_now(st, host_now(self));
+  auto now = host_now(self);
   for (auto& name : st.lease_queue.names()) {
     uint32_t place = 0;
     for (auto& w : st.lease_queue.live(name)) {
@@ -1063,7 +1047,7 @@ caf::behavior make_host(host_impl self, replica_host_options opts) {
           auto p = decode_params(req.ops[0].value);
           if (p && p->wait.count() > 0) {
             acquire = req.ops[0];
-            until = lease_now(st, now) + std::chrono::duration_cast<timestamp>(p->wait);
+            until = now + std::chrono::duration_cast<timestamp>(p->wait);
             auto& name = acquire->collection;
             auto l = lease_of(st, name);
             bool mine = false;

@@ -163,9 +163,6 @@ struct replica_host_options {
   /// How the host reads time and arms its timer (null: CAF's clock). The
   /// simulator gives each host its node's own drifting clock.
   std::shared_ptr<host_clock> clock;
-  /// Simulator only: the rate of this host's lease clock against its clock
-  /// (an extra drift of the lease table alone).
-  double lease_clock_rate = 1.0;
   /// Most acquires waiting at the primary, all leases together; past it an
   /// acquire is answered lease_busy at once (memory stays bounded whatever
   /// clients send).

@@ -64,8 +64,9 @@ void add_sim_lease_flags(CLI::App* sub, sim_lease_options& o) {
          "(1: the mutex only)")
       ->capture_default_str();
   option(sub, "--lease-drift", o.drift,
-         "lease workload: bound on every clock's rate error (hosts' and clients'), "
-         "which the hosts' expiry allows for")
+         "lease workload: the bound on every clock's rate error that the hosts' lease "
+         "expiry allows for; the clocks (nodes' and clients') drift by drift= of "
+         "--faults, by default by this bound")
       ->capture_default_str();
   option(sub, "--lock-delay", o.lock_delay_ms,
          "lease workload: extra wait before an expired slot is freed, in milliseconds")
@@ -166,8 +167,9 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
     std::cout << "conclave sim --workload lease: " << runs << " run(s), seeds " << seed
               << ".." << seed + runs - 1 << ", faults '" << faults << "', "
               << repl.replicas << " replicas, " << repl.clients << " clients, ttl "
-              << o.ttl_ms << " ms, drift " << drift.str() << ", lock delay "
-              << o.lock_delay_ms << " ms"
+              << o.ttl_ms << " ms, drift " << drift.str()
+              << (s.base.plan.drift ? " allowed, clocks' drift from --faults" : "")
+              << ", lock delay " << o.lock_delay_ms << " ms"
               << (repl.unsafe == "none" ? "" : ", UNSAFE " + repl.unsafe) << "\n";
     summary.print(std::cout);
   }

@@ -27,9 +27,7 @@ constexpr std::array<std::string_view, fault_word_count> word_names{
     "fail",      "reject",  "hang",  "slow",         "cancel",         "heal",
     "loss",      "dup",     "delay", "drift",        "random",         "horizon"};
 
-/// Why a workload does not take a word (empty: it takes it). A workload
-/// takes a disk fault (and the lease workload drift=) once its simulation
-/// applies it.
+/// Why a workload does not take a word (empty: it takes it).
 std::string_view why_not(fault_word word, workload w) {
   using fw = fault_word;
   switch (word) {
@@ -46,15 +44,7 @@ std::string_view why_not(fault_word word, workload w) {
     }
     return "";
   case fw::drift:
-    switch (w) {
-    case workload::election:
-    case workload::jobs:
-    case workload::replication:
-      return "";
-    default:
-      return "its simulation does not take drift= yet (--lease-drift sets the drift "
-             "of its lease clocks)";
-    }
+    return "";
   case fw::fail:
   case fw::reject:
   case fw::hang:

@@ -244,11 +244,10 @@ TEST(fault_spec, nodes_a_partition_does_not_list_are_each_alone) {
 TEST(fault_words, each_workload_refuses_the_words_it_does_not_apply) {
   // The table of docs/design/simulation.md, written out again.
   std::set<std::string> node_words{
-      "crash",        "restart",   "pause", "crash-leader", "restart-leader",
-      "pause-leader", "partition", "cut",   "elect",        "heal",
-      "loss",         "dup",       "delay", "random",       "horizon"};
+      "crash",     "restart", "pause",  "crash-leader", "restart-leader", "pause-leader",
+      "partition", "cut",     "elect",  "heal",         "loss",           "dup",
+      "delay",     "drift",   "random", "horizon"};
   auto election = node_words;
-  election.insert("drift");
   auto jobs = election;
   for (auto w : {"fail", "reject", "hang", "slow", "cancel", "disk-stall", "fsync-loss",
                  "bitflip"})
@@ -283,7 +282,6 @@ TEST(fault_words, a_word_that_does_not_apply_is_one_line_naming_it_and_the_workl
   for (auto [spec, w, word] :
        {refusal{"bitflip@1s:2", workload::election, "bitflip"},
         refusal{"crash@1s:1,disk-stall@1s-2s:2", workload::election, "disk-stall"},
-        refusal{"drift=0.01", workload::lease, "drift"},
         refusal{"reject@1s-2s", workload::lease, "reject"},
         refusal{"hang@1s-2s", workload::replication, "hang"},
         refusal{"slow=10ms", workload::election, "slow"},

@@ -122,3 +122,28 @@ TEST(lease_simulation, stalled_disks_and_power_loss_keep_every_lease_exclusive) 
     EXPECT_GT(r.grants, 0u) << "seed " << seed;
   }
 }
+
+TEST(lease_simulation, drift_of_the_nodes_clocks_beyond_what_the_hosts_allow_is_caught) {
+  // drift= sets the rate error of every node's one clock (candidate, replica
+  // host, front) and of every client's. Hosts that allow for 1 % while the
+  // clocks drift 8 % expire a holder early on a fast host clock, while a
+  // slow client clock still believes: two clients hold the mutex at once.
+  // Hosts that allow for the clocks' 8 % keep it exclusive in the same runs.
+  auto s = lease_with_faults("drift=0.08,random=4,horizon=1s");
+  s.client_pauses = 3;
+  size_t caught = 0, unsafe_safety = 0;
+  constexpr size_t runs = 60;
+  for (uint64_t seed = 1; seed <= runs; ++seed) {
+    s.base.seed = seed;
+    s.drift = 0.01;
+    auto r = run_lease_simulation(s);
+    caught += r.max_mutex_believers > 1 ? 1 : 0;
+    unsafe_safety += r.safety_violated() ? 1 : 0;
+    s.drift = 0.08;
+    auto ok = run_lease_simulation(s);
+    EXPECT_TRUE(ok.violations.empty()) << "seed " << seed << "\n" << lease_complaints(ok);
+    EXPECT_LE(ok.max_mutex_believers, 1u) << "seed " << seed;
+  }
+  EXPECT_GE(caught, runs / 20) << caught << " of " << runs << " runs caught";
+  EXPECT_EQ(unsafe_safety, caught);
+}

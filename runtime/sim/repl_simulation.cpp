@@ -368,6 +368,7 @@ private:
     guarded.guard.enabled = true;
     c.max_rate_error =
         s.clock_rate_error >= 0 ? s.clock_rate_error : guard_rate_error(guarded);
+    c.rates = s.clock_rates;
     return c;
   }
 
@@ -435,8 +436,6 @@ private:
     ro.unsafe_install_keeps_state = settings_.bad_install;
     ro.on_failure = leave_on_storage_failure(world_, id, n.disk, disks_);
     ro.lease = settings_.lease;
-    if (i < settings_.lease_clock_rates.size())
-      ro.lease_clock_rate = settings_.lease_clock_rates[i];
     o.front.unsafe_reads_without_lease = settings_.reads_without_lease;
     if (settings_.amnesia_unmarked) {
       ro.amnesiac = false;
@@ -954,8 +953,17 @@ bool lease_run_report::liveness_failed() const {
                      [](const repl_violation& v) { return !v.safety; });
 }
 
+/// The rate error of every clock of a lease run: drift= of the plan, else the
+/// drift the hosts allow for; the broken fixture's clocks drift 5 %.
+double lease_clock_drift(const lease_settings& s) {
+  if (s.unsafe_no_drift)
+    return 0.05;
+  return s.base.plan.drift ? *s.base.plan.drift : s.drift;
+}
+
 duration lease_bound(const lease_settings& s) {
-  auto t = rp::lease_timing{s.drift, s.lock_delay};
+  // Expiries take the longer of what the hosts allow and what the clocks do.
+  auto t = rp::lease_timing{std::max(s.drift, lease_clock_drift(s)), s.lock_delay};
   auto hold = 3 * s.ttl, wait = 2 * s.ttl, pause = 3 * s.ttl;
   return repl_bound(s.base.plan) + 2 * rp::expiry_wait(s.ttl, t) + hold + wait + pause
          + s.ttl + lease_client_timeout;
@@ -973,7 +981,7 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
     return std::uniform_int_distribution<int64_t>{lo, hi}(lrng);
   };
   // Clock rates: an extreme two times in three.
-  double clock_drift = settings.unsafe_no_drift ? 0.05 : settings.drift;
+  double clock_drift = lease_clock_drift(settings);
   auto draw_rate = [&] {
     switch (pick(0, 2)) {
     case 0:
@@ -1003,9 +1011,9 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
   ws.lease = settings.unsafe_no_drift
                  ? rp::lease_timing{0.0, duration{0}}
                  : rp::lease_timing{settings.drift, settings.lock_delay};
-  ws.lease_clock_rates.clear();
+  ws.clock_rates.clear();
   for (size_t i = 0; i < ws.replicas; ++i)
-    ws.lease_clock_rates.push_back(draw_rate());
+    ws.clock_rates.push_back(draw_rate());
   ws.sampled_leases.clear();
   for (auto& l : lobs.leases)
     ws.sampled_leases.push_back(l.name);
@@ -1240,7 +1248,7 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
     d.run();
   }
   // Quiet period: clients stop; held slots expire, waiters time out.
-  auto t = rp::lease_timing{settings.drift, settings.lock_delay};
+  auto t = rp::lease_timing{std::max(settings.drift, clock_drift), settings.lock_delay};
   d.advance_to(d.elapsed() + quiet_period + 3 * rp::expiry_wait(settings.ttl, t) + wait);
   for (int attempt = 0; attempt < 5; ++attempt) {
     size_t changed = 0;

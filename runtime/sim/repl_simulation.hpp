@@ -84,10 +84,8 @@ struct repl_settings {
   /// node's defaults, replica_config).
   uint64_t batch_bytes = 0;
   uint64_t window_bytes = 0;
-  /// Every host's lease timing, and the rate of each host's lease clock
-  /// against run time (index: replica; missing: 1).
+  /// Every host's lease timing.
   replication::lease_timing lease;
-  std::vector<double> lease_clock_rates;
   /// Leases each replica sample reads instead of the clients' keys (its
   /// values are then digests of the leases as applied, 0: no holder).
   std::vector<std::string> sampled_leases;
@@ -95,6 +93,9 @@ struct repl_settings {
   /// (the world's clock model); negative: the drift the candidates' quorum
   /// guard is configured to tolerate, as in the election workload.
   double clock_rate_error = -1;
+  /// Clock rates chosen instead of drawn (index: replica; the lease workload
+  /// draws an extreme rate two times in three).
+  std::vector<double> clock_rates;
   /// Clients whose every operation goes into a history that the
   /// linearizability checker judges at the end of the run: puts, gets and
   /// removes of two shared keys, enqueues and dequeues of one queue.
@@ -182,10 +183,12 @@ repl_run_report run_repl_simulation(const repl_settings& settings);
 //
 // `conclave sim --workload lease` runs the same world (replica hosts beside
 // election candidates, the same fault language) with lease clients instead
-// of writers. Each host's lease clock runs at a rate drawn per run from
-// [1 - drift, 1 + drift] (an extreme two times in three), and so does each
-// client's clock. Client k loops: acquire lease "mutex" (or, with limit > 1,
-// half of the time the semaphore "sem") with a wait of 2 ttl, hold it for
+// of writers. Each node's clock (which its candidate, replica host and
+// front all read) runs at a rate drawn per run from [1 - drift, 1 + drift]
+// (an extreme two times in three), and so does each client's clock: drift is
+// the fault spec's drift= if it has one, else the drift the hosts' lease
+// expiry allows for (lease_settings::drift). Client k loops: acquire lease "mutex" (or,
+// with limit > 1, half of the time the semaphore "sem") with a wait of 2 ttl, hold it for
 // 0..3 ttl (its own clock) while renewing every ttl / 3, release it, think
 // 1..20 ms. Every request goes to the primary the client knows (a refusal's
 // hint, else the last sampled acting primary, else the next replica) and is
@@ -203,7 +206,9 @@ struct lease_settings {
   std::chrono::milliseconds ttl{300};
   /// Slots of the semaphore "sem" (1: only the mutex is used).
   uint32_t limit = 1;
-  /// Bound on every clock's rate error, and the hosts' lock delay.
+  /// The bound on every clock's rate error that the hosts' lease expiry
+  /// allows for (and the clocks' drift unless the plan sets drift=), and the
+  /// hosts' lock delay.
   double drift = 0.01;
   duration lock_delay{0};
   /// Random client pauses per run: up to this many per client.

@@ -74,8 +74,11 @@ world::world(size_t nodes, uint64_t seed, network_model net, clock_model clocks,
   // Clocks are drawn from their own generator, so that turning drift on does not
   // change the network's random choices.
   std::mt19937_64 clock_rng{seed ^ 0x9e3779b97f4a7c15ULL};
-  for (auto& n : nodes_) {
-    if (clocks.max_rate_error > 0)
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    auto& n = nodes_[i];
+    if (i < clocks.rates.size())
+      n.rate = clocks.rates[i];
+    else if (clocks.max_rate_error > 0)
       n.rate = 1.0 + clocks.max_rate_error * (2 * unit(clock_rng) - 1);
     if (clocks.max_offset > duration{0})
       n.offset = timestamp{std::uniform_int_distribution<int64_t>{

@@ -75,6 +75,9 @@ struct network_model {
 struct clock_model {
   /// Each node's clock runs at rate 1 + r, r drawn uniformly in [-e, e].
   double max_rate_error = 0;
+  /// Rates chosen by the workload instead (rates[i]: node i + 1's; nodes
+  /// beyond the list draw theirs as above).
+  std::vector<double> rates;
   /// Each node's clock starts at an offset drawn uniformly in [0, max_offset].
   duration max_offset{0};
 };

@@ -40,7 +40,6 @@ TEST(sim_faults_cli, a_word_the_workload_does_not_apply_is_exit_2_naming_both) {
       {"replication", "hang", "hang@1s-2s"},
       {"replication", "cancel", "cancel@1s:1"},
       {"replication", "slow", "slow=20ms"},
-      {"lease", "drift", "drift=0.01"},
       {"lease", "fail", "fail@1s-2s"},
       {"lease", "cancel", "cancel@1s:1"},
   };

@@ -73,8 +73,6 @@ protected:
     o.snapshot_chunk_bytes = snapshot_chunk_bytes;
     o.lease = lease_time;
     o.max_lease_waiters = max_lease_waiters;
-    if (i < clock_rates.size())
-      o.lease_clock_rate = clock_rates[i];
     if (i < observers.size())
       o.observer = observers[i];
     if (i < failure_hooks.size())
@@ -171,10 +169,9 @@ protected:
   uint64_t checkpoint_every_records = 0;
   uint64_t checkpoint_every_bytes = 0;
   size_t snapshot_chunk_bytes = 256u << 10;
-  /// Lease expiry of every host, and each host's lease clock rate (drift).
+  /// Lease expiry of every host.
   lease_timing lease_time;
   size_t max_lease_waiters = 100000;
-  std::vector<double> clock_rates;
   /// Each host's commit observer (none past the vector's end); set before
   /// SetUp spawns the hosts, or respawn.
   std::vector<std::shared_ptr<commit_observer>> observers;
