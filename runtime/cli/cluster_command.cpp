@@ -28,6 +28,8 @@ struct cluster_options {
   std::string detector;
   unsigned heartbeat_ms = 0;
   unsigned detector_timeout_ms = 0;
+  /// cluster up: the nodes' nice value (node --nice; 0: as started).
+  int nice = 0;
   std::string log_format;
   bool no_quorum_guard = false;
   bool no_death_proof = false;
@@ -49,6 +51,10 @@ int run_up(cluster_options& o) {
   if (o.detector_timeout_ms != 0)
     o.up.node_settings.push_back("detector-timeout-ms = "
                                  + std::to_string(o.detector_timeout_ms));
+  if (o.nice < -20 || o.nice > 19)
+    return bad_input("--nice: expected -20..19, got " + std::to_string(o.nice));
+  if (o.nice != 0)
+    o.up.node_settings.push_back("nice = " + std::to_string(o.nice));
   if (!o.log_format.empty()) {
     if (!node::parse_log_format(o.log_format))
       return bad_input("--log-format: expected text or json, got '" + o.log_format + "'");
@@ -122,6 +128,11 @@ void add_cluster_command(command_registry& reg) {
   option(up, "--detector-timeout-ms", o->detector_timeout_ms,
          "nodes' silence before suspecting the leader");
   option(up, "--log-format", o->log_format, "nodes' log format: text or json");
+  option(up, "--nice", o->nice,
+         "nodes' CPU priority (node --nice: -20..19, 0 as started; below 0 needs "
+         "CAP_SYS_NICE, without it a node logs a warning and runs as started); each "
+         "node leads its own session, so its session's group takes it too")
+      ->capture_default_str();
   up->add_flag("--json", o->up.json, "print one JSON document")
       ->envname(env_name("--json"));
   option(up, "--program", o->up.program,

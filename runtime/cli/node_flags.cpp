@@ -116,6 +116,10 @@ void add_node_flags(CLI::App* app, node_flags& f) {
   node_option(app, "--link-timeout-ms", o.link_timeout_ms,
               "close a connection silent this long (same on every member)")
       ->capture_default_str();
+  node_option(app, "--nice", o.nice,
+              "CPU priority of the node's threads and, if it leads its session, of "
+              "the session (-20..19; 0: as started; below 0 needs CAP_SYS_NICE)")
+      ->capture_default_str();
   node_option(app, "--log-format", o.log_format,
               "text, or json (one object per line, for log shippers)")
       ->capture_default_str();

@@ -13,6 +13,7 @@
 #include "runtime/node/http_server.hpp"
 #include "runtime/node/liveness_watch.hpp"
 #include "runtime/node/node_probe.hpp"
+#include "runtime/node/os_priority.hpp"
 #include "runtime/node/peer_connector.hpp"
 #include "runtime/node/peer_links.hpp"
 #include "runtime/node/promise_file.hpp"
@@ -433,8 +434,10 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   if (http_failed)
     return exit_address_in_use;
 
-  // Before the actor system starts its threads: they inherit the slice.
+  // Before the actor system starts its threads: they inherit the slice and
+  // the nice value.
   auto slice_problem = request_cpu_slice(node_cpu_slice);
+  auto priority = apply_nice(c.nice);
   caf::actor_system_config cfg;
   configure(cfg, c);
   if (hooks.configure)
@@ -501,6 +504,12 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   else
     links->warn("could not shorten the CPU slice of this node's threads (" + slice_problem
                 + "): heartbeats may wait behind other processes");
+  if (!priority.what.empty()) {
+    if (priority.ok)
+      links->log(priority.what);
+    else
+      links->warn(priority.what);
+  }
   if (links->replica())
     links->log(
         std::string{"hosting a replica in "} + c.data_dir

@@ -166,6 +166,9 @@ result<node_config> make_node_config(const node_options& o) {
              + " is beyond loopback: without --tls-ca, --tls-cert and --tls-key the API "
                "is served as plain HTTP, on loopback only";
   }
+  if (o.nice < -20 || o.nice > 19)
+    return "--nice: expected -20..19, got " + std::to_string(o.nice);
+  c.nice = o.nice;
   c.link_heartbeat = milliseconds{o.link_heartbeat_ms};
   c.link_timeout = milliseconds{o.link_timeout_ms};
   return c;

@@ -43,9 +43,10 @@ struct node_options {
   std::string algorithm = "bully";
   std::string cluster = "conclave";
   /// Leader detection: heartbeats every 50 ms, suspicion after 150 ms of
-  /// silence (lease 100 ms). The faster profile `--heartbeat-ms 10 --detector
-  /// phi --detector-timeout-ms 50` halves SIGSTOP failover but suspects live
-  /// leaders on a loaded host (docs/design/node.md, "Default timing").
+  /// silence (lease 100 ms). Faster profiles (`--heartbeat-ms 20 --detector
+  /// phi --detector-timeout-ms 90` replaces a frozen leader in about 90 ms)
+  /// suspect live leaders whose process waits for a CPU on a loaded host
+  /// (docs/design/node.md, "Default timing").
   std::string detector = "fixed";
   unsigned heartbeat_ms = 50;
   unsigned detector_timeout_ms = 150;
@@ -53,6 +54,9 @@ struct node_options {
   unsigned election_wait_ms = 150;
   unsigned link_heartbeat_ms = 100;
   unsigned link_timeout_ms = 1000;
+  /// The nice value the node asks for (-20..19; 0: the priority it was
+  /// started with). Negative values need CAP_SYS_NICE (os_priority.hpp).
+  int nice = 0;
   bool preempt = false;
   /// The quorum guard (on unless --no-quorum-guard): a leader acts only inside a
   /// lease renewed by a majority. 0: the lease is 2/3 of the detector timeout.
@@ -98,6 +102,8 @@ struct node_config {
   bool lease_leadership = false;
   std::string leader_lease = "conclave.leader";
   std::chrono::milliseconds leader_lease_ttl{2000};
+  /// The nice value the node asks for at start (os_priority.hpp).
+  int nice = 0;
   /// CAF middleman: heartbeat on every connection, and the silence after which a
   /// connection is closed (every member must use the same values).
   std::chrono::milliseconds link_heartbeat{100};

@@ -306,3 +306,16 @@ TEST(node_config, http_connection_bounds_are_checked_at_their_extremes) {
   EXPECT_EQ(v.value().http_max_connections, 128u);
   EXPECT_EQ(v.value().http_max_connections_per_source, 64u);
 }
+
+TEST(node_config, a_nice_value_outside_the_kernels_range_is_refused) {
+  for (int bad : {-21, 20, 1000, -1000}) {
+    auto o = three_nodes();
+    o.nice = bad;
+    EXPECT_EQ(error_of(o), "--nice: expected -20..19, got " + std::to_string(bad));
+  }
+  for (int good : {-20, -10, 0, 19}) {
+    auto o = three_nodes();
+    o.nice = good;
+    EXPECT_EQ(error_of(o), "") << good;
+  }
+}
