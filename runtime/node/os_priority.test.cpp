@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -121,4 +122,43 @@ TEST(os_priority, a_negative_value_is_taken_with_the_privilege_or_refused_with_w
     EXPECT_NE(r.what.find("runs at the priority it was started with"), std::string::npos)
         << r.what;
   }
+}
+
+TEST(os_priority, without_the_privilege_a_negative_value_is_refused_with_why) {
+  // As root (CI), drop to an unprivileged user in a child first, so the
+  // refusal is exercised wherever the test runs; as another user the test
+  // above already took this branch.
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "not root: the refusal is covered by the test above";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  auto pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    rlimit none{0, 0}; // RLIMIT_NICE 0: no raise allowed without the capability
+    std::string line;
+    if (::setrlimit(RLIMIT_NICE, &none) != 0 || ::setgid(65534) != 0
+        || ::setuid(65534) != 0) {
+      line = "setup failed";
+    } else {
+      auto before = current_nice();
+      auto r = apply_nice(-5, true, "/nonexistent/autogroup");
+      line = (r.ok ? "ok " : "no ") + std::to_string(current_nice() == before) + " "
+             + r.what;
+    }
+    (void)!::write(fds[1], line.data(), line.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    got.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_NE(got, "setup failed");
+  EXPECT_EQ(got.rfind("no 1 could not set nice -5 (", 0), 0u) << got;
+  EXPECT_NE(got.find("CAP_SYS_NICE"), std::string::npos) << got;
 }

@@ -371,3 +371,55 @@ TEST_F(cluster_test, a_pid_file_that_cannot_be_written_fails_up_and_leaves_no_no
   }
   EXPECT_EQ(running, 0u);
 }
+
+namespace {
+
+/// Field 19 of /proc/PID/task/TID/stat: the thread's nice value.
+int thread_nice(int pid, const std::string& tid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/task/" + tid + "/stat"};
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  auto end = stat.rfind(')'); // the name may hold spaces
+  std::istringstream rest{stat.substr(end + 2)};
+  std::string field;
+  for (int i = 3; i <= 19 && rest >> field; ++i)
+    ;
+  return std::stoi(field);
+}
+
+} // namespace
+
+TEST_F(cluster_test, nice_gives_every_node_thread_and_session_that_priority) {
+  auto bad = run_conclave("cluster up --nodes 3 --nice 20 --dir " + dir.string(), true);
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--nice: expected -20..19, got 20"), std::string::npos)
+      << bad.out;
+  up(3, "--insecure --nice -5");
+  auto st = status();
+  bool root = ::geteuid() == 0;
+  for (auto& n : st["nodes"]) {
+    auto id = n["id"].get<uint64_t>();
+    auto log = read_file(dir / ("node-" + std::to_string(id)) / "node.log");
+    if (!root) { // refused without the privilege: one warning, and it runs
+      EXPECT_NE(log.find("could not set nice -5"), std::string::npos) << log;
+      continue;
+    }
+    EXPECT_NE(log.find("threads run at nice -5, and so does its session's autogroup"),
+              std::string::npos)
+        << log;
+    auto pid = n["pid"].get<int>();
+    size_t threads = 0;
+    for (auto& t :
+         std::filesystem::directory_iterator{"/proc/" + std::to_string(pid) + "/task"}) {
+      EXPECT_EQ(thread_nice(pid, t.path().filename().string()), -5)
+          << "node " << id << " thread " << t.path().filename();
+      ++threads;
+    }
+    EXPECT_GT(threads, 3u);
+    auto group = read_file("/proc/" + std::to_string(pid) + "/autogroup");
+    std::ifstream on{"/proc/sys/kernel/sched_autogroup_enabled"};
+    int enabled = 0;
+    if (on >> enabled && enabled != 0)
+      EXPECT_NE(group.find("nice -5"), std::string::npos) << group;
+  }
+  EXPECT_EQ(leaders(st), 1);
+}
