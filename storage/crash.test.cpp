@@ -27,6 +27,7 @@
 #include <thread>
 
 #include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -126,9 +127,10 @@ void verify(const fs::path& data, const std::set<uint64_t>& acked,
             int* torn_writes = nullptr) {
   state_manager_options o;
   o.dir = data;
-  o.log = [](const std::string&) {};
+  std::string said; // what recovery logged, shown if the open fails
+  o.log = [&](const std::string& line) { said += "\n  " + line; };
   auto opened = state_manager::open(o);
-  ASSERT_TRUE(opened) << where << ": " << opened.error().message();
+  ASSERT_TRUE(opened) << where << ": " << opened.error().message() << said;
   auto& s = *opened.value();
   // A torn multi-record write (damage, then records of the same write) cut.
   if (torn_writes
@@ -268,7 +270,10 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
   size_t total_read = 0;
   int lost = 0;        // log files that lost unsynced bytes
   int torn_writes = 0; // recoveries that cut a torn multi-record write
-  for (unsigned seed = 1; seed <= 12; ++seed) {
+  unsigned seeds = 12;
+  if (auto* n = std::getenv("CONCLAVE_CRASH_SEEDS")) // more seeds, by hand
+    seeds = static_cast<unsigned>(std::stoul(n));
+  for (unsigned seed = 1; seed <= seeds; ++seed) {
     std::mt19937 rng{seed};
     conclave::test::temp_dir dir{"conclave-simcrash"};
     auto data = dir / "data";
@@ -366,10 +371,19 @@ TEST(store_crash, simulated_crashes_that_drop_unsynced_bytes) {
         fs::resize_file(e.path(), cut);
       }
       if (cut > keep && rng() % 2 == 0) {
-        std::fstream f{e.path(), std::ios::in | std::ios::out | std::ios::binary};
+        // Garble one byte of the lost part, in two bits at least: one bit
+        // flipped in a whole record, with no zeros after it to show a tear,
+        // is rot, which recovery rightly refuses (the record may have been
+        // acknowledged; see
+        // wal_test.every_bit_flip_in_the_last_record_refuses_the_open_and_repair_keeps_the_rest);
+        // a crash garbles a torn sector, it does not flip one bit.
         auto at = keep + rng() % (cut - keep);
-        f.seekp(static_cast<std::streamoff>(at));
-        f.put(static_cast<char>(rng()));
+        unsigned mask = 0;
+        while (__builtin_popcount(mask) < 2)
+          mask = rng() & 0xffu;
+        bytes = files::read_file(e.path()).value();
+        bytes[at] = static_cast<char>(static_cast<unsigned char>(bytes[at]) ^ mask);
+        ASSERT_TRUE(files::write_file_synced(e.path(), bytes, files::default_sync()));
       }
     }
     total_read += read.size();

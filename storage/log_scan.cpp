@@ -33,7 +33,12 @@ size_t resync(std::string_view bytes, size_t from, uint64_t after, uint64_t uppe
 constexpr size_t rot_window = 4096;
 
 /// True if flipping one bit of bytes[pos, pos + rot_window) gives a valid
-/// frame at `pos` whose lsn is `want`.
+/// frame at `pos` whose lsn is `want`, and a tear cannot explain that bit:
+/// a write torn at a byte (or sector) reads as zeros from the tear on, so a
+/// frame whose only nonzero byte from the tear on had one bit set (a batch
+/// trailer's u64 lsn such as 256 or 280 ends in 01 00 ... 00) differs from
+/// its torn copy in one bit. The bit set in the frame and clear in the copy,
+/// with the copy zero from that byte to the frame's end, is such a tear.
 bool one_bit_from(std::string_view bytes, size_t pos, uint64_t want) {
   auto n = std::min(bytes.size() - pos, rot_window);
   std::string copy{bytes.substr(pos, n)};
@@ -42,8 +47,11 @@ bool one_bit_from(std::string_view bytes, size_t pos, uint64_t want) {
       copy[i] = static_cast<char>(copy[i] ^ (1u << b));
       auto d = decode_record(copy);
       copy[i] = static_cast<char>(copy[i] ^ (1u << b));
-      if (d.status == decode_status::ok && d.record.lsn.value == want)
-        return true;
+      if (d.status == decode_status::ok && d.record.lsn.value == want) {
+        bool torn_to_zeros =
+            i < d.size && all_zero(std::string_view{copy}.substr(i, d.size - i));
+        return !torn_to_zeros;
+      }
     }
   return false;
 }

@@ -242,7 +242,8 @@ TEST_F(wal_test, the_last_record_cut_at_every_byte_offset_recovers_the_previous_
 // One flipped bit in the last record is rot of a record written whole (it may
 // have been synced and acknowledged), not a torn write: the open refuses and
 // changes nothing; a repair keeps the records before it. Damage of more than
-// one bit there is cut as a torn tail.
+// one bit there is cut as a torn tail, and so is the one flip a tear explains:
+// the frame's last set bit cleared, zeros after it.
 TEST_F(wal_test,
        every_bit_flip_in_the_last_record_refuses_the_open_and_repair_keeps_the_rest) {
   auto o = options();
@@ -266,6 +267,14 @@ TEST_F(wal_test,
     put(bad);
     wal_recovery rep;
     auto w = wal::open(options(), lsn{}, noop, rep);
+    if (bad.find_first_not_of('\0', bit / 8) == std::string::npos) {
+      // The frame's last set bit cleared: zeros from there on, as a write
+      // torn there leaves them; cut (the next test).
+      ASSERT_TRUE(w) << "bit " << bit << ": " << rep.problem;
+      EXPECT_TRUE(rep.tail_cut) << "bit " << bit;
+      w.value().reset();
+      continue;
+    }
     ASSERT_FALSE(w) << "bit " << bit;
     EXPECT_EQ(code(w.error()), errc::corrupt_data);
     EXPECT_NE(rep.problem.find("lsn 5 with one bit flipped"), std::string::npos)
@@ -298,6 +307,45 @@ TEST_F(wal_test,
   wal_recovery rep;
   ASSERT_EQ(replay(rep), range(1, 4));
   EXPECT_TRUE(rep.tail_cut);
+}
+
+// A write torn at a byte reads as zeros from the tear on. When the last
+// frame's only nonzero byte from there on had one bit set (its batch trailer's
+// lsn 264 is 08 01 00 ... 00), the torn copy is one bit away from the whole
+// frame, yet it is a tear, not rot: cut as a torn tail, with a copy. The same
+// one-bit difference with a nonzero byte after it is rot and still refused.
+TEST_F(wal_test, a_tear_that_leaves_one_bit_missing_before_zeros_is_a_torn_tail_not_rot) {
+  auto o = options();
+  o.preallocate_bytes = 0;
+  write(1, 263, o);
+  write(264, 264, o); // alone in its write: batch_first 264
+  auto seg = segments().back();
+  auto original = files::read_file(seg).value();
+  auto trailer = original.size() - batch_trailer_size;
+  ASSERT_EQ(original.substr(trailer), std::string("\x08\x01\0\0\0\0\0\0", 8));
+  auto put = [&](const std::string& bytes) {
+    std::ofstream out{seg, std::ios::binary | std::ios::trunc};
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  };
+  // Torn after the trailer's first byte: 08 00 00 ...
+  auto torn = original;
+  torn[trailer + 1] = 0;
+  put(torn);
+  wal_recovery rep;
+  ASSERT_EQ(replay(rep), range(1, 263)) << rep.problem;
+  EXPECT_TRUE(rep.tail_cut);
+  EXPECT_FALSE(rep.moved_to.empty()); // the cut bytes are kept
+  // One bit gone with a nonzero byte after it (00 01 00 ...): rot, refused.
+  auto rot = original;
+  rot[trailer] = 0;
+  put(rot);
+  auto noop = [](const log_record&) { return result<void>{outcome::success()}; };
+  wal_recovery refused;
+  auto w = wal::open(options(), lsn{}, noop, refused);
+  ASSERT_FALSE(w);
+  EXPECT_NE(refused.problem.find("lsn 264 with one bit flipped"), std::string::npos)
+      << refused.problem;
+  EXPECT_EQ(files::read_file(seg).value(), rot) << "the refused open changed the file";
 }
 
 TEST_F(wal_test, corruption_before_valid_records_refuses_the_open_until_repaired) {
