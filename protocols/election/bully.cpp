@@ -52,8 +52,11 @@ void bully_core::on_election(const election_msg& m, timestamp now) {
   // that still trusts its leader only answers: the initiator hears that leader's
   // heartbeats and follows it again, and a healthy leader is not deposed by a
   // higher id that an election would otherwise reach. If the leader is really
-  // gone, this member's own detector starts the election soon after.
-  if (!cfg_.preempt && following_live_leader())
+  // gone, this member's own detector starts the election soon after. When the
+  // initiator is that leader itself (asked to hold an election), nobody would
+  // hold it: its election would time out waiting for a coordinator and start
+  // again, for ever. Hold it.
+  if (!cfg_.preempt && following_live_leader() && leader() != m.from)
     return;
   if (phase_ == phase::idle)
     start_election(election_reason::election_received, now);

@@ -89,6 +89,35 @@ TEST(bully, rejoining_higher_id_does_not_preempt_by_default) {
   EXPECT_EQ(net.node(4).current_term(), term);
 }
 
+// A leader asked to hold an election (request_election, `elect@` in the
+// simulator) while a higher member follows it: that member holds the
+// election, since its leader is the one asking. It used to only answer, as to
+// anyone whose leader is alive, and the leader's election timed out waiting
+// for a coordinator and started again every ~220 ms, for ever.
+TEST(bully, a_leader_asked_to_elect_gets_an_election_a_higher_follower_holds) {
+  election_network net(5, bully_config());
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  net.crash(id(5));
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(4); }, 2s));
+  net.restart(id(5));
+  ASSERT_TRUE(net.run_until([&] { return net.node(5).leader() == id(4); }, 2s));
+  auto term = net.node(4).current_term();
+  net.node(4).request_election(net.now());
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() == id(5); }, 2s));
+  EXPECT_GT(net.node(5).current_term(), term);
+  // Settled: nobody starts another election.
+  uint64_t started = 0;
+  for (uint64_t i = 1; i <= 5; ++i)
+    started += net.node(i).stats().elections_started;
+  net.run_for(2s);
+  uint64_t after = 0;
+  for (uint64_t i = 1; i <= 5; ++i)
+    after += net.node(i).stats().elections_started;
+  EXPECT_EQ(after, started);
+  EXPECT_EQ(net.leaders(), std::vector<el::node_id>{id(5)});
+}
+
 TEST(bully, rejoining_higher_id_preempts_when_asked) {
   auto cfg = bully_config();
   cfg.preempt = true;
