@@ -911,14 +911,26 @@ std::optional<uint64_t> parse_number(std::string_view text) {
   return v;
 }
 
-void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng,
-                       bool disk_faults) {
+void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng, workload w,
+                       bool files_disk) {
   using ms = std::chrono::milliseconds;
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>{lo, hi}(rng);
   };
   auto horizon_ms =
       std::max<int64_t>(200, std::chrono::duration_cast<ms>(plan.horizon).count());
+  // What can be drawn: every timed word the workload applies (restarts come
+  // with the crashes), the disk's only on a disk that keeps bytes.
+  std::vector<k> kinds{k::crash,        k::pause,        k::partition,
+                       k::crash_leader, k::pause_leader, k::elect};
+  if (nodes > 1) // a cut needs a node on each side
+    kinds.push_back(k::cut);
+  if (applies(fault_word::disk_stall, w))
+    kinds.push_back(k::disk_stall);
+  if (files_disk && applies(fault_word::fsync_loss, w))
+    kinds.push_back(k::fsync_loss);
+  if (files_disk && applies(fault_word::bitflip, w))
+    kinds.push_back(k::bitflip);
   for (unsigned i = 0; i < plan.random_faults; ++i) {
     fault f;
     auto start = timestamp{ms{uniform(0, horizon_ms * 3 / 4)}};
@@ -929,8 +941,8 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng,
     auto down_then_restart = [&](std::initializer_list<fault::kind> what) {
       f.at = start;
       f.node = some_node();
-      for (auto w : what) {
-        f.what = w;
+      for (auto kind : what) {
+        f.what = kind;
         plan.faults.push_back(f);
       }
       fault r = f;
@@ -938,22 +950,30 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng,
       r.at = end;
       plan.faults.push_back(r);
     };
-    switch (uniform(0, disk_faults ? 5 : 3)) {
-    case 4: // the power goes during a sync; the node restarts later
+    f.what =
+        kinds[static_cast<size_t>(uniform(0, static_cast<int64_t>(kinds.size()) - 1))];
+    switch (f.what) {
+    case k::fsync_loss: // the power goes during a sync; the node restarts later
       down_then_restart({k::fsync_loss});
       continue;
-    case 5: // a bit flips; the node crashes and finds it when it restarts
+    case k::bitflip: // a bit flips; the node crashes and finds it when it restarts
       down_then_restart({k::bitflip, k::crash});
       continue;
-    case 0: // crash, then restart the same node
+    case k::crash: // crash, then restart the same node
       down_then_restart({k::crash});
       continue;
-    case 1:
-      f.what = k::pause;
+    case k::elect: // one node starts an election, as if it lost its leader
+      f.at = start;
+      f.node = some_node();
+      plan.faults.push_back(f);
+      continue;
+    case k::pause:
+    case k::disk_stall:
       f.node = some_node();
       break;
-    case 2: {
-      f.what = k::partition;
+    case k::pause_leader:
+      break;
+    case k::partition:
       f.groups.resize(2);
       for (uint64_t n = 1; n <= nodes; ++n)
         f.groups[static_cast<size_t>(uniform(0, 1))].push_back(node_id{n});
@@ -961,6 +981,21 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng,
       f.groups.erase(std::remove_if(f.groups.begin(), f.groups.end(),
                                     [](auto& g) { return g.empty(); }),
                      f.groups.end());
+      break;
+    case k::cut: {
+      // Each node sends from the cut side, receives on it, or neither; both
+      // sides hold one node at least.
+      f.groups.resize(2);
+      auto from = uniform(1, static_cast<int64_t>(nodes));
+      auto to = uniform(1, static_cast<int64_t>(nodes) - 1);
+      if (to >= from)
+        ++to;
+      for (int64_t n = 1; n <= static_cast<int64_t>(nodes); ++n) {
+        auto side = n == from ? 0 : n == to ? 1 : uniform(0, 2);
+        if (side < 2)
+          f.groups[static_cast<size_t>(side)].push_back(
+              node_id{static_cast<uint64_t>(n)});
+      }
       break;
     }
     default: { // crash the leader, restart it later

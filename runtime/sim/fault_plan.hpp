@@ -221,12 +221,13 @@ outcome::result<void, std::string> validate_disk(const fault_plan& plan, disk_ki
 void complete_partitions(fault_plan& plan, size_t nodes);
 
 /// Adds plan.random_faults random faults for a group of `nodes`, drawn from
-/// `rng`: crash+restart, pause, partition, crash-leader+restart-leader (the
-/// election, replication and lease workloads). Every random fault heals before
-/// the horizon (crashes are restarted). With `disk_faults` (a workload whose
-/// nodes keep files), also fsync-loss+restart and bitflip+crash+restart.
-void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng,
-                       bool disk_faults = false);
+/// `rng` for workload `w` (election, replication or lease), each kind as
+/// likely: crash+restart, pause, partition, crash-leader+restart-leader, cut,
+/// pause-leader, elect, and disk-stall where `w` has a disk. Every random
+/// fault heals before the horizon (crashes are restarted). With `files_disk`
+/// (nodes that keep files), also fsync-loss+restart and bitflip+crash+restart.
+void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng, workload w,
+                       bool files_disk = false);
 
 /// "250ms", "2s", "1.5us" → duration, exact to the nanosecond; at most 10^6 s.
 outcome::result<duration, std::string> parse_duration(std::string_view text);

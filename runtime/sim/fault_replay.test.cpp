@@ -48,7 +48,7 @@ TEST(election_faults, the_printed_drawn_faults_of_a_random_run_replay_it) {
       // The faults the run draws from its seed (as run_simulation does).
       auto drawn = drawn_run.plan;
       std::mt19937_64 rng{seed};
-      sim::add_random_faults(drawn, drawn_run.nodes, rng);
+      sim::add_random_faults(drawn, drawn_run.nodes, rng, sim::workload::election);
       faults += drawn.faults.size();
       auto replay = settings(algo, sim::replay_spec(drawn), seed);
       EXPECT_EQ(replay.plan.random_faults, 0u);

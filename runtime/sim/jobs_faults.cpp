@@ -108,52 +108,133 @@ void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_6
       again.at = end;
       plan.faults.push_back(again);
     };
-    // The memory disk draws what it drew before the files disk took faults.
-    switch (uniform(0, disk_faults ? 10 : 8)) {
-    case 0:
+    auto nodes = static_cast<int64_t>(jobs_nodes(shape));
+    auto some_node = [&] { return node_id{static_cast<uint64_t>(uniform(1, nodes))}; };
+    // A window of the nodes (pause, pause-leader, disk-stall, partition, cut).
+    auto node_window = [&](k what) {
+      fault f;
+      f.what = what;
+      f.at = start;
+      f.until = end;
+      if (what == k::pause || what == k::disk_stall)
+        f.node = some_node();
+      if (what == k::partition) {
+        f.groups.resize(2);
+        for (int64_t n = 1; n <= nodes; ++n)
+          f.groups[static_cast<size_t>(uniform(0, 1))].push_back(
+              node_id{static_cast<uint64_t>(n)});
+        f.groups.erase(std::remove_if(f.groups.begin(), f.groups.end(),
+                                      [](auto& g) { return g.empty(); }),
+                       f.groups.end());
+      }
+      if (what == k::cut) { // as the other workloads draw it
+        f.groups.resize(2);
+        auto from = uniform(1, nodes);
+        auto to = uniform(1, nodes - 1);
+        if (to >= from)
+          ++to;
+        for (int64_t n = 1; n <= nodes; ++n) {
+          auto side = n == from ? 0 : n == to ? 1 : uniform(0, 2);
+          if (side < 2)
+            f.groups[static_cast<size_t>(side)].push_back(
+                node_id{static_cast<uint64_t>(n)});
+        }
+      }
+      plan.faults.push_back(f);
+    };
+    // Every timed word the workload applies, each as likely; the disk's
+    // power losses and bit flips only on the files disk.
+    enum choice {
+      agent_crash,
+      scheduler_crash,
+      leader_crash,
+      service_crash,
+      fail,
+      reject,
+      hang,
+      slow,
+      cancel,
+      pause,
+      pause_leader,
+      partition,
+      cut,
+      elect,
+      disk_stall,
+      fsync_loss,
+      bitflip
+    };
+    auto last = disk_faults ? bitflip : disk_stall;
+    auto c = static_cast<choice>(uniform(0, last));
+    if (c == cut && nodes < 2)
+      c = partition;
+    switch (c) {
+    case agent_crash:
       crash_restart(role::agent, shape.agents);
       break;
-    case 1:
+    case scheduler_crash:
       crash_restart(role::scheduler, shape.schedulers);
       break;
-    case 2: {
-      fault c;
-      c.what = k::crash_leader;
-      c.at = start;
-      auto again = c;
+    case leader_crash: {
+      fault f;
+      f.what = k::crash_leader;
+      f.at = start;
+      auto again = f;
       again.what = k::restart_leader;
       again.at = end;
-      plan.faults.push_back(c);
+      plan.faults.push_back(f);
       plan.faults.push_back(again);
       break;
     }
-    case 3:
+    case service_crash:
       crash_restart(role::service, 0);
       break;
-    case 4:
+    case fail:
       window(k::fail, 30, 100);
       break;
-    case 5:
+    case reject:
       window(k::reject, 10, 50);
       break;
-    case 6:
+    case hang:
       window(k::hang, 20, 60);
       break;
-    case 7:
+    case slow:
       window(k::slow, 30, 100);
       break;
-    case 9: // the power goes during a sync; the node restarts later
+    case pause:
+      node_window(k::pause);
+      break;
+    case pause_leader:
+      node_window(k::pause_leader);
+      break;
+    case partition:
+      node_window(k::partition);
+      break;
+    case cut:
+      node_window(k::cut);
+      break;
+    case disk_stall:
+      node_window(k::disk_stall);
+      break;
+    case elect: {
+      fault f;
+      f.what = k::elect;
+      f.at = start;
+      f.node = some_node();
+      plan.faults.push_back(f);
+      break;
+    }
+    case fsync_loss: // the power goes during a sync; the node restarts later
       on_disk_then_restart(k::fsync_loss, false);
       break;
-    case 10: // a bit flips; the node crashes and finds it when it restarts
+    case bitflip: // a bit flips; the node crashes and finds it when it restarts
       on_disk_then_restart(k::bitflip, true);
       break;
-    default: {
-      fault c;
-      c.what = k::cancel;
-      c.at = start;
-      c.number = static_cast<uint64_t>(uniform(1, std::max<size_t>(1, shape.jobs)));
-      plan.faults.push_back(c);
+    case cancel: {
+      fault f;
+      f.what = k::cancel;
+      f.at = start;
+      f.number = static_cast<uint64_t>(uniform(1, std::max<size_t>(1, shape.jobs)));
+      plan.faults.push_back(f);
       break;
     }
     }

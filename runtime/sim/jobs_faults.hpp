@@ -36,12 +36,14 @@ outcome::result<void, std::string> validate(const fault_plan& plan,
                                             const jobs_shape& shape,
                                             disk_kind disk = disk_kind::files);
 
-/// Adds plan.random_faults faults drawn from `rng`: crash and restart of an
-/// agent, a scheduler, the supervisor leader or the service; a window of
-/// failing, rejecting, hanging or slow service calls; a cancel. With
-/// `disk_faults` (the nodes keep files) also a power loss during a node's
-/// sync, or a bit flipped on its disk and a crash, each with a restart of the
-/// node (named by an actor it hosts). Every one ends before the horizon.
+/// Adds plan.random_faults faults drawn from `rng`, each kind as likely:
+/// crash and restart of an agent, a scheduler, the supervisor leader or the
+/// service; a window of failing, rejecting, hanging or slow service calls; a
+/// cancel; a pause of a node or of the leader, a partition, a directed cut, an
+/// election asked of a node, a stalled disk. With `disk_faults` (the nodes
+/// keep files) also a power loss during a node's sync, or a bit flipped on its
+/// disk and a crash, each with a restart of the node (named by an actor it
+/// hosts). Every one ends before the horizon.
 void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_64& rng,
                        bool disk_faults = false);
 

@@ -577,7 +577,8 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
   rep.seed = settings.seed;
   std::mt19937_64 rng{settings.seed};
   auto plan = settings.plan;
-  add_random_faults(plan, settings.replicas, rng, settings.disk == disk_kind::files);
+  add_random_faults(plan, settings.replicas, rng, workload::replication,
+                    settings.disk == disk_kind::files);
   auto net_seed = rng();
   std::mt19937_64 crng{rng()};
   auto actions = plan_actions(plan, rep.faults, rep.fault_list);
@@ -974,7 +975,8 @@ lease_run_report run_lease_simulation(const lease_settings& settings) {
   rep.seed = settings.base.seed;
   std::mt19937_64 rng{settings.base.seed};
   auto plan = settings.base.plan;
-  add_random_faults(plan, settings.base.replicas, rng);
+  add_random_faults(plan, settings.base.replicas, rng, workload::lease,
+                    settings.base.disk == disk_kind::files);
   auto net_seed = rng();
   std::mt19937_64 lrng{rng()};
   auto pick = [&](int64_t lo, int64_t hi) {

@@ -191,17 +191,20 @@ TEST(repl_simulation, every_run_checks_the_history_clients_for_linearizability) 
 // checker finds the stale read. The same run with the check in place passes.
 TEST(repl_simulation, a_primary_that_reads_without_its_lease_is_caught) {
   auto s = with_faults("random=4,loss=0.02,dup=0.02,delay=1ms..3ms");
-  s.seed = 33;
   s.reads_without_lease = true;
-  auto bad = run_repl_simulation(s);
-  ASSERT_TRUE(bad.safety_violated()) << "seed 33 no longer plants a stale read";
+  // The first seed whose run plants a stale read (within 100 seeds).
+  repl_run_report bad;
   bool stale_read = false;
-  for (auto& v : bad.violations)
-    stale_read = stale_read || v.checker == "linearizable";
-  EXPECT_TRUE(stale_read) << complaints(bad);
+  for (s.seed = 1; s.seed <= 100 && !stale_read; ++s.seed) {
+    bad = run_repl_simulation(s);
+    for (auto& v : bad.violations)
+      stale_read = stale_read || v.checker == "linearizable";
+  }
+  --s.seed;
+  ASSERT_TRUE(stale_read) << "no stale read planted in seeds 1..100";
   s.reads_without_lease = false;
   auto good = run_repl_simulation(s);
-  EXPECT_TRUE(good.violations.empty()) << complaints(good);
+  EXPECT_TRUE(good.violations.empty()) << "seed " << s.seed << ": " << complaints(good);
 }
 
 // Found by the one world: a primary paused past its lease answered a read

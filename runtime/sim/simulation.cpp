@@ -128,7 +128,7 @@ run_report run_simulation(const sim_settings& s) {
 
   auto plan = s.plan;
   std::mt19937_64 fault_rng{s.seed};
-  add_random_faults(plan, s.nodes, fault_rng);
+  add_random_faults(plan, s.nodes, fault_rng, workload::election);
   auto heal = plan.heal_time();
   auto bound = liveness_bound(s.config, s.nodes, plan);
   auto stable_from = std::max(heal, plan.last_fault_end()) + bound;
