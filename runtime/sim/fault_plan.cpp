@@ -911,6 +911,35 @@ std::optional<uint64_t> parse_number(std::string_view text) {
   return v;
 }
 
+void draw_groups(fault& f, size_t nodes, std::mt19937_64& rng) {
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>{lo, hi}(rng);
+  };
+  auto n_nodes = static_cast<int64_t>(nodes);
+  f.groups.assign(2, {});
+  if (f.what == k::partition) {
+    for (int64_t n = 1; n <= n_nodes; ++n)
+      f.groups[static_cast<size_t>(uniform(0, 1))].push_back(
+          node_id{static_cast<uint64_t>(n)});
+    // All on one side: one group (nothing is cut), as the spec writes it.
+    f.groups.erase(std::remove_if(f.groups.begin(), f.groups.end(),
+                                  [](auto& g) { return g.empty(); }),
+                   f.groups.end());
+    return;
+  }
+  // A cut: each node sends from the cut side, receives on it, or neither;
+  // both sides hold one node at least.
+  auto from = uniform(1, n_nodes);
+  auto to = uniform(1, n_nodes - 1);
+  if (to >= from)
+    ++to;
+  for (int64_t n = 1; n <= n_nodes; ++n) {
+    auto side = n == from ? 0 : n == to ? 1 : uniform(0, 2);
+    if (side < 2)
+      f.groups[static_cast<size_t>(side)].push_back(node_id{static_cast<uint64_t>(n)});
+  }
+}
+
 void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng, workload w,
                        bool files_disk) {
   using ms = std::chrono::milliseconds;
@@ -974,30 +1003,9 @@ void add_random_faults(fault_plan& plan, size_t nodes, std::mt19937_64& rng, wor
     case k::pause_leader:
       break;
     case k::partition:
-      f.groups.resize(2);
-      for (uint64_t n = 1; n <= nodes; ++n)
-        f.groups[static_cast<size_t>(uniform(0, 1))].push_back(node_id{n});
-      // All on one side: one group (nothing is cut), as the spec writes it.
-      f.groups.erase(std::remove_if(f.groups.begin(), f.groups.end(),
-                                    [](auto& g) { return g.empty(); }),
-                     f.groups.end());
+    case k::cut:
+      draw_groups(f, nodes, rng);
       break;
-    case k::cut: {
-      // Each node sends from the cut side, receives on it, or neither; both
-      // sides hold one node at least.
-      f.groups.resize(2);
-      auto from = uniform(1, static_cast<int64_t>(nodes));
-      auto to = uniform(1, static_cast<int64_t>(nodes) - 1);
-      if (to >= from)
-        ++to;
-      for (int64_t n = 1; n <= static_cast<int64_t>(nodes); ++n) {
-        auto side = n == from ? 0 : n == to ? 1 : uniform(0, 2);
-        if (side < 2)
-          f.groups[static_cast<size_t>(side)].push_back(
-              node_id{static_cast<uint64_t>(n)});
-      }
-      break;
-    }
     default: { // crash the leader, restart it later
       f.what = k::crash_leader;
       f.at = start;

@@ -220,6 +220,12 @@ outcome::result<void, std::string> validate_disk(const fault_plan& plan, disk_ki
 /// not listed is alone"), so that any applier sees the whole partition.
 void complete_partitions(fault_plan& plan, size_t nodes);
 
+/// Draws the groups of a random partition (every node on one of two sides;
+/// one group if all fell on one side) or cut (one node sends from the cut
+/// side, another receives on it, every other node on either side or neither)
+/// of `nodes` into f.groups, by f.what. A cut needs two nodes.
+void draw_groups(fault& f, size_t nodes, std::mt19937_64& rng);
+
 /// Adds plan.random_faults random faults for a group of `nodes`, drawn from
 /// `rng` for workload `w` (election, replication or lease), each kind as
 /// likely: crash+restart, pause, partition, crash-leader+restart-leader, cut,

@@ -118,28 +118,8 @@ void add_random_faults(fault_plan& plan, const jobs_shape& shape, std::mt19937_6
       f.until = end;
       if (what == k::pause || what == k::disk_stall)
         f.node = some_node();
-      if (what == k::partition) {
-        f.groups.resize(2);
-        for (int64_t n = 1; n <= nodes; ++n)
-          f.groups[static_cast<size_t>(uniform(0, 1))].push_back(
-              node_id{static_cast<uint64_t>(n)});
-        f.groups.erase(std::remove_if(f.groups.begin(), f.groups.end(),
-                                      [](auto& g) { return g.empty(); }),
-                       f.groups.end());
-      }
-      if (what == k::cut) { // as the other workloads draw it
-        f.groups.resize(2);
-        auto from = uniform(1, nodes);
-        auto to = uniform(1, nodes - 1);
-        if (to >= from)
-          ++to;
-        for (int64_t n = 1; n <= nodes; ++n) {
-          auto side = n == from ? 0 : n == to ? 1 : uniform(0, 2);
-          if (side < 2)
-            f.groups[static_cast<size_t>(side)].push_back(
-                node_id{static_cast<uint64_t>(n)});
-        }
-      }
+      if (what == k::partition || what == k::cut)
+        draw_groups(f, static_cast<size_t>(nodes), rng);
       plan.faults.push_back(f);
     };
     // Every timed word the workload applies, each as likely; the disk's
