@@ -12,6 +12,12 @@
 #include <mutex>
 #include <set>
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
 using namespace conclave::process_test;
 using namespace std::chrono_literals;
 
@@ -484,5 +490,127 @@ TEST_F(replication_test,
       true)); // the newest: the one recovery reads
   write("e", 25, 30, acked);
   expect_healed(victim, acked);
+  down_and_check_replicas();
+}
+
+namespace {
+
+/// Mounts a tmpfs of `size` at each path, and detaches them all when it goes
+/// out of scope (lazily: the nodes may still hold files there).
+struct tmpfs_mounts {
+  std::vector<std::filesystem::path> paths;
+  std::string error; // why a mount failed, if one did
+
+  bool mount(const std::filesystem::path& p, const std::string& size) {
+    std::filesystem::create_directories(p);
+    if (::mount("tmpfs", p.c_str(), "tmpfs", 0, ("size=" + size).c_str()) != 0) {
+      error = std::strerror(errno);
+      return false;
+    }
+    paths.push_back(p);
+    return true;
+  }
+  ~tmpfs_mounts() {
+    for (auto& p : paths)
+      ::umount2(p.c_str(), MNT_DETACH);
+  }
+};
+
+/// Fills the file system of `dir` with one file until a write fails.
+void fill_up(const std::filesystem::path& dir) {
+  int fd = ::open((dir / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  std::string chunk(64 * 1024, 'f');
+  for (;;) {
+    auto n = ::write(fd, chunk.data(), chunk.size());
+    if (n <= 0)
+      break;
+    if (static_cast<size_t>(n) < chunk.size())
+      chunk.resize(chunk.size() - static_cast<size_t>(n));
+  }
+  ::close(fd);
+}
+
+} // namespace
+
+// The leader's disk fills up under writes: its replica's storage fails, and
+// the node logs why, leaves the group as after SIGTERM and stops. Another
+// node leads and serves every acknowledged write; once there is room again,
+// the node restarts and catches up. Each node's replica directory is its own
+// tmpfs, so only the leader's fills (needs root to mount, as CI runs).
+TEST_F(replication_test,
+       a_primary_whose_disk_fills_up_leaves_and_loses_no_acknowledged_write) {
+  tmpfs_mounts mounts;
+  for (int n = 1; n <= 3; ++n)
+    if (!mounts.mount(dir / ("node-" + std::to_string(n)) / "replica", "64m"))
+      GTEST_SKIP() << "cannot mount a tmpfs here (" << mounts.error
+                   << "): this test needs root";
+  up(3);
+  auto leader = settled_leader();
+  ASSERT_NE(leader, 0u);
+  auto node_dir = dir / ("node-" + std::to_string(leader));
+  std::vector<std::string> acked;
+  write("s", 0, 5, acked);
+  ASSERT_EQ(acked.size(), 5u);
+  fill_up(node_dir / "replica");
+  // The log goes on in its preallocated segment, then cannot grow: write
+  // 20 KB values until the leader's storage has failed.
+  const std::string big(20000, 'b');
+  std::vector<std::string> acked_big;
+  auto failed = [&] {
+    return read_file(node_dir / "node.log").find("replica storage failed")
+           != std::string::npos;
+  };
+  // Bounded in time: a node that ignored the failure would time out every put.
+  auto give_up = std::chrono::steady_clock::now() + 60s;
+  for (int i = 0; i < 300 && !failed() && std::chrono::steady_clock::now() < give_up;
+       ++i) {
+    auto key = "big" + std::to_string(i);
+    if (run_conclave(kv("put " + key + " " + big)).status == 0)
+      acked_big.push_back(key);
+  }
+  ASSERT_TRUE(failed()) << "the leader's storage never failed";
+  auto log = read_file(node_dir / "node.log");
+  EXPECT_NE(log.find("leaving the group"), std::string::npos) << log;
+  // The node stops, and another one leads.
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto st = nlohmann::json::parse(
+            run_conclave("cluster status --json --dir " + dir.string()).out, nullptr,
+            false);
+        if (st.is_discarded() || !st["leader"].is_number()
+            || st["leader"].get<uint64_t>() == leader)
+          return false;
+        for (auto& n : st["nodes"])
+          if (n["id"].get<uint64_t>() == leader && n["alive"].get<bool>())
+            return false;
+        return true;
+      },
+      15s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return read_file(node_dir / "node.log").find("stopped") != std::string::npos;
+      },
+      15s));
+  // Every acknowledged write is there, written before or during the failure.
+  write("s", 5, 8, acked);
+  EXPECT_EQ(acked.size(), 8u);
+  for (auto& key : acked) {
+    auto r = run_conclave(kv("get " + key));
+    EXPECT_EQ(r.status, 0) << key;
+    EXPECT_EQ(r.out, "v" + key.substr(1) + "\n") << key;
+  }
+  for (auto& key : acked_big) {
+    auto r = run_conclave(kv("get " + key));
+    EXPECT_EQ(r.status, 0) << key;
+    EXPECT_EQ(r.out, big + "\n") << key;
+  }
+  // Room again: the node restarts, reopens what it had and catches up.
+  std::filesystem::remove(node_dir / "replica" / "filler");
+  auto restart = run_conclave("cluster restart --timeout-ms 10000 --dir " + dir.string()
+                                  + " --node " + std::to_string(leader),
+                              true);
+  ASSERT_EQ(restart.status, 0) << restart.out;
+  EXPECT_TRUE(eventually([&] { return replicas_equal(3); }, 10s));
   down_and_check_replicas();
 }
