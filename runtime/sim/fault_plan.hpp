@@ -11,7 +11,8 @@
 //   restart@T:N          restart it (same id, no memory)
 //   pause@T1-T2:N        SIGSTOP N until T2: its timers wait, nothing is read
 //   crash-leader@T       crash whoever leads at T
-//   restart-leader@T     restart the node crash-leader crashed last
+//   restart-leader@T     restart the latest node crash-leader crashed that no
+//                        restart-leader restarted yet
 //   pause-leader@T1-T2   pause whoever leads at T1
 //   partition@T1-T2:G|G  symmetric partition; G = 1-3 (range), 1+4+5 (list)
 //                        or 2; every node not listed is alone

@@ -259,7 +259,7 @@ public:
       break;
     default:
       // The shared words (service windows act through decide_call).
-      apply_world_fault(world_, f, members_, nodes_, last_leader_);
+      apply_world_fault(world_, f, members_, nodes_, crashed_leaders_);
       break;
     }
     take_down_refused(world_, members_, nodes_);
@@ -599,7 +599,7 @@ private:
   std::mt19937_64 service_rng_;
   std::vector<call_window> windows_;
   bool service_up_ = true;
-  std::optional<size_t> last_leader_;
+  std::vector<size_t> crashed_leaders_; // by crash-leader, not yet restarted
   std::vector<wf::job_id> ids_;
   std::vector<submission> submissions_;
   std::set<std::string> final_;

@@ -198,7 +198,7 @@ public:
       break;
     default:
       // The shared words; the parser refuses this workload any other.
-      apply_world_fault(world_, f, members_, nodes_, last_leader_);
+      apply_world_fault(world_, f, members_, nodes_, crashed_leaders_);
       break;
     }
     take_down_refused(world_, members_, nodes_);
@@ -468,7 +468,7 @@ private:
   rp::replica_config rconfig_;
   std::vector<el::node_id> members_;
   std::vector<node_slot> nodes_;
-  std::optional<size_t> last_leader_;
+  std::vector<size_t> crashed_leaders_; // by crash-leader, not yet restarted
   std::vector<duration> syncs_;
   uint64_t unsynced_lost_ = 0;
   uint64_t lost_ = 0;
@@ -866,6 +866,8 @@ repl_run_report run_repl_simulation(const repl_settings& settings) {
       std::count_if(obs.samples.begin(), obs.samples.end(),
                     [](const repl_sample& s) { return s.acting && s.serving; }));
   rep.end = d.elapsed();
+  for (size_t i = 0; i < settings.replicas; ++i)
+    rep.down_at_end += w.node_alive(i) ? 0 : 1;
   obs.judge_liveness = w.alive_with_log() >= settings.replicas / 2 + 1;
   obs.window_bytes = w.replica_config().max_inflight_bytes;
   obs.batch_bytes = w.replica_config().max_batch_bytes;

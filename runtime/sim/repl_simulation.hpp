@@ -161,6 +161,8 @@ struct repl_run_report {
   timestamp heal{0};
   duration bound{0};
   timestamp end{0};
+  /// Nodes down when the run ended (a crash no restart followed).
+  uint64_t down_at_end = 0;
 
   /// Failovers: sync phases after the first.
   uint64_t failovers() const { return syncs > 0 ? syncs - 1 : 0; }

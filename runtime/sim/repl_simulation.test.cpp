@@ -207,6 +207,23 @@ TEST(repl_simulation, a_primary_that_reads_without_its_lease_is_caught) {
   EXPECT_TRUE(good.violations.empty()) << "seed " << s.seed << ": " << complaints(good);
 }
 
+// restart-leader means the same in every workload: the latest leader that
+// crash-leader took and no restart-leader restarted yet. Two leaders crashed,
+// then two restart-leaders: both nodes are back (the world workloads used to
+// restart the second one twice and leave the first down for good).
+TEST(repl_simulation, two_crashed_leaders_are_both_restarted) {
+  auto s = with_faults("crash-leader@300ms,crash-leader@900ms,restart-leader@1500ms,"
+                       "restart-leader@1600ms");
+  for (s.seed = 1; s.seed <= 5; ++s.seed) {
+    auto r = run_repl_simulation(s);
+    EXPECT_TRUE(r.violations.empty()) << "seed " << s.seed << ": " << complaints(r);
+    EXPECT_EQ(r.down_at_end, 0u) << "seed " << s.seed;
+  }
+  // Control: a crash nobody restarts shows.
+  s = with_faults("crash-leader@300ms");
+  EXPECT_EQ(run_repl_simulation(s).down_at_end, 1u);
+}
+
 // Found by the one world: a primary paused past its lease answered a read
 // queued during the pause as soon as it resumed, before its candidate ran and
 // saw the lease end: a stale read. The front now reads the lease's end from

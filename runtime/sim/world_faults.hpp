@@ -55,24 +55,28 @@ std::optional<size_t> acting_world_leader(world& w, const std::vector<node_id>& 
 }
 
 /// Applies `f` if it is one of the shared words; false otherwise (nothing
-/// done). `last_leader` remembers the leader crash_leader took, for
-/// restart_leader.
+/// done). `crashed_leaders` holds the leaders crash_leader took and no
+/// restart_leader restarted yet, the latest last: each restart_leader
+/// restarts the latest (as the election workload does), so that two
+/// crash-leaders before two restart-leaders restart both.
 template <class Nodes>
 bool apply_world_fault(world& w, const fault& f, const std::vector<node_id>& members,
-                       const Nodes& nodes, std::optional<size_t>& last_leader) {
+                       const Nodes& nodes, std::vector<size_t>& crashed_leaders) {
   using k = fault::kind;
   auto acting_leader = [&] { return acting_world_leader(w, members, nodes); };
   switch (f.what) {
   case k::crash_leader:
     if (auto l = acting_leader()) {
-      last_leader = *l;
+      crashed_leaders.push_back(*l);
       w.crash(members[*l]);
     }
     return true;
   case k::restart_leader:
-    if (last_leader) {
-      w.crash(members[*last_leader]);
-      w.restart(members[*last_leader]);
+    if (!crashed_leaders.empty()) {
+      auto l = crashed_leaders.back();
+      crashed_leaders.pop_back();
+      w.crash(members[l]);
+      w.restart(members[l]);
     }
     return true;
   case k::pause:
