@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -37,6 +38,32 @@ bool autogroups_on() {
   std::ifstream in{"/proc/sys/kernel/sched_autogroup_enabled"};
   int on = 0;
   return in >> on && on != 0;
+}
+
+/// Runs `body` in a forked child and returns the line it produced (what a
+/// child changes, its session or its user, stays in the child).
+std::string in_child(const std::function<std::string()>& body) {
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return "pipe failed";
+  auto pid = ::fork();
+  if (pid < 0)
+    return "fork failed";
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto line = body();
+    (void)!::write(fds[1], line.data(), line.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    got.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return got;
 }
 
 } // namespace
@@ -76,26 +103,11 @@ TEST(os_priority, a_thread_takes_the_value_and_the_threads_it_starts_inherit_it)
 
 TEST(os_priority, a_session_leader_also_sets_its_autogroup) {
   auto group = temp_file("leader");
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  auto pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(fds[0]);
+  auto got = in_child([&] {
     ::setsid();
     auto r = apply_nice(current_nice() + 4, true, group.string());
-    std::string line = (r.ok ? "ok " : "no ") + r.what;
-    (void)!::write(fds[1], line.data(), line.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string got;
-  char buf[256];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-    got.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+    return (r.ok ? "ok " : "no ") + r.what;
+  });
   EXPECT_EQ(got.rfind("ok ", 0), 0u) << got;
   if (autogroups_on()) {
     EXPECT_NE(got.find("autogroup"), std::string::npos) << got;
@@ -130,34 +142,16 @@ TEST(os_priority, without_the_privilege_a_negative_value_is_refused_with_why) {
   // above already took this branch.
   if (::geteuid() != 0)
     GTEST_SKIP() << "not root: the refusal is covered by the test above";
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  auto pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(fds[0]);
+  auto got = in_child([] {
     rlimit none{0, 0}; // RLIMIT_NICE 0: no raise allowed without the capability
-    std::string line;
     if (::setrlimit(RLIMIT_NICE, &none) != 0 || ::setgid(65534) != 0
-        || ::setuid(65534) != 0) {
-      line = "setup failed";
-    } else {
-      auto before = current_nice();
-      auto r = apply_nice(-5, true, "/nonexistent/autogroup");
-      line = (r.ok ? "ok " : "no ") + std::to_string(current_nice() == before) + " "
-             + r.what;
-    }
-    (void)!::write(fds[1], line.data(), line.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string got;
-  char buf[512];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-    got.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+        || ::setuid(65534) != 0)
+      return std::string{"setup failed"};
+    auto before = current_nice();
+    auto r = apply_nice(-5, true, "/nonexistent/autogroup");
+    return (r.ok ? "ok " : "no ") + std::to_string(current_nice() == before) + " "
+           + r.what;
+  });
   ASSERT_NE(got, "setup failed");
   EXPECT_EQ(got.rfind("no 1 could not set nice -5 (", 0), 0u) << got;
   EXPECT_NE(got.find("CAP_SYS_NICE"), std::string::npos) << got;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
 #include <utility>
 
 using namespace std::chrono_literals;
@@ -354,6 +355,10 @@ TEST(election_liveness, ring_settles_after_the_faults_of_the_wide_delay_and_dup_
         seed_case{7, 900400, true, delay30}, seed_case{9, 900606, true, delay30},
         seed_case{7, 900029, false, delay30}, seed_case{7, 900645, false, delay30},
         seed_case{9, 900238, false, delay30}, seed_case{7, 900127, true, dup20}}) {
+    // The faults found for it carry the mix's network settings.
+    std::string mix = c.spec;
+    EXPECT_EQ(std::string{found(c.n, c.seed)}.rfind(mix.substr(mix.find(',') + 1), 0), 0u)
+        << "seed " << c.seed;
     auto r = sim::run_simulation(
         settings(el::algorithm::ring, c.n, found(c.n, c.seed), c.seed, c.guard));
     EXPECT_TRUE(r.liveness_ok) << "seed " << c.seed << " n=" << c.n << "\n"
