@@ -54,8 +54,13 @@ file_promise_record::open(const fs::path& dir, std::shared_ptr<store::file_syste
     f->value_ = *v;
     return f;
   }
+  // Never over an earlier damaged copy: each is kept (.damaged, .damaged.1, ...).
   auto aside = path;
   aside += ".damaged";
+  for (int n = 1; store::files::value_or(f->files_->exists(aside), false); ++n) {
+    aside = path;
+    aside += ".damaged." + std::to_string(n);
+  }
   auto moved = f->files_->rename(path, aside);
   problem = path.string() + " cannot be read ("
             + (data ? std::string{"damaged"} : data.error().message()) + "); "

@@ -103,7 +103,23 @@ TEST_F(promise_file_test,
     EXPECT_EQ(open(problem)->load(), 100ms);
     EXPECT_TRUE(problem.empty());
     fs::remove(file());
+    fs::remove(dir / "lease-promise.damaged");
   }
+}
+
+// A second damaged file never replaces the copy kept of the first.
+TEST_F(promise_file_test, each_damaged_file_is_kept_beside_the_earlier_ones) {
+  std::vector<std::string> bad{"first", "second", "third"};
+  for (auto& b : bad) {
+    write(file(), b);
+    std::string problem;
+    EXPECT_EQ(open(problem)->load(), 500ms);
+    EXPECT_NE(problem.find("moved aside"), std::string::npos) << problem;
+  }
+  EXPECT_EQ(read(dir / "lease-promise.damaged"), "first");
+  EXPECT_EQ(read(dir / "lease-promise.damaged.1"), "second");
+  EXPECT_EQ(read(dir / "lease-promise.damaged.2"), "third");
+  EXPECT_FALSE(fs::exists(file()));
 }
 
 // Garbage of every size up to twice the file's, from a fixed seed.
