@@ -285,6 +285,14 @@ el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
         std::max(c.election.guard.lease, c.election.guard.lease_max), problem);
     if (!problem.empty())
       links.warn(problem);
+    else if (auto kept = co.record->load(); kept > c.election.guard.lease)
+      links.logger()->info(
+          "keeping the lease this member may have promised before it stopped ("
+          + std::to_string(kept.count() / 1000000) + " ms, "
+          + (std::filesystem::path{c.data_dir} / file_promise_record::file_name).string()
+          + "): it grants no leader's lease for "
+          + std::to_string((kept + c.election.guard.max_clock_drift).count() / 1000000)
+          + " ms after it starts");
   }
   // --algorithm lease: the task runs under the lease instead.
   if (!c.lease_leadership)
