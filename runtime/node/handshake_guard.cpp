@@ -96,7 +96,7 @@ void sweep(std::chrono::steady_clock::time_point now) {
     }
 }
 
-/// Sweeps twice per timeout, so that a handshake nobody steps again (the
+/// Sweeps four times per timeout, so that a handshake nobody steps again (the
 /// peer sent nothing) still ends.
 void start_sweeper() {
   if (sweeper_started)
@@ -109,7 +109,7 @@ void start_sweeper() {
       bool trim = false;
       {
         std::lock_guard<std::mutex> guard{guard_mtx};
-        period = budget().limits().timeout / 2;
+        period = budget().limits().timeout / 4;
         sweep(std::chrono::steady_clock::now());
         // A flood of connections that never finish leaves the buffers of
         // their TLS sessions (tens of KB each) free inside malloc's heap,

@@ -3,11 +3,13 @@
 #include "runtime/node/basp_source_guard.hpp"
 #include "runtime/node/handshake_guard.hpp"
 #include "runtime/node/tls_reuse.hpp"
+#include "runtime/node/write_parking.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <dlfcn.h>
@@ -15,6 +17,7 @@
 #include <mutex>
 #include <poll.h>
 #include <sys/socket.h>
+#include <thread>
 #include <unordered_map>
 
 namespace {
@@ -25,8 +28,52 @@ std::atomic<bool> pace_dials{false};
 std::atomic<int64_t> abandon_after_ns{0};
 std::atomic<uint64_t> dials_abandoned{0};
 std::mutex dials_mtx;
-/// When each pending dialing handshake took its first step (abandon_after_ns).
-std::unordered_map<const ssl_st*, std::chrono::steady_clock::time_point> dial_started;
+/// A pending dialing handshake (abandon_after_ns): when it took its first
+/// step, and its socket (descriptor and inode, see handshake_guard.hpp).
+struct pending_dial {
+  std::chrono::steady_clock::time_point since;
+  int fd;
+  uint64_t inode;
+};
+std::unordered_map<const ssl_st*, pending_dial> dial_started;
+bool dial_sweeper_started = false;
+
+/// Shuts down the sockets of dials past their time (the lock is held). A
+/// parked dial (write_parking.hpp) is not stepped again until its peer
+/// answers, so its own next step cannot be relied on to notice.
+void sweep_dials(std::chrono::steady_clock::time_point now,
+                 std::chrono::nanoseconds limit) {
+  for (auto it = dial_started.begin(); it != dial_started.end();) {
+    if (now - it->second.since <= limit) {
+      ++it;
+      continue;
+    }
+    if (conclave::node::socket_inode(it->second.fd) == it->second.inode) {
+      ::shutdown(it->second.fd, SHUT_RDWR);
+      dials_abandoned.fetch_add(1, std::memory_order_relaxed);
+    }
+    it = dial_started.erase(it);
+  }
+}
+
+void start_dial_sweeper() {
+  if (dial_sweeper_started)
+    return;
+  dial_sweeper_started = true;
+  std::thread{[] {
+    for (;;) {
+      auto limit =
+          std::chrono::nanoseconds{abandon_after_ns.load(std::memory_order_relaxed)};
+      {
+        std::lock_guard<std::mutex> guard{dials_mtx};
+        if (limit.count() > 0)
+          sweep_dials(std::chrono::steady_clock::now(), limit);
+      }
+      std::this_thread::sleep_for(std::clamp<std::chrono::nanoseconds>(
+          limit / 4, std::chrono::milliseconds{5}, std::chrono::milliseconds{100}));
+    }
+  }}.detach();
+}
 
 /// True if `s`, a dialing handshake still under way, is past its time: then
 /// forgotten here, and the caller shuts its socket down.
@@ -36,8 +83,11 @@ bool dial_overdue(const ssl_st* s) {
     return false;
   auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> guard{dials_mtx};
-  auto [it, fresh] = dial_started.emplace(s, now);
-  if (fresh || now - it->second <= std::chrono::nanoseconds{limit})
+  start_dial_sweeper();
+  auto fd = SSL_get_fd(s);
+  auto [it, fresh] =
+      dial_started.emplace(s, pending_dial{now, fd, conclave::node::socket_inode(fd)});
+  if (fresh || now - it->second.since <= std::chrono::nanoseconds{limit})
     return false;
   dial_started.erase(it);
   return true;
@@ -174,6 +224,17 @@ void forget_session(const ssl_st* s) {
   sessions.erase(i);
 }
 
+/// A handshake step of a CAF session returned `ret`: while it waits for the
+/// peer's bytes its socket's write interest is parked (write_parking.hpp);
+/// once it finished, failed or wants to write, it is given back.
+void park_while_waiting(ssl_st* s, int ret) {
+  auto fd = SSL_get_fd(s);
+  if (ret != 1 && SSL_get_error(s, ret) == SSL_ERROR_WANT_READ)
+    conclave::node::park_tls_writes(fd);
+  else
+    conclave::node::unpark_tls_writes(fd);
+}
+
 void clear_queue() {
   static auto clear =
       reinterpret_cast<clear_fn>(::dlsym(RTLD_DEFAULT, "ERR_clear_error"));
@@ -229,6 +290,7 @@ int SSL_connect(ssl_st* s) {
   count_failure(s, ret, refused_dialing);
   if (ret == 1)
     dial_ended(s);
+  park_while_waiting(s, ret);
   // Waiting for the peer's handshake reply: wait for it here, briefly, rather
   // than be called again at once (see pace_pending_tls_dials).
   if (ret != 1 && pace_dials.load(std::memory_order_relaxed)
@@ -256,6 +318,7 @@ int SSL_accept(ssl_st* s) {
     conclave::node::prepare_tls_accept(s);
   auto ret = real(s);
   count_failure(s, ret, refused_accepting);
+  park_while_waiting(s, ret);
   if (ret == 1) {
     conclave::node::handshake_guard_ended(fd);
   } else {

@@ -2,6 +2,7 @@
 
 #include "runtime/node/handshake_guard.hpp"
 #include "runtime/node/tls_error_queue.hpp"
+#include "runtime/node/write_parking.hpp"
 
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_family.h>
@@ -65,7 +66,16 @@ public:
     prometheus::ClientMetric am;
     am.counter.value = static_cast<double>(tls_dials_abandoned());
     abandoned.metric.push_back(am);
-    return {f, frames, guarded, pending, abandoned};
+    prometheus::MetricFamily parks;
+    parks.name = "conclave_tls_write_parks_total";
+    parks.help = "Times a TLS handshake waiting for its peer had its socket's write "
+                 "interest held back, so that the I/O thread does not retry it while "
+                 "the peer is silent";
+    parks.type = prometheus::MetricType::Counter;
+    prometheus::ClientMetric wp;
+    wp.counter.value = static_cast<double>(tls_write_parks());
+    parks.metric.push_back(wp);
+    return {f, frames, guarded, pending, abandoned, parks};
   }
 };
 

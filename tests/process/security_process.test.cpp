@@ -22,8 +22,11 @@
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
+#include <unistd.h>
 
 using namespace conclave::process_test;
 using conclave::testing::rss_kib;
@@ -321,7 +324,7 @@ TEST_F(cluster_test, garbage_at_the_default_timing_with_both_cores_busy_changes_
       ::close(fd);
   }
   // The node gives the memory of the flood back once it has drained (its
-  // handshake sweeper runs every 1.5 s).
+  // handshake sweeper runs every 750 ms).
   long after = rss_kib(pid);
   for (auto until = std::chrono::steady_clock::now() + 4s;
        after - before > 2048 && std::chrono::steady_clock::now() < until;) {
@@ -374,6 +377,72 @@ TEST_F(cluster_test,
   ASSERT_TRUE(timed_out) << body;
   EXPECT_GE(*timed_out, 1.0) << body;
   std::printf("[garbage] an unfinished handshake was closed after %.2f s\n", waited);
+}
+
+namespace {
+
+/// User and system CPU time process `pid` has used, in milliseconds (-1 if
+/// unreadable).
+double cpu_ms(int pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string text{std::istreambuf_iterator<char>{in}, {}};
+  auto close = text.rfind(')'); // the command name may hold spaces
+  if (close == std::string::npos)
+    return -1;
+  std::istringstream fields{text.substr(close + 2)};
+  std::string f;
+  double utime = -1, stime = -1;
+  for (int n = 3; fields >> f && n <= 15; ++n) { // fields 14 and 15: utime, stime
+    if (n == 14)
+      utime = std::stod(f);
+    if (n == 15)
+      stime = std::stod(f);
+  }
+  if (utime < 0 || stime < 0)
+    return -1;
+  return (utime + stime) * 1000.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+} // namespace
+
+TEST_F(cluster_test, silent_connections_to_the_peer_port_cost_the_node_no_cpu) {
+  // A TCP connection that sends nothing leaves a TLS handshake waiting at the
+  // node. CAF 0.17.6 retried it whenever the socket was writable, spinning
+  // the node's I/O thread at a whole core until the handshake budget's
+  // timeout (3 s); the node now parks its write interest (write_parking.hpp).
+  auto j = up(3);
+  auto node = j["nodes"][j["leader"].get<uint64_t>() - 1];
+  int pid = node["pid"].get<int>();
+  auto port = port_of(node["address"].get<std::string>());
+  auto window = 1500ms;
+  auto idle0 = cpu_ms(pid);
+  std::this_thread::sleep_for(window);
+  auto idle = cpu_ms(pid) - idle0;
+  std::vector<int> silent;
+  for (int i = 0; i < 10; ++i) {
+    int fd = connect_to(port);
+    ASSERT_GE(fd, 0);
+    silent.push_back(fd);
+  }
+  auto held0 = cpu_ms(pid);
+  std::this_thread::sleep_for(window); // within the 3 s handshake timeout
+  auto held = cpu_ms(pid) - held0;
+  for (int fd : silent)
+    ::close(fd);
+  ASSERT_GE(idle0, 0);
+  auto url = node["metrics_url"].get<std::string>();
+  auto body = http_get(url.substr(7, url.find("/metrics") - 7), "/metrics");
+  auto parks = sample(body, "conclave_tls_write_parks_total");
+  std::printf(
+      "[silent connections] leader CPU over %lld ms: %.0f ms idle, %.0f ms with 10 "
+      "silent connections; write parks %.0f\n",
+      static_cast<long long>(window.count()), idle, held, parks ? *parks : -1.0);
+  ASSERT_TRUE(parks) << body;
+  EXPECT_GE(*parks, 10.0); // each silent handshake was parked
+  // A spinning I/O thread costs about the whole window; allow a fifth of it.
+  EXPECT_LT(held, idle + 0.2 * static_cast<double>(window.count()))
+      << "the node spent " << held << " ms of CPU in " << window.count()
+      << " ms holding 10 silent connections (" << idle << " ms idle)";
 }
 
 namespace {
