@@ -69,8 +69,10 @@ void start_dial_sweeper() {
         if (limit.count() > 0)
           sweep_dials(std::chrono::steady_clock::now(), limit);
       }
+      // Four sweeps per limit, within 5..100 ms (100 ms while turned off).
+      auto period = limit.count() > 0 ? limit / 4 : std::chrono::nanoseconds::max();
       std::this_thread::sleep_for(std::clamp<std::chrono::nanoseconds>(
-          limit / 4, std::chrono::milliseconds{5}, std::chrono::milliseconds{100}));
+          period, std::chrono::milliseconds{5}, std::chrono::milliseconds{100}));
     }
   }}.detach();
 }

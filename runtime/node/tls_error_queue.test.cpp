@@ -16,6 +16,7 @@
 #include <csignal>
 #include <memory>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace conclave::node;
@@ -136,9 +137,11 @@ TEST(tls_dial_abandon, a_dial_never_answered_past_its_time_is_shut_down_and_coun
   auto o = handshake(server.get(), client.get());
   EXPECT_TRUE(o.connected);
   EXPECT_EQ(tls_dials_abandoned(), before);
-  // The peer never answers (a stopped process): the first step waits; any
-  // later step past the time (1 ns here) shuts the socket down and fails.
-  abandon_tls_dials_after(std::chrono::nanoseconds(1));
+  // The peer never answers (a stopped process): the first step waits. Past
+  // the time (50 ms here) the socket is shut down, by the sweeping thread
+  // (a dial waiting for its peer is parked, so nothing steps it again), and
+  // the next step fails.
+  abandon_tls_dials_after(std::chrono::milliseconds(50));
   // CAF blocks SIGPIPE around its OpenSSL calls; so does this test.
   auto old_pipe = std::signal(SIGPIPE, SIG_IGN);
   // Over a socket (the socket is what gets shut down); the other end stays
@@ -151,6 +154,10 @@ TEST(tls_dial_abandon, a_dial_never_answered_past_its_time_is_shut_down_and_coun
   int r = SSL_connect(cli);
   EXPECT_EQ(SSL_get_error(cli, r), SSL_ERROR_WANT_READ);
   EXPECT_EQ(tls_dials_abandoned(), before);
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       tls_dials_abandoned() == before && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(tls_dials_abandoned(), before + 1); // without another step
   r = SSL_connect(cli);
   auto e = SSL_get_error(cli, r);
   EXPECT_NE(r, 1);
