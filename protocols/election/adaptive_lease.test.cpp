@@ -351,6 +351,30 @@ TEST_P(adaptive_lease_both, a_150ms_round_trip_needs_the_adaptive_lease) {
   EXPECT_EQ(net.node(leader).stats().leader_changes, 1u);
 }
 
+// The node's default timing (heartbeat 20 ms, phi with a 90 ms floor, lease
+// 60 ms) on a 100 ms one-way link: a new leader's first ack comes back 200 ms
+// after its first round, later than its quorum-lost step-down would have
+// been. It waits the round trip its pre-vote measured before it counts its
+// quorum lost, so it keeps leading and acts once the lease has adapted
+// (before, no leader ever acted: each stepped down first).
+TEST_P(adaptive_lease_both, a_round_trip_beyond_the_detector_floor_keeps_a_new_leader) {
+  auto cfg = guarded(GetParam());
+  cfg.heartbeat_interval = 20ms;
+  cfg.detector.kind = el::detector_kind::phi;
+  cfg.detector.timeout = 90ms;
+  cfg.guard.lease = 60ms;
+  election_network net(5, cfg, 100ms);
+  net.start_all();
+  ASSERT_TRUE(net.run_until([&] { return net.agreed_leader() != el::no_node; }, 5s));
+  net.run_for(3s);
+  auto leader = net.agreed_leader();
+  ASSERT_NE(leader, el::no_node);
+  auto term = net.node(leader).current_term();
+  EXPECT_GT(anyone_acting(net, 3s), 0.95);
+  EXPECT_EQ(net.agreed_leader(), leader);
+  EXPECT_EQ(net.node(leader).current_term(), term); // no step-down, no re-election
+}
+
 INSTANTIATE_TEST_SUITE_P(election, adaptive_lease_both,
                          ::testing::Values(el::algorithm::bully, el::algorithm::ring),
                          [](const auto& info) {

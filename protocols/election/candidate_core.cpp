@@ -1,6 +1,7 @@
 #include "protocols/election/candidate_core.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace conclave::election {
 
@@ -608,8 +609,8 @@ void candidate_core::begin_pre_vote(election_reason reason, timestamp now) {
     return; // one is under way: its replies or its deadline decide
   ++stats_.pre_votes;
   auto window = cfg_.election_wait * (int64_t{1} << std::min(pre_vote_failures_, 6u));
-  pre_vote_ = {true,         ++pre_vote_round_,        1,     0,
-               now + window, now + cfg_.election_wait, reason};
+  pre_vote_ = {true,         ++pre_vote_round_,        1,      0,
+               now + window, now + cfg_.election_wait, reason, now};
   ask_pre_vote();
 }
 
@@ -658,12 +659,14 @@ void candidate_core::on_pre_vote_reply(const pre_vote_reply_msg& m, timestamp no
   if (++pre_vote_.grants < majority())
     return;
   pre_vote_.active = false;
+  election_rtt_hint_ = std::min(now - pre_vote_.began, longest_lease(cfg_));
   if (in_election())
     return; // it joined another candidate's round meanwhile (Ring)
   open_election(pre_vote_.reason, now);
 }
 
 void candidate_core::open_election(election_reason reason, timestamp now) {
+  takeover_rtt_bound_ = std::exchange(election_rtt_hint_, duration{0});
   suspected_.reset(); // confirmed (or overtaken): an election runs
   refuted_ = false;
   pre_vote_.active = false;
@@ -830,7 +833,9 @@ timestamp candidate_core::quorum_deadline() const {
   // lease.
   auto promises_lapse = std::max(
       leader_since_ + cfg_.guard.lease + cfg_.guard.max_clock_drift, denied_until_);
-  auto lost = std::max(promises_lapse, renewed_round_sent_)
+  // Its first renewal comes back a round trip after it is sent: before any
+  // ack has measured one, the pre-vote's is the bound this leader knows.
+  auto lost = std::max(promises_lapse + takeover_rtt_bound_, renewed_round_sent_)
               + guard_follower_timeout(cfg_, asked_lease_);
   return quorum_excused_ ? std::max(lost, quorum_excused_until_) : lost;
 }

@@ -341,6 +341,8 @@ private:
     /// election_wait within the window).
     timestamp resend_at{0};
     election_reason reason = election_reason::requested;
+    /// When the round first asked.
+    timestamp began{0};
   };
   struct heartbeat_round {
     uint64_t seq = 0;
@@ -428,6 +430,16 @@ private:
   timestamp stall_ended_{0}; ///< see stall_ended()
   pre_vote_state pre_vote_;
   uint64_t pre_vote_round_ = 0;
+  /// How long the pre-vote round that opened the current election took to
+  /// reach its majority (at most the longest lease): a bound on a round trip
+  /// to a majority that a new leader knows before any heartbeat ack has
+  /// measured one. Its first renewal cannot come back sooner, so the
+  /// quorum-lost step-down waits that much longer (quorum_deadline); without
+  /// it, a leader on a network whose round trip exceeds the detector timeout
+  /// stepped down before its first ack arrived, every time. Zero for an
+  /// election opened without a pre-vote.
+  duration takeover_rtt_bound_{0};
+  duration election_rtt_hint_{0}; ///< measured, handed to the next open_election
   /// Pre-vote rounds that ended without a majority since the last election:
   /// each doubles the next round's window (up to 64 x election_wait), so
   /// replies slower than election_wait (long round trips) still make one. The
