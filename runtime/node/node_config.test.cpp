@@ -136,8 +136,10 @@ TEST(node_config, the_quorum_guard_is_on_by_default_with_a_lease_inside_the_time
   ASSERT_TRUE(c) << c.error();
   auto& g = c.value().election.guard;
   EXPECT_TRUE(g.enabled);
-  EXPECT_EQ(g.lease, std::chrono::milliseconds(100)); // 2/3 of the 150 ms timeout
-  EXPECT_EQ(c.value().election.heartbeat_interval, std::chrono::milliseconds(50));
+  EXPECT_EQ(g.lease, std::chrono::milliseconds(60)); // 2/3 of the 90 ms floor
+  EXPECT_EQ(c.value().election.heartbeat_interval, std::chrono::milliseconds(20));
+  EXPECT_EQ(c.value().election.detector.kind, conclave::election::detector_kind::phi);
+  EXPECT_EQ(c.value().election.detector.timeout, std::chrono::milliseconds(90));
   EXPECT_TRUE(conclave::election::validate(c.value().election));
   auto o = three_nodes();
   o.no_quorum_guard = true;
