@@ -11,6 +11,19 @@ namespace conclave::node {
 
 namespace {
 
+/// A family of one unlabelled counter or gauge.
+prometheus::MetricFamily single(const char* name, const char* help,
+                                prometheus::MetricType type, double value) {
+  prometheus::MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  prometheus::ClientMetric m;
+  (type == prometheus::MetricType::Gauge ? m.gauge.value : m.counter.value) = value;
+  f.metric.push_back(m);
+  return f;
+}
+
 class tls_collectable final : public prometheus::Collectable {
 public:
   std::vector<prometheus::MetricFamily> Collect() const override {
@@ -51,30 +64,19 @@ public:
       m.counter.value = static_cast<double>(value);
       guarded.metric.push_back(m);
     }
-    prometheus::MetricFamily pending;
-    pending.name = "conclave_tls_handshakes_pending";
-    pending.help = "Accepted TLS handshakes not finished yet";
-    pending.type = prometheus::MetricType::Gauge;
-    prometheus::ClientMetric pm;
-    pm.gauge.value = static_cast<double>(g.pending);
-    pending.metric.push_back(pm);
-    prometheus::MetricFamily abandoned;
-    abandoned.name = "conclave_tls_dials_abandoned_total";
-    abandoned.help = "Dialed TLS handshakes this node closed unanswered after the "
-                     "middleman had given them up (a stopped or overloaded peer)";
-    abandoned.type = prometheus::MetricType::Counter;
-    prometheus::ClientMetric am;
-    am.counter.value = static_cast<double>(tls_dials_abandoned());
-    abandoned.metric.push_back(am);
-    prometheus::MetricFamily parks;
-    parks.name = "conclave_tls_write_parks_total";
-    parks.help = "Times a TLS handshake waiting for its peer had its socket's write "
-                 "interest held back, so that the I/O thread does not retry it while "
-                 "the peer is silent";
-    parks.type = prometheus::MetricType::Counter;
-    prometheus::ClientMetric wp;
-    wp.counter.value = static_cast<double>(tls_write_parks());
-    parks.metric.push_back(wp);
+    auto pending = single("conclave_tls_handshakes_pending",
+                          "Accepted TLS handshakes not finished yet",
+                          prometheus::MetricType::Gauge, static_cast<double>(g.pending));
+    auto abandoned = single(
+        "conclave_tls_dials_abandoned_total",
+        "Dialed TLS handshakes this node closed unanswered after the middleman had "
+        "given them up (a stopped or overloaded peer)",
+        prometheus::MetricType::Counter, static_cast<double>(tls_dials_abandoned()));
+    auto parks = single(
+        "conclave_tls_write_parks_total",
+        "Times a TLS handshake waiting for its peer had its socket's write interest "
+        "held back, so that the I/O thread does not retry it while the peer is silent",
+        prometheus::MetricType::Counter, static_cast<double>(tls_write_parks()));
     return {f, frames, guarded, pending, abandoned, parks};
   }
 };
