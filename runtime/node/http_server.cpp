@@ -1,6 +1,7 @@
 // cpp-httplib stays in this one source: its header is not part of the node's
 // unity build (runtime/node/CMakeLists.txt).
 #include "runtime/node/http_server.hpp"
+#include "runtime/node/listen_queue.hpp"
 
 #include "protocols/workflow/store_layout.hpp"
 #include "runtime/node/http_api.hpp"
@@ -330,7 +331,12 @@ public:
   }
 
   bool valid() const { return srv_->is_valid(); }
-  bool bind(const address& a) { return srv_->bind_to_port(a.host, a.port); }
+  bool bind(const address& a) {
+    if (!srv_->bind_to_port(a.host, a.port))
+      return false;
+    // The library listened with a queue of 5 (listen_queue.hpp).
+    return widen_listen_queue(listen_fd_, http_listen_queue);
+  }
   void start() {
     // Leadership and member changes reach the ring from whichever thread
     // changed the status (candidate, transport); publish never blocks.
@@ -382,6 +388,13 @@ private:
       return new bounded_queue(limits_.max_connections, limits_.max_connections,
                                std::move(h));
     };
+    // The socket the library binds and listens on, as created: the last one
+    // it was given to set options on (it tries an address's candidates in
+    // order and stops at the first it binds).
+    s.set_socket_options([this](socket_t fd) {
+      httplib::default_socket_options(fd);
+      listen_fd_ = fd;
+    });
     s.set_payload_max_length(limits_.max_body_bytes);
     s.set_read_timeout(limits_.read_timeout);
     s.set_write_timeout(limits_.read_timeout);
@@ -584,6 +597,7 @@ private:
   std::optional<node_config::tls_files> tls_files_;
   std::string scheme_;
   std::unique_ptr<httplib::Server> srv_;
+  int listen_fd_ = -1;
   prometheus::Counter* requests_;
   prometheus::Family<prometheus::Counter>* rejected_;
   prometheus::Counter* refused_;

@@ -5,10 +5,12 @@
 // Three rounds, the third while two other processes keep both cores busy.
 // Asserted: no term changes, no node goes down, a well-behaved client is
 // answered (200, or 503 while the connection limit is reached) within 2 s at
-// every probe during the attack, the node's memory grows by less than 6 MB
+// every probe during the attack (the listener queues a burst of connections
+// rather than dropping SYNs), the node's memory grows by less than 6 MB
 // in the first round and 2 MB in each later one, and the abusive connections
 // are counted.
 #include "tests/process/process_support.hpp"
+#include "tests/support/listen_diag.hpp"
 
 #include <httplib.h>
 
@@ -91,6 +93,12 @@ TEST_F(http_abuse_process,
     }
   ASSERT_FALSE(target.empty()) << st.dump();
   ASSERT_GT(pid, 0) << j.dump();
+  // A burst of connections waits in the listener's queue instead of having
+  // its SYNs dropped (a dropped SYN costs a well-behaved client 1 s or 3 s).
+  auto backlog = conclave::testing::listen_backlog(
+      static_cast<uint16_t>(std::stoi(target.substr(target.rfind(':') + 1))));
+  ASSERT_TRUE(backlog) << "no listener found on " << target;
+  EXPECT_GE(*backlog, 128u) << "the HTTP listener's queue";
   auto tls = dir / "tls";
   {
     auto c = tls_client(target, tls);
