@@ -439,7 +439,19 @@ private:
   /// stepped down before its first ack arrived, every time. Zero for an
   /// election opened without a pre-vote.
   duration takeover_rtt_bound_{0};
-  duration election_rtt_hint_{0}; ///< measured, handed to the next open_election
+  /// Measured by the latest pre-vote that reached its majority, handed to the
+  /// next open_election, also when this candidate joined another's round
+  /// meanwhile (Ring) and opens its own later, and kept past the end of a
+  /// leadership: a measurement older than the round that uses it is still
+  /// the best bound that candidate has. Clearing it at the end of each round
+  /// or leadership made Ring at a fixed 100 ms one-way delay fail liveness
+  /// (`conclave sim --algorithm ring --guard --nodes 5 --detector phi
+  /// --heartbeat-ms 20 --detector-timeout-ms 90 --lease-ms 60 --faults
+  /// 'random=10,loss=0.1,delay=100ms' --runs 200 --seed 1`: 2 and 1 failed
+  /// runs with two ways of clearing it, 0 as it is). It is at most the
+  /// longest lease and only delays a minority leader's step-down; acting
+  /// still ends with the lease.
+  duration election_rtt_hint_{0};
   /// Pre-vote rounds that ended without a majority since the last election:
   /// each doubles the next round's window (up to 64 x election_wait), so
   /// replies slower than election_wait (long round trips) still make one. The
