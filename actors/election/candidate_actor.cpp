@@ -171,9 +171,11 @@ candidate_actor::behavior_type candidate_impl(self_pointer self, candidate_optio
   if (!opts.probe)
     opts.probe = std::make_shared<election_probe>();
   st.core = make_core(opts.id, opts.peers, opts.config);
-  if (opts.record)
-    st.core->use_promise_record(opts.record->load());
   st.opts = std::move(opts);
+  // Read now, before the host starts the candidate (the node first waits to
+  // link with its peers): its start promise counts from this read.
+  if (st.opts.record)
+    st.core->use_promise_record(st.opts.record->load(), now_of(self));
   self->attach_functor([slot = st.task] { slot->cancel(); });
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;

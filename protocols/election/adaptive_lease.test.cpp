@@ -208,6 +208,32 @@ TEST(adaptive_lease, a_restart_keeps_the_promise_its_record_allows) {
   }
 }
 
+// The start promise counts from when the host read the record, not from the
+// later start (a node reads it, then waits up to 500 ms to link with its
+// peers): nothing was promised after the read. A read time after the start
+// counts from the start.
+TEST(adaptive_lease, a_restart_counts_its_promise_from_the_records_read) {
+  auto cfg = guarded(el::algorithm::bully); // drift 10 ms
+  el::term t2{4, id(2), 9};
+  for (auto [read_at, refused_until] :
+       {std::pair{el::timestamp{0}, 810ms}, std::pair{el::timestamp{400ms}, 1110ms}}) {
+    SCOPED_TRACE(read_at.count());
+    auto c = el::make_core(id(1), {id(2), id(3)}, cfg);
+    c->use_promise_record(800ms, read_at);
+    c->start(el::timestamp{300ms}, 1); // 300 ms after the read, or before it
+    c->outbox().clear();
+    c->handle(el::heartbeat_msg{id(2), t2, 1}, el::timestamp{refused_until - 1ms});
+    auto a = acks_to(*c, id(2));
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_FALSE(a[0].accepted);
+    EXPECT_EQ(a[0].busy_for_ns, el_ns(1ms));
+    c->handle(el::heartbeat_msg{id(2), t2, 2}, el::timestamp{refused_until});
+    a = acks_to(*c, id(2));
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_TRUE(a[0].accepted);
+  }
+}
+
 // A write of the record that fails leaves promises at what the record held
 // before; the candidate asks again after a second, not on every heartbeat.
 TEST(adaptive_lease, a_failed_record_write_keeps_promises_at_the_record) {

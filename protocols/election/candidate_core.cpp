@@ -162,7 +162,9 @@ void candidate_core::start(timestamp now, uint64_t incarnation) {
   // as long as its promise record allows (guard.lease without a record).
   if (cfg_.guard.enabled) {
     auto before = has_record_ ? recorded_ : cfg_.guard.lease;
-    promise_until_ = now + before + cfg_.guard.max_clock_drift;
+    // Nothing was promised after the record was read (use_promise_record).
+    auto origin = record_read_at_ ? std::min(*record_read_at_, now) : now;
+    promise_until_ = origin + before + cfg_.guard.max_clock_drift;
     if (before > cfg_.guard.lease)
       long_promise_until_ = promise_until_;
   }
@@ -177,10 +179,12 @@ void candidate_core::start(timestamp now, uint64_t incarnation) {
   }
 }
 
-void candidate_core::use_promise_record(duration recorded) {
+void candidate_core::use_promise_record(duration recorded,
+                                        std::optional<timestamp> read_at) {
   if (started_)
     return;
   has_record_ = true;
+  record_read_at_ = read_at;
   // Not clamped to lease_max: a record written under a longer lease_max
   // still bounds what this member promised before.
   recorded_ = std::max(recorded, cfg_.guard.lease);

@@ -173,7 +173,13 @@ public:
   /// (take_promise_record) before it promises more, and keeps its start
   /// promise for max(recorded, guard.lease) + drift. Without a record a
   /// candidate never promises more than guard.lease: the lease stays fixed.
-  void use_promise_record(duration recorded);
+  /// `read_at`, when given, is when the host read the record: the start
+  /// promise then counts from then rather than from start(). The host must
+  /// read it only after this member's previous run has ended (the node reads
+  /// it while holding its data directory's lock, before it waits to link
+  /// with its peers), so that no promise of that run came later.
+  void use_promise_record(duration recorded,
+                          std::optional<timestamp> read_at = std::nullopt);
 
   /// The value the host should make durable now, if any (taken once). The
   /// host calls promise_recorded() when the write completed, or
@@ -504,6 +510,7 @@ private:
   /// failed write; when the latest promise longer than guard.lease lapses.
   bool has_record_ = false;
   duration recorded_{0};
+  std::optional<timestamp> record_read_at_; ///< start promise's origin, if given
   std::optional<duration> record_wanted_;
   bool record_taken_ = false;
   timestamp record_retry_at_{0};

@@ -292,7 +292,7 @@ el::candidate_actor compose(caf::actor_system& sys, const node_config& c,
           + (std::filesystem::path{c.data_dir} / file_promise_record::file_name).string()
           + "): it grants no leader's lease for "
           + std::to_string((kept + c.election.guard.max_clock_drift).count() / 1000000)
-          + " ms after it starts");
+          + " ms from now");
   }
   // --algorithm lease: the task runs under the lease instead.
   if (!c.lease_leadership)

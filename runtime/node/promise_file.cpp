@@ -66,7 +66,7 @@ file_promise_record::open(const fs::path& dir, std::shared_ptr<store::file_syste
             + (data ? std::string{"damaged"} : data.error().message()) + "); "
             + (moved ? "moved aside to " + aside.string() : std::string{"left in place"})
             + "; this member refuses other leaders for "
-            + std::to_string(unreadable_as.count() / 1000000) + " ms after it starts";
+            + std::to_string(unreadable_as.count() / 1000000) + " ms from now";
   f->value_ = unreadable_as;
   return f;
 }
