@@ -183,12 +183,30 @@ TEST(adaptive_lease, without_a_record_a_follower_promises_only_the_fixed_lease) 
   }
 }
 
+namespace {
+
+/// `c` refuses leader 2's round 1 ms before `until` (busy for that 1 ms) and
+/// grants it at `until`.
+void expect_refused_until(el::candidate_core& c, el::duration until) {
+  el::term t2{4, id(2), 9};
+  c.handle(el::heartbeat_msg{id(2), t2, 1}, el::timestamp{until - 1ms});
+  auto a = acks_to(c, id(2));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_FALSE(a[0].accepted);
+  EXPECT_EQ(a[0].busy_for_ns, el_ns(1ms));
+  c.handle(el::heartbeat_msg{id(2), t2, 2}, el::timestamp{until});
+  a = acks_to(c, id(2));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_TRUE(a[0].accepted);
+}
+
+} // namespace
+
 // A restarted member keeps the promise its record allows: it refuses every
 // leader until record + drift after its start, even a record longer than its
 // current lease_max; a fresh record (0) keeps the start at guard.lease + drift.
 TEST(adaptive_lease, a_restart_keeps_the_promise_its_record_allows) {
   auto cfg = guarded(el::algorithm::bully);
-  el::term t2{4, id(2), 9};
   for (auto [record, refused_until] :
        {std::pair{0ms, 110ms}, std::pair{500ms, 510ms}, std::pair{800ms, 810ms}}) {
     SCOPED_TRACE(record.count());
@@ -196,15 +214,7 @@ TEST(adaptive_lease, a_restart_keeps_the_promise_its_record_allows) {
     c->use_promise_record(record);
     c->start(el::timestamp{0}, 1);
     c->outbox().clear();
-    c->handle(el::heartbeat_msg{id(2), t2, 1}, el::timestamp{refused_until - 1ms});
-    auto a = acks_to(*c, id(2));
-    ASSERT_EQ(a.size(), 1u);
-    EXPECT_FALSE(a[0].accepted);
-    EXPECT_EQ(a[0].busy_for_ns, el_ns(1ms));
-    c->handle(el::heartbeat_msg{id(2), t2, 2}, el::timestamp{refused_until});
-    a = acks_to(*c, id(2));
-    ASSERT_EQ(a.size(), 1u);
-    EXPECT_TRUE(a[0].accepted);
+    expect_refused_until(*c, refused_until);
   }
 }
 
@@ -214,7 +224,6 @@ TEST(adaptive_lease, a_restart_keeps_the_promise_its_record_allows) {
 // counts from the start.
 TEST(adaptive_lease, a_restart_counts_its_promise_from_the_records_read) {
   auto cfg = guarded(el::algorithm::bully); // drift 10 ms
-  el::term t2{4, id(2), 9};
   for (auto [read_at, refused_until] :
        {std::pair{el::timestamp{0}, 810ms}, std::pair{el::timestamp{400ms}, 1110ms}}) {
     SCOPED_TRACE(read_at.count());
@@ -222,15 +231,7 @@ TEST(adaptive_lease, a_restart_counts_its_promise_from_the_records_read) {
     c->use_promise_record(800ms, read_at);
     c->start(el::timestamp{300ms}, 1); // 300 ms after the read, or before it
     c->outbox().clear();
-    c->handle(el::heartbeat_msg{id(2), t2, 1}, el::timestamp{refused_until - 1ms});
-    auto a = acks_to(*c, id(2));
-    ASSERT_EQ(a.size(), 1u);
-    EXPECT_FALSE(a[0].accepted);
-    EXPECT_EQ(a[0].busy_for_ns, el_ns(1ms));
-    c->handle(el::heartbeat_msg{id(2), t2, 2}, el::timestamp{refused_until});
-    a = acks_to(*c, id(2));
-    ASSERT_EQ(a.size(), 1u);
-    EXPECT_TRUE(a[0].accepted);
+    expect_refused_until(*c, refused_until);
   }
 }
 
