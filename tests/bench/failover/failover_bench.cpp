@@ -709,7 +709,7 @@ void chaos_run(const options& o, const fs::path& dir) {
         auto since_restart =
             std::chrono::duration<double, std::milli>(clock_type::now() - last_restart)
                 .count();
-        if (ms > (sig == "KILL" ? 50.0 : 200.0))
+        if (ms > (sig == "KILL" ? 15.0 : 110.0))
           std::cout << "chaos: slow " << sig << " of leader " << victim << " at " << at
                     << ": " << ms << " ms"
                     << (held_follower.empty() ? ""
