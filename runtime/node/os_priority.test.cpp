@@ -3,6 +3,8 @@
 // and a clear line when a negative value is not allowed.
 #include "runtime/node/os_priority.hpp"
 
+#include "tests/support/temp_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,10 +20,10 @@ using namespace conclave::node;
 
 namespace {
 
+/// A path in this test process's own directory, removed when the process
+/// exits (forked children leave with _exit and remove nothing).
 std::filesystem::path temp_file(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path()
-             / ("conclave-nice-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  static conclave::test::temp_dir dir{"conclave-nice"};
   auto p = dir / name;
   std::filesystem::remove(p);
   return p;
