@@ -8,6 +8,7 @@
 #include "runtime/node/http_gate.hpp"
 #include "runtime/node/http_routes.hpp"
 #include "runtime/node/http_watch.hpp"
+#include "runtime/node/http_workers.hpp"
 #include "runtime/node/node_probe.hpp"
 #include "runtime/node/socket_numbers.hpp"
 #include "runtime/node/status_file.hpp"
@@ -21,8 +22,6 @@
 #include <prometheus/registry.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <future>
 #include <iostream>
 #include <mutex>
@@ -95,159 +94,23 @@ fetch_member_views(const std::map<uint64_t, address>& members,
   return out;
 }
 
-class bounded_queue;
-/// The queue whose worker runs on this thread (null elsewhere).
-thread_local bounded_queue* current_queue = nullptr;
-/// Set when this worker left the pool to serve a watch stream: it ends with
-/// its connection.
-thread_local bool left_pool = false;
-
-/// The gate's ticket of the connection this worker serves (null elsewhere).
-thread_local http_gate::ticket* current_ticket = nullptr;
-
-/// Refuses a connection without reading from it: over plain HTTP a 503 is
-/// written if the socket takes it at once; then the socket is shut down (not
-/// closed: the library's task closes it, after its first read fails at once).
-void refuse_connection(int sock, bool tls) {
-  if (!tls) {
-    static const std::string answer =
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-        "Content-Length: 38\r\nConnection: close\r\n\r\n"
-        "{\"error\":\"too many open connections\"}";
-    static_cast<void>(
-        ::send(sock, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL));
-  }
-  ::shutdown(sock, SHUT_RDWR);
-}
-
-/// How the queue's workers consult the gate (http_gate.hpp).
-struct gate_hooks {
-  std::shared_ptr<http_gate> gate;
-  bool tls = false;
-  std::function<void()> on_refused;
-};
-
-/// The library accepts a connection and hands this queue a closure that
-/// serves it; the queue runs each on a worker of its own (`workers` is the
-/// gate's bound of open connections, so none waits in a queue, where no
-/// deadline would run, behind slow ones). Before a worker runs a connection
-/// the gate admits it, or it is refused there and then; beyond `max_open`
-/// connections queued or served, one more thread refuses them (the library's
-/// queue would otherwise grow without bound). The closure carries no socket:
-/// the accept interposer (socket_numbers.hpp) tells the queue which one the
-/// library's accept thread just accepted. A worker that starts a watch
-/// stream leaves the pool (leave_pool): a new worker takes its place, so
-/// open streams never take workers from ordinary requests; the number of
-/// streams has its own bound (watch_ring).
+/// The library's task queue, served by the node's worker pool
+/// (http_workers.hpp). The library's closure carries no socket: the accept
+/// interposer (socket_numbers.hpp) tells which one its accept thread just
+/// accepted.
 class bounded_queue final : public httplib::TaskQueue {
 public:
-  bounded_queue(size_t workers, size_t max_open, gate_hooks hooks)
-      : max_open_{max_open}, hooks_{std::move(hooks)} {
-    std::lock_guard<std::mutex> guard{mtx_};
-    for (size_t i = 0; i < workers; ++i)
-      spawn_locked(false);
-    spawn_locked(true);
-  }
+  bounded_queue(size_t workers, size_t max_open, http_workers::hooks hooks)
+      : pool_{workers, max_open, std::move(hooks)} {}
 
   void enqueue(std::function<void()> fn) override {
-    task t{take_accepted_socket(), std::move(fn)};
-    bool reject = false;
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      reject = open_ >= max_open_;
-      if (!reject) {
-        ++open_;
-        jobs_.push_back(std::move(t));
-      } else {
-        rejects_.push_back(std::move(t));
-      }
-    }
-    // One waiting worker of the right queue: waking all of them (64 on a
-    // machine of 2 cores) for every connection cost each new connection
-    // tens of context switches.
-    (reject ? rejects_cv_ : jobs_cv_).notify_one();
+    pool_.enqueue(take_accepted_socket(), std::move(fn));
   }
 
-  /// From a worker's own thread: its connection no longer counts against
-  /// max_open and a new worker replaces it in the pool.
-  void leave_pool() {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (left_pool)
-      return;
-    left_pool = true;
-    --open_;
-    spawn_locked(false);
-  }
-
-  void shutdown() override {
-    std::unique_lock<std::mutex> lock{mtx_};
-    stopping_ = true;
-    jobs_cv_.notify_all();
-    rejects_cv_.notify_all();
-    done_.wait(lock, [this] { return live_ == 0; });
-  }
+  void shutdown() override { pool_.shutdown(); }
 
 private:
-  struct task {
-    int sock = -1; ///< -1: not known (the interposer is not linked): not gated
-    std::function<void()> fn;
-  };
-
-  /// Workers are detached and counted: one that left the pool ends on its
-  /// own, and shutdown waits for the count to reach zero.
-  void spawn_locked(bool reject) {
-    ++live_;
-    std::thread{[this, reject] { run(reject ? rejects_ : jobs_, reject); }}.detach();
-  }
-
-  void run(std::deque<task>& q, bool reject) {
-    current_queue = this;
-    for (;;) {
-      task job;
-      {
-        std::unique_lock<std::mutex> lock{mtx_};
-        (reject ? rejects_cv_ : jobs_cv_).wait(lock, [&] {
-          return stopping_ || !q.empty();
-        });
-        if (q.empty())
-          break;
-        job = std::move(q.front());
-        q.pop_front();
-      }
-      http_gate::ticket t;
-      if (job.sock >= 0) {
-        if (!reject)
-          t = hooks_.gate->admit(job.sock);
-        if (!t.admitted) {
-          refuse_connection(job.sock, hooks_.tls);
-          hooks_.on_refused();
-        }
-      }
-      current_ticket = t.admitted ? &t : nullptr;
-      job.fn();
-      current_ticket = nullptr;
-      hooks_.gate->done(t);
-      if (left_pool)
-        break;
-      if (!reject) {
-        std::lock_guard<std::mutex> guard{mtx_};
-        --open_;
-      }
-    }
-    // Under the lock: once shutdown sees zero, this thread touches nothing.
-    std::lock_guard<std::mutex> guard{mtx_};
-    --live_;
-    done_.notify_all();
-  }
-
-  size_t max_open_;
-  gate_hooks hooks_;
-  std::mutex mtx_;
-  std::condition_variable jobs_cv_, rejects_cv_, done_;
-  std::deque<task> jobs_, rejects_;
-  size_t open_ = 0;
-  size_t live_ = 0;
-  bool stopping_ = false;
+  http_workers pool_;
 };
 
 void fill(httplib::Response& res, const http_response& r) {
@@ -384,7 +247,7 @@ private:
   void configure() {
     auto& s = *srv_;
     s.new_task_queue = [this] {
-      gate_hooks h{gate_, tls_, [this] { refused_->Increment(); }};
+      http_workers::hooks h{gate_, tls_, [this] { refused_->Increment(); }};
       return new bounded_queue(limits_.max_connections, limits_.max_connections,
                                std::move(h));
     };
@@ -407,8 +270,8 @@ private:
     // After an answer the connection waits for its next request: on the
     // gate's request deadline again.
     s.set_post_routing_handler([this](const httplib::Request&, httplib::Response&) {
-      if (current_ticket != nullptr)
-        gate_->awaiting_request(*current_ticket);
+      if (auto* t = http_workers::current_ticket())
+        gate_->awaiting_request(*t);
     });
     s.set_pre_routing_handler(
         [this](const httplib::Request& req, httplib::Response& res) {
@@ -478,10 +341,10 @@ private:
     }
     // A stream is bounded by the ring, not by the open-connection bounds,
     // and has no request deadline.
-    if (current_ticket != nullptr)
-      gate_->detach(*current_ticket);
-    if (current_queue != nullptr)
-      current_queue->leave_pool();
+    if (auto* t = http_workers::current_ticket())
+      gate_->detach(*t);
+    if (auto* pool = http_workers::current())
+      pool->leave_pool();
     auto id = req.get_header_value("Last-Event-ID");
     if (id.empty())
       id = req.get_param_value("last_event_id");
@@ -529,8 +392,8 @@ private:
   /// A complete request reached its handler: its connection is off the
   /// gate's deadline until the answer is out.
   void request_arrived() {
-    if (current_ticket != nullptr)
-      gate_->request_read(*current_ticket);
+    if (auto* t = http_workers::current_ticket())
+      gate_->request_read(*t);
   }
 
   void reject(httplib::Response& res, const http_response& r) {
