@@ -177,8 +177,11 @@ TEST_F(http_abuse_process,
         ++answered;
       else if (r && r->status == 503)
         ++refused;
-      else
+      else {
         ++unanswered;
+        std::printf("[http-abuse] round %d: a probe went unanswered after %.1f ms: %s\n",
+                    round, ms, r ? "bad status" : httplib::to_string(r.error()).c_str());
+      }
       std::this_thread::sleep_for(250ms);
     }
     stop = true;
