@@ -96,6 +96,16 @@ http_workers::hooks hooks_for(std::shared_ptr<http_gate> gate, observed& seen) {
   return {std::move(gate), true, [&seen] { ++seen.refused; }};
 }
 
+/// A gate of `max_open` connections, one per source, whose deadline never
+/// strikes within a test.
+std::shared_ptr<http_gate> one_per_source(size_t max_open) {
+  http_gate_limits limits;
+  limits.max_open = max_open;
+  limits.max_open_per_source = 1;
+  limits.request_deadline = 60s;
+  return std::make_shared<http_gate>(limits);
+}
+
 void close_all(const std::vector<int>& fds) {
   for (int fd : fds)
     ::close(fd);
@@ -106,11 +116,7 @@ void close_all(const std::vector<int>& fds) {
 TEST(http_workers, a_burst_one_source_may_not_open_leaves_the_others_their_places) {
   loopback_listener l;
   ASSERT_FALSE(l.address.empty());
-  http_gate_limits limits;
-  limits.max_open = 3;
-  limits.max_open_per_source = 1;
-  limits.request_deadline = 60s;
-  auto gate = std::make_shared<http_gate>(limits);
+  auto gate = one_per_source(3);
   observed seen;
   std::vector<int> clients;
   {
@@ -154,11 +160,7 @@ TEST(http_workers, a_burst_one_source_may_not_open_leaves_the_others_their_place
 TEST(http_workers, a_refused_connection_is_shut_down_without_being_read) {
   loopback_listener l;
   ASSERT_FALSE(l.address.empty());
-  http_gate_limits limits;
-  limits.max_open = 4;
-  limits.max_open_per_source = 1;
-  limits.request_deadline = 60s;
-  auto gate = std::make_shared<http_gate>(limits);
+  auto gate = one_per_source(4);
   observed seen;
   seen.release(); // closures end at once
   std::vector<int> clients;
