@@ -426,6 +426,11 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   auto status = std::make_shared<status_writer>(*path, initial_status(c));
   auto probe = std::make_shared<node_probe>(c, status);
   probe->set_log(log);
+  // Before any thread starts (the metrics and HTTP servers', the actor
+  // system's): they inherit the nice value. Setting it on running threads
+  // as well raced with the HTTP server's listening thread, which starts
+  // its workers on its own.
+  auto priority = apply_nice(c.nice);
   bool metrics_failed = false;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables;
   auto exposer = serve_metrics(c, probe, metrics_failed, collectables);
@@ -442,10 +447,8 @@ int run_node(const node_config& c, const node_hooks& hooks) {
   if (http_failed)
     return exit_address_in_use;
 
-  // Before the actor system starts its threads: they inherit the slice and
-  // the nice value.
+  // Before the actor system starts its threads: they inherit the slice.
   auto slice_problem = request_cpu_slice(node_cpu_slice);
-  auto priority = apply_nice(c.nice);
   caf::actor_system_config cfg;
   configure(cfg, c);
   if (hooks.configure)

@@ -49,7 +49,8 @@ nice_result apply_nice(int nice, bool all_threads, const std::string& autogroup_
                        + "): the node runs at the priority it was started with"};
   std::string what = "this thread runs at nice " + std::to_string(nice);
   if (all_threads) {
-    // Threads started before (an HTTP server's), and so the threads they start.
+    // Threads started before (an embedding program's, a library's), and so
+    // the threads they start.
     size_t missed = 0;
     std::error_code ec;
     for (auto& t : std::filesystem::directory_iterator{"/proc/self/task", ec}) {
