@@ -107,12 +107,13 @@ void exchange_liveness(self_ptr self, const gate_actor& gate) {
           });
 }
 
-void schedule_check(self_ptr self) {
+/// The next link check, after `after` (default: check_interval).
+void schedule_check(self_ptr self, std::optional<std::chrono::milliseconds> after = {}) {
   auto& st = self->state;
   if (st.opts.repair || st.opts.check_interval.count() <= 0)
     return;
-  self->delayed_send(self, st.opts.check_interval, check_timer_atom::value,
-                     st.generation);
+  self->delayed_send(self, after.value_or(st.opts.check_interval),
+                     check_timer_atom::value, st.generation);
 }
 
 /// While linked: does the gate still hold our link? CAF keeps the peer's
@@ -124,7 +125,8 @@ void check_link(self_ptr self) {
   auto& st = self->state;
   auto& m = st.links->members();
   auto generation = st.generation;
-  self->request(st.gate, st.opts.step_timeout, link_check_atom::value, m.cluster, m.self,
+  auto timing = link_check_timing_for(st.opts, st.links->just_resumed(st.opts.now()));
+  self->request(st.gate, timing.timeout, link_check_atom::value, m.cluster, m.self,
                 caf::actor_cast<caf::actor>(st.links->candidate()))
       .then(
           [self, generation](bool held) {
@@ -143,11 +145,12 @@ void check_link(self_ptr self) {
             ++st.generation;
             dial(self);
           },
-          [self, generation](caf::error&) {
-            // No answer (a frozen peer: the link timeout ends that link) or
-            // an old gate: ask again later.
+          [self, generation, timing](caf::error&) {
+            // No answer (a frozen peer: the link timeout ends that link; or,
+            // just after our own pause, a check lost with the connection the
+            // peer closed meanwhile) or an old gate: ask again.
             if (generation == self->state.generation && self->state.remote)
-              schedule_check(self);
+              schedule_check(self, timing.retry_after);
           });
 }
 
@@ -349,6 +352,14 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
 }
 
 } // namespace
+
+link_check_timing link_check_timing_for(const connector_options& o, bool just_resumed) {
+  if (!just_resumed)
+    return {o.step_timeout, o.check_interval};
+  return {std::max(std::min(o.resumed_check_timeout, o.step_timeout),
+                   std::chrono::milliseconds{1}),
+          std::chrono::milliseconds{0}};
+}
 
 redial_schedule::redial_schedule(const connector_options& o,
                                  std::chrono::steady_clock::time_point start)

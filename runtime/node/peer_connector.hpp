@@ -33,6 +33,13 @@ struct connector_options {
   /// While linked: how often to ask the gate whether it still holds the link
   /// (gate_actor.hpp, link check); 0: never.
   std::chrono::milliseconds check_interval{500};
+  /// Right after this process was paused (peer_links::just_resumed): how
+  /// long a link check waits for the gate's answer before it asks again.
+  /// A check sent at the moment of resuming can go out on the connection
+  /// the peer closed during the pause and be lost; waiting `step_timeout`
+  /// for it, then `check_interval`, left a resumed node without its link
+  /// to the new leader for 1.5 s.
+  std::chrono::milliseconds resumed_check_timeout{100};
   /// Repair mode (peer_links::set_repair): dial a lower-id member once, retrying
   /// only until `repair_for` has passed; once linked, report the link's end and
   /// stop (the member's own connector stays responsible for reconnecting).
@@ -86,6 +93,18 @@ private:
   unsigned cuts_ = 0; ///< tick cuts in a row
   std::optional<std::chrono::steady_clock::time_point> give_up_;
 };
+
+/// How a link check waits for the gate's answer, and when a check that got
+/// none asks again.
+struct link_check_timing {
+  std::chrono::milliseconds timeout;
+  std::chrono::milliseconds retry_after;
+};
+/// Normally `step_timeout`, then a new check after `check_interval` (a
+/// frozen peer: the link timeout ends that link meanwhile). Right after a
+/// pause of this process: `resumed_check_timeout` (at most `step_timeout`),
+/// and again at once. Pure.
+link_check_timing link_check_timing_for(const connector_options& o, bool just_resumed);
 
 caf::actor spawn_connector(caf::actor_system& sys, std::shared_ptr<peer_links> links,
                            connector_options opts);
