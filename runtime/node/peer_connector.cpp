@@ -154,6 +154,11 @@ void check_link(self_ptr self) {
           });
 }
 
+/// A handshake request's timeout (gate_request_timeout).
+std::chrono::milliseconds handshake_timeout(const connector_state& st) {
+  return gate_request_timeout(st.opts, st.links->just_resumed(st.opts.now()));
+}
+
 void retry(self_ptr self, const std::string& why, bool tick_cut = false) {
   auto& st = self->state;
   st.dialing = false;
@@ -178,7 +183,7 @@ void hello(self_ptr self, const gate_actor& gate, const std::string& gate_nonce,
            const identity_proof& proof, const std::string& expected_candidate) {
   auto& st = self->state;
   auto& m = st.links->members();
-  self->request(gate, st.opts.step_timeout, hello_atom::value, m.cluster, m.self,
+  self->request(gate, handshake_timeout(st), hello_atom::value, m.cluster, m.self,
                 caf::actor_cast<caf::actor>(st.links->candidate()), gate_nonce,
                 proof.certificate_pem, proof.signature)
       .then(
@@ -241,7 +246,7 @@ void challenge(self_ptr self, const gate_actor& gate) {
   auto& st = self->state;
   auto& m = st.links->members();
   auto nonce = make_nonce();
-  self->request(gate, st.opts.step_timeout, challenge_atom::value, m.cluster, m.self,
+  self->request(gate, handshake_timeout(st), challenge_atom::value, m.cluster, m.self,
                 nonce)
       .then(
           [self, gate, nonce](const std::string& refused, const std::string& gate_nonce,
@@ -353,12 +358,17 @@ caf::behavior connector_impl(self_ptr self, std::shared_ptr<peer_links> links,
 
 } // namespace
 
-link_check_timing link_check_timing_for(const connector_options& o, bool just_resumed) {
+std::chrono::milliseconds gate_request_timeout(const connector_options& o,
+                                               bool just_resumed) {
   if (!just_resumed)
-    return {o.step_timeout, o.check_interval};
-  return {std::max(std::min(o.resumed_check_timeout, o.step_timeout),
-                   std::chrono::milliseconds{1}),
-          std::chrono::milliseconds{0}};
+    return o.step_timeout;
+  return std::max(std::min(o.resumed_request_timeout, o.step_timeout),
+                  std::chrono::milliseconds{1});
+}
+
+link_check_timing link_check_timing_for(const connector_options& o, bool just_resumed) {
+  return {gate_request_timeout(o, just_resumed),
+          just_resumed ? std::chrono::milliseconds{0} : o.check_interval};
 }
 
 redial_schedule::redial_schedule(const connector_options& o,

@@ -34,12 +34,12 @@ struct connector_options {
   /// (gate_actor.hpp, link check); 0: never.
   std::chrono::milliseconds check_interval{500};
   /// Right after this process was paused (peer_links::just_resumed): how
-  /// long a link check waits for the gate's answer before it asks again.
-  /// A check sent at the moment of resuming can go out on the connection
-  /// the peer closed during the pause and be lost; waiting `step_timeout`
-  /// for it, then `check_interval`, left a resumed node without its link
-  /// to the new leader for 1.5 s.
-  std::chrono::milliseconds resumed_check_timeout{100};
+  /// long a request to the peer's gate (the identity challenge, the hello,
+  /// a link check) waits for its answer before the connector tries again.
+  /// One sent at the moment of resuming can go out on a connection the peer
+  /// closed during the pause and be lost: waiting the whole step timeout
+  /// for it left a resumed node without a link to the leader for 1 to 1.5 s.
+  std::chrono::milliseconds resumed_request_timeout{200};
   /// Repair mode (peer_links::set_repair): dial a lower-id member once, retrying
   /// only until `repair_for` has passed; once linked, report the link's end and
   /// stop (the member's own connector stays responsible for reconnecting).
@@ -94,16 +94,21 @@ private:
   std::optional<std::chrono::steady_clock::time_point> give_up_;
 };
 
+/// How long a request to the peer's gate waits for its answer: the step
+/// timeout, but right after a pause of this process `resumed_request_timeout`
+/// (at most the step timeout, at least 1 ms). Pure.
+std::chrono::milliseconds gate_request_timeout(const connector_options& o,
+                                               bool just_resumed);
+
 /// How a link check waits for the gate's answer, and when a check that got
 /// none asks again.
 struct link_check_timing {
   std::chrono::milliseconds timeout;
   std::chrono::milliseconds retry_after;
 };
-/// Normally `step_timeout`, then a new check after `check_interval` (a
+/// Normally the step timeout, then a new check after `check_interval` (a
 /// frozen peer: the link timeout ends that link meanwhile). Right after a
-/// pause of this process: `resumed_check_timeout` (at most `step_timeout`),
-/// and again at once. Pure.
+/// pause of this process: gate_request_timeout, and again at once. Pure.
 link_check_timing link_check_timing_for(const connector_options& o, bool just_resumed);
 
 caf::actor spawn_connector(caf::actor_system& sys, std::shared_ptr<peer_links> links,

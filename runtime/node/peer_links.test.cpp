@@ -117,20 +117,22 @@ TEST(redial_schedule, repair_mode_gives_up_after_its_time) {
 }
 
 TEST(link_check_timing,
-     right_after_a_pause_a_check_waits_briefly_and_asks_again_at_once) {
+     right_after_a_pause_a_gate_request_waits_briefly_and_a_check_asks_again_at_once) {
   connector_options o;
   o.step_timeout = 1000ms;
   o.check_interval = 500ms;
-  o.resumed_check_timeout = 100ms;
+  o.resumed_request_timeout = 200ms;
+  EXPECT_EQ(gate_request_timeout(o, false), 1000ms);
+  EXPECT_EQ(gate_request_timeout(o, true), 200ms);
   auto normal = link_check_timing_for(o, false);
   EXPECT_EQ(normal.timeout, 1000ms);
   EXPECT_EQ(normal.retry_after, 500ms);
   auto resumed = link_check_timing_for(o, true);
-  EXPECT_EQ(resumed.timeout, 100ms);
+  EXPECT_EQ(resumed.timeout, 200ms);
   EXPECT_EQ(resumed.retry_after, 0ms);
   // Never longer than a step, never zero (CAF would time out at once).
-  o.resumed_check_timeout = 5000ms;
-  EXPECT_EQ(link_check_timing_for(o, true).timeout, 1000ms);
-  o.resumed_check_timeout = 0ms;
-  EXPECT_EQ(link_check_timing_for(o, true).timeout, 1ms);
+  o.resumed_request_timeout = 5000ms;
+  EXPECT_EQ(gate_request_timeout(o, true), 1000ms);
+  o.resumed_request_timeout = 0ms;
+  EXPECT_EQ(gate_request_timeout(o, true), 1ms);
 }
