@@ -25,6 +25,8 @@ std::string_view to_string(election_reason r) {
     return "election_timeout";
   case election_reason::preempt:
     return "preempt";
+  case election_reason::leader_dead:
+    return "leader_dead";
   case election_reason::requested:
     return "requested";
   }
@@ -287,7 +289,7 @@ void candidate_core::heard_from(node_id p, timestamp now) {
   }
 }
 
-void candidate_core::peer_down(node_id p, timestamp now) {
+void candidate_core::peer_gone(node_id p, election_reason reason, timestamp now) {
   if (stopped_ || !started_)
     return;
   auto s = status(p);
@@ -297,7 +299,7 @@ void candidate_core::peer_down(node_id p, timestamp now) {
   emit({event_kind::peer_suspected, term_, p});
   on_peer_down_hook(p, now);
   if (role_ == role::follower && leader_ == p)
-    leader_lost(election_reason::leader_down, now);
+    leader_lost(reason, now);
 }
 
 void candidate_core::peer_dead(node_id p, uint64_t incarnation, timestamp now) {
@@ -330,7 +332,7 @@ void candidate_core::peer_dead(node_id p, uint64_t incarnation, timestamp now) {
   }
   bool newer_alive = leader_ == p && term_.incarnation > incarnation;
   if (!newer_alive)
-    peer_down(p, now);
+    peer_gone(p, election_reason::leader_dead, now);
   else if (role_ == role::leader)
     update_acting(now);
 }

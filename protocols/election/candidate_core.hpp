@@ -67,7 +67,8 @@ enum class election_reason {
   election_received, ///< Bully: a lower id started one
   election_timeout,  ///< the previous attempt did not finish in time
   preempt,           ///< a higher id deposing a lower leader (preempt on)
-  requested,         ///< the host asked
+  leader_dead,       ///< the leader's process was proven dead (peer_dead)
+  requested,         ///< the host asked (the last: node_probe counts up to it)
 };
 std::string_view to_string(election_reason r);
 
@@ -194,14 +195,19 @@ public:
   void handle(const message& m, timestamp now);
 
   /// The transport reports that the connection to `peer` dropped (or it crashed).
-  void peer_down(node_id peer, timestamp now);
+  void peer_down(node_id peer, timestamp now) {
+    peer_gone(peer, election_reason::leader_down, now);
+  }
 
   /// Proof that incarnation `incarnation` of `peer` is gone: its process ended
   /// (the host saw its liveness connection closed by the peer's kernel, see
   /// docs/design/election.md, "Proofs of death"). Never call it for a silence.
   /// Does what peer_down does (unless the peer already runs a newer
-  /// incarnation); with guard.death_proof, a promise this candidate made to
-  /// exactly that incarnation's lease ends now, and heartbeats of that
+  /// incarnation), except that an election it opens because the leader is
+  /// proven dead asks no pre-vote (reason leader_dead): a pre-vote guards
+  /// against a suspicion, and peers that have not read their own proof yet
+  /// would refuse it. With guard.death_proof, a promise this candidate made
+  /// to exactly that incarnation's lease ends now, and heartbeats of that
   /// incarnation or an older one still in flight are not acked.
   void peer_dead(node_id peer, uint64_t incarnation, timestamp now);
 
@@ -406,6 +412,8 @@ private:
   /// Quorum guard: when a leader that renewed no lease steps down.
   timestamp quorum_deadline() const;
   void leader_lost(election_reason reason, timestamp now);
+  /// peer_down and peer_dead: `peer` is gone; if it led, elect for `reason`.
+  void peer_gone(node_id peer, election_reason reason, timestamp now);
   void emit(election_event e) { events_.push_back(e); }
   peer_status* status(node_id p);
   const peer_status* status(node_id p) const;

@@ -54,7 +54,7 @@ TEST(node_probe, every_election_reason_exists_at_zero_before_the_first_election)
   node_probe probe{cfg, std::make_shared<status_writer>("", node_status{})};
   for (auto reason :
        {"startup", "no_leader", "leader_down", "leader_suspected", "leader_resigned",
-        "election_received", "election_timeout", "preempt", "requested"})
+        "election_received", "election_timeout", "preempt", "leader_dead", "requested"})
     EXPECT_EQ(value_of(*probe.registry(), "conclave_elections_total", "reason", reason),
               0.0)
         << reason;
