@@ -100,8 +100,8 @@ fetch_member_views(const std::map<uint64_t, address>& members,
 /// accepted.
 class bounded_queue final : public httplib::TaskQueue {
 public:
-  bounded_queue(size_t workers, size_t max_open, http_workers::hooks hooks)
-      : pool_{workers, max_open, std::move(hooks)} {}
+  bounded_queue(size_t workers, http_workers::hooks hooks)
+      : pool_{workers, std::move(hooks)} {}
 
   void enqueue(std::function<void()> fn) override {
     pool_.enqueue(take_accepted_socket(), std::move(fn));
@@ -248,8 +248,7 @@ private:
     auto& s = *srv_;
     s.new_task_queue = [this] {
       http_workers::hooks h{gate_, tls_, [this] { refused_->Increment(); }};
-      return new bounded_queue(limits_.max_connections, limits_.max_connections,
-                               std::move(h));
+      return new bounded_queue(limits_.max_connections, std::move(h));
     };
     // The socket the library binds and listens on, as created: the last one
     // it was given to set options on (it tries an address's candidates in

@@ -28,8 +28,8 @@ void refuse_connection(int sock, bool tls) {
   ::shutdown(sock, SHUT_RDWR);
 }
 
-http_workers::http_workers(size_t workers, size_t max_open, hooks h)
-    : max_open_{max_open}, hooks_{std::move(h)} {
+http_workers::http_workers(size_t workers, hooks h)
+    : workers_{workers}, hooks_{std::move(h)} {
   std::lock_guard<std::mutex> guard{mtx_};
   for (size_t i = 0; i < workers; ++i)
     spawn_locked(false);
@@ -57,7 +57,7 @@ void http_workers::enqueue(int sock, std::function<void()> fn) {
     std::lock_guard<std::mutex> guard{mtx_};
     // An admitted connection is within the gate's bounds, which the workers
     // match; only one the gate cannot see is bounded here.
-    refuse = sock >= 0 && hooks_.gate ? !t.ticket.admitted : open_ >= max_open_;
+    refuse = sock >= 0 && hooks_.gate ? !t.ticket.admitted : open_ >= workers_;
     if (!refuse) {
       ++open_;
       jobs_.push_back(std::move(t));

@@ -13,7 +13,7 @@
 // for a worker to refuse it, fill the pool's bound and crowd out a
 // connection from another source that the gate would have admitted.
 // A connection whose socket is not known (the accept interposer of
-// socket_numbers.hpp is not linked) cannot be gated: beyond `max_open` such
+// socket_numbers.hpp is not linked) cannot be gated: beyond `workers` such
 // connections queued or served, the refusing thread takes them too.
 //
 // A worker that starts a long-lived answer (a watch stream) leaves the pool
@@ -46,7 +46,9 @@ public:
     std::function<void()> on_refused;
   };
 
-  http_workers(size_t workers, size_t max_open, hooks h);
+  /// `workers`: the gate's bound of open connections (and the bound of
+  /// connections whose socket is not known, queued or served).
+  http_workers(size_t workers, hooks h);
   ~http_workers();
   http_workers(const http_workers&) = delete;
   http_workers& operator=(const http_workers&) = delete;
@@ -80,7 +82,7 @@ private:
   void spawn_locked(bool refuser);
   void run(bool refuser);
 
-  size_t max_open_;
+  size_t workers_;
   hooks hooks_;
   std::mutex mtx_;
   std::condition_variable jobs_cv_, rejects_cv_, done_;

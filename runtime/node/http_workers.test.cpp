@@ -120,7 +120,7 @@ TEST(http_workers, a_burst_one_source_may_not_open_leaves_the_others_their_place
   observed seen;
   std::vector<int> clients;
   {
-    http_workers pool{3, 3, hooks_for(gate, seen)};
+    http_workers pool{3, hooks_for(gate, seen)};
     // Two admitted connections hold two of the three workers.
     int a1 = l.connect_from("127.0.0.2", clients);
     int c1 = l.connect_from("127.0.0.4", clients);
@@ -166,7 +166,7 @@ TEST(http_workers, a_refused_connection_is_shut_down_without_being_read) {
   std::vector<int> clients;
   std::atomic<int> held_open{0};
   {
-    http_workers pool{4, 4, hooks_for(gate, seen)};
+    http_workers pool{4, hooks_for(gate, seen)};
     // The first connection holds its place until told.
     std::mutex m;
     std::condition_variable cv;
@@ -205,7 +205,7 @@ TEST(http_workers, without_a_known_socket_the_pools_own_bound_applies) {
   std::vector<int> none;
   {
     // No gate can see these connections: at most two queued or served.
-    http_workers pool{2, 2, {nullptr, true, [&seen] { ++seen.refused; }}};
+    http_workers pool{2, {nullptr, true, [&seen] { ++seen.refused; }}};
     std::atomic<int> ran{0};
     std::mutex m;
     std::condition_variable cv;
