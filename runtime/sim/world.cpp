@@ -18,7 +18,13 @@ namespace conclave::sim {
 
 namespace {
 
-std::uniform_real_distribution<double> unit{0.0, 1.0};
+/// A uniform draw from [0, 1). A distribution of its own per draw: worlds
+/// run on several threads at once (ordered_runs.hpp), and this one keeps no
+/// state between draws, so the draws are the same as from a shared one.
+template <class Rng>
+double unit(Rng& rng) {
+  return std::uniform_real_distribution<double>{0.0, 1.0}(rng);
+}
 
 /// Runs what an activated actor schedules (a message it sends to another
 /// actor, an actor it spawns) on the test coordinator, as the coordinator's
