@@ -7,6 +7,7 @@
 #include "runtime/cli/sim_lease.hpp"
 #include "runtime/cli/sim_repl.hpp"
 
+#include "runtime/sim/ordered_runs.hpp"
 #include "runtime/sim/report.hpp"
 #include "runtime/sim/simulation.hpp"
 
@@ -30,6 +31,8 @@ struct sim_options {
   std::string nodes = "5";
   size_t runs = 1;
   uint64_t seed = 1;
+  /// Runs at once (0: one per core); the output does not depend on it.
+  unsigned threads = 0;
   std::string faults;
   bool json = false;
   bool trace = false;
@@ -99,7 +102,15 @@ constexpr const char* election_flags[] = {"--algorithm", "--nodes",           "-
                                           "--detector",  "--guard",           "--preempt",
                                           "--trace",     "--trace-heartbeats"};
 
+/// Most runs at once --threads takes: far beyond any core count, low enough
+/// that a typo cannot ask the system for a million threads.
+constexpr unsigned max_sim_threads = 256;
+
 int run_sim(const sim_options& o, const CLI::App* sub) {
+  if (o.threads > max_sim_threads)
+    return bad_input("--threads: at most " + std::to_string(max_sim_threads)
+                     + " runs at once (0: one per core), got "
+                     + std::to_string(o.threads));
   if (o.workload == "lease") {
     for (auto f : election_flags)
       if (f != std::string_view{"--algorithm"} && sub->count(f) > 0)
@@ -111,7 +122,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
       if (sub->count(f) > 0)
         return bad_input(std::string{f}
                          + ": belongs to --workload replication, not lease");
-    return run_sim_lease(o.lease, o.repl, o.runs, o.seed, o.faults, o.json);
+    return run_sim_lease(o.lease, o.repl, o.runs, o.seed, o.faults, o.json, o.threads);
   }
   if (sim_lease_flags_given(sub))
     return bad_input("--ttl, --limit, --lease-drift, --lock-delay, --client-pauses and "
@@ -124,7 +135,7 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
     if (sub->count("--algorithm") > 0 || sim_jobs_flags_given(sub))
       return bad_input("--workload replication runs Bully with the quorum guard; "
                        "--algorithm and the jobs flags do not apply");
-    return run_sim_repl(o.repl, o.runs, o.seed, o.faults, o.json);
+    return run_sim_repl(o.repl, o.runs, o.seed, o.faults, o.json, o.threads);
   }
   if (o.workload == "jobs") {
     for (auto f : election_flags)
@@ -136,7 +147,8 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
         return bad_input(std::string{f}
                          + ": belongs to --workload replication, not jobs");
     auto disk = sub->count("--disk") > 0 ? o.repl.disk : sim_jobs_default_disk;
-    return run_sim_jobs(o.jobs, o.repl.unsafe, disk, o.runs, o.seed, o.faults, o.json);
+    return run_sim_jobs(o.jobs, o.repl.unsafe, disk, o.runs, o.seed, o.faults, o.json,
+                        o.threads);
   }
   if (sim_repl_flags_given(sub, o.workload == "election"))
     return bad_input(
@@ -238,26 +250,33 @@ int run_sim(const sim_options& o, const CLI::App* sub) {
       if (v != 0)
         prefix += flag + std::to_string(v);
     for (auto n : *sizes) {
-      for (size_t k = 0; k < o.runs; ++k) {
-        sim::sim_settings s;
-        s.config = base;
-        s.config.algo = algo;
-        s.nodes = n;
-        s.plan = plan.value();
-        sim::complete_partitions(s.plan, n);
-        s.seed = o.seed + k;
-        s.unsafe_silence_proofs = silence_proof;
-        s.record_timeline = !o.out.empty() && timeline_run.timeline.empty() && k == 0;
-        if (trace) {
-          s.trace = &std::cout;
-          s.trace_heartbeats = o.trace_heartbeats;
-        }
-        auto r = sim::run_simulation(s);
-        summary.add(r, prefix);
-        if (s.record_timeline)
-          timeline_run = std::move(r);
-        bar.step();
-      }
+      // A trace prints while its run goes on, and which run records the
+      // timeline depends on the runs before it: both run one at a time.
+      auto threads = trace || !o.out.empty() ? 1u : sim::run_threads(o.threads, o.runs);
+      sim::run_in_order(
+          o.runs, threads,
+          [&](size_t k) {
+            sim::sim_settings s;
+            s.config = base;
+            s.config.algo = algo;
+            s.nodes = n;
+            s.plan = plan.value();
+            sim::complete_partitions(s.plan, n);
+            s.seed = o.seed + k;
+            s.unsafe_silence_proofs = silence_proof;
+            s.record_timeline = !o.out.empty() && timeline_run.timeline.empty() && k == 0;
+            if (trace) {
+              s.trace = &std::cout;
+              s.trace_heartbeats = o.trace_heartbeats;
+            }
+            return std::pair{sim::run_simulation(s), s.record_timeline};
+          },
+          [&](std::pair<sim::run_report, bool> r) {
+            summary.add(r.first, prefix);
+            if (r.second)
+              timeline_run = std::move(r.first);
+            bar.step();
+          });
     }
   }
   if (o.json) {
@@ -308,6 +327,10 @@ void add_sim_command(command_registry& reg) {
       ->capture_default_str();
   option(sub, "--runs", o->runs, "runs per algorithm and size")->capture_default_str();
   option(sub, "--seed", o->seed, "seed of the first run; run k uses seed+k")
+      ->capture_default_str();
+  option(sub, "--threads", o->threads,
+         "runs simulated at once (0: one per core); reports are added up in seed "
+         "order, so the output is the same for any value (--trace and --out: one)")
       ->capture_default_str();
   option(sub, "--faults", o->faults,
          "fault spec, e.g. crash-leader@1s,partition@2s-4s:1-3|4-5,loss=0.01,"

@@ -2,6 +2,7 @@
 
 #include "runtime/cli/command.hpp"
 #include "runtime/sim/jobs_report.hpp"
+#include "runtime/sim/ordered_runs.hpp"
 
 #include <iostream>
 
@@ -38,7 +39,7 @@ bool sim_jobs_flags_given(const CLI::App* sub) {
 
 int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe,
                  const std::string& disk, size_t runs, uint64_t seed,
-                 const std::string& faults, bool json) {
+                 const std::string& faults, bool json, unsigned threads) {
   auto in_range = [](size_t v, size_t lo, size_t hi) { return v >= lo && v <= hi; };
   if (!in_range(o.jobs, 1, 1000))
     return bad_input("--jobs: expected 1 to 1000, got " + std::to_string(o.jobs));
@@ -88,10 +89,14 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe,
   if (!faults.empty())
     prefix += " --faults " + shell_quote(faults);
   sim::jobs_summary summary{prefix};
-  for (size_t k = 0; k < runs; ++k) {
-    s.seed = seed + k;
-    summary.add(sim::run_jobs_simulation(s));
-  }
+  sim::run_in_order(
+      runs, sim::run_threads(threads, runs),
+      [&s, seed](size_t k) {
+        auto run = s;
+        run.seed = seed + k;
+        return sim::run_jobs_simulation(run);
+      },
+      [&summary](auto&& report) { summary.add(report); });
   if (json) {
     std::cout << summary.to_json(seed, faults) << '\n';
   } else {

@@ -31,11 +31,12 @@ bool sim_jobs_flags_given(const CLI::App* sub);
 /// The jobs workload's disk when --disk is not given.
 inline constexpr const char* sim_jobs_default_disk = "files";
 
-/// Runs `runs` runs from `seed` and prints the summary; the exit status.
+/// Runs `runs` runs from `seed`, up to `threads` at once (0: one per core;
+/// sim/ordered_runs.hpp), and prints the summary; the exit status.
 /// `unsafe` is --unsafe: none, or supervisor-ignores-fence (the planted
 /// defect of the checkers' meta-test); `disk` is --disk: files or memory.
 int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe,
                  const std::string& disk, size_t runs, uint64_t seed,
-                 const std::string& faults, bool json);
+                 const std::string& faults, bool json, unsigned threads);
 
 } // namespace conclave::cli

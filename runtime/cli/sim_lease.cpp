@@ -2,6 +2,7 @@
 
 #include "runtime/cli/command.hpp"
 #include "runtime/sim/lease_report.hpp"
+#include "runtime/sim/ordered_runs.hpp"
 
 #include <iostream>
 #include <optional>
@@ -88,7 +89,7 @@ bool sim_lease_flags_given(const CLI::App* sub) {
 }
 
 int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size_t runs,
-                  uint64_t seed, const std::string& faults, bool json) {
+                  uint64_t seed, const std::string& faults, bool json, unsigned threads) {
   if (repl.replicas < 1 || repl.replicas > 9)
     return bad_input("--replicas: expected 1 to 9, got " + std::to_string(repl.replicas));
   if (repl.clients < 1 || repl.clients > 64)
@@ -157,10 +158,14 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
   if (!faults.empty())
     prefix += " --faults " + shell_quote(faults);
   sim::lease_summary summary{prefix, o.limit};
-  for (size_t k = 0; k < runs; ++k) {
-    s.base.seed = seed + k;
-    summary.add(sim::run_lease_simulation(s));
-  }
+  sim::run_in_order(
+      runs, sim::run_threads(threads, runs),
+      [&s, seed](size_t k) {
+        auto run = s;
+        run.base.seed = seed + k;
+        return sim::run_lease_simulation(run);
+      },
+      [&summary](auto&& report) { summary.add(report); });
   if (json) {
     std::cout << summary.to_json(seed, faults) << '\n';
   } else {

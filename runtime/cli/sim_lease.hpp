@@ -31,9 +31,10 @@ void add_sim_lease_flags(CLI::App* sub, sim_lease_options& o);
 /// True if any of those flags was given (they belong to the lease workload).
 bool sim_lease_flags_given(const CLI::App* sub);
 
-/// Runs `runs` runs from `seed` and prints the summary; the exit status.
+/// Runs `runs` runs from `seed`, up to `threads` at once (0: one per core;
+/// sim/ordered_runs.hpp), and prints the summary; the exit status.
 /// `repl` holds the shared flags; --weak-share is refused by the caller.
 int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size_t runs,
-                  uint64_t seed, const std::string& faults, bool json);
+                  uint64_t seed, const std::string& faults, bool json, unsigned threads);
 
 } // namespace conclave::cli

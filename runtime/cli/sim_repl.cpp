@@ -1,6 +1,7 @@
 #include "runtime/cli/sim_repl.hpp"
 
 #include "runtime/cli/command.hpp"
+#include "runtime/sim/ordered_runs.hpp"
 #include "runtime/sim/repl_report.hpp"
 
 #include <iostream>
@@ -66,7 +67,7 @@ bool sim_repl_flags_given(const CLI::App* sub, bool except_unsafe) {
 }
 
 int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
-                 const std::string& faults, bool json) {
+                 const std::string& faults, bool json, unsigned threads) {
   if (o.replicas < 1 || o.replicas > 9)
     return bad_input("--replicas: expected 1 to 9, got " + std::to_string(o.replicas));
   if (o.clients < 1 || o.clients > 64)
@@ -140,10 +141,14 @@ int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
   if (!faults.empty())
     prefix += " --faults " + shell_quote(faults);
   sim::repl_summary summary{prefix};
-  for (size_t k = 0; k < runs; ++k) {
-    s.seed = seed + k;
-    summary.add(sim::run_repl_simulation(s));
-  }
+  sim::run_in_order(
+      runs, sim::run_threads(threads, runs),
+      [&s, seed](size_t k) {
+        auto run = s;
+        run.seed = seed + k;
+        return sim::run_repl_simulation(run);
+      },
+      [&summary](auto&& report) { summary.add(report); });
   if (json) {
     std::cout << summary.to_json(seed, faults) << '\n';
   } else {

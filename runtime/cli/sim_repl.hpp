@@ -42,8 +42,9 @@ void add_sim_repl_flags(CLI::App* sub, sim_repl_options& o);
 /// has one of its own).
 bool sim_repl_flags_given(const CLI::App* sub, bool except_unsafe = false);
 
-/// Runs `runs` runs from `seed` and prints the summary; the exit status.
+/// Runs `runs` runs from `seed`, up to `threads` at once (0: one per core;
+/// sim/ordered_runs.hpp), and prints the summary; the exit status.
 int run_sim_repl(const sim_repl_options& o, size_t runs, uint64_t seed,
-                 const std::string& faults, bool json);
+                 const std::string& faults, bool json, unsigned threads);
 
 } // namespace conclave::cli

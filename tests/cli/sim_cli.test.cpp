@@ -28,6 +28,21 @@ TEST(sim_cli, a_bad_flag_is_exit_2) {
   EXPECT_EQ(run_conclave("sim --faults 'crash@1s:9' --nodes 5").status, 2);
 }
 
+TEST(sim_cli, threads_beyond_the_bound_are_exit_2_with_one_line) {
+  for (auto workload : {"election", "jobs", "replication", "lease"}) {
+    auto r =
+        run_conclave(std::string{"sim --workload "} + workload + " --threads 257", true);
+    EXPECT_EQ(r.status, 2) << workload << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "--threads")) << r.out;
+    EXPECT_EQ(line_count(r.out), 1u) << r.out;
+  }
+  EXPECT_EQ(run_conclave("sim --threads -1").status, 2);
+  EXPECT_EQ(run_conclave("sim --threads many").status, 2);
+  // The bound itself, and 0 (one per core), are taken.
+  EXPECT_EQ(run_conclave("sim --runs 2 --nodes 3 --threads 256").status, 0);
+  EXPECT_EQ(run_conclave("sim --runs 2 --nodes 3 --threads 0").status, 0);
+}
+
 TEST(sim_cli, json_is_one_document_with_the_documented_figures) {
   auto r = run_conclave("sim --algorithm all --nodes 5 --runs 20 --seed 7 --guard "
                         "--faults 'random=4,loss=0.01' --json");
