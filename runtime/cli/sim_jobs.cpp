@@ -89,14 +89,9 @@ int run_sim_jobs(const sim_jobs_options& o, const std::string& unsafe,
   if (!faults.empty())
     prefix += " --faults " + shell_quote(faults);
   sim::jobs_summary summary{prefix};
-  sim::run_in_order(
-      runs, sim::run_threads(threads, runs),
-      [&s, seed](size_t k) {
-        auto run = s;
-        run.seed = seed + k;
-        return sim::run_jobs_simulation(run);
-      },
-      [&summary](auto&& report) { summary.add(report); });
+  sim::add_runs(
+      summary, s, [](auto& x) -> uint64_t& { return x.seed; }, seed, runs, threads,
+      sim::run_jobs_simulation);
   if (json) {
     std::cout << summary.to_json(seed, faults) << '\n';
   } else {

@@ -158,14 +158,9 @@ int run_sim_lease(const sim_lease_options& o, const sim_repl_options& repl, size
   if (!faults.empty())
     prefix += " --faults " + shell_quote(faults);
   sim::lease_summary summary{prefix, o.limit};
-  sim::run_in_order(
-      runs, sim::run_threads(threads, runs),
-      [&s, seed](size_t k) {
-        auto run = s;
-        run.base.seed = seed + k;
-        return sim::run_lease_simulation(run);
-      },
-      [&summary](auto&& report) { summary.add(report); });
+  sim::add_runs(
+      summary, s, [](auto& x) -> uint64_t& { return x.base.seed; }, seed, runs, threads,
+      sim::run_lease_simulation);
   if (json) {
     std::cout << summary.to_json(seed, faults) << '\n';
   } else {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -118,6 +119,22 @@ void run_in_order(size_t n, unsigned threads, Run run, Consume consume) {
     throw;
   }
   join();
+}
+
+/// The CLI's loop over seeds: run k simulates a copy of `settings` whose
+/// seed (`seed_of(copy)`, a reference) is first_seed + k, and its report is
+/// added to `summary` in seed order.
+template <class Summary, class Settings, class SeedOf, class Simulate>
+void add_runs(Summary& summary, const Settings& settings, SeedOf seed_of,
+              uint64_t first_seed, size_t runs, unsigned threads, Simulate simulate) {
+  run_in_order(
+      runs, run_threads(threads, runs),
+      [&](size_t k) {
+        auto copy = settings;
+        seed_of(copy) = first_seed + k;
+        return simulate(copy);
+      },
+      [&summary](auto&& report) { summary.add(report); });
 }
 
 } // namespace conclave::sim
