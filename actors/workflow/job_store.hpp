@@ -85,9 +85,9 @@ public:
   void open_all(std::function<void(caf::error)> done) {
     auto left = std::make_shared<size_t>(layout::all().size());
     auto failed = std::make_shared<bool>(false);
-    for (auto& name : layout::all()) {
+    for (const char* name : layout::all()) {
       self_
-          ->request(store_, caf::infinite, store_atoms::open_atom_v, name,
+          ->request(store_, caf::infinite, store_atoms::open_atom_v, std::string{name},
                     store::collection_kind::dictionary, std::string{"bytes"},
                     std::string{"bytes"})
           .then(

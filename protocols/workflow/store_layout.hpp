@@ -42,6 +42,7 @@
 
 #include "protocols/workflow/lifecycle.hpp"
 
+#include <array>
 #include <optional>
 #include <set>
 #include <string>
@@ -59,10 +60,14 @@ inline constexpr const char* meta = "wf.meta";
 inline constexpr const char* term_key = "term";
 inline constexpr const char* agents = "wf.agents";
 
-/// Every collection, for hosts that create them at start.
-inline const std::vector<std::string>& all() {
-  static const std::vector<std::string> names{jobs, events, due, ready, state, meta};
-  return names;
+/// Every collection, for hosts that create them at start. A constant, not a
+/// function-local static: simulated worlds on several threads start job
+/// stores at once, and race checkers (helgrind) cannot see the guard of a
+/// static's first use.
+inline constexpr std::array<const char*, 6> all_names{jobs,  events, due,
+                                                      ready, state,  meta};
+inline const std::array<const char*, 6>& all() {
+  return all_names;
 }
 
 /// A node's agent kinds as stored in wf.agents: sorted, one per line.
