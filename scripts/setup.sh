@@ -21,6 +21,7 @@ packages=(
   libssl-dev            # identity proofs between nodes (X509/EVP), TLS handshake counters; its static libraries go into the `conclave` front
   libcpp-httplib-dev    # the node's HTTP/JSON API (--http); Debian builds it with OpenSSL
   libjemalloc-dev       # the benchmarks' allocator (CMakeLists.txt, CONCLAVE_BENCH_ALLOCATOR)
+  valgrind              # helgrind: simulated worlds on several threads share no state (tests/cli)
   chromium chromium-driver # the status page tested in headless Chromium (tests/process/http_browser)
   etcd-server etcd-client # the lock scenario's reference (scripts/lock-scenario.sh: etcdctl lock);
                         # the package may start a service on 2379, which the scenario never uses
