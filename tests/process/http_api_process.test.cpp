@@ -471,22 +471,50 @@ TEST_F(http_watch_process,
     c->set_read_timeout(5);
     return c;
   };
-  // Reads until a `leader` event names a leader other than the old one.
-  auto read_until_new_leader = [&](const httplib::Headers& headers, std::string& text) {
-    auto c = client();
-    return c->Get("/v1/watch", headers, [&](const char* d, size_t n) {
+  // True for the event that names a leader other than the old one, and for
+  // the one that reports the old leader down: by its proof of death (state
+  // "down" while its link may still show up) or by its dropped link. Either
+  // may come first: with a proof of death the new leader is elected at once,
+  // and its announcement can reach this follower before the follower's own
+  // proof does.
+  auto names_new_leader = [&](const sse_event& e) {
+    if (e.event != "leader")
+      return false;
+    auto l = json::parse(e.data).value("leader", uint64_t{0});
+    return l != 0 && l != leader;
+  };
+  auto reports_old_leader_down = [&](const sse_event& e) {
+    if (e.event != "member")
+      return false;
+    auto m = json::parse(e.data);
+    return m["id"] == leader && (m["state"] == "down" || m["linked"] == false);
+  };
+  // Every stream read below ends by itself within 20 s (the node keeps an
+  // idle stream open).
+  auto bounded = [](auto&& more) {
+    auto until = std::chrono::steady_clock::now() + 20s;
+    return [more, until](const std::string& text) {
+      return more(text) && text.size() < 1000000
+             && std::chrono::steady_clock::now() < until;
+    };
+  };
+  // Reads until both of those events arrived.
+  auto read_failover = [&](std::string& text) {
+    auto more = bounded([&](const std::string& t) {
+      bool named = false, down = false;
+      for (auto& e : parse_sse(t)) {
+        named = named || names_new_leader(e);
+        down = down || reports_old_leader_down(e);
+      }
+      return !(named && down);
+    });
+    client()->Get("/v1/watch", [&](const char* d, size_t n) {
       text.append(d, n);
-      for (auto& e : parse_sse(text))
-        if (e.event == "leader") {
-          auto l = json::parse(e.data).value("leader", uint64_t{0});
-          if (l != 0 && l != leader)
-            return false;
-        }
-      return text.size() < 1000000;
+      return more(text);
     });
   };
   std::string live;
-  std::thread reader{[&] { read_until_new_leader({}, live); }};
+  std::thread reader{[&] { read_failover(live); }};
   // The stream is open once its hello arrived.
   ASSERT_TRUE(eventually([&] { return has(live, "event: hello"); }, 5s)) << live;
   kill(leader, "KILL");
@@ -495,37 +523,27 @@ TEST_F(http_watch_process,
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events[0].event, "hello");
   std::vector<sse_event> changes(events.begin() + 1, events.end());
-  ASSERT_FALSE(changes.empty()) << live;
-  // The old leader reported down before the new one is named: by its proof
-  // of death (state "down" while its link may still show up; the election
-  // then starts at once) or by its dropped link.
-  bool member_down = false;
-  for (auto& e : changes) {
+  for (auto& e : changes)
     EXPECT_FALSE(e.id.empty()) << e.event;
-    if (e.event != "member")
-      continue;
-    auto m = json::parse(e.data);
-    if (m["id"] == leader && (m["state"] == "down" || m["linked"] == false))
-      member_down = true;
-  }
-  EXPECT_TRUE(member_down) << live;
-  // Up to the event that named the new leader (the chunk may hold more).
-  auto named = std::find_if(changes.begin(), changes.end(), [&](const sse_event& e) {
-    auto l = e.event == "leader" ? json::parse(e.data).value("leader", uint64_t{0}) : 0;
-    return l != 0 && l != leader;
-  });
+  auto named = std::find_if(changes.begin(), changes.end(), names_new_leader);
+  auto down = std::find_if(changes.begin(), changes.end(), reports_old_leader_down);
   ASSERT_NE(named, changes.end()) << live;
-  changes.erase(named + 1, changes.end());
+  ASSERT_NE(down, changes.end()) << live;
+  // Up to the later of the two (the chunk may hold more): at least two
+  // changes, so the first is not the last.
+  changes.erase(std::max(named, down) + 1, changes.end());
+  ASSERT_GE(changes.size(), 2u) << live;
   auto last = changes.back();
+  auto until_last = bounded(
+      [&](const std::string& text) { return !has(text, "id: " + last.id + "\n"); });
 
   // Resuming after the first change replays every later one, same ids.
   std::string resumed;
-  auto c = client();
-  c->Get("/v1/watch", {{"Last-Event-ID", changes.front().id}},
-         [&](const char* d, size_t n) {
-           resumed.append(d, n);
-           return !has(resumed, "id: " + last.id + "\n");
-         });
+  client()->Get("/v1/watch", {{"Last-Event-ID", changes.front().id}},
+                [&](const char* d, size_t n) {
+                  resumed.append(d, n);
+                  return until_last(resumed);
+                });
   auto again = parse_sse(resumed);
   std::vector<std::string> want, got;
   for (size_t i = 1; i < changes.size(); ++i)
@@ -539,9 +557,11 @@ TEST_F(http_watch_process,
 
   // An id from another run of the node: reset first, then what is kept.
   std::string other;
+  auto until_last_again = bounded(
+      [&](const std::string& text) { return !has(text, "id: " + last.id + "\n"); });
   client()->Get("/v1/watch", {{"Last-Event-ID", "1-1"}}, [&](const char* d, size_t n) {
     other.append(d, n);
-    return !has(other, "id: " + last.id + "\n");
+    return until_last_again(other);
   });
   auto o = parse_sse(other);
   ASSERT_GE(o.size(), 2u) << other;
