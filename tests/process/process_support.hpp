@@ -17,6 +17,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
@@ -146,7 +147,49 @@ inline double sum_metric(const nlohmann::json& status, const std::string& series
   return sum;
 }
 
-/// A cluster directory under /tmp, brought down (and removed) however a test ends.
+/// Starts a process that brings the cluster in `dir` down if this process
+/// dies before it says it is done (a test killed at CTest's timeout cannot run
+/// its TearDown, and `cluster up` starts nodes in their own sessions, so they
+/// would outlive it). It waits on a pipe only this process writes to: a byte
+/// means done, end of file without one means this process is gone. Returns
+/// the pipe's write end and the guard's pid (-1 and 0 if none could be
+/// started).
+struct cluster_guard {
+  int fd = -1;
+  pid_t pid = 0;
+};
+inline cluster_guard start_cluster_guard(const std::filesystem::path& dir) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    return {};
+  auto script = "exec >/dev/null 2>&1 </dev/null; IFS= read -r -n 1 done <&3 "
+                "|| { [ -e \"$1/cluster.json\" ] && \"$0\" cluster down --dir \"$1\"; }; "
+                "exit 0";
+  std::string bin = CONCLAVE_BIN;
+  std::string where = dir.string();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls until exec: fd 3 is the read end, every
+    // other descriptor of the test process is closed.
+    if (fds[0] == 3)
+      ::fcntl(3, F_SETFD, 0); // dup2 onto itself would keep close-on-exec
+    else
+      ::dup2(fds[0], 3);
+    ::close_range(4, ~0U, 0);
+    ::execl("/bin/bash", "bash", "-c", script, bin.c_str(), where.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[0]);
+  if (pid < 0) {
+    ::close(fds[1]);
+    return {};
+  }
+  return {fds[1], pid};
+}
+
+/// A cluster directory under /tmp, brought down (and removed) however a test
+/// ends: by TearDown, or by a guard process if the test process is killed.
 class cluster_test : public ::testing::Test {
 protected:
   std::filesystem::path dir;
@@ -158,11 +201,19 @@ protected:
     std::filesystem::remove_all(dir);
     // kv's primary cache goes to the test's directory, not ~/.cache.
     ::setenv("CONCLAVE_KV_CACHE_DIR", (dir / "kv-cache").c_str(), 1);
+    guard_ = start_cluster_guard(dir);
   }
 
   void TearDown() override {
     if (std::filesystem::exists(dir / "cluster.json"))
       run_conclave("cluster down --dir " + dir.string());
+    if (guard_.fd >= 0) {
+      // Done: the guard exits without touching the directory.
+      (void)!::write(guard_.fd, "d", 1);
+      ::close(guard_.fd);
+      ::waitpid(guard_.pid, nullptr, 0);
+      guard_ = {};
+    }
     if (!HasFailure())
       std::filesystem::remove_all(dir);
     else
@@ -261,6 +312,9 @@ protected:
     }
     return true;
   }
+
+private:
+  cluster_guard guard_;
 };
 
 } // namespace conclave::process_test
