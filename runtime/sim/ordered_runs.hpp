@@ -20,6 +20,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <sched.h>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -27,12 +28,20 @@
 
 namespace conclave::sim {
 
+/// The cores this thread may run on (its affinity: taskset, a container's
+/// cpuset), or the machine's if that cannot be read; at least one.
+inline unsigned usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 /// The threads to use for `runs` runs when asked for `asked` (0: one per
-/// core the process may use); never more than the runs, at least one.
+/// usable core); never more than the runs, at least one.
 inline unsigned run_threads(unsigned asked, size_t runs) {
-  unsigned t = asked;
-  if (t == 0)
-    t = std::max(1u, std::thread::hardware_concurrency());
+  unsigned t = asked == 0 ? usable_cores() : asked;
   return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(t, runs)));
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <sched.h>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -139,6 +140,26 @@ TEST(ordered_runs, threads_are_at_least_one_and_at_most_the_runs) {
   EXPECT_EQ(run_threads(4, 0), 1u);
   EXPECT_EQ(run_threads(1, 1000), 1u);
   EXPECT_EQ(run_threads(3, 1000), 3u);
-  auto cores = std::max(1u, std::thread::hardware_concurrency());
-  EXPECT_EQ(run_threads(0, 1000), std::min<unsigned>(cores, 1000));
+  EXPECT_EQ(run_threads(0, 1000), conclave::sim::usable_cores());
+  EXPECT_EQ(run_threads(0, 1), 1u);
+}
+
+TEST(ordered_runs, one_per_core_counts_the_cores_this_thread_may_use) {
+  // Pinned to one core (as taskset or a container's cpuset would), 0 means
+  // one thread, however many cores the machine has.
+  cpu_set_t before;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof before, &before), 0);
+  int first = -1;
+  for (int c = 0; c < CPU_SETSIZE && first < 0; ++c)
+    if (CPU_ISSET(c, &before))
+      first = c;
+  ASSERT_GE(first, 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+  auto pinned = run_threads(0, 1000);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof before, &before), 0);
+  EXPECT_EQ(pinned, 1u);
+  EXPECT_EQ(run_threads(0, 1000), static_cast<unsigned>(CPU_COUNT(&before)));
 }
