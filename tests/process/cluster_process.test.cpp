@@ -423,3 +423,38 @@ TEST_F(cluster_test, nice_gives_every_node_thread_and_session_that_priority) {
   }
   EXPECT_EQ(leaders(st), 1);
 }
+
+// The guard every cluster_test starts (process_support.hpp): told "done", it
+// leaves the cluster alone; its pipe closed without that, as when CTest kills
+// the test process, it brings the cluster down.
+TEST_F(cluster_test, a_guard_brings_the_cluster_down_only_when_its_test_is_gone) {
+  up(2);
+  std::vector<pid_t> pids;
+  for (int n = 1; n <= 2; ++n) {
+    std::ifstream in{dir / ("node-" + std::to_string(n)) / "node.pid"};
+    pid_t p = 0;
+    in >> p;
+    ASSERT_GT(p, 0) << n;
+    pids.push_back(p);
+  }
+  auto alive = [&] {
+    return std::count_if(pids.begin(), pids.end(),
+                         [](pid_t p) { return ::kill(p, 0) == 0; });
+  };
+
+  auto calm = start_cluster_guard(dir);
+  ASSERT_GE(calm.fd, 0);
+  ASSERT_EQ(::write(calm.fd, "d", 1), 1);
+  ::close(calm.fd);
+  int st = -1;
+  ASSERT_EQ(::waitpid(calm.pid, &st, 0), calm.pid);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  EXPECT_EQ(alive(), 2);
+
+  auto orphaned = start_cluster_guard(dir);
+  ASSERT_GE(orphaned.fd, 0);
+  ::close(orphaned.fd); // what the kernel does when the test process dies
+  ASSERT_EQ(::waitpid(orphaned.pid, &st, 0), orphaned.pid);
+  EXPECT_TRUE(eventually([&] { return alive() == 0; }, 10s)) << alive() << " still alive";
+  EXPECT_TRUE(status(1)["leader"].is_null());
+}
